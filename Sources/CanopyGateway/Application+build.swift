@@ -1,0 +1,36 @@
+import CanopyStore
+import Hummingbird
+import Logging
+import Prometheus
+
+/// Builds the gateway: the same function `canopy serve` and the tests use.
+/// The database pool runs as one of the application's services, so it
+/// starts before the server and stops after it.
+public func buildApplication(
+    configuration: GatewayConfiguration,
+    database: GatewayDatabase,
+    logger: Logger,
+    metricsRegistry: PrometheusCollectorRegistry? = nil
+) -> some ApplicationProtocol {
+    let router = Router(context: CanopyRequestContext.self)
+    router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: LogRequestsMiddleware(.info))
+    router.add(middleware: MetricsMiddleware())
+    HealthController(database: database).register(on: router)
+    GraphQLController(database: database, configuration: configuration).register(on: router)
+    if let metricsRegistry {
+        router.get("metrics") { _, _ -> Response in
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/plain; version=0.0.4"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: metricsRegistry.emitToBuffer()))
+            )
+        }
+    }
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "canopy"),
+        services: [database.client],
+        logger: logger
+    )
+}

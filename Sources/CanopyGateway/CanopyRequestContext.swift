@@ -1,0 +1,22 @@
+import Hummingbird
+import Logging
+
+/// Per-request state: the request id (also in every log line as
+/// `canopy.request.id`) and, once authenticated, who is asking.
+public struct CanopyRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public var requestID: String
+    public var userID: Int64?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        requestID = Self.makeRequestID()
+        userID = nil
+        logger[metadataKey: "canopy.request.id"] = .string(requestID)
+    }
+
+    static func makeRequestID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return String(generator.next() as UInt64, radix: 16)
+    }
+}

@@ -1,0 +1,104 @@
+import CanopyQuery
+import CanopyStore
+import Foundation
+import Hummingbird
+import Logging
+
+/// The error codes of API.md §6.
+public enum APIErrorCode: String, Sendable, Codable, CaseIterable {
+    case badRequest = "BAD_REQUEST"
+    case notAuthenticated = "NOT_AUTHENTICATED"
+    case invalidArguments = "INVALID_ARGUMENTS"
+    case permissionFailure = "PERMISSION_FAILURE"
+    case zoneNotFound = "ZONE_NOT_FOUND"
+    case unknownItem = "UNKNOWN_ITEM"
+    case serverRecordChanged = "SERVER_RECORD_CHANGED"
+    case batchRequestFailed = "BATCH_REQUEST_FAILED"
+    case referenceViolation = "REFERENCE_VIOLATION"
+    case alreadyShared = "ALREADY_SHARED"
+    case changeTokenExpired = "CHANGE_TOKEN_EXPIRED"
+    case limitExceeded = "LIMIT_EXCEEDED"
+    case serviceUnavailable = "SERVICE_UNAVAILABLE"
+    case internalError = "INTERNAL_ERROR"
+}
+
+/// An error as a client sees it: an API code, a message for people, and
+/// where in the document it is. Every module's errors become one of these
+/// here, in `init(_:requestID:logger:)`, and nowhere else.
+public struct APIError: Error, Sendable {
+    public var code: APIErrorCode
+    public var message: String
+    public var locations: [QueryError.Location]
+    public var path: [String]
+
+    public init(_ code: APIErrorCode, _ message: String, locations: [QueryError.Location] = [], path: [String] = []) {
+        self.code = code
+        self.message = message
+        self.locations = locations
+        self.path = path
+    }
+
+    /// Maps any error to its API code. Unexpected errors are logged with the
+    /// request id and reach the client as INTERNAL_ERROR carrying only that id.
+    public init(_ error: any Error, requestID: String, logger: Logger) {
+        switch error {
+        case let error as APIError:
+            self = error
+        case let error as QueryError:
+            let code: APIErrorCode
+            switch error.code {
+            case .invalidArguments: code = .invalidArguments
+            case .limitExceeded: code = .limitExceeded
+            default: code = .badRequest
+            }
+            self.init(code, error.message, locations: error.locations, path: error.path)
+        case let error as StoreError:
+            switch error.code {
+            case .notAuthenticated: self.init(.notAuthenticated, error.message)
+            case .databaseUnavailable: self.init(.serviceUnavailable, "the database is unavailable; try again shortly")
+            case .invalidInput: self.init(.invalidArguments, error.message)
+            case .notFound: self.init(.unknownItem, error.message)
+            default: self = Self.internalError(error, requestID: requestID, logger: logger)
+            }
+        default:
+            if let sqlState = PostgresErrors.sqlState(of: error), let mapped = Self.fromSQLState(sqlState, error) {
+                self = mapped
+            } else if PostgresErrors.isConnectionFailure(error) {
+                logger.error("database unreachable", metadata: ["canopy.error": "\(String(reflecting: error))"])
+                self.init(.serviceUnavailable, "the database is unavailable; try again shortly")
+            } else {
+                self = Self.internalError(error, requestID: requestID, logger: logger)
+            }
+        }
+    }
+
+    /// SQLSTATEs raised by Canopy's own triggers (class CN) and PostgreSQL's
+    /// that mean something to a client.
+    static func fromSQLState(_ sqlState: String, _ error: any Error) -> APIError? {
+        let message = PostgresErrors.message(of: error)
+        switch sqlState {
+        case "CN001": return APIError(.referenceViolation, message)
+        case "CN002", "23P01": return APIError(.alreadyShared, sqlState == "CN002" ? message : "the zone already has a share of the other kind")
+        case "CN003": return APIError(.limitExceeded, message)
+        case "CN004", "23514", "22P02": return APIError(.invalidArguments, message)
+        case "CN005", "42501": return APIError(.permissionFailure, "permission denied")
+        case "57014": return APIError(.limitExceeded, "the request ran longer than the statement timeout")
+        default: return nil
+        }
+    }
+
+    static func internalError(_ error: any Error, requestID: String, logger: Logger) -> APIError {
+        logger.error("internal error", metadata: ["canopy.error": "\(String(reflecting: error))"])
+        return APIError(.internalError, "internal error; quote request id \(requestID) when reporting it")
+    }
+
+    /// The HTTP status for an error that stops a request before it executes.
+    var httpStatus: HTTPResponse.Status {
+        switch code {
+        case .notAuthenticated: return .unauthorized
+        case .serviceUnavailable: return .serviceUnavailable
+        case .badRequest, .limitExceeded, .invalidArguments: return .badRequest
+        default: return .internalServerError
+        }
+    }
+}

@@ -1,0 +1,35 @@
+/// How the gateway serves. Keys and the CLI flags / environment variables
+/// that set them (see `canopy serve --help`):
+/// - `host` (`--host`, `CANOPY_HOST`, default 127.0.0.1)
+/// - `port` (`--port`, `CANOPY_PORT`, default 8080)
+/// - `publicURL` (`--public-url`, `CANOPY_PUBLIC_URL`): base of share URLs
+/// - `maximumBodySize`: request bodies above it are HTTP 413 (default 2 MiB)
+/// - `statementTimeout`: per-request `statement_timeout` (default 10 s)
+/// - `documentLimits`: GraphQL depth and alias limits
+public struct GatewayConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    public var publicURL: String
+    public var maximumBodySize: Int
+    public var statementTimeout: Duration
+    public var maximumDepth: Int
+    public var maximumAliases: Int
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        publicURL: String? = nil,
+        maximumBodySize: Int = 2 * 1024 * 1024,
+        statementTimeout: Duration = .seconds(10),
+        maximumDepth: Int = 12,
+        maximumAliases: Int = 30
+    ) {
+        self.host = host
+        self.port = port
+        self.publicURL = publicURL ?? "http://\(host):\(port)"
+        self.maximumBodySize = maximumBodySize
+        self.statementTimeout = statementTimeout
+        self.maximumDepth = maximumDepth
+        self.maximumAliases = maximumAliases
+    }
+}

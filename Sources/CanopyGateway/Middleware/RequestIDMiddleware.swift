@@ -1,0 +1,18 @@
+import HTTPTypes
+import Hummingbird
+
+/// Echoes the request id in `X-Request-ID`, so a client can quote it and an
+/// operator can find the matching log lines.
+struct RequestIDMiddleware: RouterMiddleware {
+    typealias Context = CanopyRequestContext
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response = try await next(request, context)
+        response.headers[.requestID] = context.requestID
+        return response
+    }
+}
+
+extension HTTPField.Name {
+    static let requestID = Self("X-Request-ID")!
+}

@@ -1,0 +1,175 @@
+import CanopyQuery
+import CanopyStore
+import Foundation
+import GraphQL
+import Hummingbird
+import Logging
+import PostgresNIO
+
+/// `/graphql`: authenticates the bearer token, parses and validates the
+/// document, and answers each root field with one SQL statement run under
+/// the caller's identity.
+struct GraphQLController {
+    let database: GatewayDatabase
+    let configuration: GatewayConfiguration
+
+    func register(on router: Router<CanopyRequestContext>) {
+        router.post("graphql") { request, context in
+            try await handlePost(request, context: context)
+        }
+        router.get("graphql") { request, context in
+            try await handleGet(request, context: context)
+        }
+    }
+
+    func handlePost(_ request: Request, context: CanopyRequestContext) async throws -> Response {
+        var context = context
+        if let failure = await authenticate(request, context: &context) { return failure }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.maximumBodySize)
+        } catch {
+            return GraphQLResponse.errors(
+                [APIError(.limitExceeded, "the request body is larger than the limit of \(configuration.maximumBodySize) bytes")],
+                requestID: context.requestID, status: .contentTooLarge
+            )
+        }
+        let graphQLRequest: GraphQLRequest
+        do {
+            graphQLRequest = try JSONDecoder().decode(GraphQLRequest.self, from: Data(buffer: buffer))
+        } catch {
+            return GraphQLResponse.errors(
+                [APIError(.badRequest, "the body must be JSON: {\"query\": \"...\", \"variables\": {...}, \"operationName\": \"...\"}")],
+                requestID: context.requestID, status: .badRequest
+            )
+        }
+        return await execute(graphQLRequest, allowMutations: true, context: context)
+    }
+
+    func handleGet(_ request: Request, context: CanopyRequestContext) async throws -> Response {
+        var context = context
+        if let failure = await authenticate(request, context: &context) { return failure }
+        let parameters = request.uri.queryParameters
+        guard let query = parameters.get("query") else {
+            return GraphQLResponse.errors(
+                [APIError(.badRequest, "GET /graphql needs a query parameter")],
+                requestID: context.requestID, status: .badRequest
+            )
+        }
+        var variables: [String: Map] = [:]
+        if let text = parameters.get("variables"), !text.isEmpty {
+            guard let decoded = try? JSONDecoder().decode([String: Map].self, from: Data(text.utf8)) else {
+                return GraphQLResponse.errors(
+                    [APIError(.badRequest, "the variables parameter must be a JSON object")],
+                    requestID: context.requestID, status: .badRequest
+                )
+            }
+            variables = decoded
+        }
+        let graphQLRequest = GraphQLRequest(query: query, operationName: parameters.get("operationName"), variables: variables)
+        return await execute(graphQLRequest, allowMutations: false, context: context)
+    }
+
+    /// Sets `context.userID`, or returns the 401 / 503 response.
+    func authenticate(_ request: Request, context: inout CanopyRequestContext) async -> Response? {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else {
+            return GraphQLResponse.errors(
+                [APIError(.notAuthenticated, "send Authorization: Bearer <token> (canopy users token NAME issues one)")],
+                requestID: context.requestID, status: .unauthorized
+            )
+        }
+        let token = String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
+        do {
+            guard let userID = try await database.authenticate(token: token, logger: context.logger) else {
+                return GraphQLResponse.errors(
+                    [APIError(.notAuthenticated, "the bearer token is not valid")],
+                    requestID: context.requestID, status: .unauthorized
+                )
+            }
+            context.userID = userID
+            context.logger[metadataKey: "canopy.user.id"] = .stringConvertible(userID)
+            return nil
+        } catch {
+            let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
+            return GraphQLResponse.errors([apiError], requestID: context.requestID, status: apiError.httpStatus)
+        }
+    }
+
+    func execute(_ graphQLRequest: GraphQLRequest, allowMutations: Bool, context: CanopyRequestContext) async -> Response {
+        let parsed: ParsedRequest
+        do {
+            parsed = try ParsedRequest(
+                query: graphQLRequest.query,
+                variables: graphQLRequest.variables,
+                operationName: graphQLRequest.operationName,
+                limits: .init(maximumDepth: configuration.maximumDepth, maximumAliases: configuration.maximumAliases)
+            )
+            if parsed.operation.operation != .query && !allowMutations {
+                throw QueryError(.badRequest, "GET /graphql runs queries only; send mutations with POST")
+            }
+            if try parsed.isIntrospectionOnly() {
+                return try await introspect(graphQLRequest)
+            }
+        } catch {
+            let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
+            return GraphQLResponse.errors([apiError], requestID: context.requestID, status: apiError.httpStatus)
+        }
+        guard let userID = context.userID else {
+            return GraphQLResponse.errors([APIError(.notAuthenticated, "not authenticated")], requestID: context.requestID, status: .unauthorized)
+        }
+        do {
+            let fields = try parsed.rootFields()
+            var entries: [(key: String, json: String?)] = []
+            var errors: [APIError] = []
+            for field in fields {
+                do {
+                    entries.append((field.responseKey, try await resolve(field, operation: parsed.operation.operation, userID: userID, context: context)))
+                } catch {
+                    var apiError = APIError(error, requestID: context.requestID, logger: context.logger)
+                    if apiError.code == .serviceUnavailable {
+                        return GraphQLResponse.errors([apiError], requestID: context.requestID, status: .serviceUnavailable)
+                    }
+                    if apiError.path.isEmpty { apiError.path = [field.responseKey] }
+                    if apiError.locations.isEmpty { apiError.locations = parsed.location(of: field.field) }
+                    errors.append(apiError)
+                    entries.append((field.responseKey, nil))
+                }
+            }
+            return GraphQLResponse.data(entries, errors: errors, requestID: context.requestID)
+        } catch {
+            let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
+            return GraphQLResponse.errors([apiError], requestID: context.requestID, status: apiError.httpStatus)
+        }
+    }
+
+    /// One root field, as JSON text.
+    func resolve(_ field: SelectedField, operation: OperationType, userID: Int64, context: CanopyRequestContext) async throws -> String? {
+        switch (operation, field.name) {
+        case (_, "__typename"):
+            return GraphQLResponse.quoted(operation == .mutation ? "Mutation" : "Query")
+        case (.query, "me"):
+            let plan = try MePlan(field)
+            let json = try await database.withUser(userID, logger: context.logger, statementTimeout: configuration.statementTimeout) { connection in
+                var result: String?
+                for try await text in try await connection.query(plan.query, logger: context.logger).decode(String.self) {
+                    result = text
+                }
+                return result
+            }
+            guard let json else { throw APIError(.notAuthenticated, "the token's user no longer exists") }
+            return json
+        default:
+            throw APIError(.badRequest, "\(field.name) is part of the API contract but not served by this build of Canopy yet")
+        }
+    }
+
+    /// Introspection, answered by GraphQLSwift's executor over the schema.
+    func introspect(_ request: GraphQLRequest) async throws -> Response {
+        let result = try await graphql(
+            schema: CanopySchema.schema, request: request.query,
+            variableValues: request.variables, operationName: request.operationName
+        )
+        let data = try GraphQLJSONEncoder().encode(result)
+        return GraphQLResponse.json(String(decoding: data, as: UTF8.self), status: .ok)
+    }
+}

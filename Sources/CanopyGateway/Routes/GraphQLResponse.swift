@@ -1,0 +1,64 @@
+import CanopyQuery
+import Foundation
+import Hummingbird
+
+/// Writes GraphQL responses. `data` arrives as JSON text that PostgreSQL
+/// built; it is placed into the body as it is, never parsed again.
+struct GraphQLResponse {
+    struct ErrorBody: Encodable {
+        struct Extensions: Encodable {
+            var code: String
+            var requestId: String
+        }
+        var message: String
+        var locations: [QueryError.Location]?
+        var path: [String]?
+        var extensions: Extensions
+    }
+
+    static func errors(_ errors: [APIError], requestID: String, status: HTTPResponse.Status) -> Response {
+        let body = "{\"errors\":\(encode(errors, requestID: requestID))}"
+        return json(body, status: status)
+    }
+
+    /// `{"data": {key: json, ...}, "errors": [...]}`; a nil value is JSON null.
+    static func data(_ entries: [(key: String, json: String?)], errors: [APIError], requestID: String) -> Response {
+        var body = "{\"data\":{"
+        for (index, entry) in entries.enumerated() {
+            if index > 0 { body += "," }
+            body += quoted(entry.key) + ":" + (entry.json ?? "null")
+        }
+        body += "}"
+        if !errors.isEmpty {
+            body += ",\"errors\":" + encode(errors, requestID: requestID)
+        }
+        body += "}"
+        return json(body, status: .ok)
+    }
+
+    static func json(_ body: String, status: HTTPResponse.Status) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "application/json; charset=utf-8"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: body))
+        )
+    }
+
+    static func encode(_ errors: [APIError], requestID: String) -> String {
+        let bodies = errors.map { error in
+            ErrorBody(
+                message: error.message,
+                locations: error.locations.isEmpty ? nil : error.locations,
+                path: error.path.isEmpty ? nil : error.path,
+                extensions: .init(code: error.code.rawValue, requestId: requestID)
+            )
+        }
+        let data = (try? JSONEncoder().encode(bodies)) ?? Data("[]".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func quoted(_ string: String) -> String {
+        let data = (try? JSONEncoder().encode(string)) ?? Data("\"\"".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

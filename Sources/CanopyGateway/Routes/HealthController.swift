@@ -1,0 +1,16 @@
+import CanopyStore
+import Hummingbird
+
+/// `GET /health`: 200 `{"status":"ok"}` when the database answers, else 503.
+struct HealthController {
+    let database: GatewayDatabase
+
+    func register(on router: Router<CanopyRequestContext>) {
+        router.get("health") { _, context -> Response in
+            if await database.isHealthy(logger: context.logger) {
+                return GraphQLResponse.json("{\"status\":\"ok\"}", status: .ok)
+            }
+            return GraphQLResponse.json("{\"status\":\"unavailable\"}", status: .serviceUnavailable)
+        }
+    }
+}

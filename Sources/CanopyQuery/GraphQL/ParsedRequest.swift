@@ -1,0 +1,119 @@
+import GraphQL
+
+/// A GraphQL request that parsed and validated against Canopy's schema,
+/// with the operation to run picked out.
+public struct ParsedRequest: @unchecked Sendable {
+    public let source: String
+    public let document: Document
+    public let operation: OperationDefinition
+    public let fragments: [String: FragmentDefinition]
+    public let variables: [String: Map]
+    let locator: SourceLocator
+
+    /// Limits on the shape of a document, checked before anything runs.
+    public struct Limits: Sendable {
+        public var maximumDepth: Int
+        public var maximumAliases: Int
+        public init(maximumDepth: Int = 12, maximumAliases: Int = 30) {
+            self.maximumDepth = maximumDepth
+            self.maximumAliases = maximumAliases
+        }
+    }
+
+    /// Parses and validates; throws `QueryError` (`badRequest`) with the
+    /// line and column of each fault.
+    public init(
+        query: String, variables: [String: Map] = [:], operationName: String? = nil,
+        limits: Limits = Limits()
+    ) throws {
+        let locator = SourceLocator(query)
+        let document: Document
+        do {
+            document = try parse(source: Source(body: query, name: "request"))
+        } catch let error as GraphQLError {
+            throw QueryError(.badRequest, Self.firstLine(error.message), locations: error.positions.map(locator.location(ofUTF8Offset:)))
+        }
+        let errors = validate(schema: CanopySchema.schema, ast: document)
+        if let first = errors.first {
+            throw QueryError(
+                .badRequest, first.message,
+                locations: errors.flatMap { error in
+                    error.nodes.compactMap { $0.loc.map { locator.location(ofUTF8Offset: $0.start) } }
+                }
+            )
+        }
+        let operations = document.definitions.compactMap { $0 as? OperationDefinition }
+        let chosen: OperationDefinition
+        if let operationName {
+            guard let named = operations.first(where: { $0.name?.value == operationName }) else {
+                throw QueryError(.badRequest, "the document has no operation named '\(operationName)'")
+            }
+            chosen = named
+        } else {
+            guard operations.count == 1 else {
+                throw QueryError(.badRequest, "the document has \(operations.count) operations: name the one to run with operationName")
+            }
+            chosen = operations[0]
+        }
+        var fragments: [String: FragmentDefinition] = [:]
+        for case let fragment as FragmentDefinition in document.definitions {
+            fragments[fragment.name.value] = fragment
+        }
+        self.source = query
+        self.document = document
+        self.operation = chosen
+        self.fragments = fragments
+        self.variables = variables
+        self.locator = locator
+        try checkShape(limits: limits)
+    }
+
+    public func location(of node: (any Node)?) -> [QueryError.Location] {
+        guard let loc = node?.loc else { return [] }
+        return [locator.location(ofUTF8Offset: loc.start)]
+    }
+
+    /// The operation's root fields, fragments and @skip/@include applied.
+    public func rootFields() throws -> [SelectedField] {
+        try SelectedField.collect(operation.selectionSet, in: self)
+    }
+
+    /// True when the operation asks only for introspection (`__schema`,
+    /// `__type`, `__typename`), which GraphQLSwift's executor answers.
+    public func isIntrospectionOnly() throws -> Bool {
+        try rootFields().allSatisfy { $0.name.hasPrefix("__") }
+    }
+
+    private func checkShape(limits: Limits) throws {
+        var aliases = 0
+        func walk(_ set: SelectionSet, depth: Int, visiting: Set<String>) throws {
+            guard depth <= limits.maximumDepth else {
+                throw QueryError(.limitExceeded, "the document nests fields deeper than the limit of \(limits.maximumDepth)", locations: location(of: set))
+            }
+            for selection in set.selections {
+                switch selection {
+                case let field as Field:
+                    if field.alias != nil { aliases += 1 }
+                    guard aliases <= limits.maximumAliases else {
+                        throw QueryError(.limitExceeded, "the document uses more aliases than the limit of \(limits.maximumAliases)", locations: location(of: field))
+                    }
+                    if let child = field.selectionSet { try walk(child, depth: depth + 1, visiting: visiting) }
+                case let inline as InlineFragment:
+                    try walk(inline.selectionSet, depth: depth, visiting: visiting)
+                case let spread as FragmentSpread:
+                    let name = spread.name.value
+                    if !visiting.contains(name), let fragment = fragments[name] {
+                        try walk(fragment.selectionSet, depth: depth, visiting: visiting.union([name]))
+                    }
+                default:
+                    break
+                }
+            }
+        }
+        try walk(operation.selectionSet, depth: 1, visiting: [])
+    }
+
+    static func firstLine(_ message: String) -> String {
+        String(message.split(separator: "\n", maxSplits: 1).first ?? Substring(message))
+    }
+}

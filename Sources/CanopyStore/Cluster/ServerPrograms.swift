@@ -1,0 +1,56 @@
+import Foundation
+
+/// The PostgreSQL server programs (initdb, pg_ctl, postgres, psql) that the
+/// embedded cluster runs, found the way DESIGN.md says: `$CANOPY_PG_BINDIR`,
+/// `pg_config --bindir`, PATH, then `/usr/lib/postgresql/*/bin`.
+public struct ServerPrograms: Sendable {
+    public let binDirectory: String
+
+    public var initdb: String { "\(binDirectory)/initdb" }
+    public var pgCtl: String { "\(binDirectory)/pg_ctl" }
+    public var psql: String {
+        let local = "\(binDirectory)/psql"
+        return FileManager.default.isExecutableFile(atPath: local) ? local : (Subprocess.which("psql") ?? local)
+    }
+
+    public static func locate() throws -> ServerPrograms {
+        for directory in candidateDirectories() where isServerDirectory(directory) {
+            return ServerPrograms(binDirectory: directory)
+        }
+        throw StoreError(
+            .postgresNotInstalled,
+            """
+            PostgreSQL's server programs (initdb, pg_ctl) were not found in $CANOPY_PG_BINDIR, `pg_config --bindir`, \
+            PATH or /usr/lib/postgresql/*/bin. Install them (Debian/Ubuntu, as root: apt-get install -y postgresql; \
+            macOS: brew install postgresql@15), or point Canopy at a running server with --database-url.
+            """
+        )
+    }
+
+    static func candidateDirectories() -> [String] {
+        var candidates: [String] = []
+        if let explicit = ProcessInfo.processInfo.environment["CANOPY_PG_BINDIR"], !explicit.isEmpty {
+            candidates.append(explicit)
+        }
+        if let pgConfig = Subprocess.which("pg_config"),
+           let result = try? Subprocess.run(pgConfig, ["--bindir"]), result.succeeded {
+            candidates.append(result.output.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        if let initdb = Subprocess.which("initdb") {
+            let resolved = URL(fileURLWithPath: initdb).resolvingSymlinksInPath()
+            candidates.append(resolved.deletingLastPathComponent().path)
+        }
+        let root = "/usr/lib/postgresql"
+        if let versions = try? FileManager.default.contentsOfDirectory(atPath: root) {
+            let sorted = versions.compactMap { Int($0) }.sorted(by: >)
+            candidates += sorted.map { "\(root)/\($0)/bin" }
+        }
+        return candidates
+    }
+
+    static func isServerDirectory(_ directory: String) -> Bool {
+        ["initdb", "pg_ctl", "postgres"].allSatisfy {
+            FileManager.default.isExecutableFile(atPath: "\(directory)/\($0)")
+        }
+    }
+}

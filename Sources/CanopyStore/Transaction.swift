@@ -1,0 +1,58 @@
+import Logging
+import PostgresNIO
+
+extension PostgresConnection {
+    /// Runs `body` between BEGIN and COMMIT (ROLLBACK if it throws) and
+    /// rethrows the original error, unwrapped, so callers can tell what failed.
+    public func inTransaction<Result: Sendable>(
+        logger: Logger,
+        _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        try await query("BEGIN", logger: logger)
+        let result: Result
+        do {
+            result = try await body(self)
+        } catch {
+            _ = try? await query("ROLLBACK", logger: logger)
+            throw error
+        }
+        try await query("COMMIT", logger: logger)
+        return result
+    }
+}
+
+/// Turns PostgresNIO's errors into words for people, without SQL text.
+public enum PostgresErrors {
+    public static func message(of error: any Error) -> String {
+        if let psql = error as? PSQLError {
+            if let message = psql.serverInfo?[.message] {
+                var text = message
+                if let detail = psql.serverInfo?[.detail] { text += " (\(detail))" }
+                return text
+            }
+            return "\(psql.code)"
+        }
+        if let store = error as? StoreError { return store.message }
+        return "\(error)"
+    }
+
+    /// The SQLSTATE of a server error, if it is one.
+    public static func sqlState(of error: any Error) -> String? {
+        (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
+
+    /// True when the error means the server could not be reached at all.
+    public static func isConnectionFailure(_ error: any Error) -> Bool {
+        guard let psql = error as? PSQLError else {
+            return !(error is StoreError) && !(error is CancellationError)
+        }
+        switch psql.code {
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed,
+             .sslUnsupported, .failedToAddSSLHandler, .uncleanShutdown:
+            return true
+        default:
+            return psql.serverInfo?[.sqlState]?.hasPrefix("08") == true
+                || psql.serverInfo?[.sqlState] == "57P01" || psql.serverInfo?[.sqlState] == "57P03"
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import ArgumentParser
+import CanopyStore
+
+/// `canopy cluster`: the embedded PostgreSQL cluster.
+struct Cluster: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start, stop or inspect the embedded PostgreSQL cluster in --data-dir.",
+        discussion: "Other commands start the cluster when they need it and leave it running for the next one.",
+        subcommands: [ClusterStart.self, ClusterStatus.self, ClusterStop.self]
+    )
+}
+
+/// `canopy cluster start`.
+struct ClusterStart: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "start", abstract: "Initialise (first time) and start the cluster.")
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        CommandLogging.bootstrap(verbose: database.verbose)
+        do {
+            let cluster = EmbeddedCluster(dataDirectory: database.setup.dataDirectory)
+            let running = try await cluster.start(logger: database.logger("canopy.cluster"))
+            print("running on port \(running.port), socket in \(cluster.socketDirectory), log \(cluster.logFile)")
+            print("admin: \(running.adminEndpoint.displayURL)")
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+/// `canopy cluster status`.
+struct ClusterStatus: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "status", abstract: "Say whether the cluster runs, and where.")
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        do {
+            let cluster = EmbeddedCluster(dataDirectory: database.setup.dataDirectory)
+            if let port = try cluster.status() {
+                print("running on port \(port), socket in \(cluster.socketDirectory), log \(cluster.logFile)")
+            } else {
+                print("not running (\(cluster.pgData))")
+                throw ExitCode(3)
+            }
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            throw fail(error)
+        }
+    }
+}
+
+/// `canopy cluster stop`.
+struct ClusterStop: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the cluster (fast shutdown).")
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        CommandLogging.bootstrap(verbose: database.verbose)
+        do {
+            try await EmbeddedCluster(dataDirectory: database.setup.dataDirectory).stop(logger: database.logger("canopy.cluster"))
+            print("stopped")
+        } catch {
+            throw fail(error)
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import ArgumentParser
+import CanopyGateway
+import CanopyStore
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+
+/// `canopy serve`: migrates, then serves `/graphql` until SIGINT or SIGTERM.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Migrate, then serve /graphql and /health; stops gracefully on SIGINT/SIGTERM."
+    )
+
+    @Option(help: "Address to listen on (env CANOPY_HOST).")
+    var host: String = ProcessInfo.processInfo.environment["CANOPY_HOST"] ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on (env CANOPY_PORT).")
+    var port: Int = Int(ProcessInfo.processInfo.environment["CANOPY_PORT"] ?? "") ?? 8080
+
+    @Option(name: .customLong("public-url"), help: "Base URL clients reach this server at, used in share URLs (env CANOPY_PUBLIC_URL).")
+    var publicURL: String? = ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"]
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var migrations: MigrationsOptions
+
+    func run() async throws {
+        CommandLogging.bootstrap(verbose: database.verbose)
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let logger = {
+            var logger = Logger(label: "canopy")
+            logger.logLevel = database.verbose ? .debug : .info
+            return logger
+        }()
+        let resolved: DatabaseSetup.Resolved
+        do {
+            let directory = migrations.directory
+            let setup = database.setup
+            resolved = try await withAdminConnection(database, logger: logger) { connection, resolved in
+                try await Migrator(directory: directory, logger: logger).up(connection: connection) { logger.info("\($0)") }
+                if let password = setup.gatewayPassword, setup.databaseURL != nil {
+                    try await DatabaseSetup.setGatewayPassword(password, connection: connection, logger: logger)
+                }
+                return resolved
+            }
+            // Probe as the gateway role before serving: a bad password or
+            // host must fail now, with words, not hang a request later.
+            let probe = try await DatabaseSetup.connect(resolved.gateway, logger: logger)
+            try? await probe.close()
+        } catch {
+            throw fail(error)
+        }
+
+        let gatewayDatabase = try GatewayDatabase(endpoint: resolved.gateway, logger: logger)
+        let configuration = GatewayConfiguration(host: host, port: port, publicURL: publicURL)
+        let app = buildApplication(configuration: configuration, database: gatewayDatabase, logger: logger, metricsRegistry: registry)
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: [.init(service: app)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        )
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(15)
+        let group = ServiceGroup(configuration: groupConfiguration)
+        logger.info("serving", metadata: ["canopy.url": "http://\(host):\(port)/graphql", "canopy.database": "\(resolved.gateway.displayURL)"])
+        try await group.run()
+        if resolved.startedCluster, let cluster = resolved.cluster {
+            try? await cluster.stop(logger: logger)
+        }
+        logger.info("stopped")
+    }
+}

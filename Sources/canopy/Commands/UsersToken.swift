@@ -1,0 +1,32 @@
+import ArgumentParser
+import CanopyStore
+
+/// `canopy users token NAME`: another token for an existing user.
+struct UsersToken: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "Issue another bearer token for a user (found by name or userRecordName)."
+    )
+
+    @Argument(help: "The user's name or userRecordName.")
+    var name: String
+
+    @Flag(help: "Print {\"userRecordName\": ..., \"token\": ...} alone on stdout.")
+    var json = false
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        CommandLogging.bootstrap(verbose: database.verbose)
+        let logger = database.logger("canopy.users")
+        do {
+            let name = self.name
+            let (user, token) = try await withAdminConnection(database, logger: logger) { connection, _ in
+                try await UserAdmin(logger: logger).token(for: name, connection: connection)
+            }
+            printToken(user: user, token: token, json: json)
+        } catch {
+            throw fail(error)
+        }
+    }
+}

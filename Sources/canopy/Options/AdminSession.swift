@@ -1,0 +1,33 @@
+import CanopyStore
+import Logging
+import PostgresNIO
+
+/// Resolves the database (starting the embedded cluster if needed), opens one
+/// administrator connection for `body`, and closes it afterwards.
+func withAdminConnection<T: Sendable>(
+    _ options: DatabaseOptions,
+    logger: Logger,
+    _ body: (PostgresConnection, DatabaseSetup.Resolved) async throws -> T
+) async throws -> T {
+    let resolved = try await options.setup.resolve(logger: logger)
+    let connection = try await DatabaseSetup.connect(resolved.admin, logger: logger)
+    do {
+        let result = try await body(connection, resolved)
+        try? await connection.close()
+        return result
+    } catch {
+        try? await connection.close()
+        throw error
+    }
+}
+
+/// Bootstraps logging once per process, to standard error.
+enum CommandLogging {
+    static func bootstrap(verbose: Bool) {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = verbose ? .debug : .info
+            return handler
+        }
+    }
+}
