@@ -70,6 +70,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "CanopyTestSupport",
+            dependencies: [
+                "CanopyStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/CanopyTestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "CanopyQueryTests",
             dependencies: ["CanopyQuery"],
@@ -77,7 +87,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CanopyStoreTests",
-            dependencies: ["CanopyStore"],
+            dependencies: ["CanopyStore", "CanopyTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -85,6 +95,7 @@ let package = Package(
             dependencies: [
                 "CanopyGateway",
                 "CanopyStore",
+                "CanopyTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             swiftSettings: swiftSettings

@@ -1,0 +1,113 @@
+import CanopyStore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Real PostgreSQL for tests: the same embedded cluster `canopy serve` uses
+/// (under `$CANOPY_TEST_DATA_DIR`, default /tmp/canopy-test-cluster), a
+/// template database migrated once per test process, and a fresh copy of it
+/// for every suite that asks, so suites run in parallel without sharing rows.
+public actor TestDatabase {
+    public static let shared = TestDatabase()
+
+    public static let logger: Logger = {
+        var logger = Logger(label: "canopy.tests", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    /// The package root, found from this file's path.
+    public static let packageRoot: String = {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    }()
+    public static var migrationsDirectory: String { "\(packageRoot)/migrations" }
+
+    // Tasks, not values: the actor is re-entered while they run, and
+    // every caller must wait for the one start-up and the one template.
+    private var cluster: Task<DatabaseEndpoint, any Error>?
+    private var template: Task<String, any Error>?
+    private var counter = 0
+
+    /// The running test cluster's administrator endpoint (database `postgres`).
+    public func server() async throws -> DatabaseEndpoint {
+        if let cluster { return try await cluster.value }
+        let task = Task {
+            let directory = ProcessInfo.processInfo.environment["CANOPY_TEST_DATA_DIR"] ?? "/tmp/canopy-test-cluster"
+            let running = try await EmbeddedCluster(dataDirectory: directory).start(logger: Self.logger)
+            return running.adminEndpoint.database("postgres")
+        }
+        cluster = task
+        return try await task.value
+    }
+
+    /// An empty database (no migrations), for migration tests.
+    public func emptyDatabase() async throws -> DatabaseEndpoint {
+        let server = try await server()
+        counter += 1
+        let name = "canopy_t\(getpid())_\(counter)"
+        try await Self.withConnection(server) { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Self.logger)
+        }
+        return server.database(name)
+    }
+
+    /// A migrated database of its own; returns the administrator endpoint.
+    public func migratedDatabase() async throws -> DatabaseEndpoint {
+        let server = try await server()
+        let template = try await migratedTemplate(server)
+        counter += 1
+        let name = "canopy_t\(getpid())_\(counter)"
+        try await Self.withConnection(server) { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"), logger: Self.logger)
+        }
+        return server.database(name)
+    }
+
+    private func migratedTemplate(_ server: DatabaseEndpoint) async throws -> String {
+        if let template { return try await template.value }
+        let task = Task { try await Self.makeTemplate(server) }
+        template = task
+        return try await task.value
+    }
+
+    private static func makeTemplate(_ server: DatabaseEndpoint) async throws -> String {
+        let name = "canopy_tpl\(getpid())"
+        try await withConnection(server) { connection in
+            // Leftovers of earlier runs.
+            let mine = "canopy\\_t%\(getpid())%"
+            let rows = try await connection.query(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'canopy\\_t%' AND datname NOT LIKE \(mine)",
+                logger: Self.logger
+            )
+            var stale: [String] = []
+            for try await name in rows.decode(String.self) { stale.append(name) }
+            for name in stale {
+                _ = try? await connection.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: Self.logger)
+            }
+            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Self.logger)
+        }
+        try await Self.withConnection(server.database(name)) { connection in
+            try await Migrator(directory: Self.migrationsDirectory, logger: Self.logger).up(connection: connection)
+        }
+        return name
+    }
+
+    /// Runs `body` on a fresh connection, closing it afterwards.
+    @discardableResult
+    public static func withConnection<T: Sendable>(
+        _ endpoint: DatabaseEndpoint,
+        _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let connection = try await PostgresConnection.connect(
+            configuration: endpoint.connectionConfiguration(), id: 1, logger: logger
+        )
+        do {
+            let result = try await body(connection)
+            try await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+}
