@@ -23,12 +23,18 @@ BEGIN
     EXCEPTION WHEN duplicate_object OR unique_violation THEN
         NULL;
     END;
+    -- Whatever an earlier version or a person did, these roles never bypass
+    -- RLS. Altered only when wrong: concurrent ALTERs of one role collide.
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'canopy_owner'
+               AND (rolcanlogin OR rolsuper OR rolbypassrls OR rolcreatedb OR rolcreaterole)) THEN
+        ALTER ROLE canopy_owner NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'canopy_gateway'
+               AND (NOT rolcanlogin OR rolsuper OR rolbypassrls OR rolcreatedb OR rolcreaterole)) THEN
+        ALTER ROLE canopy_gateway LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+    END IF;
 END
 $$;
-
--- Whatever an earlier version or a person did, these roles never bypass RLS.
-ALTER ROLE canopy_owner NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
-ALTER ROLE canopy_gateway LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
 
 -- The migrator bootstraps the schema (for canopy.schema_migrations) before
 -- this file runs; hand it to the owner.

@@ -32,10 +32,40 @@ public struct Subprocess {
         try spawn(executable, arguments, environment: environment, outputPath: nil)
     }
 
+    /// A started program, to wait for later: lets a caller run several at once.
+    public struct Started: Sendable {
+        let pid: pid_t
+        let executable: String
+        let outputPath: String
+
+        /// Waits for the exit and returns the status and what it printed.
+        public func wait() throws -> Result {
+            defer { try? FileManager.default.removeItem(atPath: outputPath) }
+            let status = try Subprocess.wait(pid: pid, executable: executable)
+            return Result(status: status, output: (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+        }
+    }
+
+    /// Starts `executable` with its output going to a file; see `Started.wait()`.
+    public static func start(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> Started {
+        let outputPath = FileManager.default.temporaryDirectory
+            .appendingPathComponent("canopy-\(UUID().uuidString).out").path
+        let pid = try launch(executable, arguments, environment: environment, outputPath: outputPath)
+        return Started(pid: pid, executable: executable, outputPath: outputPath)
+    }
+
     static func spawn(
         _ executable: String, _ arguments: [String], environment: [String: String]?,
         outputPath: String?
     ) throws -> Int32 {
+        let pid = try launch(executable, arguments, environment: environment, outputPath: outputPath)
+        return try wait(pid: pid, executable: executable)
+    }
+
+    static func launch(
+        _ executable: String, _ arguments: [String], environment: [String: String]?,
+        outputPath: String?
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -57,6 +87,10 @@ public struct Subprocess {
         guard spawned == 0 else {
             throw StoreError(.clusterFailed, "cannot run \(executable): \(String(cString: strerror(spawned)))")
         }
+        return pid
+    }
+
+    static func wait(pid: pid_t, executable: String) throws -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 {
             guard errno == EINTR else {

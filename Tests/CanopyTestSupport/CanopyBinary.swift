@@ -1,0 +1,29 @@
+import CanopyStore
+import Foundation
+
+/// The built `canopy` executable (`swift build` puts it in .build/debug;
+/// `make test` builds it before testing), run as a separate process.
+public enum CanopyBinary {
+    public static var path: String {
+        ProcessInfo.processInfo.environment["CANOPY_BIN"] ?? "\(TestDatabase.packageRoot)/.build/debug/canopy"
+    }
+
+    public static var exists: Bool { FileManager.default.isExecutableFile(atPath: path) }
+
+    /// Runs `canopy ARGS` and returns its exit status and combined output.
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Subprocess.Result {
+        try Subprocess.start(path, arguments, environment: environment).wait()
+    }
+}
+
+extension DatabaseEndpoint {
+    /// A URL for `--database-url` that reaches this endpoint.
+    public var url: String {
+        switch transport {
+        case .tcp(let host, let port):
+            return "postgres://\(username)@\(host):\(port)/\(database)"
+        case .unixSocket(let directory, let port):
+            return "postgres://\(username)@/\(database)?host=\(directory)&port=\(port)"
+        }
+    }
+}
