@@ -79,5 +79,6 @@ type Mutation {
   acceptShare(url: String!): ShareMetadata!
   leaveShare(zone: ZoneID!, rootRecordName: String): Boolean!
 }
+
 """#
 }

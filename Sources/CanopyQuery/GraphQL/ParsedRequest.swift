@@ -113,7 +113,13 @@ public struct ParsedRequest: @unchecked Sendable {
         try walk(operation.selectionSet, depth: 1, visiting: [])
     }
 
+    /// GraphQLSwift's syntax messages embed its own (wrong after non-ASCII)
+    /// position; keep the words, the locations say where.
     static func firstLine(_ message: String) -> String {
-        String(message.split(separator: "\n", maxSplits: 1).first ?? Substring(message))
+        let line = String(message.split(separator: "\n", maxSplits: 1).first ?? Substring(message))
+        if let range = line.range(of: #"^Syntax Error .*?\(\d+:\d+\) "#, options: .regularExpression) {
+            return "Syntax error: " + line[range.upperBound...]
+        }
+        return line
     }
 }

@@ -9,27 +9,33 @@ import PostgresNIO
 public final class GatewayDatabase: Sendable {
     public let client: PostgresClient
     let logger: Logger
+    /// How long a request waits for the database before it is 503.
+    let availabilityTimeout: Duration
 
-    public init(endpoint: DatabaseEndpoint, maximumConnections: Int = 20, logger: Logger) throws {
+    public init(endpoint: DatabaseEndpoint, maximumConnections: Int = 20, availabilityTimeout: Duration = .seconds(5), logger: Logger) throws {
         var configuration = try endpoint.clientConfiguration()
         configuration.options.maximumConnections = maximumConnections
-        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.connectTimeout = availabilityTimeout
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
+        self.availabilityTimeout = availabilityTimeout
     }
 
     /// Who a bearer token belongs to, or nil for an unknown or malformed
     /// token. The stored hash is compared here, in constant time.
     public func authenticate(token: String, logger: Logger) async throws -> Int64? {
         guard let presented = BearerToken(parsing: token) else { return nil }
-        let rows = try await client.query(
-            "SELECT user_id, secret_hash FROM canopy.token_for_selector(\(presented.selector)) WHERE user_id IS NOT NULL",
-            logger: logger
-        )
-        for try await (userID, storedHash) in rows.decode((Int64, Data).self) {
-            return BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) ? userID : nil
+        let client = self.client
+        let stored: (Int64, Data)? = try await withTimeout(availabilityTimeout) {
+            let rows = try await client.query(
+                "SELECT user_id, secret_hash FROM canopy.token_for_selector(\(presented.selector)) WHERE user_id IS NOT NULL",
+                logger: logger
+            )
+            for try await row in rows.decode((Int64, Data).self) { return row }
+            return nil
         }
-        return nil
+        guard let (userID, storedHash) = stored else { return nil }
+        return BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) ? userID : nil
     }
 
     /// Runs `body` in one transaction acting for `userID`.
@@ -54,7 +60,7 @@ public final class GatewayDatabase: Sendable {
     /// True when the database answers.
     public func isHealthy(logger: Logger) async -> Bool {
         do {
-            return try await withTimeout(.seconds(2)) {
+            return try await withTimeout(availabilityTimeout) {
                 try await self.client.query("SELECT 1", logger: logger)
                 return true
             }

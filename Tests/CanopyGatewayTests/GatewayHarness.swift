@@ -1,0 +1,123 @@
+import CanopyGateway
+import CanopyStore
+import CanopyTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOConcurrencyHelpers
+import Testing
+
+/// Log lines a test can read back: the gateway logs through this, so a test
+/// can prove what never appears in a log.
+final class CapturedLogs: Sendable {
+    private let lines = NIOLockedValueBox<[String]>([])
+
+    var text: String { lines.withLockedValue { $0.joined(separator: "\n") } }
+
+    func logger() -> Logger {
+        var logger = Logger(label: "canopy.test") { _ in CapturingHandler(logs: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    fileprivate func append(_ line: String) {
+        lines.withLockedValue { $0.append(line) }
+    }
+}
+
+private struct CapturingHandler: LogHandler {
+    let logs: CapturedLogs
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        logs.append("\(event.level) \(event.message) \(merged)")
+    }
+}
+
+/// Two users with tokens in a fresh migrated database, and the gateway
+/// built exactly as `canopy serve` builds it, run in-process.
+struct GatewayHarness: Sendable {
+    let endpoint: DatabaseEndpoint
+    let alice: UserSummary
+    let aliceToken: String
+    let bob: UserSummary
+    let bobToken: String
+    let logs = CapturedLogs()
+
+    static func make() async throws -> GatewayHarness {
+        let endpoint = try await TestDatabase.shared.migratedDatabase()
+        let (alice, aliceToken) = try await addUser("alice", email: "alice@example.com", on: endpoint)
+        let (bob, bobToken) = try await addUser("bob", on: endpoint)
+        return GatewayHarness(endpoint: endpoint, alice: alice, aliceToken: aliceToken.string, bob: bob, bobToken: bobToken.string)
+    }
+
+    func test<T: Sendable>(
+        configuration: GatewayConfiguration = GatewayConfiguration(),
+        gatewayEndpoint: DatabaseEndpoint? = nil,
+        _ body: @Sendable (any TestClientProtocol) async throws -> T
+    ) async throws -> T {
+        let logger = logs.logger()
+        let database = try GatewayDatabase(
+            endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),
+            maximumConnections: 4, availabilityTimeout: .seconds(1), logger: logger
+        )
+        let app = buildApplication(configuration: configuration, database: database, logger: logger)
+        return try await app.test(.router, body)
+    }
+}
+
+extension TestClientProtocol {
+    /// POSTs a GraphQL document; returns the status and the parsed JSON body.
+    func graphql(
+        _ query: String, variables: [String: Any]? = nil, operationName: String? = nil, token: String?
+    ) async throws -> (HTTPResponse.Status, [String: Any]) {
+        var payload: [String: Any] = ["query": query]
+        if let variables { payload["variables"] = variables }
+        if let operationName { payload["operationName"] = operationName }
+        let body = try JSONSerialization.data(withJSONObject: payload)
+        return try await post(body: ByteBuffer(bytes: body), token: token)
+    }
+
+    func post(body: ByteBuffer, token: String?) async throws -> (HTTPResponse.Status, [String: Any]) {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        let response = try await execute(uri: "/graphql", method: .post, headers: headers, body: body)
+        return (response.status, try responseJSON(response.body))
+    }
+
+    func get(_ uri: String, token: String?) async throws -> (HTTPResponse.Status, [String: Any], HTTPFields) {
+        var headers: HTTPFields = [:]
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        let response = try await execute(uri: uri, method: .get, headers: headers)
+        return (response.status, try responseJSON(response.body), response.headers)
+    }
+
+}
+
+/// A response body as a JSON object.
+func responseJSON(_ buffer: ByteBuffer) throws -> [String: Any] {
+    let data = Data(buffer: buffer)
+    guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        Issue.record("not a JSON object: \(String(decoding: data, as: UTF8.self))")
+        return [:]
+    }
+    return object
+}
+
+/// The first error's `extensions.code`.
+func errorCode(_ body: [String: Any]) -> String? {
+    ((body["errors"] as? [[String: Any]])?.first?["extensions"] as? [String: Any])?["code"] as? String
+}
+
+func firstError(_ body: [String: Any]) -> [String: Any] {
+    (body["errors"] as? [[String: Any]])?.first ?? [:]
+}

@@ -1,0 +1,89 @@
+import CanopyQuery
+import Foundation
+import GraphQL
+import Testing
+
+@Suite("The schema Canopy serves")
+struct SchemaTests {
+    @Test("schema/canopy.graphql is the compiled-in SDL, byte for byte")
+    func schemaFileMatches() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let file = try String(contentsOf: root.appendingPathComponent("schema/canopy.graphql"), encoding: .utf8)
+        #expect(file == CanopySchemaSource.sdl)
+    }
+
+    @Test("the SDL builds and has the contract's root fields")
+    func builds() throws {
+        let query = try #require(CanopySchema.schema.queryType)
+        #expect(try query.fields().keys.sorted() == ["databaseChanges", "discoverUser", "lookup", "me", "records", "share", "shareMetadata", "zoneChanges", "zones"])
+        #expect(try CanopySchema.schema.mutationType?.fields().count == 9)
+    }
+}
+
+@Suite("Parsing and validating documents")
+struct ParsedRequestTests {
+    @Test("syntax errors carry the line and column in characters")
+    func syntaxError() {
+        #expect(throws: QueryError(.badRequest, "Syntax error: Expected Name, found }", locations: [.init(line: 3, column: 8)])) {
+            _ = try ParsedRequest(query: "{\n  # naïve\n  me { }")
+        }
+    }
+
+    @Test("validation errors point at the offending field")
+    func validationError() throws {
+        do {
+            _ = try ParsedRequest(query: "{ me { name nope } }")
+            Issue.record("validated")
+        } catch let error as QueryError {
+            #expect(error.code == .badRequest)
+            #expect(error.message.contains("nope"))
+            #expect(error.locations == [.init(line: 1, column: 13)])
+        }
+    }
+
+    @Test("an operation is picked by name, and must be when there are several")
+    func operations() throws {
+        let document = "query A { me { name } } query B { me { email } }"
+        #expect(try ParsedRequest(query: document, operationName: "B").operation.name?.value == "B")
+        #expect(throws: QueryError.self) { try ParsedRequest(query: document) }
+        #expect(throws: QueryError.self) { try ParsedRequest(query: document, operationName: "C") }
+    }
+
+    @Test("fragments, inline fragments, aliases and @skip/@include flatten into response keys")
+    func flattening() throws {
+        let request = try ParsedRequest(
+            query: """
+                query($show: Boolean!) { me { ...F ... on User { phone } e: email @include(if: $show) name @skip(if: true) } }
+                fragment F on User { userRecordName email }
+                """,
+            variables: ["show": .bool(false)]
+        )
+        let me = try request.rootFields()
+        #expect(me.map(\.responseKey) == ["me"])
+        #expect(me[0].children.map(\.responseKey) == ["userRecordName", "email", "phone"])
+        #expect(try request.isIntrospectionOnly() == false)
+        #expect(try ParsedRequest(query: "{ __schema { queryType { name } } }").isIntrospectionOnly())
+    }
+
+    @Test("depth and alias limits name the limit")
+    func limits() {
+        #expect(throws: QueryError(.limitExceeded, "the document uses more aliases than the limit of 1", locations: [.init(line: 1, column: 18)])) {
+            _ = try ParsedRequest(query: "{ a: me { name } b: me { name } }", limits: .init(maximumDepth: 5, maximumAliases: 1))
+        }
+        #expect(throws: QueryError.self) {
+            _ = try ParsedRequest(query: "{ me { name } }", limits: .init(maximumDepth: 1, maximumAliases: 5))
+        }
+    }
+}
+
+@Suite("SQL for me")
+struct MePlanTests {
+    @Test("builds exactly the asked fields, every response key bound as a parameter")
+    func goldenSQL() throws {
+        let request = try ParsedRequest(query: "{ me { id: userRecordName email __typename } }")
+        let plan = try MePlan(try request.rootFields()[0])
+        let query = plan.query
+        #expect(query.sql == "SELECT json_build_object($1::text, u.record_name, $2::text, u.email, $3::text, $4::text)::text FROM canopy.users u WHERE u.id = canopy.current_user_id()")
+        #expect(query.binds.count == 4)
+    }
+}
