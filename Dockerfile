@@ -1,0 +1,19 @@
+# Canopy on the official Swift image; docker-compose.yml runs it next to postgres:15.
+FROM swift:6.1-bookworm AS build
+WORKDIR /src
+COPY Package.swift ./
+COPY Sources ./Sources
+COPY Tests ./Tests
+RUN swift build -c release --product canopy --static-swift-stdlib
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends postgresql-client ca-certificates tzdata \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /src/.build/release/canopy /usr/local/bin/canopy
+COPY migrations /app/migrations
+WORKDIR /app
+ENV CANOPY_MIGRATIONS_DIR=/app/migrations CANOPY_HOST=0.0.0.0 CANOPY_PORT=8080
+EXPOSE 8080
+USER nobody
+CMD ["canopy", "serve"]

@@ -1,0 +1,34 @@
+# Canopy: the commands the README names.
+#   make run    build, start the embedded PostgreSQL cluster, migrate, serve,
+#               and print a first request
+#   make test   install PostgreSQL if missing, build, run every test suite
+# Both install PostgreSQL from Debian's packages when it is missing (as root).
+
+SWIFT ?= swift
+PORT ?= 8080
+DATA_DIR ?= .canopy
+
+.PHONY: run test build postgres clean stop docker-config
+
+postgres:
+	@scripts/ensure-postgres.sh
+
+build:
+	$(SWIFT) build --product canopy
+
+test: postgres
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+
+run: postgres build
+	@CANOPY_DATA_DIR=$(DATA_DIR) CANOPY_PORT=$(PORT) scripts/run.sh
+
+stop:
+	-.build/debug/canopy cluster stop --data-dir $(DATA_DIR)
+
+clean: stop
+	rm -rf .build $(DATA_DIR)
+
+# Checks docker-compose.yml (needs docker-compose on PATH).
+docker-config:
+	POSTGRES_PASSWORD=example CANOPY_GATEWAY_PASSWORD=example docker-compose config -q

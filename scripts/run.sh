@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# make run: start the embedded cluster, migrate, make a demo user, print a
+# first request, and serve until Ctrl-C.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=.build/debug/canopy
+export CANOPY_DATA_DIR="${CANOPY_DATA_DIR:-.canopy}"
+PORT="${CANOPY_PORT:-8080}"
+
+"$BIN" migrate up
+if ! JSON=$("$BIN" users add demo --email demo@example.com --json 2>/dev/null); then
+    JSON=$("$BIN" users token demo --json)
+fi
+TOKEN=$(printf '%s' "$JSON" | sed -E 's/.*"token":"([^"]+)".*/\1/')
+
+cat <<MSG
+
+Canopy is starting on http://127.0.0.1:$PORT (embedded PostgreSQL in $CANOPY_DATA_DIR).
+A first request, as the demo user:
+
+  curl -s http://127.0.0.1:$PORT/graphql \\
+    -H 'Authorization: Bearer $TOKEN' \\
+    -H 'Content-Type: application/json' \\
+    -d '{"query": "{ me { userRecordName name email } }"}'
+
+Look at the data as that user sees it:  $BIN psql --as demo
+Stop with Ctrl-C (the cluster keeps running: make stop).
+
+MSG
+exec "$BIN" serve --port "$PORT"
