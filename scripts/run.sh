@@ -24,8 +24,8 @@ A first request, as the demo user:
     -H 'Content-Type: application/json' \\
     -d '{"query": "{ me { userRecordName name email } }"}'
 
-Look at the data as that user sees it:  $BIN psql --as demo
-Stop with Ctrl-C (the cluster keeps running: make stop).
+Look at the data as that user sees it:  $BIN psql --as demo --data-dir $CANOPY_DATA_DIR
+Stop with Ctrl-C; the cluster keeps running for the next command (make stop stops it).
 
 MSG
 exec "$BIN" serve --port "$PORT"

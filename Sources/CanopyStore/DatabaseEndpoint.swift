@@ -72,7 +72,7 @@ public struct DatabaseEndpoint: Sendable, Equatable {
         return copy
     }
 
-    /// A URL for people and logs, without the password.
+    /// A URL for people, logs and `--database-url`, without the password.
     public var displayURL: String {
         switch transport {
         case .tcp(let host, let port):

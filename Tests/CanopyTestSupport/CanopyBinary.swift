@@ -17,13 +17,6 @@ public enum CanopyBinary {
 }
 
 extension DatabaseEndpoint {
-    /// A URL for `--database-url` that reaches this endpoint.
-    public var url: String {
-        switch transport {
-        case .tcp(let host, let port):
-            return "postgres://\(username)@\(host):\(port)/\(database)"
-        case .unixSocket(let directory, let port):
-            return "postgres://\(username)@/\(database)?host=\(directory)&port=\(port)"
-        }
-    }
+    /// A URL for `--database-url` that reaches this endpoint (test roles have no password).
+    public var url: String { displayURL }
 }

@@ -13,25 +13,16 @@ struct MigrateStatus: AsyncParsableCommand {
     @OptionGroup var migrations: MigrationsOptions
 
     func run() async throws {
-        CommandLogging.bootstrap(verbose: database.verbose)
-        let logger = database.logger("canopy.migrate")
-        do {
-            let directory = migrations.directory
-            let statuses = try await withAdminConnection(database, logger: logger) { connection, _ in
-                try await Migrator(directory: directory, logger: logger).status(connection: connection)
-            }
-            let formatter = ISO8601DateFormatter()
-            for status in statuses {
-                let when = status.appliedAt.map { formatter.string(from: $0) } ?? ""
-                print("\(status.state.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(status.name) \(when)")
-            }
-            if statuses.contains(where: { $0.state == .edited || $0.state == .missing }) {
-                throw ExitCode.failure
-            }
-        } catch let exit as ExitCode {
-            throw exit
-        } catch {
-            throw fail(error)
+        let statuses = try await withMigrator(database, migrations) { migrator, connection, _ in
+            try await migrator.status(connection: connection)
+        }
+        let formatter = ISO8601DateFormatter()
+        for status in statuses {
+            let when = status.appliedAt.map { formatter.string(from: $0) } ?? ""
+            print("\(status.state.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(status.name) \(when)")
+        }
+        if statuses.contains(where: { $0.state == .edited || $0.state == .missing }) {
+            throw ExitCode.failure
         }
     }
 }

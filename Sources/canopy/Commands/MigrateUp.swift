@@ -1,6 +1,5 @@
 import ArgumentParser
 import CanopyStore
-import Foundation
 
 /// `canopy migrate up`: applies every pending migration.
 struct MigrateUp: AsyncParsableCommand {
@@ -13,23 +12,14 @@ struct MigrateUp: AsyncParsableCommand {
     @OptionGroup var migrations: MigrationsOptions
 
     func run() async throws {
-        CommandLogging.bootstrap(verbose: database.verbose)
-        let logger = database.logger("canopy.migrate")
-        do {
-            let directory = migrations.directory
-            let setup = database.setup
-            let applied = try await withAdminConnection(database, logger: logger) { connection, _ in
-                let applied = try await Migrator(directory: directory, logger: logger).up(connection: connection) { line in
-                    print(line)
-                }
-                if let password = setup.gatewayPassword, setup.databaseURL != nil {
-                    try await DatabaseSetup.setGatewayPassword(password, connection: connection, logger: logger)
-                }
-                return applied
+        let setup = database.setup
+        let applied = try await withMigrator(database, migrations) { migrator, connection, _ in
+            let applied = try await migrator.up(connection: connection) { print($0) }
+            if let password = setup.gatewayPassword, setup.databaseURL != nil {
+                try await DatabaseSetup.setGatewayPassword(password, connection: connection, logger: migrator.logger)
             }
-            print(applied.isEmpty ? "migrations: up to date" : "migrations: applied \(applied.count)")
-        } catch {
-            throw fail(error)
+            return applied
         }
+        print(applied.isEmpty ? "migrations: up to date" : "migrations: applied \(applied.count)")
     }
 }

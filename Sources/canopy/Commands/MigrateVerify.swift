@@ -12,16 +12,9 @@ struct MigrateVerify: AsyncParsableCommand {
     @OptionGroup var migrations: MigrationsOptions
 
     func run() async throws {
-        CommandLogging.bootstrap(verbose: database.verbose)
-        let logger = database.logger("canopy.migrate")
-        do {
-            let directory = migrations.directory
-            try await withAdminConnection(database, logger: logger) { connection, _ in
-                try await Migrator(directory: directory, logger: logger).verify(connection: connection)
-            }
-            print("migrations: every applied file matches its checksum")
-        } catch {
-            throw fail(error)
+        try await withMigrator(database, migrations) { migrator, connection, _ in
+            try await migrator.verify(connection: connection)
         }
+        print("migrations: every applied file matches its checksum")
     }
 }

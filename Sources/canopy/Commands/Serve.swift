@@ -21,7 +21,7 @@ struct Serve: AsyncParsableCommand {
     var port: Int = Int(ProcessInfo.processInfo.environment["CANOPY_PORT"] ?? "") ?? 8080
 
     @Option(name: .customLong("public-url"), help: "Base URL clients reach this server at, used in share URLs (env CANOPY_PUBLIC_URL).")
-    var publicURL: String? = ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"]
+    var publicURL: String?
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var migrations: MigrationsOptions
@@ -55,7 +55,10 @@ struct Serve: AsyncParsableCommand {
         }
 
         let gatewayDatabase = try GatewayDatabase(endpoint: resolved.gateway, logger: logger)
-        let configuration = GatewayConfiguration(host: host, port: port, publicURL: publicURL)
+        let configuration = GatewayConfiguration(
+            host: host, port: port,
+            publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"]
+        )
         let app = buildApplication(configuration: configuration, database: gatewayDatabase, logger: logger, metricsRegistry: registry)
         var groupConfiguration = ServiceGroupConfiguration(
             services: [.init(service: app)],

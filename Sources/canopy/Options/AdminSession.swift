@@ -1,3 +1,4 @@
+import ArgumentParser
 import CanopyStore
 import Logging
 import PostgresNIO
@@ -29,5 +30,25 @@ enum CommandLogging {
             handler.logLevel = verbose ? .debug : .info
             return handler
         }
+    }
+}
+
+/// What every `canopy migrate` subcommand that talks to the database does
+/// around its work: logging, the administrator connection, and a failure in
+/// words.
+func withMigrator<T: Sendable>(
+    _ database: DatabaseOptions,
+    _ migrations: MigrationsOptions,
+    _ body: (Migrator, PostgresConnection, DatabaseSetup.Resolved) async throws -> T
+) async throws -> T {
+    CommandLogging.bootstrap(verbose: database.verbose)
+    let logger = database.logger("canopy.migrate")
+    let migrator = Migrator(directory: migrations.directory, logger: logger)
+    do {
+        return try await withAdminConnection(database, logger: logger) { connection, resolved in
+            try await body(migrator, connection, resolved)
+        }
+    } catch {
+        throw fail(error)
     }
 }
