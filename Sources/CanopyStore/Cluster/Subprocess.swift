@@ -34,7 +34,7 @@ public struct Subprocess {
 
     /// A started program, to wait for later: lets a caller run several at once.
     public struct Started: Sendable {
-        let pid: pid_t
+        public let pid: pid_t
         let executable: String
         let outputPath: String
 
