@@ -204,6 +204,14 @@ let permissionCases: [PermissionCase] =
     + cases("tombstones: forge", "INSERT INTO canopy.tombstones (zone_id, record_name, record_type, change_seq) VALUES ({zone:Family}, 'x', 'Item', 1) RETURNING id::text", [
         ("alice", .denied), ("writer", .denied),
     ])
+    // field_types: the schema is readable by all, written only by the save trigger
+    + cases("field_types: select", "SELECT field_name FROM canopy.field_types WHERE record_type = 'Item' ORDER BY 1", [
+        ("alice", .rows(["n"])), ("stranger", .rows(["n"])), ("bob", .rows(["n"])),
+    ])
+    + cases("field_types: declare", "INSERT INTO canopy.field_types (record_type, field_name, field_type) VALUES ('Item', 'x', 'STRING') RETURNING field_name", [
+        ("alice", .denied), ("stranger", .denied),
+    ])
+    + cases("field_types: retype", count("UPDATE canopy.field_types SET field_type = 'STRING'"), [("alice", .denied)])
     // schema_migrations
     + cases("schema_migrations: select", "SELECT name FROM canopy.schema_migrations", [("alice", .denied), ("stranger", .denied)])
 

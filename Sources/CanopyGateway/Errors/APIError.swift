@@ -72,10 +72,24 @@ public struct APIError: Error, Sendable {
         }
     }
 
+    /// A failure reported as data by a database function (`sqlstate` and
+    /// `message`, as `canopy.modify_records` returns them).
+    static func fromDatabase(sqlState: String, message: String, requestID: String, logger: Logger) -> APIError {
+        struct ReportedError: Error, CustomStringConvertible {
+            let sqlState: String
+            let description: String
+        }
+        if let mapped = fromSQLState(sqlState, message: message) { return mapped }
+        return internalError(ReportedError(sqlState: sqlState, description: message), requestID: requestID, logger: logger)
+    }
+
     /// SQLSTATEs raised by Canopy's own triggers (class CN) and PostgreSQL's
     /// that mean something to a client.
     static func fromSQLState(_ sqlState: String, _ error: any Error) -> APIError? {
-        let message = PostgresErrors.message(of: error)
+        fromSQLState(sqlState, message: PostgresErrors.message(of: error))
+    }
+
+    static func fromSQLState(_ sqlState: String, message: String) -> APIError? {
         switch sqlState {
         case "CN001": return APIError(.referenceViolation, message)
         case "CN002", "23P01": return APIError(.alreadyShared, sqlState == "CN002" ? message : "the zone already has a share of the other kind")

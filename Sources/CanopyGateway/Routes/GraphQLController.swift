@@ -34,9 +34,9 @@ struct GraphQLController {
                 requestID: context.requestID, status: .contentTooLarge
             )
         }
-        let graphQLRequest: GraphQLRequest
+        let graphQLRequest: GraphQLHTTPRequest
         do {
-            graphQLRequest = try JSONDecoder().decode(GraphQLRequest.self, from: Data(buffer: buffer))
+            graphQLRequest = try JSONDecoder().decode(GraphQLHTTPRequest.self, from: Data(buffer: buffer))
         } catch {
             return GraphQLResponse.errors(
                 [APIError(.badRequest, "the body must be JSON: {\"query\": \"...\", \"variables\": {...}, \"operationName\": \"...\"}")],
@@ -56,9 +56,9 @@ struct GraphQLController {
                 requestID: context.requestID, status: .badRequest
             )
         }
-        var variables: [String: Map] = [:]
+        var variables: [String: JSONValue] = [:]
         if let text = parameters.get("variables"), !text.isEmpty {
-            guard let decoded = try? JSONDecoder().decode([String: Map].self, from: Data(text.utf8)) else {
+            guard let decoded = try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8)) else {
                 return GraphQLResponse.errors(
                     [APIError(.badRequest, "the variables parameter must be a JSON object")],
                     requestID: context.requestID, status: .badRequest
@@ -66,7 +66,7 @@ struct GraphQLController {
             }
             variables = decoded
         }
-        let graphQLRequest = GraphQLRequest(query: query, operationName: parameters.get("operationName"), variables: variables)
+        let graphQLRequest = GraphQLHTTPRequest(query: query, variables: variables, operationName: parameters.get("operationName"))
         return await execute(graphQLRequest, allowMutations: false, context: context)
     }
 
@@ -95,12 +95,12 @@ struct GraphQLController {
         }
     }
 
-    func execute(_ graphQLRequest: GraphQLRequest, allowMutations: Bool, context: CanopyRequestContext) async -> Response {
+    func execute(_ graphQLRequest: GraphQLHTTPRequest, allowMutations: Bool, context: CanopyRequestContext) async -> Response {
         let parsed: ParsedRequest
         do {
             parsed = try ParsedRequest(
                 query: graphQLRequest.query,
-                variables: graphQLRequest.variables,
+                variables: graphQLRequest.variables ?? [:],
                 operationName: graphQLRequest.operationName,
                 limits: .init(maximumDepth: configuration.maximumDepth, maximumAliases: configuration.maximumAliases)
             )
@@ -119,11 +119,15 @@ struct GraphQLController {
         }
         do {
             let fields = try parsed.rootFields()
+            let executor = OperationExecutor(
+                database: database, configuration: configuration, request: parsed,
+                userID: userID, requestID: context.requestID, logger: context.logger
+            )
             var entries: [(key: String, json: String?)] = []
             var errors: [APIError] = []
             for field in fields {
                 do {
-                    entries.append((field.responseKey, try await resolve(field, operation: parsed.operation.operation, userID: userID, context: context)))
+                    entries.append((field.responseKey, try await executor.resolve(field)))
                 } catch {
                     var apiError = APIError(error, requestID: context.requestID, logger: context.logger)
                     if apiError.code == .serviceUnavailable {
@@ -142,34 +146,20 @@ struct GraphQLController {
         }
     }
 
-    /// One root field, as JSON text.
-    func resolve(_ field: SelectedField, operation: OperationType, userID: Int64, context: CanopyRequestContext) async throws -> String? {
-        switch (operation, field.name) {
-        case (_, "__typename"):
-            return GraphQLResponse.quoted(operation == .mutation ? "Mutation" : "Query")
-        case (.query, "me"):
-            let plan = try MePlan(field)
-            let json = try await database.withUser(userID, logger: context.logger, statementTimeout: configuration.statementTimeout) { connection in
-                var result: String?
-                for try await text in try await connection.query(plan.query, logger: context.logger).decode(String.self) {
-                    result = text
-                }
-                return result
-            }
-            guard let json else { throw APIError(.notAuthenticated, "the token's user no longer exists") }
-            return json
-        default:
-            throw APIError(.badRequest, "\(field.name) is part of the API contract but not served by this build of Canopy yet")
-        }
-    }
-
     /// Introspection, answered by GraphQLSwift's executor over the schema.
-    func introspect(_ request: GraphQLRequest) async throws -> Response {
+    func introspect(_ request: GraphQLHTTPRequest) async throws -> Response {
         let result = try await graphql(
             schema: CanopySchema.schema, request: request.query,
-            variableValues: request.variables, operationName: request.operationName
+            variableValues: (request.variables ?? [:]).mapValues(\.map), operationName: request.operationName
         )
         let data = try GraphQLJSONEncoder().encode(result)
         return GraphQLResponse.json(String(decoding: data, as: UTF8.self), status: .ok)
     }
+}
+
+/// The body of a GraphQL request over HTTP.
+struct GraphQLHTTPRequest: Decodable {
+    var query: String
+    var variables: [String: JSONValue]?
+    var operationName: String?
 }

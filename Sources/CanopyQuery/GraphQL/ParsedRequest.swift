@@ -7,7 +7,7 @@ public struct ParsedRequest: @unchecked Sendable {
     public let document: Document
     public let operation: OperationDefinition
     public let fragments: [String: FragmentDefinition]
-    public let variables: [String: Map]
+    public let variables: [String: JSONValue]
     let locator: SourceLocator
 
     /// Limits on the shape of a document, checked before anything runs.
@@ -23,7 +23,7 @@ public struct ParsedRequest: @unchecked Sendable {
     /// Parses and validates; throws `QueryError` (`badRequest`) with the
     /// line and column of each fault.
     public init(
-        query: String, variables: [String: Map] = [:], operationName: String? = nil,
+        query: String, variables: [String: JSONValue] = [:], operationName: String? = nil,
         limits: Limits = Limits()
     ) throws {
         let locator = SourceLocator(query)

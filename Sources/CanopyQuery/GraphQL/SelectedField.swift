@@ -52,7 +52,7 @@ public struct SelectedField: @unchecked Sendable {
             case let literal as BooleanValue:
                 value = literal.value
             case let variable as Variable:
-                guard case .bool(let bound)? = request.variables[variable.name.value] else {
+                guard case .bool(let bound)? = try request.variables[variable.name.value] ?? ValueConverter(request: request).variableDefault(variable) else {
                     throw QueryError(.invalidArguments, "variable $\(variable.name.value) of @\(directive.name.value) must be a Boolean", locations: request.location(of: directive))
                 }
                 value = bound

@@ -1,0 +1,51 @@
+import PostgresNIO
+
+/// `lookup(scope, zone, recordNames)`: one statement returning whether the
+/// zone exists for the caller and the `[LookupResult]` JSON, in the order
+/// asked, with UNKNOWN_ITEM for names the caller cannot see.
+public struct LookupPlan: Sendable {
+    public static let maximumNames = 400
+    public let query: PostgresQuery
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        let arguments = request.arguments(of: field)
+        let scope = try DatabaseScope.read(arguments)
+        let zone = try ZoneReference(scope: scope, in: arguments)
+        let names = try arguments.strings("recordNames")
+        guard names.count <= Self.maximumNames else {
+            throw QueryError(.limitExceeded, "lookup takes at most \(Self.maximumNames) recordNames, got \(names.count)", locations: arguments.location("recordNames"))
+        }
+        var builder = SQLBuilder()
+        let cte = zone.cte(&builder)
+        let result = try Projection.object(field.children, &builder) { child, builder in
+            switch child.name {
+            case "recordName": return "n.name"
+            case "__typename": return "'LookupResult'"
+            case "record":
+                let record = try Projection.record(child.children, request: request, &builder)
+                return "CASE WHEN r.id IS NULL THEN NULL ELSE \(record) END"
+            case "error":
+                let error = try Projection.object(child.children, &builder) { part, builder in
+                    switch part.name {
+                    case "code": return "'UNKNOWN_ITEM'"
+                    case "message": return "'record ' || n.name || ' does not exist'"
+                    case "serverRecord": return "NULL::json"
+                    case "__typename": return "'Error'"
+                    default: throw QueryError(.badRequest, "Error has no field \(part.name)")
+                    }
+                }
+                return "CASE WHEN r.id IS NULL THEN \(error) ELSE NULL END"
+            default:
+                throw QueryError(.badRequest, "LookupResult has no field \(child.name)")
+            }
+        }
+        let bound = builder.bind(names)
+        builder.append("""
+            WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
+            (SELECT coalesce(json_agg(\(result) ORDER BY n.ord), '[]') \
+            FROM unnest(\(bound)::text[]) WITH ORDINALITY n(name, ord) \
+            LEFT JOIN canopy.records r ON r.zone_id = (SELECT id FROM zone) AND r.record_name = n.name)::text
+            """)
+        query = builder.query
+    }
+}

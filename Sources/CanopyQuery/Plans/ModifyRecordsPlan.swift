@@ -1,0 +1,269 @@
+import Foundation
+import PostgresNIO
+
+/// `modifyRecords`: saves and deletes in one zone, in two statements:
+/// `canopy.modify_records` writes each record as the caller (row-level
+/// security decides), then the saved records and the server records of
+/// conflicts are read back as JSON for exactly the selection asked for.
+public struct ModifyRecordsPlan: Sendable {
+    public static let maximumItems = 400
+    public static let maximumFieldsBytes = 1_048_576
+
+    public enum SavePolicy: String, Sendable {
+        case ifServerRecordUnchanged = "IF_SERVER_RECORD_UNCHANGED"
+        case changedKeys = "CHANGED_KEYS"
+        case allKeys = "ALL_KEYS"
+    }
+
+    /// A per-record failure, with its API code (the gateway maps SQLSTATEs).
+    public struct RecordFailure: Sendable, Equatable {
+        public var recordName: String
+        public var code: String
+        public var message: String
+        public var serverRecordID: Int64?
+
+        public init(recordName: String, code: String, message: String, serverRecordID: Int64? = nil) {
+            self.recordName = recordName
+            self.code = code
+            self.message = message
+            self.serverRecordID = serverRecordID
+        }
+    }
+
+    /// What the writing statement did.
+    public struct Outcome: Sendable {
+        public var saved: [Int64]
+        public var deleted: [String]
+        public var failures: [RecordFailure]
+        public init(saved: [Int64], deleted: [String], failures: [RecordFailure]) {
+            self.saved = saved
+            self.deleted = deleted
+            self.failures = failures
+        }
+    }
+
+    /// The raw result of `canopy.modify_records`, before codes are mapped.
+    public struct RawResult: Decodable, Sendable {
+        public struct RawError: Decodable, Sendable {
+            public var recordName: String
+            public var code: String?
+            public var sqlstate: String?
+            public var message: String
+            public var serverRecordId: Int64?
+        }
+        public var saved: [Int64]
+        public var deleted: [String]
+        public var errors: [RawError]
+    }
+
+    let field: SelectedField
+    let request: ParsedRequest
+    public let zone: ZoneReference
+    public let atomic: Bool
+    public let policy: SavePolicy
+    /// Saves that passed validation, parents first, as the JSON the function takes.
+    let saves: [JSONValue]
+    public let deletes: [String]
+    /// Records refused before reaching the database.
+    public let refused: [RecordFailure]
+    /// Every record name in the request, saves then deletes, for BATCH_REQUEST_FAILED.
+    public let allNames: [String]
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        let arguments = request.arguments(of: field)
+        self.field = field
+        self.request = request
+        zone = try ZoneReference(scope: try DatabaseScope.read(arguments), in: arguments)
+        atomic = try arguments.bool("atomic", default: true)
+        let policyName = try arguments.string("savePolicy") ?? SavePolicy.ifServerRecordUnchanged.rawValue
+        guard let policy = SavePolicy(rawValue: policyName) else {
+            throw arguments.invalid("savePolicy", "savePolicy must be IF_SERVER_RECORD_UNCHANGED, CHANGED_KEYS or ALL_KEYS")
+        }
+        self.policy = policy
+        deletes = try arguments.strings("delete")
+        var inputs: [JSONValue] = []
+        switch try arguments.value("save") {
+        case nil, .null?: break
+        case .array(let items)?: inputs = items
+        case let single?: inputs = [single]
+        }
+        guard inputs.count + deletes.count <= Self.maximumItems else {
+            throw QueryError(.limitExceeded, "modifyRecords takes at most \(Self.maximumItems) saves and deletes together, got \(inputs.count + deletes.count)", locations: arguments.location("save"))
+        }
+
+        var refused: [RecordFailure] = []
+        var valid: [(name: String, parent: String?, json: JSONValue)] = []
+        var seen = Set<String>()
+        var allNames: [String] = []
+        for input in inputs {
+            guard case .object(var record) = input, case .string(let name)? = record["recordName"] else {
+                throw arguments.invalid("save", "each save needs recordName, recordType and fields")
+            }
+            allNames.append(name)
+            if let problem = Self.problem(with: record, policy: policy) {
+                refused.append(RecordFailure(recordName: name, code: "INVALID_ARGUMENTS", message: problem))
+                continue
+            }
+            guard seen.insert(name).inserted else {
+                refused.append(RecordFailure(recordName: name, code: "INVALID_ARGUMENTS", message: "record \(name) appears twice in the batch"))
+                continue
+            }
+            if policy != .changedKeys, case .object(let fields)? = record["fields"] {
+                record["fields"] = .object(fields.filter { !$0.value.isNull })
+            }
+            valid.append((name, record["parent"]?.stringValue, .object(record)))
+        }
+        for name in deletes {
+            allNames.append(name)
+            if !seen.insert(name).inserted {
+                refused.append(RecordFailure(recordName: name, code: "INVALID_ARGUMENTS", message: "record \(name) appears twice in the batch"))
+            }
+        }
+        let (ordered, cyclic) = Self.parentsFirst(valid)
+        for name in cyclic {
+            refused.append(RecordFailure(recordName: name, code: "REFERENCE_VIOLATION", message: "record \(name) is part of a cycle of parents"))
+        }
+        self.saves = ordered
+        self.refused = refused
+        self.allNames = allNames
+    }
+
+    /// Why a RecordInput cannot be saved, or nil.
+    static func problem(with record: [String: JSONValue], policy: SavePolicy) -> String? {
+        guard case .string(let name)? = record["recordName"], Names.isRecordName(name) else {
+            return "recordName must be 1-255 characters"
+        }
+        guard case .string(let type)? = record["recordType"], Names.isRecordType(type) else {
+            return "record \(name): recordType must be a letter followed by letters, digits or _"
+        }
+        guard case .object(let fields)? = record["fields"] else {
+            return "record \(name): fields must be a JSON object"
+        }
+        for key in fields.keys where !Names.isFieldName(key) {
+            return "record \(name): field name '\(key.prefix(100))' must be a letter followed by letters, digits or _ (at most 255)"
+        }
+        if let parent = record["parent"], !parent.isNull {
+            guard case .string(let parentName) = parent, Names.isRecordName(parentName) else {
+                return "record \(name): parent must be a recordName"
+            }
+            if parentName == name { return "record \(name) cannot be its own parent" }
+        }
+        if let tag = record["recordChangeTag"], !tag.isNull, tag.stringValue == nil {
+            return "record \(name): recordChangeTag must be a string"
+        }
+        if record["fields"]!.jsonText.utf8.count > maximumFieldsBytes {
+            return "record \(name): fields are larger than the limit of 1 MB"
+        }
+        return nil
+    }
+
+    /// Orders saves so that a parent saved in the same batch comes before
+    /// its children; names in a cycle of parents are returned apart.
+    static func parentsFirst(_ saves: [(name: String, parent: String?, json: JSONValue)]) -> ([JSONValue], [String]) {
+        let byName = Dictionary(saves.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var state: [String: Int] = [:]  // 1 visiting, 2 done
+        var ordered: [JSONValue] = []
+        var cyclic: [String] = []
+        func visit(_ name: String) -> Bool {
+            if state[name] == 2 { return true }
+            if state[name] == 1 { return false }
+            state[name] = 1
+            if let parent = byName[name]?.parent, byName[parent] != nil, !visit(parent) {
+                state[name] = 2
+                cyclic.append(name)
+                return false
+            }
+            state[name] = 2
+            ordered.append(byName[name]!.json)
+            return true
+        }
+        for save in saves { _ = visit(save.name) }
+        return (ordered, cyclic)
+    }
+
+    /// The writing statement: whether the zone exists, and the function's JSON.
+    public var writeQuery: PostgresQuery {
+        var builder = SQLBuilder()
+        let cte = zone.cte(&builder)
+        let saves = builder.bind(json: .array(self.saves))
+        let deletes = builder.bind(self.deletes.filter { name in !refused.contains { $0.recordName == name } })
+        let policy = builder.bind(self.policy.rawValue)
+        builder.append("""
+            WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
+            (SELECT canopy.modify_records(zone.id, \(saves), \(deletes)::text[], \(policy))::text FROM zone)
+            """)
+        return builder.query
+    }
+
+    /// Whether anything is left to write after validation.
+    public var refusesWholeBatch: Bool { atomic && !refused.isEmpty }
+
+    /// The reading statement: (id, saved JSON, server-record JSON) for the ids.
+    public func readQuery(ids: [Int64]) throws -> PostgresQuery {
+        var builder = SQLBuilder()
+        let cte = zone.cte(&builder)
+        let saved = try savedSelection.map { try Projection.record($0, request: request, &builder) } ?? "NULL::json"
+        let server = try serverRecordSelection.map { try Projection.record($0, request: request, &builder) } ?? "NULL::json"
+        let bound = builder.bind(ids)
+        builder.append("""
+            WITH \(cte) SELECT r.id, \(saved)::text, \(server)::text FROM canopy.records r WHERE r.id = ANY(\(bound)::int8[])
+            """)
+        return builder.query
+    }
+
+    var savedSelection: [SelectedField]? {
+        field.children.first { $0.name == "saved" }?.children
+    }
+
+    var serverRecordSelection: [SelectedField]? {
+        field.children.first { $0.name == "errors" }?.children.first { $0.name == "serverRecord" }?.children
+    }
+
+    /// The final outcome: in an atomic batch with any failure, nothing is
+    /// saved or deleted and every other record is BATCH_REQUEST_FAILED.
+    public func outcome(written: Outcome?) -> Outcome {
+        var failures = refused + (written?.failures ?? [])
+        if atomic && !failures.isEmpty {
+            let failed = Set(failures.map(\.recordName))
+            for name in allNames where !failed.contains(name) {
+                failures.append(RecordFailure(recordName: name, code: "BATCH_REQUEST_FAILED", message: "record \(name) was not saved because another record in the atomic batch failed"))
+            }
+            return Outcome(saved: [], deleted: [], failures: failures)
+        }
+        return Outcome(saved: written?.saved ?? [], deleted: written?.deleted ?? [], failures: failures)
+    }
+
+    /// The `ModifyResult` JSON for the selection, from the outcome and the
+    /// records read back (id → (saved JSON, server-record JSON)).
+    public func response(_ outcome: Outcome, records: [Int64: (saved: String?, server: String?)]) throws -> String {
+        var parts: [String] = []
+        for child in field.children {
+            let key = JSONValue.string(child.responseKey).jsonText
+            switch child.name {
+            case "saved":
+                parts.append("\(key):[\(outcome.saved.compactMap { records[$0]?.saved }.joined(separator: ","))]")
+            case "deleted":
+                parts.append("\(key):\(JSONValue.array(outcome.deleted.map(JSONValue.string)).jsonText)")
+            case "errors":
+                let errors = outcome.failures.map { failure in
+                    let fields = child.children.map { part -> String in
+                        let partKey = JSONValue.string(part.responseKey).jsonText
+                        switch part.name {
+                        case "recordName": return "\(partKey):\(JSONValue.string(failure.recordName).jsonText)"
+                        case "code": return "\(partKey):\(JSONValue.string(failure.code).jsonText)"
+                        case "message": return "\(partKey):\(JSONValue.string(failure.message).jsonText)"
+                        case "serverRecord":
+                            return "\(partKey):\(failure.serverRecordID.flatMap { records[$0]?.server } ?? "null")"
+                        default: return "\(partKey):\"RecordError\""
+                        }
+                    }
+                    return "{\(fields.joined(separator: ","))}"
+                }
+                parts.append("\(key):[\(errors.joined(separator: ","))]")
+            default:
+                parts.append("\(key):\"ModifyResult\"")
+            }
+        }
+        return "{\(parts.joined(separator: ","))}"
+    }
+}

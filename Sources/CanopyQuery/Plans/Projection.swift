@@ -1,0 +1,71 @@
+/// JSON for the selected fields of Canopy's object types, as SQL
+/// expressions: `json_build_object` over exactly the fields asked for, each
+/// response key bound as a parameter. Nothing unasked is computed.
+public enum Projection {
+    /// A `Zone` from an expression row with `name` and `owner_name`.
+    static func zone(_ fields: [SelectedField], name: String, ownerName: String, _ builder: inout SQLBuilder) throws -> String {
+        try object(fields, &builder) { field, _ in
+            switch field.name {
+            case "zoneName": return name
+            case "ownerName": return ownerName
+            case "__typename": return "'Zone'"
+            case "share": throw QueryError(.notImplemented, "Zone.share is not served by this build yet")
+            default: throw QueryError(.badRequest, "Zone has no field \(field.name)")
+            }
+        }
+    }
+
+    /// A `Record` from `canopy.records` aliased `r`; its zone from the `zone` CTE.
+    static func record(_ fields: [SelectedField], request: ParsedRequest, _ builder: inout SQLBuilder) throws -> String {
+        try object(fields, &builder) { field, builder in
+            switch field.name {
+            case "recordName": return "r.record_name"
+            case "recordType": return "r.record_type"
+            case "parent": return "r.parent_name"
+            case "recordChangeTag": return "r.change_tag"
+            case "__typename": return "'Record'"
+            case "zone":
+                let zone = try Projection.zone(field.children, name: "zone.name", ownerName: "zone.owner_name", &builder)
+                return "(SELECT \(zone) FROM zone)"
+            case "fields":
+                let arguments = request.arguments(of: field)
+                guard let keys = try arguments.value("keys"), !keys.isNull else { return "r.fields" }
+                let names = try arguments.strings("keys")
+                let bound = builder.bind(names)
+                return "(SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}') FROM jsonb_each(r.fields) f WHERE f.key = ANY(\(bound)::text[]))"
+            case "created":
+                return try stamp(field.children, time: "r.created_at", user: "r.created_by_name", &builder)
+            case "modified":
+                return try stamp(field.children, time: "r.modified_at", user: "r.modified_by_name", &builder)
+            case "share":
+                throw QueryError(.notImplemented, "Record.share is not served by this build yet")
+            default:
+                throw QueryError(.badRequest, "Record has no field \(field.name)")
+            }
+        }
+    }
+
+    static func stamp(_ fields: [SelectedField], time: String, user: String, _ builder: inout SQLBuilder) throws -> String {
+        try object(fields, &builder) { field, _ in
+            switch field.name {
+            case "timestamp": return "(extract(epoch FROM \(time)) * 1000)::float8"
+            case "userRecordName": return "coalesce(\(user), '')"
+            case "__typename": return "'Stamp'"
+            default: throw QueryError(.badRequest, "Stamp has no field \(field.name)")
+            }
+        }
+    }
+
+    /// `json_build_object(key1, expr1, ...)` for the fields, in order.
+    static func object(
+        _ fields: [SelectedField], _ builder: inout SQLBuilder,
+        _ expression: (SelectedField, inout SQLBuilder) throws -> String
+    ) throws -> String {
+        var parts: [String] = []
+        for field in fields {
+            let key = builder.key(field.responseKey)
+            parts.append("\(key), \(try expression(field, &builder))")
+        }
+        return "json_build_object(\(parts.joined(separator: ", ")))"
+    }
+}

@@ -1,0 +1,79 @@
+import PostgresNIO
+
+/// `zones(scope)`: one statement, one JSON array.
+public struct ZonesPlan: Sendable {
+    public let query: PostgresQuery
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        let scope = try DatabaseScope.read(request.arguments(of: field))
+        var builder = SQLBuilder()
+        let zone = try Projection.zone(field.children, name: "z.name", ownerName: "u.record_name", &builder)
+        let (filter, order) = scope == .private
+            ? ("z.owner_id = canopy.current_user_id()", "z.name")
+            : ("z.owner_id <> canopy.current_user_id()", "u.record_name, z.name")
+        builder.append("""
+            SELECT coalesce(json_agg(\(zone) ORDER BY \(order)), '[]')::text \
+            FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id WHERE \(filter)
+            """)
+        query = builder.query
+    }
+}
+
+/// `saveZone(zoneName)`: creates the caller's zone, or returns it if it exists.
+public struct SaveZonePlan: Sendable {
+    public let query: PostgresQuery
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        let arguments = request.arguments(of: field)
+        let name = try arguments.requiredString("zoneName")
+        guard Names.isZoneName(name) else {
+            throw arguments.invalid("zoneName", "zoneName '\(name)' must be 1-255 of A-Z a-z 0-9 _ . - and not start with _")
+        }
+        var builder = SQLBuilder()
+        let zone = try Projection.zone(field.children, name: "z.name", ownerName: "u.record_name", &builder)
+        let bound = builder.bind(name)
+        builder.append("""
+            WITH inserted AS (INSERT INTO canopy.zones (owner_id, name) VALUES (canopy.current_user_id(), \(bound)) \
+            ON CONFLICT (owner_id, name) DO NOTHING RETURNING id, owner_id, name), \
+            found AS (SELECT id, owner_id, name FROM inserted UNION ALL \
+            SELECT id, owner_id, name FROM canopy.zones WHERE owner_id = canopy.current_user_id() AND name = \(bound)) \
+            SELECT \(zone)::text FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
+            """)
+        query = builder.query
+    }
+}
+
+/// `deleteZone(scope, zone)`: the owner deletes the zone (and its records
+/// and shares); in SHARED scope the caller leaves every share in it. The
+/// statement returns how many rows it touched: 0 is ZONE_NOT_FOUND.
+public struct DeleteZonePlan: Sendable {
+    public let query: PostgresQuery
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        let arguments = request.arguments(of: field)
+        let scope = try DatabaseScope.read(arguments)
+        let zone = try ZoneReference(scope: scope, in: arguments)
+        if scope == .private && zone.zoneName == "_defaultZone" {
+            throw arguments.invalid("zone", "the default zone cannot be deleted")
+        }
+        var builder = SQLBuilder()
+        let cte = zone.cte(&builder)
+        switch scope {
+        case .private:
+            builder.append("""
+                WITH \(cte), deleted AS (DELETE FROM canopy.zones WHERE id IN (SELECT id FROM zone) RETURNING 1) \
+                SELECT count(*)::int FROM deleted
+                """)
+        case .shared:
+            builder.append("""
+                WITH \(cte), mine AS (SELECT p.id, p.role FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id \
+                WHERE s.zone_id IN (SELECT id FROM zone) AND p.user_id = canopy.current_user_id() AND p.status = 'ACCEPTED'), \
+                left_share AS (UPDATE canopy.participants SET status = 'REMOVED' \
+                WHERE id IN (SELECT id FROM mine WHERE role <> 'PUBLIC_USER') RETURNING 1), \
+                left_public AS (DELETE FROM canopy.participants WHERE id IN (SELECT id FROM mine WHERE role = 'PUBLIC_USER') RETURNING 1) \
+                SELECT ((SELECT count(*) FROM left_share) + (SELECT count(*) FROM left_public))::int
+                """)
+        }
+        query = builder.query
+    }
+}

@@ -1,0 +1,43 @@
+/// A `ZoneID` argument in a scope: which zone an operation is about. Its
+/// SQL is a `zone` CTE (id, name, owner_name) that is empty when the zone
+/// does not exist *for the caller* — row-level security decides — which
+/// the gateway reports as ZONE_NOT_FOUND.
+public struct ZoneReference: Sendable, Equatable {
+    public let scope: DatabaseScope
+    public let zoneName: String
+    public let ownerName: String?
+
+    init(scope: DatabaseScope, argument name: String = "zone", in arguments: Arguments) throws {
+        guard case .object(let object)? = try arguments.value(name) else {
+            throw arguments.invalid(name, "\(name) must be {zoneName, ownerName}")
+        }
+        guard case .string(let zoneName)? = object["zoneName"], Names.isZoneName(zoneName) else {
+            throw arguments.invalid(name, "zoneName must be 1-255 of A-Z a-z 0-9 _ . - and not start with _ (except _defaultZone)")
+        }
+        var ownerName: String?
+        switch object["ownerName"] {
+        case .string(let owner)?: ownerName = owner
+        case nil, .null?: ownerName = nil
+        case let other?: throw arguments.invalid(name, "ownerName must be a string, not \(other.typeName)")
+        }
+        if scope == .shared && ownerName == nil {
+            throw arguments.invalid(name, "in SHARED scope the zone needs its ownerName")
+        }
+        self.scope = scope
+        self.zoneName = zoneName
+        self.ownerName = ownerName
+    }
+
+    /// `zone AS (...)`, for a WITH clause.
+    func cte(_ builder: inout SQLBuilder) -> String {
+        let name = builder.bind(zoneName)
+        let owner = builder.bind(ownerName)
+        let ownership = scope == .private
+            ? "z.owner_id = canopy.current_user_id() AND (\(owner)::text IS NULL OR u.record_name = \(owner))"
+            : "z.owner_id <> canopy.current_user_id() AND u.record_name = \(owner)"
+        return """
+            zone AS (SELECT z.id, z.name, u.record_name AS owner_name FROM canopy.zones z \
+            JOIN canopy.users u ON u.id = z.owner_id WHERE z.name = \(name) AND \(ownership))
+            """
+    }
+}

@@ -1,0 +1,42 @@
+import PostgresNIO
+
+/// Builds one statement: SQL text written by the compiler, and every value
+/// from a client appended as a bind parameter (`$n`), never into the text.
+public struct SQLBuilder: Sendable {
+    public private(set) var sql = ""
+    public private(set) var binds = PostgresBindings()
+
+    public init() {}
+
+    public mutating func append(_ text: String) {
+        sql += text
+    }
+
+    /// Binds a value; returns its placeholder.
+    public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value) -> String {
+        binds.append(value)
+        return "$\(binds.count)"
+    }
+
+    /// Binds an optional value (NULL when nil); returns its placeholder.
+    public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value?) -> String {
+        binds.append(value)
+        return "$\(binds.count)"
+    }
+
+    /// Binds a JSON value as jsonb.
+    public mutating func bind(json value: JSONValue) -> String {
+        binds.append(value.jsonText)
+        return "$\(binds.count)::jsonb"
+    }
+
+    /// Binds a response key (always text).
+    public mutating func key(_ name: String) -> String {
+        binds.append(name)
+        return "$\(binds.count)::text"
+    }
+
+    public var query: PostgresQuery {
+        PostgresQuery(unsafeSQL: sql, binds: binds)
+    }
+}
