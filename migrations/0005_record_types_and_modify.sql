@@ -1,5 +1,8 @@
 -- Field types fixed at first save (API.md §4), and modifyRecords as one
 -- server-side call that runs as the caller, under row-level security.
+-- unaccent: `self CONTAINS` matches words whatever their accents.
+CREATE EXTENSION IF NOT EXISTS unaccent WITH SCHEMA public;
+
 SET LOCAL ROLE canopy_owner;
 
 -- Who saved: userRecordNames kept on the record, so a record can be shown
@@ -276,10 +279,53 @@ $$;
 CREATE TRIGGER records_delete_self_references AFTER DELETE ON canopy.records
     FOR EACH ROW EXECUTE FUNCTION canopy.records_delete_self_references();
 
+-- `self CONTAINS 'text'`: the words of a record's string fields (and lists
+-- of strings), lower-cased and without accents, against all the words of
+-- the text.
+CREATE FUNCTION canopy.search_document(p_fields jsonb) RETURNS tsvector
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT to_tsvector('simple'::regconfig, public.unaccent('public.unaccent'::regdictionary, coalesce(string_agg(v, ' '), '')))
+      FROM (SELECT f.value #>> '{}' AS v FROM jsonb_each(p_fields) f WHERE jsonb_typeof(f.value) = 'string'
+            UNION ALL
+            SELECT e #>> '{}' FROM jsonb_each(p_fields) f,
+                   jsonb_array_elements(CASE WHEN jsonb_typeof(f.value) = 'array' THEN f.value ELSE '[]' END) e
+             WHERE jsonb_typeof(e) = 'string') strings
+$$;
+CREATE FUNCTION canopy.search_query(p_text text) RETURNS tsquery
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp
+AS $$ SELECT plainto_tsquery('simple'::regconfig, public.unaccent('public.unaccent'::regdictionary, p_text)) $$;
+
+-- Secrets the gateway signs cursors (and later change tokens) with, kept in
+-- the database so every gateway process agrees. Created on first use from a
+-- candidate the caller generated; nobody reads the table directly.
+CREATE TABLE canopy.server_secrets (
+    name        text PRIMARY KEY,
+    secret      bytea NOT NULL CHECK (octet_length(secret) >= 32),
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE canopy.server_secrets IS 'Keys for signing cursors and change tokens; read only through canopy.server_secret().';
+COMMENT ON COLUMN canopy.server_secrets.name IS 'What the key signs, e.g. cursor.';
+COMMENT ON COLUMN canopy.server_secrets.secret IS 'At least 256 random bits.';
+COMMENT ON COLUMN canopy.server_secrets.created_at IS 'When it was made.';
+ALTER TABLE canopy.server_secrets ENABLE ROW LEVEL SECURITY;
+ALTER TABLE canopy.server_secrets FORCE ROW LEVEL SECURITY;
+CREATE POLICY canopy_owner_all ON canopy.server_secrets TO canopy_owner USING (true) WITH CHECK (true);
+
+CREATE FUNCTION canopy.server_secret(p_name text, p_candidate bytea) RETURNS bytea
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    INSERT INTO canopy.server_secrets (name, secret) VALUES (p_name, p_candidate) ON CONFLICT DO NOTHING;
+    RETURN (SELECT secret FROM canopy.server_secrets WHERE name = p_name);
+END
+$$;
+
 -- Equality and containment on fields (fields @> '{"k": v}').
 CREATE INDEX records_fields_idx ON canopy.records USING gin (fields jsonb_path_ops);
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA canopy FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text),
-    canopy.field_value_type(text, jsonb), canopy.field_type_accepts(text, text)
+    canopy.field_value_type(text, jsonb), canopy.field_type_accepts(text, text),
+    canopy.search_document(jsonb), canopy.search_query(text), canopy.server_secret(text, bytea)
     TO canopy_gateway;

@@ -49,6 +49,8 @@ struct OperationExecutor {
             }
             guard found else { throw zoneNotFound(field) }
             return json
+        case (.query, "records"):
+            return try await records(field)
         case (.mutation, "modifyRecords"):
             return try await modifyRecords(ModifyRecordsPlan(field, request: request), field: field)
         default:
@@ -70,6 +72,27 @@ struct OperationExecutor {
     func run<T: Sendable>(_ query: PostgresQuery, _ body: @escaping @Sendable (PostgresConnection, PostgresQuery) async throws -> T) async throws -> T {
         try await database.withUser(userID, logger: logger, statementTimeout: configuration.statementTimeout) { connection in
             try await body(connection, query)
+        }
+    }
+
+    func records(_ field: SelectedField) async throws -> String {
+        let recordType = try RecordsPlan.recordType(of: field, request: request)
+        let secret = SigningKey(try await database.secrets.key("cursor", logger: logger))
+        let request = self.request
+        let logger = self.logger
+        return try await database.withUser(userID, logger: logger, statementTimeout: configuration.statementTimeout) { connection in
+            var schema: RecordSchema = [:]
+            for try await (name, type) in try await connection.query(
+                "SELECT field_name, field_type FROM canopy.field_types WHERE record_type = \(recordType)", logger: logger
+            ).decode((String, String).self) {
+                schema[name] = FieldType(type)
+            }
+            let plan = try RecordsPlan(field, request: request, schema: schema, secret: secret)
+            let row = try await connection.query(plan.query, logger: logger).decode((Bool, String?, String?, Bool).self).first { _ in true }
+            guard let (found, records, lastKeys, more) = row, found else {
+                throw APIError(.zoneNotFound, "the zone does not exist", locations: request.location(of: field.field))
+            }
+            return try plan.response(records: records, lastKeys: lastKeys, more: more, secret: secret)
         }
     }
 

@@ -8,6 +8,8 @@ import PostgresNIO
 /// `set_config('canopy.user_id', …, true)`. Row-level security does the rest.
 public final class GatewayDatabase: Sendable {
     public let client: PostgresClient
+    /// Signing keys, fetched from the database once.
+    public let secrets: ServerSecrets
     let logger: Logger
     /// How long a request waits for the database before it is 503.
     let availabilityTimeout: Duration
@@ -17,6 +19,7 @@ public final class GatewayDatabase: Sendable {
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = availabilityTimeout
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.secrets = ServerSecrets(client: client)
         self.logger = logger
         self.availabilityTimeout = availabilityTimeout
     }

@@ -1,0 +1,54 @@
+import Crypto
+import Foundation
+
+/// An opaque keyset cursor: where the last page ended (its sort values and
+/// recordName) and a fingerprint of the query it belongs to, signed with
+/// the server's secret so a forged or edited cursor is refused.
+public struct Cursor: Sendable, Equatable {
+    public var fingerprint: String
+    public var keys: [JSONValue]
+
+    struct Payload: Codable {
+        var q: String
+        var k: [JSONValue]
+    }
+
+    public init(fingerprint: String, keys: [JSONValue]) {
+        self.fingerprint = fingerprint
+        self.keys = keys
+    }
+
+    public func encoded(secret: SigningKey) -> String {
+        let payload = Self.base64URL((try? JSONEncoder().encode(Payload(q: fingerprint, k: keys))) ?? Data())
+        let signature = Self.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(payload.utf8), using: secret.symmetricKey)))
+        return "\(payload).\(signature)"
+    }
+
+    /// Decodes and verifies; nil for anything not signed by this server or
+    /// not made for this query.
+    public static func decode(_ text: String, secret: SigningKey, fingerprint: String) -> Cursor? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, let signature = data(fromBase64URL: String(parts[1])),
+              HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: Data(parts[0].utf8), using: secret.symmetricKey),
+              let json = data(fromBase64URL: String(parts[0])),
+              let payload = try? JSONDecoder().decode(Payload.self, from: json),
+              payload.q == fingerprint
+        else { return nil }
+        return Cursor(fingerprint: payload.q, keys: payload.k)
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    static func data(fromBase64URL text: String) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
+    }
+
+    /// A stable digest of what defines a query's order and rows.
+    public static func fingerprint(_ parts: [String]) -> String {
+        SHA256.hash(data: Data(parts.joined(separator: "\u{1F}").utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
+    }
+}

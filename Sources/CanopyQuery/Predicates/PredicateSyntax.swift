@@ -1,0 +1,38 @@
+/// A parsed filter, before its values and types are checked.
+public indirect enum PredicateSyntax: Equatable, Sendable {
+    case all
+    case and(PredicateSyntax, PredicateSyntax)
+    case or(PredicateSyntax, PredicateSyntax)
+    case not(PredicateSyntax)
+    case test(TestSyntax)
+
+    public struct TestSyntax: Equatable, Sendable {
+        public enum Kind: Equatable, Sendable {
+            case compare(String, OperandSyntax)
+            case between(OperandSyntax, OperandSyntax)
+            case `in`(OperandSyntax)
+            case contains(OperandSyntax)
+            case beginsWith(OperandSyntax)
+            case selfContains(OperandSyntax)
+            case distance(location: OperandSyntax, op: String, kilometres: OperandSyntax)
+        }
+        public var key: String
+        public var keyColumn: Int
+        public var kind: Kind
+    }
+
+    public indirect enum OperandSyntax: Equatable, Sendable {
+        case literal(JSONValue, column: Int)
+        case list([OperandSyntax], column: Int)
+        case named(String, column: Int)
+        case positional(Int, column: Int)
+        case null(column: Int)
+
+        var column: Int {
+            switch self {
+            case .literal(_, let column), .list(_, let column), .named(_, let column), .positional(_, let column), .null(let column):
+                return column
+            }
+        }
+    }
+}

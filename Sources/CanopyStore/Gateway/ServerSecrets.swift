@@ -1,0 +1,27 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The keys the gateway signs cursors and tokens with, kept in the database
+/// (so every gateway process agrees) and fetched once per process.
+public actor ServerSecrets {
+    private var keys: [String: Data] = [:]
+    private let client: PostgresClient
+
+    init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// The key named `name`, created on first use by whichever process asks first.
+    public func key(_ name: String, logger: Logger) async throws -> Data {
+        if let key = keys[name] { return key }
+        var generator = SystemRandomNumberGenerator()
+        let candidate = Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        let rows = try await client.query("SELECT canopy.server_secret(\(name), \(candidate))", logger: logger)
+        var secret: Data?
+        for try await value in rows.decode(Data.self) { secret = value }
+        guard let secret else { throw StoreError(.query, "the server secret \(name) could not be read") }
+        keys[name] = secret
+        return secret
+    }
+}
