@@ -95,6 +95,7 @@ let package = Package(
             name: "CanopyGatewayTests",
             dependencies: [
                 "CanopyGateway",
+                "CanopyQuery",
                 "CanopyStore",
                 "CanopyTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

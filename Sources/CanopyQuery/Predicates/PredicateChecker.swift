@@ -148,7 +148,7 @@ public struct PredicateChecker {
         }
     }
 
-    static func number(_ value: JSONValue?) -> Double? {
+    public static func number(_ value: JSONValue?) -> Double? {
         switch value {
         case .int(let number)?: return Double(number)
         case .double(let number)?: return number
