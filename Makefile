@@ -17,6 +17,7 @@ build:
 	$(SWIFT) build --product canopy
 
 test: postgres
+	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 

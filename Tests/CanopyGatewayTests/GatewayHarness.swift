@@ -63,6 +63,7 @@ struct GatewayHarness: Sendable {
     func test<T: Sendable>(
         configuration: GatewayConfiguration = GatewayConfiguration(),
         gatewayEndpoint: DatabaseEndpoint? = nil,
+        live: Bool = false,
         _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         let logger = logs.logger()
@@ -71,7 +72,7 @@ struct GatewayHarness: Sendable {
             maximumConnections: 4, availabilityTimeout: .seconds(1), logger: logger
         )
         let app = buildApplication(configuration: configuration, database: database, logger: logger)
-        return try await app.test(.router, body)
+        return try await app.test(live ? .live : .router, body)
     }
 }
 

@@ -97,7 +97,11 @@ public struct ParsedRequest: @unchecked Sendable {
                     guard aliases <= limits.maximumAliases else {
                         throw QueryError(.limitExceeded, "the document uses more aliases than the limit of \(limits.maximumAliases)", locations: location(of: field))
                     }
-                    if let child = field.selectionSet { try walk(child, depth: depth + 1, visiting: visiting) }
+                    // Introspection is answered from the schema in memory, at no
+                    // cost to the database; its standard query nests deeply.
+                    if let child = field.selectionSet, !field.name.value.hasPrefix("__") {
+                        try walk(child, depth: depth + 1, visiting: visiting)
+                    }
                 case let inline as InlineFragment:
                     try walk(inline.selectionSet, depth: depth, visiting: visiting)
                 case let spread as FragmentSpread:

@@ -1,0 +1,36 @@
+import GraphQL
+
+// GraphQLSwift 4.3.0 answers `__InputValue.isDeprecated` with null (its
+// argument and input-field definitions have no such property), which breaks
+// clients that ask for input-value deprecation in their introspection query,
+// such as Python's gql. Its default resolver reads `KeySubscriptable` values
+// first, so these conformances answer `isDeprecated` along with the other
+// fields the default resolver reads from them.
+
+extension GraphQLArgumentDefinition: @retroactive KeySubscriptable {
+    public subscript(key: String) -> (any Sendable)? {
+        switch key {
+        case "name": return name
+        case "type": return type
+        case "defaultValue": return defaultValue
+        case "description": return description
+        case "deprecationReason": return deprecationReason
+        case "isDeprecated": return deprecationReason != nil
+        default: return nil
+        }
+    }
+}
+
+extension InputObjectFieldDefinition: @retroactive KeySubscriptable {
+    public subscript(key: String) -> (any Sendable)? {
+        switch key {
+        case "name": return name
+        case "type": return type
+        case "defaultValue": return defaultValue
+        case "description": return description
+        case "deprecationReason": return deprecationReason
+        case "isDeprecated": return deprecationReason != nil
+        default: return nil
+        }
+    }
+}
