@@ -73,7 +73,7 @@ CREATE TABLE canopy.records (
     UNIQUE (zone_id, record_name),
     UNIQUE (id, zone_id)
 );
-CREATE INDEX records_zone_type_name_idx ON canopy.records (zone_id, record_type, record_name);
+CREATE INDEX records_zone_type_name_idx ON canopy.records (zone_id, record_type, record_name COLLATE "C");
 CREATE INDEX records_zone_parent_idx ON canopy.records (zone_id, parent_name) WHERE parent_name IS NOT NULL;
 CREATE INDEX records_share_idx ON canopy.records (share_id) WHERE share_id IS NOT NULL;
 CREATE INDEX records_zone_change_idx ON canopy.records (zone_id, change_seq);

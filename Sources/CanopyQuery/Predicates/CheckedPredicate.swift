@@ -51,5 +51,10 @@ public indirect enum CheckedPredicate: Equatable, Sendable {
         }
         public var target: Target
         public var kind: Kind
+
+        public init(target: Target, kind: Kind) {
+            self.target = target
+            self.kind = kind
+        }
     }
 }
