@@ -69,7 +69,8 @@ struct GatewayHarness: Sendable {
         let logger = logs.logger()
         let database = try GatewayDatabase(
             endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),
-            maximumConnections: 4, availabilityTimeout: .seconds(1), logger: logger
+            maximumConnections: 4, availabilityTimeout: .seconds(1),
+            statementTimeout: configuration.statementTimeout, logger: logger
         )
         let app = buildApplication(configuration: configuration, database: database, logger: logger)
         return try await app.test(live ? .live : .router, body)

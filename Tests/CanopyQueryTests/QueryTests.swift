@@ -83,7 +83,7 @@ struct MePlanTests {
         let request = try ParsedRequest(query: "{ me { id: userRecordName email __typename } }")
         let plan = try MePlan(try request.rootFields()[0])
         let query = plan.query
-        #expect(query.sql == "SELECT json_build_object($1::text, u.record_name, $2::text, u.email, $3::text, $4::text)::text FROM canopy.users u WHERE u.id = canopy.current_user_id()")
-        #expect(query.binds.count == 4)
+        #expect(query.sql == "SELECT json_build_object($1::text, u.record_name, $2::text, u.email, $3::text, 'User')::text FROM canopy.users u WHERE u.id = canopy.current_user_id()")
+        #expect(query.binds.count == 3)
     }
 }

@@ -27,12 +27,12 @@ struct OperationExecutor {
             return JSONValue.string(request.operation.operation == .mutation ? "Mutation" : "Query").jsonText
         case (.query, "me"):
             let plan = try MePlan(field)
-            guard let json = try await single(plan.query) else {
+            guard let json = try await readJSON(plan.statement) else {
                 throw APIError(.notAuthenticated, "the token's user no longer exists")
             }
             return json
         case (.query, "zones"):
-            return try await single(ZonesPlan(field, request: request).query)
+            return try await readJSON(ZonesPlan(field, request: request).statement)
         case (.mutation, "saveZone"):
             return try await single(SaveZonePlan(field, request: request).query)
         case (.mutation, "deleteZone"):
@@ -44,8 +44,8 @@ struct OperationExecutor {
             return "true"
         case (.query, "lookup"):
             let plan = try LookupPlan(field, request: request)
-            let (found, json) = try await run(plan.query) { connection, query in
-                try await connection.query(query, logger: logger).decode((Bool, String?).self).first { _ in true } ?? (false, nil)
+            let (found, json) = try await read(plan.statement) { rows in
+                try rows.first?.decode((Bool, String?).self) ?? (false, nil)
             }
             guard found else { throw zoneNotFound(field) }
             return json
@@ -62,15 +62,26 @@ struct OperationExecutor {
         APIError(.zoneNotFound, "the zone does not exist", locations: request.location(of: field.field))
     }
 
-    /// Runs one statement whose single row and column is JSON text.
+    /// Runs one writing statement whose single row and column is JSON text.
     func single(_ query: PostgresQuery) async throws -> String? {
         try await run(query) { connection, query in
             try await connection.query(query, logger: logger).decode(String?.self).first { _ in true } ?? nil
         }
     }
 
+    /// Runs a read in one round trip; its single row and column is JSON text.
+    func readJSON(_ statement: SQLStatement) async throws -> String? {
+        try await read(statement) { rows in
+            try rows.first?.decode(String?.self) ?? nil
+        }
+    }
+
+    func read<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
+        try await database.read(statement.sql, binds: statement.binds, as: userID, logger: logger, collect)
+    }
+
     func run<T: Sendable>(_ query: PostgresQuery, _ body: @escaping @Sendable (PostgresConnection, PostgresQuery) async throws -> T) async throws -> T {
-        try await database.withUser(userID, logger: logger, statementTimeout: configuration.statementTimeout) { connection in
+        try await database.withUser(userID, logger: logger) { connection in
             try await body(connection, query)
         }
     }
@@ -78,22 +89,24 @@ struct OperationExecutor {
     func records(_ field: SelectedField) async throws -> String {
         let recordType = try RecordsPlan.recordType(of: field, request: request)
         let secret = SigningKey(try await database.secrets.key("cursor", logger: logger))
-        let request = self.request
-        let logger = self.logger
-        return try await database.withUser(userID, logger: logger, statementTimeout: configuration.statementTimeout) { connection in
-            var schema: RecordSchema = [:]
-            for try await (name, type) in try await connection.query(
-                "SELECT field_name, field_type FROM canopy.field_types WHERE record_type = \(recordType)", logger: logger
-            ).decode((String, String).self) {
-                schema[name] = FieldType(type)
-            }
-            let plan = try RecordsPlan(field, request: request, schema: schema, secret: secret)
-            let row = try await connection.query(plan.query, logger: logger).decode((Bool, String?, String?, Bool).self).first { _ in true }
-            guard let (found, records, lastKeys, more) = row, found else {
-                throw APIError(.zoneNotFound, "the zone does not exist", locations: request.location(of: field.field))
-            }
-            return try plan.response(records: records, lastKeys: lastKeys, more: more, secret: secret)
+        let plan: RecordsPlan
+        do {
+            plan = try RecordsPlan(field, request: request, schema: try await schema(of: recordType, refresh: false), secret: secret)
+        } catch let error as QueryError where error.code == .invalidArguments {
+            // Perhaps a field saved since the types were read: read them again once.
+            plan = try RecordsPlan(field, request: request, schema: try await schema(of: recordType, refresh: true), secret: secret)
         }
+        let row = try await read(plan.statement) { rows in
+            try rows.first?.decode((Bool, String?, String?, Bool).self)
+        }
+        guard let (found, records, lastKeys, more) = row, found else {
+            throw APIError(.zoneNotFound, "the zone does not exist", locations: request.location(of: field.field))
+        }
+        return try plan.response(records: records, lastKeys: lastKeys, more: more, secret: secret)
+    }
+
+    func schema(of recordType: String, refresh: Bool) async throws -> RecordSchema {
+        try await database.fieldTypes(of: recordType, refresh: refresh, logger: logger).compactMapValues(FieldType.init)
     }
 
     func modifyRecords(_ plan: ModifyRecordsPlan, field: SelectedField) async throws -> String {
@@ -103,7 +116,7 @@ struct OperationExecutor {
         let logger = self.logger
         let requestID = self.requestID
         do {
-            return try await database.withUser(userID, logger: logger, statementTimeout: configuration.statementTimeout) { connection in
+            return try await database.withUser(userID, logger: logger) { connection in
                 let row = try await connection.query(plan.writeQuery, logger: logger).decode((Bool, String?).self).first { _ in true }
                 guard let (found, text) = row, found, let text else {
                     throw APIError(.zoneNotFound, "the zone does not exist", locations: request.location(of: field.field))

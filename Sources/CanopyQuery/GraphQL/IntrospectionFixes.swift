@@ -9,28 +9,28 @@ import GraphQL
 
 extension GraphQLArgumentDefinition: @retroactive KeySubscriptable {
     public subscript(key: String) -> (any Sendable)? {
-        switch key {
-        case "name": return name
-        case "type": return type
-        case "defaultValue": return defaultValue
-        case "description": return description
-        case "deprecationReason": return deprecationReason
-        case "isDeprecated": return deprecationReason != nil
-        default: return nil
-        }
+        inputValueField(key, name: name, type: type, defaultValue: defaultValue, description: description, deprecationReason: deprecationReason)
     }
 }
 
 extension InputObjectFieldDefinition: @retroactive KeySubscriptable {
     public subscript(key: String) -> (any Sendable)? {
-        switch key {
-        case "name": return name
-        case "type": return type
-        case "defaultValue": return defaultValue
-        case "description": return description
-        case "deprecationReason": return deprecationReason
-        case "isDeprecated": return deprecationReason != nil
-        default: return nil
-        }
+        inputValueField(key, name: name, type: type, defaultValue: defaultValue, description: description, deprecationReason: deprecationReason)
+    }
+}
+
+/// The `__InputValue` field `key` of an argument or input field.
+private func inputValueField(
+    _ key: String, name: String, type: any GraphQLInputType, defaultValue: Map?,
+    description: String?, deprecationReason: String?
+) -> (any Sendable)? {
+    switch key {
+    case "name": return name
+    case "type": return type
+    case "defaultValue": return defaultValue
+    case "description": return description
+    case "deprecationReason": return deprecationReason
+    case "isDeprecated": return deprecationReason != nil
+    default: return nil
     }
 }

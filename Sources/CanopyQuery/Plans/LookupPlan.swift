@@ -5,7 +5,8 @@ import PostgresNIO
 /// asked, with UNKNOWN_ITEM for names the caller cannot see.
 public struct LookupPlan: Sendable {
     public static let maximumNames = 400
-    public let query: PostgresQuery
+    public let statement: SQLStatement
+    public var query: PostgresQuery { statement.query }
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -46,6 +47,6 @@ public struct LookupPlan: Sendable {
             FROM unnest(\(bound)::text[]) WITH ORDINALITY n(name, ord) \
             LEFT JOIN canopy.records r ON r.zone_id = (SELECT id FROM zone) AND r.record_name = n.name)::text
             """)
-        query = builder.query
+        statement = builder.statement
     }
 }

@@ -28,22 +28,19 @@ public struct MePlan: Sendable {
     }
 
     /// One row, one column: the `User` object as JSON text (no row: nobody).
-    public var query: PostgresQuery {
-        var sql = "SELECT json_build_object("
-        var binds = PostgresBindings(capacity: columns.count * 2)
-        for (index, entry) in columns.enumerated() {
-            if index > 0 { sql += ", " }
-            binds.append(entry.responseKey)
-            sql += "$\(binds.count)::text, "
+    public var statement: SQLStatement {
+        var builder = SQLBuilder()
+        var parts: [String] = []
+        for entry in columns {
+            let key = builder.key(entry.responseKey)
             switch entry.column {
-            case .typename:
-                binds.append("User")
-                sql += "$\(binds.count)::text"
-            default:
-                sql += "u.\(entry.column.rawValue)"
+            case .typename: parts.append("\(key), 'User'")
+            default: parts.append("\(key), u.\(entry.column.rawValue)")
             }
         }
-        sql += ")::text FROM canopy.users u WHERE u.id = canopy.current_user_id()"
-        return PostgresQuery(unsafeSQL: sql, binds: binds)
+        builder.append("SELECT json_build_object(\(parts.joined(separator: ", ")))::text FROM canopy.users u WHERE u.id = canopy.current_user_id()")
+        return builder.statement
     }
+
+    public var query: PostgresQuery { statement.query }
 }

@@ -14,7 +14,8 @@ public struct RecordsPlan: Sendable {
         var descending: Bool
     }
 
-    public let query: PostgresQuery
+    public let statement: SQLStatement
+    public var query: PostgresQuery { statement.query }
     public let limit: Int
     let field: SelectedField
     let fingerprint: String
@@ -88,13 +89,13 @@ public struct RecordsPlan: Sendable {
             WITH \(cte), page AS (SELECT r.*, row_number() OVER (ORDER BY \(order.joined(separator: ", "))) AS canopy_ord, \
             json_build_array(\(keys.joined(separator: ", "))) AS canopy_keys \
             FROM canopy.records r WHERE r.zone_id = (SELECT id FROM zone) AND r.record_type = \(type) \
-            AND \(filter) AND \(keyset) ORDER BY \(order.joined(separator: ", ")) LIMIT \(limitBind)::int + 1) \
+            AND \(filter) AND \(keyset) ORDER BY \(order.joined(separator: ", ")) LIMIT \(limitBind)::int8 + 1) \
             SELECT EXISTS (SELECT 1 FROM zone), \
-            (SELECT coalesce(json_agg(\(records) ORDER BY r.canopy_ord), '[]') FROM page r WHERE r.canopy_ord <= \(limitBind)::int)::text, \
-            (SELECT r.canopy_keys FROM page r WHERE r.canopy_ord = \(limitBind)::int)::text, \
-            (SELECT count(*) FROM page) > \(limitBind)::int
+            (SELECT coalesce(json_agg(\(records) ORDER BY r.canopy_ord), '[]') FROM page r WHERE r.canopy_ord <= \(limitBind)::int8)::text, \
+            (SELECT r.canopy_keys FROM page r WHERE r.canopy_ord = \(limitBind)::int8)::text, \
+            (SELECT count(*) FROM page) > \(limitBind)::int8
             """)
-        query = builder.query
+        statement = builder.statement
     }
 
     static func sortKeys(_ arguments: Arguments, checker: PredicateChecker) throws -> [SortKey] {

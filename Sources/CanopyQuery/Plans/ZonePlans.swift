@@ -2,7 +2,8 @@ import PostgresNIO
 
 /// `zones(scope)`: one statement, one JSON array.
 public struct ZonesPlan: Sendable {
-    public let query: PostgresQuery
+    public let statement: SQLStatement
+    public var query: PostgresQuery { statement.query }
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let scope = try DatabaseScope.read(request.arguments(of: field))
@@ -15,13 +16,14 @@ public struct ZonesPlan: Sendable {
             SELECT coalesce(json_agg(\(zone) ORDER BY \(order)), '[]')::text \
             FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id WHERE \(filter)
             """)
-        query = builder.query
+        statement = builder.statement
     }
 }
 
 /// `saveZone(zoneName)`: creates the caller's zone, or returns it if it exists.
 public struct SaveZonePlan: Sendable {
-    public let query: PostgresQuery
+    public let statement: SQLStatement
+    public var query: PostgresQuery { statement.query }
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -39,7 +41,7 @@ public struct SaveZonePlan: Sendable {
             SELECT id, owner_id, name FROM canopy.zones WHERE owner_id = canopy.current_user_id() AND name = \(bound)) \
             SELECT \(zone)::text FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
             """)
-        query = builder.query
+        statement = builder.statement
     }
 }
 
@@ -47,7 +49,8 @@ public struct SaveZonePlan: Sendable {
 /// and shares); in SHARED scope the caller leaves every share in it. The
 /// statement returns how many rows it touched: 0 is ZONE_NOT_FOUND.
 public struct DeleteZonePlan: Sendable {
-    public let query: PostgresQuery
+    public let statement: SQLStatement
+    public var query: PostgresQuery { statement.query }
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -74,6 +77,6 @@ public struct DeleteZonePlan: Sendable {
                 SELECT ((SELECT count(*) FROM left_share) + (SELECT count(*) FROM left_public))::int
                 """)
         }
-        query = builder.query
+        statement = builder.statement
     }
 }

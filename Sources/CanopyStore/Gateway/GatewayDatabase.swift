@@ -13,13 +13,25 @@ public final class GatewayDatabase: Sendable {
     let logger: Logger
     /// How long a request waits for the database before it is 503.
     let availabilityTimeout: Duration
+    let tokens: TokenCache
+    let recordTypes: RecordTypeFields
 
-    public init(endpoint: DatabaseEndpoint, maximumConnections: Int = 20, availabilityTimeout: Duration = .seconds(5), logger: Logger) throws {
+    /// - Parameters:
+    ///   - statementTimeout: every statement's limit (`statement_timeout`, set per connection)
+    ///   - tokenCacheTime: how long a looked-up token is remembered (0: never)
+    public init(
+        endpoint: DatabaseEndpoint, maximumConnections: Int = 20, availabilityTimeout: Duration = .seconds(5),
+        statementTimeout: Duration = .seconds(10), tokenCacheTime: Duration = .seconds(5), logger: Logger
+    ) throws {
         var configuration = try endpoint.clientConfiguration()
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = availabilityTimeout
+        let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
+        configuration.options.additionalStartupParameters = [("statement_timeout", String(max(1, milliseconds)))]
+        self.tokens = TokenCache(timeToLive: tokenCacheTime)
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.secrets = ServerSecrets(client: client)
+        self.recordTypes = RecordTypeFields(client: client)
         self.logger = logger
         self.availabilityTimeout = availabilityTimeout
     }
@@ -28,6 +40,9 @@ public final class GatewayDatabase: Sendable {
     /// token. The stored hash is compared here, in constant time.
     public func authenticate(token: String, logger: Logger) async throws -> Int64? {
         guard let presented = BearerToken(parsing: token) else { return nil }
+        if let cached = await tokens.lookup(presented.selector) {
+            return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.userID : nil
+        }
         let client = self.client
         let stored: (Int64, Data)? = try await withTimeout(availabilityTimeout) {
             let rows = try await client.query(
@@ -38,26 +53,49 @@ public final class GatewayDatabase: Sendable {
             return nil
         }
         guard let (userID, storedHash) = stored else { return nil }
+        await tokens.store(presented.selector, userID: userID, hash: Array(storedHash))
         return BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) ? userID : nil
     }
 
-    /// Runs `body` in one transaction acting for `userID`.
+    /// Runs `body` in one transaction acting for `userID` (for writes).
     public func withUser<Result: Sendable>(
         _ userID: Int64,
         logger: Logger,
-        statementTimeout: Duration? = nil,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await client.withConnection { connection in
             try await connection.inTransaction(logger: logger) { connection in
-                let timeout = statementTimeout.map { "\($0.components.seconds * 1000 + $0.components.attoseconds / 1_000_000_000_000_000)" } ?? "0"
-                try await connection.query(
-                    "SELECT set_config('canopy.user_id', \(String(userID)), true), set_config('statement_timeout', \(timeout), true)",
-                    logger: logger
-                )
+                try await connection.query("SELECT set_config('canopy.user_id', \(String(userID)), true)", logger: logger)
                 return try await body(connection)
             }
         }
+    }
+
+    /// Runs one read-only statement acting for `userID` in one round trip:
+    /// the identity is set by the statement itself, before anything it
+    /// reads (a one-row outer side that a lateral join depends on), and ends
+    /// with it (`is_local` in the statement's own transaction). Were the
+    /// order ever different, the reads would see nobody's rows, not another
+    /// user's: `canopy.current_user_id()` is NULL until set.
+    public func read<Result: Sendable>(
+        _ sql: String, binds: PostgresBindings, as userID: Int64, logger: Logger,
+        _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
+    ) async throws -> Result {
+        var binds = binds
+        binds.append(String(userID))
+        let query = PostgresQuery(unsafeSQL: """
+            SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', $\(binds.count)::text, true) AS canopy_identity OFFSET 0) canopy_s \
+            CROSS JOIN LATERAL (SELECT * FROM (\(sql)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q
+            """, binds: binds)
+        return try await client.withConnection { connection in
+            try collect(try await connection.query(query, logger: logger).collect())
+        }
+    }
+
+    /// The field types of a record type (name → type name); `refresh`
+    /// reads them anew, for a field that was not known yet.
+    public func fieldTypes(of recordType: String, refresh: Bool = false, logger: Logger) async throws -> [String: String] {
+        try await recordTypes.fields(of: recordType, refresh: refresh, logger: logger)
     }
 
     /// True when the database answers.

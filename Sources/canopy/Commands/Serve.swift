@@ -54,11 +54,11 @@ struct Serve: AsyncParsableCommand {
             throw fail(error)
         }
 
-        let gatewayDatabase = try GatewayDatabase(endpoint: resolved.gateway, logger: logger)
         let configuration = GatewayConfiguration(
             host: host, port: port,
             publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"]
         )
+        let gatewayDatabase = try GatewayDatabase(endpoint: resolved.gateway, statementTimeout: configuration.statementTimeout, logger: logger)
         let app = buildApplication(configuration: configuration, database: gatewayDatabase, logger: logger, metricsRegistry: registry)
         var groupConfiguration = ServiceGroupConfiguration(
             services: [.init(service: app)],
