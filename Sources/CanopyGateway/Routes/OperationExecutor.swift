@@ -45,9 +45,9 @@ struct OperationExecutor {
         case (.query, "lookup"):
             let plan = try LookupPlan(field, request: request)
             let (found, json) = try await read(plan.statement) { rows in
-                try rows.first?.decode((Bool, String?).self) ?? (false, nil)
+                try rows.first?.decode((String?, String?).self) ?? ("false", nil)
             }
-            guard found else { throw zoneNotFound(field) }
+            guard found == "true" else { throw zoneNotFound(field) }
             return json
         case (.query, "records"):
             return try await records(field)
@@ -77,7 +77,7 @@ struct OperationExecutor {
     }
 
     func read<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
-        try await database.read(statement.sql, binds: statement.binds, as: userID, logger: logger, collect)
+        try await database.read(statement.sql, binds: statement.binds, values: statement.values, as: userID, logger: logger, collect)
     }
 
     func run<T: Sendable>(_ query: PostgresQuery, _ body: @escaping @Sendable (PostgresConnection, PostgresQuery) async throws -> T) async throws -> T {
@@ -97,12 +97,12 @@ struct OperationExecutor {
             plan = try RecordsPlan(field, request: request, schema: try await schema(of: recordType, refresh: true), secret: secret)
         }
         let row = try await read(plan.statement) { rows in
-            try rows.first?.decode((Bool, String?, String?, Bool).self)
+            try rows.first?.decode((String?, String?, String?, String?).self)
         }
-        guard let (found, records, lastKeys, more) = row, found else {
+        guard let (found, records, lastKeys, more) = row, found == "true" else {
             throw APIError(.zoneNotFound, "the zone does not exist", locations: request.location(of: field.field))
         }
-        return try plan.response(records: records, lastKeys: lastKeys, more: more, secret: secret)
+        return try plan.response(records: records, lastKeys: lastKeys, more: more == "true", secret: secret)
     }
 
     func schema(of recordType: String, refresh: Bool) async throws -> RecordSchema {

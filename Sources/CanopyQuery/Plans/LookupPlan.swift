@@ -42,7 +42,7 @@ public struct LookupPlan: Sendable {
         }
         let bound = builder.bind(names)
         builder.append("""
-            WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
+            WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone)::text, \
             (SELECT coalesce(json_agg(\(result) ORDER BY n.ord), '[]') \
             FROM unnest(\(bound)::text[]) WITH ORDINALITY n(name, ord) \
             LEFT JOIN canopy.records r ON r.zone_id = (SELECT id FROM zone) AND r.record_name = n.name)::text

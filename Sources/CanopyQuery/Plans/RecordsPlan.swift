@@ -90,10 +90,10 @@ public struct RecordsPlan: Sendable {
             json_build_array(\(keys.joined(separator: ", "))) AS canopy_keys \
             FROM canopy.records r WHERE r.zone_id = (SELECT id FROM zone) AND r.record_type = \(type) \
             AND \(filter) AND \(keyset) ORDER BY \(order.joined(separator: ", ")) LIMIT \(limitBind)::int8 + 1) \
-            SELECT EXISTS (SELECT 1 FROM zone), \
+            SELECT EXISTS (SELECT 1 FROM zone)::text, \
             (SELECT coalesce(json_agg(\(records) ORDER BY r.canopy_ord), '[]') FROM page r WHERE r.canopy_ord <= \(limitBind)::int8)::text, \
             (SELECT r.canopy_keys FROM page r WHERE r.canopy_ord = \(limitBind)::int8)::text, \
-            (SELECT count(*) FROM page) > \(limitBind)::int8
+            ((SELECT count(*) FROM page) > \(limitBind)::int8)::text
             """)
         statement = builder.statement
     }

@@ -1,0 +1,34 @@
+import CanopyQuery
+import CanopyStore
+import CanopyTestSupport
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+/// Reads are prepared once per shape and connection: the same document with
+/// other values reuses the statement; the identity travels in the statement.
+@Suite("Prepared statements by shape")
+struct PreparedStatementTests {
+    @Test("the same shape with other values and other users reuses one prepared statement")
+    func reuse() async throws {
+        let endpoint = try await TestDatabase.shared.migratedDatabase()
+        let (alice, _) = try await addUser("alice", on: endpoint)
+        let (bob, _) = try await addUser("bob", on: endpoint)
+        let database = try GatewayDatabase(endpoint: endpoint.asUser("canopy_gateway", password: nil), maximumConnections: 1, logger: TestDatabase.logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await database.client.run() }
+            var answers: [String?] = []
+            for (user, key) in [(alice.id, "a"), (bob.id, "b"), (alice.id, "c")] {
+                let request = try ParsedRequest(query: "{ me { \(key): name } }")
+                let statement = try MePlan(try request.rootFields()[0]).statement
+                answers.append(try await database.read(statement.sql, binds: statement.binds, values: statement.values, as: user, logger: TestDatabase.logger) { rows in
+                    try rows.first?.decode(String?.self) ?? nil
+                })
+            }
+            #expect(answers == ["{\"a\" : \"alice\"}", "{\"b\" : \"bob\"}", "{\"c\" : \"alice\"}"], "each read acts for its own user")
+            #expect(await database.preparedStatementCount() == 1)
+            group.cancelAll()
+        }
+    }
+}
