@@ -33,19 +33,28 @@ public enum PostgresErrors {
             return "\(psql.code)"
         }
         if let store = error as? StoreError { return store.message }
+        if case .server(let server)? = error as? PostgresError, let message = server.fields[.message] {
+            return message
+        }
         return "\(error)"
     }
 
-    /// The SQLSTATE of a server error, if it is one.
+    /// The SQLSTATE of a server error, if it is one (from either of
+    /// PostgresNIO's APIs: prepared reads go through the older one).
     public static func sqlState(of error: any Error) -> String? {
-        (error as? PSQLError)?.serverInfo?[.sqlState]
+        if let psql = error as? PSQLError { return psql.serverInfo?[.sqlState] }
+        if case .server(let server)? = error as? PostgresError { return server.fields[.sqlState] }
+        return nil
     }
 
     /// True when the error means the server could not be reached at all.
     public static func isConnectionFailure(_ error: any Error) -> Bool {
-        guard let psql = error as? PSQLError else {
-            return !(error is StoreError) && !(error is CancellationError)
+        if let legacy = error as? PostgresError {
+            if case .connectionClosed = legacy { return true }
+            return false
         }
+        if error is IOError || error is ChannelError { return true }
+        guard let psql = error as? PSQLError else { return false }
         switch psql.code {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .poolClosed,
              .sslUnsupported, .failedToAddSSLHandler, .uncleanShutdown:

@@ -60,7 +60,7 @@ struct SharedScopeTests {
         }
         try await harness.test(configuration: GatewayConfiguration(statementTimeout: .milliseconds(5))) { client in
             let answer = try await client.call("records", "{ records(scope: PRIVATE, zone: {zoneName: \"_defaultZone\"}, recordType: \"Note\", filter: \"self CONTAINS 'nothing matches this'\") { records { recordName } } }", token: harness.aliceToken)
-            #expect(answer.code == "LIMIT_EXCEEDED", "\(answer.body)")
+            #expect(answer.code == "LIMIT_EXCEEDED", "\(answer.body) \(harness.logs.text.split(separator: "\n").filter { $0.contains("canopy.error") })")
             #expect(answer.message.contains("statement timeout"))
         }
     }
