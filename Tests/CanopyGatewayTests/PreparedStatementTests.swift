@@ -32,3 +32,31 @@ struct PreparedStatementTests {
         }
     }
 }
+
+/// Identity travels inside each read statement and ends with it: on pooled,
+/// reused connections, interleaved requests of two users never see each
+/// other's zones.
+@Suite("Identity on pooled connections")
+struct PooledIdentityTests {
+    @Test("200 interleaved concurrent reads by two users each see only their own zones")
+    func interleaved() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test { client in
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"AliceOnly\") { zoneName } }", token: harness.aliceToken)
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"BobOnly\") { zoneName } }", token: harness.bobToken)
+            let wrong = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<200 {
+                    let (token, own, other) = index % 2 == 0
+                        ? (harness.aliceToken, "AliceOnly", "BobOnly") : (harness.bobToken, "BobOnly", "AliceOnly")
+                    group.addTask {
+                        let answer = try await client.call("zones", "{ zones(scope: PRIVATE) { zoneName } }", token: token)
+                        let names = answer.list.compactMap { $0["zoneName"] as? String }
+                        return names.contains(own) && !names.contains(other) ? 0 : 1
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(wrong == 0)
+        }
+    }
+}
