@@ -283,7 +283,7 @@ struct RecordOperationTests {
             _ = try await save(client, token: token, [fast("f1", hours: 1, end: 1)])
             let evil = "x'); DROP TABLE canopy.records; --"
             let asValue = try await client.call("records", "query($f: String) { records(scope: PRIVATE, zone: {zoneName: \"Fasting\"}, recordType: \"Fast\", filter: $f) { records { recordName } } }", ["f": "note == \"\(evil)\""], token: token)
-            #expect(asValue.code == nil)
+            #expect(asValue.code == nil, "\(asValue.body)")
             #expect((asValue.object["records"] as? [Any])?.isEmpty == true)
             let asKey = try await client.call("records", "query($f: String) { records(scope: PRIVATE, zone: {zoneName: \"Fasting\"}, recordType: \"Fast\", filter: $f) { cursor } }", ["f": "\(evil) == 1"], token: token)
             #expect(asKey.code == "INVALID_ARGUMENTS")
@@ -296,7 +296,7 @@ struct RecordOperationTests {
             let asType = try await client.call("records", "{ records(scope: PRIVATE, zone: {zoneName: \"Fasting\"}, recordType: \"Fast; DROP\") { cursor } }", token: token)
             #expect(asType.code == "INVALID_ARGUMENTS")
             let still = try await client.call("lookup", "{ lookup(scope: PRIVATE, zone: {zoneName: \"Fasting\"}, recordNames: [\"f1\"]) { record { recordName } } }", token: token)
-            #expect((still.list.first?["record"] as? [String: Any])?["recordName"] as? String == "f1", "the table is still there")
+            #expect((still.list.first?["record"] as? [String: Any])?["recordName"] as? String == "f1", "the table is still there: \(still.body)")
         }
     }
 }

@@ -77,7 +77,7 @@ struct OperationExecutor {
     }
 
     func read<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
-        try await database.read(statement.sql, binds: statement.binds, values: statement.values, as: userID, logger: logger, collect)
+        try await database.read(statement.sql, binds: statement.binds, as: userID, logger: logger, collect)
     }
 
     func run<T: Sendable>(_ query: PostgresQuery, _ body: @escaping @Sendable (PostgresConnection, PostgresQuery) async throws -> T) async throws -> T {

@@ -2,64 +2,36 @@ import Foundation
 import PostgresNIO
 
 /// A value that can be a bind parameter, with the SQL type it is sent as
-/// (so a statement can be prepared once per shape with exact parameter types).
+/// (so a statement can one day be prepared per shape with exact types).
 public protocol SQLParameter: PostgresNonThrowingEncodable {
     static var sqlTypeName: String { get }
-    static var dataType: PostgresDataType { get }
-    /// The value as a prepared statement's execution takes it.
-    var postgresData: PostgresData { get }
 }
 
 extension String: SQLParameter {
     public static var sqlTypeName: String { "text" }
-    public static var dataType: PostgresDataType { .text }
-    public var postgresData: PostgresData { PostgresData(string: self) }
 }
 extension Int: SQLParameter {
     public static var sqlTypeName: String { "int8" }
-    public static var dataType: PostgresDataType { .int8 }
-    public var postgresData: PostgresData { PostgresData(int64: Int64(self)) }
 }
 extension Int64: SQLParameter {
     public static var sqlTypeName: String { "int8" }
-    public static var dataType: PostgresDataType { .int8 }
-    public var postgresData: PostgresData { PostgresData(int64: self) }
 }
 extension Double: SQLParameter {
     public static var sqlTypeName: String { "float8" }
-    public static var dataType: PostgresDataType { .float8 }
-    public var postgresData: PostgresData { PostgresData(double: self) }
 }
 extension Bool: SQLParameter {
     public static var sqlTypeName: String { "bool" }
-    public static var dataType: PostgresDataType { .bool }
-    public var postgresData: PostgresData { PostgresData(bool: self) }
 }
 extension Array: SQLParameter where Element: SQLParameter & PostgresArrayEncodable {
     public static var sqlTypeName: String { Element.sqlTypeName + "[]" }
-    public static var dataType: PostgresDataType {
-        switch Element.dataType {
-        case .text: return .textArray
-        case .int8: return .int8Array
-        case .float8: return .float8Array
-        case .bool: return .boolArray
-        default: return .null
-        }
-    }
-    public var postgresData: PostgresData {
-        PostgresData(array: map { Optional($0.postgresData) }, elementType: Element.dataType)
-    }
 }
 
-/// One statement: SQL text, its bind parameters and their SQL types. Read
-/// statements return text columns only, so a prepared execution's rows
-/// decode the same whatever format they arrive in.
+/// One statement: SQL text, its bind parameters and their SQL types (the
+/// same text for the same document shape, ready to be prepared by shape).
 public struct SQLStatement: Sendable {
     public var sql: String
     public var binds: PostgresBindings
     public var parameterTypes: [String]
-    /// The same values as `binds`, for executing a prepared statement.
-    public var values: [PostgresData]
 
     public var query: PostgresQuery {
         PostgresQuery(unsafeSQL: sql, binds: binds)
@@ -72,7 +44,6 @@ public struct SQLBuilder: Sendable {
     public private(set) var sql = ""
     public private(set) var binds = PostgresBindings()
     public private(set) var parameterTypes: [String] = []
-    public private(set) var values: [PostgresData] = []
 
     public init() {}
 
@@ -84,7 +55,6 @@ public struct SQLBuilder: Sendable {
     public mutating func bind<Value: SQLParameter>(_ value: Value) -> String {
         binds.append(value)
         parameterTypes.append(Value.sqlTypeName)
-        values.append(value.postgresData)
         return "$\(binds.count)"
     }
 
@@ -92,13 +62,13 @@ public struct SQLBuilder: Sendable {
     public mutating func bind<Value: SQLParameter>(_ value: Value?) -> String {
         binds.append(value)
         parameterTypes.append(Value.sqlTypeName)
-        values.append(value?.postgresData ?? PostgresData(type: Value.dataType, value: nil))
         return "$\(binds.count)"
     }
 
-    /// Binds a JSON value (sent as text, cast to jsonb).
+    /// Binds a JSON value (sent as text, cast to jsonb: the parameter itself
+    /// stays text, also in a prepared statement).
     public mutating func bind(json value: JSONValue) -> String {
-        "\(bind(value.jsonText))::jsonb"
+        "(\(bind(value.jsonText))::text)::jsonb"
     }
 
     /// Binds a response key (always text).
@@ -107,7 +77,7 @@ public struct SQLBuilder: Sendable {
     }
 
     public var statement: SQLStatement {
-        SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes, values: values)
+        SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes)
     }
 
     public var query: PostgresQuery {

@@ -15,7 +15,6 @@ public final class GatewayDatabase: Sendable {
     let availabilityTimeout: Duration
     let tokens: TokenCache
     let recordTypes: RecordTypeFields
-    let shapes = PreparedShapes()
 
     /// - Parameters:
     ///   - statementTimeout: every statement's limit (`statement_timeout`, set per connection)
@@ -78,45 +77,19 @@ public final class GatewayDatabase: Sendable {
     /// with it (`is_local` in the statement's own transaction). Were the
     /// order ever different, the reads would see nobody's rows, not another
     /// user's: `canopy.current_user_id()` is NULL until set.
-    ///
-    /// Each shape is prepared once per connection and executed after; the
-    /// statement must return text columns only.
     public func read<Result: Sendable>(
-        _ sql: String, binds: PostgresBindings, values: [PostgresData],
-        as userID: Int64, logger: Logger,
+        _ sql: String, binds: PostgresBindings, as userID: Int64, logger: Logger,
         _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
     ) async throws -> Result {
         var binds = binds
         binds.append(String(userID))
-        let wrapped = """
+        let query = PostgresQuery(unsafeSQL: """
             SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', $\(binds.count)::text, true) AS canopy_identity OFFSET 0) canopy_s \
             CROSS JOIN LATERAL (SELECT * FROM (\(sql)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q
-            """
-        let unprepared = PostgresQuery(unsafeSQL: wrapped, binds: binds)
-        let allValues = values + [PostgresData(string: String(userID))]
-        let shapes = self.shapes
+            """, binds: binds)
         return try await client.withConnection { connection in
-            let key = PreparedShapes.key(for: wrapped)
-            var statement = await shapes.statement(key, on: connection.id)
-            if statement == nil, await shapes.hasRoom(on: connection.id) {
-                let prepared = try await connection.prepare(query: wrapped).get()
-                await shapes.store(prepared, as: key, on: connection.id)
-                statement = prepared
-            }
-            if let statement {
-                do {
-                    return try collect(try await statement.execute(allValues).get())
-                } catch let error as PSQLError where error.serverInfo?[.sqlState] == "26000" {
-                    await shapes.forget(key, on: connection.id)
-                }
-            }
-            return try collect(try await connection.query(unprepared, logger: logger).collect())
+            try collect(try await connection.query(query, logger: logger).collect())
         }
-    }
-
-    /// How many statements the pool's connections hold prepared (for tests and metrics).
-    public func preparedStatementCount() async -> Int {
-        await shapes.count
     }
 
     /// The field types of a record type (name → type name); `refresh`
