@@ -58,7 +58,6 @@ struct GraphQLResponse {
     }
 
     static func quoted(_ string: String) -> String {
-        let data = (try? JSONEncoder().encode(string)) ?? Data("\"\"".utf8)
-        return String(decoding: data, as: UTF8.self)
+        JSONValue.string(string).jsonText
     }
 }

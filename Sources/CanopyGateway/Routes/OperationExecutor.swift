@@ -24,15 +24,15 @@ struct OperationExecutor {
     func resolve(_ field: SelectedField) async throws -> String? {
         switch (request.operation.operation, field.name) {
         case (_, "__typename"):
-            return JSONValue.string(request.operation.operation == .mutation ? "Mutation" : "Query").jsonText
+            return GraphQLResponse.quoted(request.operation.operation == .mutation ? "Mutation" : "Query")
         case (.query, "me"):
             let plan = try MePlan(field)
-            guard let json = try await readJSON(plan.statement) else {
+            guard let json = try await readJSON(plan.query) else {
                 throw APIError(.notAuthenticated, "the token's user no longer exists")
             }
             return json
         case (.query, "zones"):
-            return try await readJSON(ZonesPlan(field, request: request).statement)
+            return try await readJSON(ZonesPlan(field, request: request).query)
         case (.mutation, "saveZone"):
             return try await single(SaveZonePlan(field, request: request).query)
         case (.mutation, "deleteZone"):
@@ -44,10 +44,10 @@ struct OperationExecutor {
             return "true"
         case (.query, "lookup"):
             let plan = try LookupPlan(field, request: request)
-            let (found, json) = try await read(plan.statement) { rows in
-                try rows.first?.decode((String?, String?).self) ?? ("false", nil)
+            let (found, json) = try await read(plan.query) { rows in
+                try rows.first?.decode((Bool, String?).self) ?? (false, nil)
             }
-            guard found == "true" else { throw zoneNotFound(field) }
+            guard found else { throw zoneNotFound(field) }
             return json
         case (.query, "records"):
             return try await records(field)
@@ -70,14 +70,14 @@ struct OperationExecutor {
     }
 
     /// Runs a read in one round trip; its single row and column is JSON text.
-    func readJSON(_ statement: SQLStatement) async throws -> String? {
-        try await read(statement) { rows in
+    func readJSON(_ query: PostgresQuery) async throws -> String? {
+        try await read(query) { rows in
             try rows.first?.decode(String?.self) ?? nil
         }
     }
 
-    func read<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
-        try await database.read(statement.sql, binds: statement.binds, as: userID, logger: logger, collect)
+    func read<T: Sendable>(_ query: PostgresQuery, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
+        try await database.read(query, as: userID, logger: logger, collect)
     }
 
     func run<T: Sendable>(_ query: PostgresQuery, _ body: @escaping @Sendable (PostgresConnection, PostgresQuery) async throws -> T) async throws -> T {
@@ -96,13 +96,13 @@ struct OperationExecutor {
             // Perhaps a field saved since the types were read: read them again once.
             plan = try RecordsPlan(field, request: request, schema: try await schema(of: recordType, refresh: true), secret: secret)
         }
-        let row = try await read(plan.statement) { rows in
-            try rows.first?.decode((String?, String?, String?, String?).self)
+        let row = try await read(plan.query) { rows in
+            try rows.first?.decode((Bool, String?, String?, Bool).self)
         }
-        guard let (found, records, lastKeys, more) = row, found == "true" else {
+        guard let (found, records, lastKeys, more) = row, found else {
             throw APIError(.zoneNotFound, "the zone does not exist", locations: request.location(of: field.field))
         }
-        return try plan.response(records: records, lastKeys: lastKeys, more: more == "true", secret: secret)
+        return try plan.response(records: records, lastKeys: lastKeys, more: more, secret: secret)
     }
 
     func schema(of recordType: String, refresh: Bool) async throws -> RecordSchema {

@@ -5,8 +5,7 @@ import PostgresNIO
 /// asked, with UNKNOWN_ITEM for names the caller cannot see.
 public struct LookupPlan: Sendable {
     public static let maximumNames = 400
-    public let statement: SQLStatement
-    public var query: PostgresQuery { statement.query }
+    public let query: PostgresQuery
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -42,11 +41,11 @@ public struct LookupPlan: Sendable {
         }
         let bound = builder.bind(names)
         builder.append("""
-            WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone)::text, \
+            WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
             (SELECT coalesce(json_agg(\(result) ORDER BY n.ord), '[]') \
             FROM unnest(\(bound)::text[]) WITH ORDINALITY n(name, ord) \
             LEFT JOIN canopy.records r ON r.zone_id = (SELECT id FROM zone) AND r.record_name = n.name)::text
             """)
-        statement = builder.statement
+        query = builder.query
     }
 }

@@ -13,7 +13,10 @@ public struct MePlan: Sendable {
         case typename
     }
 
+    let fields: [SelectedField]
+
     public init(_ field: SelectedField) throws {
+        fields = field.children
         columns = try field.children.map { child in
             switch child.name {
             case "userRecordName": return (child.responseKey, .userRecordName)
@@ -28,19 +31,16 @@ public struct MePlan: Sendable {
     }
 
     /// One row, one column: the `User` object as JSON text (no row: nobody).
-    public var statement: SQLStatement {
+    public var query: PostgresQuery {
         var builder = SQLBuilder()
-        var parts: [String] = []
-        for entry in columns {
-            let key = builder.key(entry.responseKey)
-            switch entry.column {
-            case .typename: parts.append("\(key), 'User'")
-            default: parts.append("\(key), u.\(entry.column.rawValue)")
-            }
-        }
-        builder.append("SELECT json_build_object(\(parts.joined(separator: ", ")))::text FROM canopy.users u WHERE u.id = canopy.current_user_id()")
-        return builder.statement
+        let columns = Dictionary(self.columns.map { ($0.responseKey, $0.column) }, uniquingKeysWith: { first, _ in first })
+        let fields = self.fields
+        // The columns were checked in init; the closure cannot fail.
+        let object = (try? Projection.object(fields, &builder) { field, _ in
+            let column = columns[field.responseKey]!
+            return column == .typename ? "'User'" : "u.\(column.rawValue)"
+        }) ?? "NULL"
+        builder.append("SELECT \(object)::text FROM canopy.users u WHERE u.id = canopy.current_user_id()")
+        return builder.query
     }
-
-    public var query: PostgresQuery { statement.query }
 }

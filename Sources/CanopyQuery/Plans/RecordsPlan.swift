@@ -14,8 +14,7 @@ public struct RecordsPlan: Sendable {
         var descending: Bool
     }
 
-    public let statement: SQLStatement
-    public var query: PostgresQuery { statement.query }
+    public let query: PostgresQuery
     public let limit: Int
     let field: SelectedField
     let fingerprint: String
@@ -90,12 +89,12 @@ public struct RecordsPlan: Sendable {
             json_build_array(\(keys.joined(separator: ", "))) AS canopy_keys \
             FROM canopy.records r WHERE r.zone_id = (SELECT id FROM zone) AND r.record_type = \(type) \
             AND \(filter) AND \(keyset) ORDER BY \(order.joined(separator: ", ")) LIMIT \(limitBind)::int8 + 1) \
-            SELECT EXISTS (SELECT 1 FROM zone)::text, \
+            SELECT EXISTS (SELECT 1 FROM zone), \
             (SELECT coalesce(json_agg(\(records) ORDER BY r.canopy_ord), '[]') FROM page r WHERE r.canopy_ord <= \(limitBind)::int8)::text, \
             (SELECT r.canopy_keys FROM page r WHERE r.canopy_ord = \(limitBind)::int8)::text, \
-            ((SELECT count(*) FROM page) > \(limitBind)::int8)::text
+            (SELECT count(*) FROM page) > \(limitBind)::int8
             """)
-        statement = builder.statement
+        query = builder.query
     }
 
     static func sortKeys(_ arguments: Arguments, checker: PredicateChecker) throws -> [SortKey] {

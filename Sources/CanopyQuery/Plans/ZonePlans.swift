@@ -2,8 +2,7 @@ import PostgresNIO
 
 /// `zones(scope)`: one statement, one JSON array.
 public struct ZonesPlan: Sendable {
-    public let statement: SQLStatement
-    public var query: PostgresQuery { statement.query }
+    public let query: PostgresQuery
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let scope = try DatabaseScope.read(request.arguments(of: field))
@@ -16,14 +15,13 @@ public struct ZonesPlan: Sendable {
             SELECT coalesce(json_agg(\(zone) ORDER BY \(order)), '[]')::text \
             FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id WHERE \(filter)
             """)
-        statement = builder.statement
+        query = builder.query
     }
 }
 
 /// `saveZone(zoneName)`: creates the caller's zone, or returns it if it exists.
 public struct SaveZonePlan: Sendable {
-    public let statement: SQLStatement
-    public var query: PostgresQuery { statement.query }
+    public let query: PostgresQuery
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -41,7 +39,7 @@ public struct SaveZonePlan: Sendable {
             SELECT id, owner_id, name FROM canopy.zones WHERE owner_id = canopy.current_user_id() AND name = \(bound)) \
             SELECT \(zone)::text FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
             """)
-        statement = builder.statement
+        query = builder.query
     }
 }
 
@@ -49,8 +47,7 @@ public struct SaveZonePlan: Sendable {
 /// and shares); in SHARED scope the caller leaves every share in it. The
 /// statement returns how many rows it touched: 0 is ZONE_NOT_FOUND.
 public struct DeleteZonePlan: Sendable {
-    public let statement: SQLStatement
-    public var query: PostgresQuery { statement.query }
+    public let query: PostgresQuery
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -77,6 +74,6 @@ public struct DeleteZonePlan: Sendable {
                 SELECT ((SELECT count(*) FROM left_share) + (SELECT count(*) FROM left_public))::int
                 """)
         }
-        statement = builder.statement
+        query = builder.query
     }
 }

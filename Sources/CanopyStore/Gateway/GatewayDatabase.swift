@@ -78,14 +78,14 @@ public final class GatewayDatabase: Sendable {
     /// order ever different, the reads would see nobody's rows, not another
     /// user's: `canopy.current_user_id()` is NULL until set.
     public func read<Result: Sendable>(
-        _ sql: String, binds: PostgresBindings, as userID: Int64, logger: Logger,
+        _ statement: PostgresQuery, as userID: Int64, logger: Logger,
         _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
     ) async throws -> Result {
-        var binds = binds
+        var binds = statement.binds
         binds.append(String(userID))
         let query = PostgresQuery(unsafeSQL: """
             SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', $\(binds.count)::text, true) AS canopy_identity OFFSET 0) canopy_s \
-            CROSS JOIN LATERAL (SELECT * FROM (\(sql)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q
+            CROSS JOIN LATERAL (SELECT * FROM (\(statement.sql)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q
             """, binds: binds)
         return try await client.withConnection { connection in
             try collect(try await connection.query(query, logger: logger).collect())

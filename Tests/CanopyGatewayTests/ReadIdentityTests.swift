@@ -22,9 +22,9 @@ struct ReadIdentityTests {
             var texts = Set<String>()
             for (user, key) in [(alice.id, "a"), (bob.id, "b"), (alice.id, "c")] {
                 let request = try ParsedRequest(query: "{ me { \(key): name } }")
-                let statement = try MePlan(try request.rootFields()[0]).statement
+                let statement = try MePlan(try request.rootFields()[0]).query
                 texts.insert(statement.sql)
-                answers.append(try await database.read(statement.sql, binds: statement.binds, as: user, logger: TestDatabase.logger) { rows in
+                answers.append(try await database.read(statement, as: user, logger: TestDatabase.logger) { rows in
                     try rows.first?.decode(String?.self) ?? nil
                 })
             }
