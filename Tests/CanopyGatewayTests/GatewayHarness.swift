@@ -64,12 +64,13 @@ struct GatewayHarness: Sendable {
         configuration: GatewayConfiguration = GatewayConfiguration(),
         gatewayEndpoint: DatabaseEndpoint? = nil,
         live: Bool = false,
+        availabilityTimeout: Duration = .seconds(10),
         _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         let logger = logs.logger()
         let database = try GatewayDatabase(
             endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),
-            maximumConnections: 4, availabilityTimeout: .seconds(1),
+            maximumConnections: 4, availabilityTimeout: availabilityTimeout,
             statementTimeout: configuration.statementTimeout, logger: logger
         )
         let app = buildApplication(configuration: configuration, database: database, logger: logger)

@@ -160,7 +160,7 @@ struct GatewayTests {
             #expect(body["status"] as? String == "ok")
         }
         let nowhere = DatabaseEndpoint(transport: .tcp(host: "127.0.0.1", port: 1), username: "canopy_gateway", password: nil, database: "canopy")
-        try await harness.test(gatewayEndpoint: nowhere) { client in
+        try await harness.test(gatewayEndpoint: nowhere, availabilityTimeout: .seconds(1)) { client in
             let (status, _, _) = try await client.get("/health", token: nil)
             #expect(status == .serviceUnavailable)
             let (graphQLStatus, body) = try await client.graphql("{ me { name } }", token: harness.aliceToken)
