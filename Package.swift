@@ -7,7 +7,7 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "canopy",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "canopy", targets: ["canopy"]),
         .library(name: "CanopyGateway", targets: ["CanopyGateway"]),

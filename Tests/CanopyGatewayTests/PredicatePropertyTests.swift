@@ -101,7 +101,7 @@ struct PredicatePropertyTests {
                     let condition = PredicateSQL.write(checked, &builder)
                     let zoneBind = builder.bind(zone)
                     builder.append("SELECT r.record_name FROM canopy.records r WHERE r.zone_id = \(zoneBind) AND \(condition) ORDER BY 1")
-                    let fromSQL = try await connection.texts(builder.query).compactMap { $0 }
+                    let fromSQL = try await connection.texts(builder.query.postgresQuery).compactMap { $0 }
                     let inMemory = records.filter { Evaluator.matches(checked, name: $0.0, fields: $0.1) }.map(\.0).sorted()
                     #expect(fromSQL == inMemory, "filter: \(filter)")
                     if fromSQL != inMemory { break }

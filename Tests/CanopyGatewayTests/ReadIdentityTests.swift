@@ -1,3 +1,4 @@
+import CanopyGateway
 import CanopyQuery
 import CanopyStore
 import CanopyTestSupport
@@ -30,6 +31,46 @@ struct ReadIdentityTests {
             }
             #expect(answers == ["{\"a\" : \"alice\"}", "{\"b\" : \"bob\"}", "{\"c\" : \"alice\"}"], "each read acts for its own user")
             #expect(texts.count == 1, "one shape, one SQL text")
+            group.cancelAll()
+        }
+    }
+}
+
+/// Statements are prepared once per connection and shape, then reused:
+/// PostgreSQL's own view of the session's prepared statements shows one
+/// statement executed once per request, whatever the values and the user.
+@Suite("Statements reused by shape")
+struct PreparedShapeTests {
+    @Test("one connection, one shape, five requests by two users: one prepared statement run five times")
+    func reusedByShape() async throws {
+        let endpoint = try await TestDatabase.shared.migratedDatabase()
+        let (alice, _) = try await addUser("alice", on: endpoint)
+        let (bob, _) = try await addUser("bob", on: endpoint)
+        let database = try GatewayDatabase(endpoint: endpoint.asUser("canopy_gateway", password: nil), maximumConnections: 1, logger: TestDatabase.logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await database.client.run() }
+            // A shape no other test uses, so its number is this test's alone.
+            let document = "{ zones(scope: PRIVATE) { reusedByShape: zoneName } }"
+            var sql: String?
+            for (index, user) in [alice.id, bob.id, alice.id, bob.id, bob.id].enumerated() {
+                let request = try ParsedRequest(query: document)
+                let statement = try ZonesPlan(try request.rootFields()[0], request: request).query
+                let json = try await database.read(statement, as: user, logger: TestDatabase.logger) { rows in
+                    try rows.first?.decode(String?.self) ?? nil
+                }
+                #expect(json?.contains("_defaultZone") == true, "request \(index) answers")
+                sql = statement.sql
+            }
+            let prepared: PostgresQuery = """
+                SELECT name, generic_plans + custom_plans FROM pg_prepared_statements \
+                WHERE strpos(statement, \(sql ?? "")) > 0
+                """
+            let rows = try await database.client.withConnection { connection in
+                try await connection.query(prepared, logger: TestDatabase.logger).collect().map { try $0.decode((String, Int64).self) }
+            }
+            #expect(rows.count == 1, "one prepared statement for the shape: \(rows)")
+            #expect(rows.first?.0.hasPrefix("canopy_shape_") == true)
+            #expect(rows.first?.1 == 5, "executed once per request")
             group.cancelAll()
         }
     }

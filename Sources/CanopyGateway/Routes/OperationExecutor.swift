@@ -37,8 +37,8 @@ struct OperationExecutor {
             return try await single(SaveZonePlan(field, request: request).query)
         case (.mutation, "deleteZone"):
             let plan = try DeleteZonePlan(field, request: request)
-            let touched = try await run(plan.query) { connection, query in
-                try await connection.query(query, logger: logger).decode(Int.self).first { _ in true } ?? 0
+            let touched = try await run(plan.query) { rows in
+                try rows.first?.decode(Int.self) ?? 0
             }
             guard touched > 0 else { throw zoneNotFound(field) }
             return "true"
@@ -63,26 +63,28 @@ struct OperationExecutor {
     }
 
     /// Runs one writing statement whose single row and column is JSON text.
-    func single(_ query: PostgresQuery) async throws -> String? {
-        try await run(query) { connection, query in
-            try await connection.query(query, logger: logger).decode(String?.self).first { _ in true } ?? nil
+    func single(_ statement: SQLStatement) async throws -> String? {
+        try await run(statement) { rows in
+            try rows.first?.decode(String?.self) ?? nil
         }
     }
 
     /// Runs a read in one round trip; its single row and column is JSON text.
-    func readJSON(_ query: PostgresQuery) async throws -> String? {
+    func readJSON(_ query: SQLStatement) async throws -> String? {
         try await read(query) { rows in
             try rows.first?.decode(String?.self) ?? nil
         }
     }
 
-    func read<T: Sendable>(_ query: PostgresQuery, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
-        try await database.read(query, as: userID, logger: logger, collect)
+    func read<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
+        try await database.read(statement, as: userID, logger: logger, collect)
     }
 
-    func run<T: Sendable>(_ query: PostgresQuery, _ body: @escaping @Sendable (PostgresConnection, PostgresQuery) async throws -> T) async throws -> T {
-        try await database.withUser(userID, logger: logger) { connection in
-            try await body(connection, query)
+    /// Runs one writing statement in a transaction acting for the caller.
+    func run<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await database.withUser(userID, logger: logger) { connection in
+            try collect(try await connection.execute(statement, logger: logger))
         }
     }
 
@@ -117,7 +119,7 @@ struct OperationExecutor {
         let requestID = self.requestID
         do {
             return try await database.withUser(userID, logger: logger) { connection in
-                let row = try await connection.query(plan.writeQuery, logger: logger).decode((Bool, String?).self).first { _ in true }
+                let row = try await connection.execute(plan.writeQuery, logger: logger).first?.decode((Bool, String?).self)
                 guard let (found, text) = row, found, let text else {
                     throw APIError(.zoneNotFound, "the zone does not exist", locations: request.location(of: field.field))
                 }
@@ -133,7 +135,8 @@ struct OperationExecutor {
                 let ids = outcome.saved + outcome.failures.compactMap(\.serverRecordID)
                 var records: [Int64: (saved: String?, server: String?)] = [:]
                 if !ids.isEmpty {
-                    for try await (id, saved, server) in try await connection.query(plan.readQuery(ids: ids), logger: logger).decode((Int64, String?, String?).self) {
+                    for row in try await connection.execute(plan.readQuery(ids: ids), logger: logger) {
+                        let (id, saved, server) = try row.decode((Int64, String?, String?).self)
                         records[id] = (saved, server)
                     }
                 }

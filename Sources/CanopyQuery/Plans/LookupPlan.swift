@@ -5,7 +5,7 @@ import PostgresNIO
 /// asked, with UNKNOWN_ITEM for names the caller cannot see.
 public struct LookupPlan: Sendable {
     public static let maximumNames = 400
-    public let query: PostgresQuery
+    public let query: SQLStatement
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)

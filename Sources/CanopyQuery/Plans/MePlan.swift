@@ -31,7 +31,7 @@ public struct MePlan: Sendable {
     }
 
     /// One row, one column: the `User` object as JSON text (no row: nobody).
-    public var query: PostgresQuery {
+    public var query: SQLStatement {
         var builder = SQLBuilder()
         let columns = Dictionary(self.columns.map { ($0.responseKey, $0.column) }, uniquingKeysWith: { first, _ in first })
         let fields = self.fields

@@ -182,7 +182,7 @@ public struct ModifyRecordsPlan: Sendable {
     }
 
     /// The writing statement: whether the zone exists, and the function's JSON.
-    public var writeQuery: PostgresQuery {
+    public var writeQuery: SQLStatement {
         var builder = SQLBuilder()
         let cte = zone.cte(&builder)
         let saves = builder.bind(json: .array(self.saves))
@@ -199,7 +199,7 @@ public struct ModifyRecordsPlan: Sendable {
     public var refusesWholeBatch: Bool { atomic && !refused.isEmpty }
 
     /// The reading statement: (id, saved JSON, server-record JSON) for the ids.
-    public func readQuery(ids: [Int64]) throws -> PostgresQuery {
+    public func readQuery(ids: [Int64]) throws -> SQLStatement {
         var builder = SQLBuilder()
         let cte = zone.cte(&builder)
         let saved = try savedSelection.map { try Projection.record($0, request: request, &builder) } ?? "NULL::json"

@@ -14,7 +14,7 @@ public struct RecordsPlan: Sendable {
         var descending: Bool
     }
 
-    public let query: PostgresQuery
+    public let query: SQLStatement
     public let limit: Int
     let field: SelectedField
     let fingerprint: String

@@ -2,7 +2,7 @@ import PostgresNIO
 
 /// `zones(scope)`: one statement, one JSON array.
 public struct ZonesPlan: Sendable {
-    public let query: PostgresQuery
+    public let query: SQLStatement
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let scope = try DatabaseScope.read(request.arguments(of: field))
@@ -21,7 +21,7 @@ public struct ZonesPlan: Sendable {
 
 /// `saveZone(zoneName)`: creates the caller's zone, or returns it if it exists.
 public struct SaveZonePlan: Sendable {
-    public let query: PostgresQuery
+    public let query: SQLStatement
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -47,7 +47,7 @@ public struct SaveZonePlan: Sendable {
 /// and shares); in SHARED scope the caller leaves every share in it. The
 /// statement returns how many rows it touched: 0 is ZONE_NOT_FOUND.
 public struct DeleteZonePlan: Sendable {
-    public let query: PostgresQuery
+    public let query: SQLStatement
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)

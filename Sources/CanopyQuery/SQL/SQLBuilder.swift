@@ -5,6 +5,8 @@ import PostgresNIO
 public struct SQLBuilder: Sendable {
     public private(set) var sql = ""
     public private(set) var binds = PostgresBindings()
+    /// The declared type of each bind, so the statement can be prepared.
+    public private(set) var parameterTypes: [PostgresDataType] = []
 
     public init() {}
 
@@ -15,12 +17,14 @@ public struct SQLBuilder: Sendable {
     /// Binds a value; returns its placeholder.
     public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value) -> String {
         binds.append(value)
+        parameterTypes.append(Value.psqlType)
         return "$\(binds.count)"
     }
 
     /// Binds an optional value (NULL when nil); returns its placeholder.
     public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value?) -> String {
         binds.append(value)
+        parameterTypes.append(Value.psqlType)
         return "$\(binds.count)"
     }
 
@@ -34,7 +38,7 @@ public struct SQLBuilder: Sendable {
         "\(bind(name))::text"
     }
 
-    public var query: PostgresQuery {
-        PostgresQuery(unsafeSQL: sql, binds: binds)
+    public var query: SQLStatement {
+        SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes)
     }
 }

@@ -77,8 +77,11 @@ public final class GatewayDatabase: Sendable {
     /// with it (`is_local` in the statement's own transaction). Were the
     /// order ever different, the reads would see nobody's rows, not another
     /// user's: `canopy.current_user_id()` is NULL until set.
+    ///
+    /// The statement is prepared by its shape (``StatementShapes``): the
+    /// user is a parameter like any other value, so one shape serves all.
     public func read<Result: Sendable>(
-        _ statement: PostgresQuery, as userID: Int64, logger: Logger,
+        _ statement: PostgresQuery, parameterTypes: [PostgresDataType], as userID: Int64, logger: Logger,
         _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
     ) async throws -> Result {
         var binds = statement.binds
@@ -87,9 +90,7 @@ public final class GatewayDatabase: Sendable {
             SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', $\(binds.count)::text, true) AS canopy_identity OFFSET 0) canopy_s \
             CROSS JOIN LATERAL (SELECT * FROM (\(statement.sql)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q
             """, binds: binds)
-        return try await client.withConnection { connection in
-            try collect(try await connection.query(query, logger: logger).collect())
-        }
+        return try collect(try await client.executeShaped(query, parameterTypes: parameterTypes + [.text], logger: logger))
     }
 
     /// The field types of a record type (name → type name); `refresh`

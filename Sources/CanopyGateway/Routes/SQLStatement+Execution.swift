@@ -1,0 +1,23 @@
+import CanopyQuery
+import CanopyStore
+import Logging
+import PostgresNIO
+
+/// Compiled statements run prepared by their shape, on the pool for reads
+/// and on the request's connection for writes.
+extension GatewayDatabase {
+    /// Runs a compiled read for `userID` (see ``GatewayDatabase/read(_:parameterTypes:as:logger:_:)``).
+    public func read<Result: Sendable>(
+        _ statement: SQLStatement, as userID: Int64, logger: Logger,
+        _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
+    ) async throws -> Result {
+        try await read(statement.postgresQuery, parameterTypes: statement.parameterTypes, as: userID, logger: logger, collect)
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a compiled statement on this connection, prepared by its shape.
+    public func execute(_ statement: SQLStatement, logger: Logger) async throws -> [PostgresRow] {
+        try await executeShaped(statement.postgresQuery, parameterTypes: statement.parameterTypes, logger: logger)
+    }
+}
