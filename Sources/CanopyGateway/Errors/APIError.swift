@@ -95,7 +95,9 @@ public struct APIError: Error, Sendable {
         case "CN002", "23P01": return APIError(.alreadyShared, sqlState == "CN002" ? message : "the zone already has a share of the other kind")
         case "CN003": return APIError(.limitExceeded, message)
         case "CN004", "23514", "22P02": return APIError(.invalidArguments, message)
-        case "CN005", "42501": return APIError(.permissionFailure, "permission denied")
+        case "CN005": return APIError(.permissionFailure, message)
+        case "42501": return APIError(.permissionFailure, "permission denied")
+        case "CN006": return APIError(.unknownItem, message)
         case "57014": return APIError(.limitExceeded, "the request ran longer than the statement timeout")
         default: return nil
         }

@@ -96,7 +96,7 @@ struct GraphQLController {
     }
 
     func execute(_ graphQLRequest: GraphQLHTTPRequest, allowMutations: Bool, context: CanopyRequestContext) async -> Response {
-        let parsed: ParsedRequest
+        var parsed: ParsedRequest
         do {
             parsed = try ParsedRequest(
                 query: graphQLRequest.query,
@@ -104,6 +104,7 @@ struct GraphQLController {
                 operationName: graphQLRequest.operationName,
                 limits: .init(maximumDepth: configuration.maximumDepth, maximumAliases: configuration.maximumAliases)
             )
+            parsed.publicURL = configuration.publicURL
             if parsed.operation.operation != .query && !allowMutations {
                 throw QueryError(.badRequest, "GET /graphql runs queries only; send mutations with POST")
             }

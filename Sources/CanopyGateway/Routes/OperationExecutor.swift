@@ -53,6 +53,30 @@ struct OperationExecutor {
             return try await records(field)
         case (.mutation, "modifyRecords"):
             return try await modifyRecords(ModifyRecordsPlan(field, request: request), field: field)
+        case (.query, "share"):
+            let plan = try SharePlan(field, request: request)
+            let (found, json) = try await read(plan.query) { rows in
+                try rows.first?.decode((Bool, String?).self) ?? (false, nil)
+            }
+            guard found else { throw zoneNotFound(field) }
+            return json
+        case (.query, "shareMetadata"):
+            let plan = try ShareMetadataPlan(field, request: request)
+            guard let json = try await readJSON(plan.query) else { throw shareNotOpen(field) }
+            return json
+        case (.mutation, "acceptShare"):
+            let plan = try ShareMetadataPlan(field, request: request)
+            let json = try await database.withUser(userID, logger: logger) { [logger] connection in
+                _ = try await connection.execute(plan.accept, logger: logger)
+                return try await connection.execute(plan.query, logger: logger).first?.decode(String?.self) ?? nil
+            }
+            guard let json else { throw shareNotOpen(field) }
+            return json
+        case (.query, "discoverUser"):
+            return try await readJSON(DiscoverUserPlan(field, request: request).query)
+        case (.mutation, "saveShare"), (.mutation, "setParticipant"), (.mutation, "removeParticipant"),
+             (.mutation, "deleteShare"), (.mutation, "leaveShare"):
+            return try await changeShare(ShareMutationPlan(field, request: request), field: field)
         default:
             throw APIError(.badRequest, "\(field.name) is part of the API contract but not served by this build of Canopy yet")
         }
@@ -60,6 +84,42 @@ struct OperationExecutor {
 
     func zoneNotFound(_ field: SelectedField) -> APIError {
         APIError(.zoneNotFound, "the zone does not exist", locations: request.location(of: field.field))
+    }
+
+    /// The same answer for a share the caller may not open as for a URL
+    /// that leads nowhere.
+    func shareNotOpen(_ field: SelectedField) -> APIError {
+        APIError(.permissionFailure, "no share at this URL that you may open", locations: request.location(of: field.field))
+    }
+
+    /// Runs a sharing mutation in one transaction: locate, change, read back.
+    func changeShare(_ plan: ShareMutationPlan, field: SelectedField) async throws -> String? {
+        let logger = self.logger
+        let location = request.location(of: field.field)
+        return try await database.withUser(userID, logger: logger) { connection in
+            let located = try await connection.execute(plan.target.locate, logger: logger).first?.decode((Int64?, Int64?).self)
+            guard let (zoneID, shareID) = located, let zoneID else {
+                throw APIError(.zoneNotFound, "the zone does not exist", locations: location)
+            }
+            if plan.needsShare && shareID == nil {
+                throw APIError(.unknownItem, "\(plan.target.description) is not shared", locations: location)
+            }
+            let changed = try await connection.execute(plan.change(zoneID: zoneID, shareID: shareID), logger: logger).first?.decode(Int64?.self) ?? nil
+            switch plan.action {
+            case .delete:
+                return (changed ?? 0) > 0 ? "true" : "false"
+            case .leave:
+                guard (changed ?? 0) > 0 else {
+                    throw APIError(.unknownItem, "you take part in no share of \(plan.target.description)", locations: location)
+                }
+                return "true"
+            case .save:
+                guard let changed else { throw APIError(.internalError, "saveShare returned no share", locations: location) }
+                return try await connection.execute(plan.response(shareID: changed), logger: logger).first?.decode(String?.self) ?? nil
+            case .setParticipant, .removeParticipant:
+                return try await connection.execute(plan.response(shareID: shareID!), logger: logger).first?.decode(String?.self) ?? nil
+            }
+        }
     }
 
     /// Runs one writing statement whose single row and column is JSON text.

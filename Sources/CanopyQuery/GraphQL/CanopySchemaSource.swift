@@ -73,12 +73,13 @@ type Mutation {
                 atomic: Boolean = true): ModifyResult!
   saveShare(zoneName: String!, rootRecordName: String, title: String,
             publicPermission: Permission = NONE, participants: [ParticipantInput!] = []): Share!
-  setParticipant(zoneName: String!, rootRecordName: String, participant: ParticipantInput!): Share!  # add or change
-  removeParticipant(zoneName: String!, rootRecordName: String, userRecordName: String, email: String): Share!
+  setParticipant(zoneName: String!, rootRecordName: String, participant: ParticipantInput!,
+                 ownerName: String): Share!  # add or change; ownerName: Canopy's addition, for administrators (default: the caller)
+  removeParticipant(zoneName: String!, rootRecordName: String, userRecordName: String, email: String,
+                    ownerName: String): Share!  # ownerName: as for setParticipant
   deleteShare(zoneName: String!, rootRecordName: String): Boolean!
   acceptShare(url: String!): ShareMetadata!
   leaveShare(zone: ZoneID!, rootRecordName: String): Boolean!
 }
-
 """#
 }

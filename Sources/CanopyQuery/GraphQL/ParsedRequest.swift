@@ -8,6 +8,9 @@ public struct ParsedRequest: @unchecked Sendable {
     public let operation: OperationDefinition
     public let fragments: [String: FragmentDefinition]
     public let variables: [String: JSONValue]
+    /// The base of share URLs (`<publicURL>/share/<token>`), from the
+    /// server's configuration.
+    public var publicURL = "http://127.0.0.1:8080"
     let locator: SourceLocator
 
     /// Limits on the shape of a document, checked before anything runs.
@@ -66,6 +69,11 @@ public struct ParsedRequest: @unchecked Sendable {
         self.variables = variables
         self.locator = locator
         try checkShape(limits: limits)
+    }
+
+    /// What a share URL is before its token.
+    public var shareURLPrefix: String {
+        (publicURL.hasSuffix("/") ? String(publicURL.dropLast()) : publicURL) + "/share/"
     }
 
     public func location(of node: (any Node)?) -> [QueryError.Location] {

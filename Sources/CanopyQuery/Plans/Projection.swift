@@ -2,14 +2,19 @@
 /// expressions: `json_build_object` over exactly the fields asked for, each
 /// response key bound as a parameter. Nothing unasked is computed.
 public enum Projection {
-    /// A `Zone` from an expression row with `name` and `owner_name`.
-    static func zone(_ fields: [SelectedField], name: String, ownerName: String, _ builder: inout SQLBuilder) throws -> String {
-        try object(fields, &builder) { field, _ in
+    /// A `Zone` from expressions for its id, name and owner's record name.
+    static func zone(
+        _ fields: [SelectedField], id: String, name: String, ownerName: String, request: ParsedRequest, _ builder: inout SQLBuilder
+    ) throws -> String {
+        try object(fields, &builder) { field, builder in
             switch field.name {
             case "zoneName": return name
             case "ownerName": return ownerName
             case "__typename": return "'Zone'"
-            case "share": throw QueryError(.notImplemented, "Zone.share is not served by this build yet")
+            case "share":
+                return try share(field.children, request: request, &builder) { s in
+                    "\(s).zone_id = \(id) AND \(s).root_record_id IS NULL"
+                }
             default: throw QueryError(.badRequest, "Zone has no field \(field.name)")
             }
         }
@@ -25,7 +30,7 @@ public enum Projection {
             case "recordChangeTag": return "r.change_tag"
             case "__typename": return "'Record'"
             case "zone":
-                let zone = try Projection.zone(field.children, name: "zone.name", ownerName: "zone.owner_name", &builder)
+                let zone = try Projection.zone(field.children, id: "zone.id", name: "zone.name", ownerName: "zone.owner_name", request: request, &builder)
                 return "(SELECT \(zone) FROM zone)"
             case "fields":
                 let arguments = request.arguments(of: field)
@@ -38,7 +43,7 @@ public enum Projection {
             case "modified":
                 return try stamp(field.children, time: "r.modified_at", user: "r.modified_by_name", &builder)
             case "share":
-                throw QueryError(.notImplemented, "Record.share is not served by this build yet")
+                return try share(field.children, request: request, &builder) { s in "\(s).root_record_id = r.id" }
             default:
                 throw QueryError(.badRequest, "Record has no field \(field.name)")
             }

@@ -7,7 +7,7 @@ public struct ZonesPlan: Sendable {
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let scope = try DatabaseScope.read(request.arguments(of: field))
         var builder = SQLBuilder()
-        let zone = try Projection.zone(field.children, name: "z.name", ownerName: "u.record_name", &builder)
+        let zone = try Projection.zone(field.children, id: "z.id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
         let (filter, order) = scope == .private
             ? ("z.owner_id = canopy.current_user_id()", "z.name")
             : ("z.owner_id <> canopy.current_user_id()", "u.record_name, z.name")
@@ -30,7 +30,7 @@ public struct SaveZonePlan: Sendable {
             throw arguments.invalid("zoneName", "zoneName '\(name)' must be 1-255 of A-Z a-z 0-9 _ . - and not start with _")
         }
         var builder = SQLBuilder()
-        let zone = try Projection.zone(field.children, name: "z.name", ownerName: "u.record_name", &builder)
+        let zone = try Projection.zone(field.children, id: "z.id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
         let bound = builder.bind(name)
         builder.append("""
             WITH inserted AS (INSERT INTO canopy.zones (owner_id, name) VALUES (canopy.current_user_id(), \(bound)) \
@@ -65,14 +65,7 @@ public struct DeleteZonePlan: Sendable {
                 SELECT count(*)::int FROM deleted
                 """)
         case .shared:
-            builder.append("""
-                WITH \(cte), mine AS (SELECT p.id, p.role FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id \
-                WHERE s.zone_id IN (SELECT id FROM zone) AND p.user_id = canopy.current_user_id() AND p.status = 'ACCEPTED'), \
-                left_share AS (UPDATE canopy.participants SET status = 'REMOVED' \
-                WHERE id IN (SELECT id FROM mine WHERE role <> 'PUBLIC_USER') RETURNING 1), \
-                left_public AS (DELETE FROM canopy.participants WHERE id IN (SELECT id FROM mine WHERE role = 'PUBLIC_USER') RETURNING 1) \
-                SELECT ((SELECT count(*) FROM left_share) + (SELECT count(*) FROM left_public))::int
-                """)
+            builder.append("WITH \(cte) SELECT coalesce((SELECT canopy.leave_shares(zone.id, NULL) FROM zone), 0)::int")
         }
         query = builder.query
     }

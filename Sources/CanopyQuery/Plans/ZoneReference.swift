@@ -6,6 +6,22 @@ public struct ZoneReference: Sendable, Equatable {
     public let scope: DatabaseScope
     public let zoneName: String
     public let ownerName: String?
+    /// For managing a share by zone name and an optional owner: the
+    /// caller's zone, or (with ownerName) any zone the caller can see.
+    let visibleToCaller: Bool
+
+    /// A zone named by `zoneName` and an optional `ownerName` argument (the
+    /// sharing mutations): the caller's own zone unless another owner is named.
+    init(zoneNameIn arguments: Arguments, allowsOwnerName: Bool) throws {
+        let zoneName = try arguments.requiredString("zoneName")
+        guard Names.isZoneName(zoneName) else {
+            throw arguments.invalid("zoneName", "zoneName must be 1-255 of A-Z a-z 0-9 _ . - and not start with _ (except _defaultZone)")
+        }
+        self.scope = .private
+        self.zoneName = zoneName
+        self.ownerName = allowsOwnerName ? try arguments.string("ownerName") : nil
+        self.visibleToCaller = ownerName != nil
+    }
 
     init(scope: DatabaseScope, argument name: String = "zone", in arguments: Arguments) throws {
         guard case .object(let object)? = try arguments.value(name) else {
@@ -26,13 +42,16 @@ public struct ZoneReference: Sendable, Equatable {
         self.scope = scope
         self.zoneName = zoneName
         self.ownerName = ownerName
+        self.visibleToCaller = false
     }
 
     /// `zone AS (...)`, for a WITH clause.
     func cte(_ builder: inout SQLBuilder) -> String {
         let name = builder.bind(zoneName)
         let owner = builder.bind(ownerName)
-        let ownership = scope == .private
+        let ownership = visibleToCaller
+            ? "u.record_name = \(owner)"
+            : scope == .private
             ? "z.owner_id = canopy.current_user_id() AND (\(owner)::text IS NULL OR u.record_name = \(owner))"
             : "z.owner_id <> canopy.current_user_id() AND u.record_name = \(owner)"
         return """

@@ -8,7 +8,16 @@ public struct SQLBuilder: Sendable {
     /// The declared type of each bind, so the statement can be prepared.
     public private(set) var parameterTypes: [PostgresDataType] = []
 
+    private var aliases = 0
+
     public init() {}
+
+    /// A table alias not used before in this statement, for subqueries
+    /// that may nest (a share's zone's share).
+    public mutating func alias(_ base: String) -> String {
+        aliases += 1
+        return "\(base)\(aliases)"
+    }
 
     public mutating func append(_ text: String) {
         sql += text

@@ -1,0 +1,75 @@
+import Foundation
+
+/// `shareMetadata(url)` and `acceptShare(url)`: what the share at a URL
+/// shows the caller, read through `canopy.share_view` (no row: not a share
+/// the caller may open, which looks the same as a URL that leads nowhere).
+/// `accept` is the statement `acceptShare` runs first.
+public struct ShareMetadataPlan: Sendable {
+    public let token: String
+    public let query: SQLStatement
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        let arguments = request.arguments(of: field)
+        let url = try arguments.requiredString("url")
+        guard let token = Self.token(in: url) else {
+            throw arguments.invalid("url", "'\(url)' is not a share URL (…/share/<token>)")
+        }
+        self.token = token
+        var builder = SQLBuilder()
+        let bound = builder.bind(token)
+        let json = try Projection.object(field.children, &builder) { child, builder in
+            switch child.name {
+            case "url": return "\(builder.bind(request.shareURLPrefix))::text || m.url_token"
+            case "title": return "m.title"
+            case "ownerName": return "m.owner_name"
+            case "zone":
+                return try Projection.zone(child.children, id: "m.zone_id", name: "m.zone_name", ownerName: "m.owner_name", request: request, &builder)
+            case "rootRecordName": return "m.root_record_name"
+            case "role": return "m.role"
+            case "permission": return "m.permission"
+            case "status": return "m.status"
+            case "__typename": return "'ShareMetadata'"
+            default: throw QueryError(.badRequest, "ShareMetadata has no field \(child.name)")
+            }
+        }
+        builder.append("SELECT \(json)::text FROM canopy.share_view(\(bound)) m")
+        query = builder.query
+    }
+
+    /// `SELECT canopy.accept_share(token)`.
+    public var accept: SQLStatement {
+        var builder = SQLBuilder()
+        builder.append("SELECT canopy.accept_share(\(builder.bind(token)))")
+        return builder.query
+    }
+
+    /// The token of a share URL (`<anything>/share/<token>`, or the bare
+    /// token), if it has a token's shape.
+    public static func token(in url: String) -> String? {
+        let candidate = url.range(of: "/share/", options: .backwards).map { String(url[$0.upperBound...]) } ?? url
+        let trimmed = candidate.split(whereSeparator: { $0 == "?" || $0 == "#" || $0 == "/" }).first.map(String.init) ?? ""
+        let allowed = trimmed.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || scalar == "-" || scalar == "_")
+        }
+        return allowed && trimmed.count >= 32 && trimmed.count <= 128 ? trimmed : nil
+    }
+}
+
+/// `discoverUser(email, phone)`: the user with that contact, or null.
+public struct DiscoverUserPlan: Sendable {
+    public let query: SQLStatement
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        let arguments = request.arguments(of: field)
+        let email = try arguments.string("email")?.lowercased()
+        let phone = try arguments.string("phone")
+        guard email != nil || phone != nil else {
+            throw arguments.invalid("email", "discoverUser needs an email or a phone")
+        }
+        var builder = SQLBuilder()
+        let user = try Projection.user(field.children, alias: "d", &builder)
+        let boundEmail = builder.bind(email), boundPhone = builder.bind(phone)
+        builder.append("SELECT \(user)::text FROM canopy.discover_user(\(boundEmail)::text, \(boundPhone)::text) d")
+        query = builder.query
+    }
+}

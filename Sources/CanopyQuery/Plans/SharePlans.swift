@@ -1,0 +1,127 @@
+/// `share(scope, zone, rootRecordName)`: one statement returning whether
+/// the zone exists for the caller and the `Share` JSON (NULL: not shared,
+/// or not a share the caller may see).
+public struct SharePlan: Sendable {
+    public let query: SQLStatement
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        let arguments = request.arguments(of: field)
+        let target = try ShareTarget(zone: ZoneReference(scope: DatabaseScope.read(arguments), in: arguments), in: arguments)
+        var builder = SQLBuilder()
+        let cte = target.zone.cte(&builder)
+        let root = builder.bind(target.rootRecordName)
+        let share = try Projection.share(field.children, request: request, &builder) { s in
+            "\(s).id = (SELECT canopy.find_share(zone.id, \(root)::text) FROM zone)"
+        }
+        builder.append("WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \(share)::text")
+        query = builder.query
+    }
+}
+
+/// The sharing mutations. Each runs in one transaction as the caller:
+/// `target.locate` finds the zone and share, `change` does the work
+/// through the `canopy.*` functions of migration 0006 (row-level security
+/// decides who may), and `response` reads the `Share` back.
+public struct ShareMutationPlan: Sendable {
+    public enum Action: Sendable, Equatable {
+        /// saveShare: title nil keeps it unless `setsTitle`; publicPermission nil keeps it.
+        case save(setsTitle: Bool, title: String?, publicPermission: String?, participants: [ParticipantInput])
+        case setParticipant(ParticipantInput)
+        case removeParticipant(userRecordName: String?, email: String?)
+        case delete
+        case leave
+    }
+
+    public let target: ShareTarget
+    public let action: Action
+    let field: SelectedField
+    let request: ParsedRequest
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        let arguments = request.arguments(of: field)
+        self.field = field
+        self.request = request
+        switch field.name {
+        case "saveShare":
+            target = try ShareTarget(zone: ZoneReference(zoneNameIn: arguments, allowsOwnerName: false), in: arguments)
+            let title = try arguments.string("title")
+            if let title, title.count > 1024 {
+                throw arguments.invalid("title", "a title is at most 1024 characters")
+            }
+            let publicPermission = try arguments.string("publicPermission")
+            if let publicPermission, !["NONE", "READ_ONLY", "READ_WRITE"].contains(publicPermission) {
+                throw arguments.invalid("publicPermission", "publicPermission is NONE, READ_ONLY or READ_WRITE")
+            }
+            var participants: [ParticipantInput] = []
+            if case .array(let items)? = try arguments.value("participants") {
+                participants = try items.map { try ParticipantInput($0, argument: "participants", in: arguments) }
+            }
+            action = .save(setsTitle: try arguments.value("title") != nil, title: title, publicPermission: publicPermission, participants: participants)
+        case "setParticipant":
+            target = try ShareTarget(zone: ZoneReference(zoneNameIn: arguments, allowsOwnerName: true), in: arguments)
+            action = .setParticipant(try ParticipantInput(try arguments.value("participant"), argument: "participant", in: arguments))
+        case "removeParticipant":
+            target = try ShareTarget(zone: ZoneReference(zoneNameIn: arguments, allowsOwnerName: true), in: arguments)
+            let userRecordName = try arguments.string("userRecordName")
+            let email = try arguments.string("email")?.lowercased()
+            guard (userRecordName == nil) != (email == nil) else {
+                throw arguments.invalid("userRecordName", "name the participant to remove by exactly one of userRecordName or email")
+            }
+            action = .removeParticipant(userRecordName: userRecordName, email: email)
+        case "deleteShare":
+            target = try ShareTarget(zone: ZoneReference(zoneNameIn: arguments, allowsOwnerName: false), in: arguments)
+            action = .delete
+        case "leaveShare":
+            target = try ShareTarget(zone: ZoneReference(scope: .shared, in: arguments), in: arguments)
+            action = .leave
+        default:
+            throw QueryError(.badRequest, "\(field.name) is not a sharing mutation")
+        }
+    }
+
+    /// Whether the operation needs an existing share (else UNKNOWN_ITEM).
+    public var needsShare: Bool {
+        switch action {
+        case .setParticipant, .removeParticipant: return true
+        case .save, .delete, .leave: return false
+        }
+    }
+
+    /// The statement that makes the change; one row, one column: the share
+    /// id (save), nothing useful (set, remove), rows deleted (delete) or
+    /// shares left (leave).
+    public func change(zoneID: Int64, shareID: Int64?) -> SQLStatement {
+        var builder = SQLBuilder()
+        switch action {
+        case .save(let setsTitle, let title, let publicPermission, let participants):
+            let zone = builder.bind(zoneID), root = builder.bind(target.rootRecordName)
+            let flag = builder.bind(setsTitle), text = builder.bind(title), permission = builder.bind(publicPermission)
+            let list = builder.bind(json: .array(participants.map(\.json)))
+            builder.append("SELECT canopy.save_share(\(zone), \(root)::text, \(flag), \(text)::text, \(permission)::text, \(list))")
+        case .setParticipant(let participant):
+            let share = builder.bind(shareID), user = builder.bind(participant.userRecordName)
+            let email = builder.bind(participant.email), phone = builder.bind(participant.phone)
+            let role = builder.bind(participant.role), permission = builder.bind(participant.permission)
+            builder.append("SELECT 0::bigint FROM canopy.put_participant(\(share), \(user)::text, \(email)::text, \(phone)::text, \(role), \(permission))")
+        case .removeParticipant(let userRecordName, let email):
+            let share = builder.bind(shareID), user = builder.bind(userRecordName), address = builder.bind(email)
+            builder.append("SELECT 0::bigint FROM canopy.remove_participant(\(share), \(user)::text, \(address)::text)")
+        case .delete:
+            let share = builder.bind(shareID)
+            builder.append("WITH gone AS (DELETE FROM canopy.shares WHERE id = \(share) RETURNING 1) SELECT count(*)::bigint FROM gone")
+        case .leave:
+            let zone = builder.bind(zoneID), root = builder.bind(target.rootRecordName)
+            builder.append("SELECT canopy.leave_shares(\(zone), \(root)::text)::bigint")
+        }
+        return builder.query
+    }
+
+    /// The `Share` JSON of the share, as the caller now sees it.
+    public func response(shareID: Int64) throws -> SQLStatement {
+        var builder = SQLBuilder()
+        let id = builder.bind(shareID)
+        let share = try Projection.share(field.children, request: request, &builder) { s in "\(s).id = \(id)" }
+        builder.append("SELECT \(share)::text")
+        return builder.query
+    }
+}

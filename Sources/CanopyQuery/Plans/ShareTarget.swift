@@ -1,0 +1,82 @@
+import Foundation
+
+/// Which share an operation is about: a zone (as a `ZoneReference`) and,
+/// for a record-rooted share, its root's recordName. Its statement locates
+/// it as the caller sees it: (zone id or NULL, share id or NULL); an
+/// unknown root is UNKNOWN_ITEM (SQLSTATE CN006, from `canopy.find_share`).
+public struct ShareTarget: Sendable {
+    public let zone: ZoneReference
+    public let rootRecordName: String?
+
+    init(zone: ZoneReference, in arguments: Arguments) throws {
+        self.zone = zone
+        self.rootRecordName = try arguments.string("rootRecordName")
+        if let root = rootRecordName, !Names.isRecordName(root) {
+            throw arguments.invalid("rootRecordName", "rootRecordName must be 1-255 characters")
+        }
+    }
+
+    /// One row: (zone id, share id), each NULL when not found.
+    public var locate: SQLStatement {
+        var builder = SQLBuilder()
+        let cte = zone.cte(&builder)
+        let root = builder.bind(rootRecordName)
+        builder.append("WITH \(cte) SELECT (SELECT id FROM zone), (SELECT canopy.find_share(zone.id, \(root)::text) FROM zone)")
+        return builder.query
+    }
+
+    /// What to call the share in a message.
+    public var description: String {
+        rootRecordName.map { "the record \($0)" } ?? "the zone \(zone.zoneName)"
+    }
+}
+
+/// A participant to add or change (`ParticipantInput`): exactly one of
+/// userRecordName, email or phone; READ_ONLY or READ_WRITE; PRIVATE_USER
+/// or ADMINISTRATOR.
+public struct ParticipantInput: Sendable, Equatable {
+    public var userRecordName: String?
+    public var email: String?
+    public var phone: String?
+    public var permission: String
+    public var role: String
+
+    init(_ value: JSONValue?, argument name: String, in arguments: Arguments) throws {
+        guard case .object(let object)? = value else {
+            throw arguments.invalid(name, "\(name) must be {userRecordName | email | phone, permission, role}")
+        }
+        func text(_ key: String) throws -> String? {
+            switch object[key] {
+            case nil, .null?: return nil
+            case .string(let text)?: return text.trimmingCharacters(in: .whitespaces)
+            case let other?: throw arguments.invalid(name, "\(key) must be a string, not \(other.typeName)")
+            }
+        }
+        userRecordName = try text("userRecordName")
+        email = try text("email")?.lowercased()
+        phone = try text("phone")
+        let given = [userRecordName, email, phone].compactMap { $0 }
+        guard given.count == 1, !given[0].isEmpty else {
+            throw arguments.invalid(name, "a participant is named by exactly one of userRecordName, email or phone")
+        }
+        if let email, email.split(separator: "@", omittingEmptySubsequences: false).count != 2 || email.hasPrefix("@") || email.hasSuffix("@") {
+            throw arguments.invalid(name, "email '\(email)' is not an email address")
+        }
+        permission = try text("permission") ?? ""
+        guard permission == "READ_ONLY" || permission == "READ_WRITE" else {
+            throw arguments.invalid(name, "a participant's permission is READ_ONLY or READ_WRITE")
+        }
+        role = try text("role") ?? "PRIVATE_USER"
+        guard role == "PRIVATE_USER" || role == "ADMINISTRATOR" else {
+            throw arguments.invalid(name, "a participant's role is PRIVATE_USER or ADMINISTRATOR (the owner is one already; public users join by URL)")
+        }
+    }
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = ["permission": .string(permission), "role": .string(role)]
+        if let userRecordName { object["userRecordName"] = .string(userRecordName) }
+        if let email { object["email"] = .string(email) }
+        if let phone { object["phone"] = .string(phone) }
+        return .object(object)
+    }
+}

@@ -1,0 +1,400 @@
+-- Sharing operations (API.md §3: saveShare, setParticipant,
+-- removeParticipant, deleteShare, share, shareMetadata, acceptShare,
+-- leaveShare, discoverUser). Functions that manage a share run as the
+-- caller (SECURITY INVOKER), so row-level security decides who may do what
+-- exactly as the permission table says; only the three things a caller
+-- cannot do through their own rows are SECURITY DEFINER: finding a user by
+-- contact, reading a share's metadata by its URL, and accepting by URL.
+--
+-- SQLSTATEs: CN002 ALREADY_SHARED, CN003 LIMIT_EXCEEDED, CN004
+-- INVALID_ARGUMENTS, CN005 PERMISSION_FAILURE, CN006 UNKNOWN_ITEM.
+SET LOCAL ROLE canopy_owner;
+
+-- The account a contact names (a userRecordName, else an email, else a
+-- phone), or NULL. Only for a signed-in caller.
+CREATE FUNCTION canopy.user_for_contact(p_record_name text, p_email text, p_phone text) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT u.id FROM canopy.users u
+     WHERE canopy.current_user_id() IS NOT NULL
+       AND CASE WHEN p_record_name IS NOT NULL THEN u.record_name = p_record_name
+                WHEN p_email IS NOT NULL THEN u.email = lower(p_email)
+                ELSE u.phone = p_phone END
+     ORDER BY u.id LIMIT 1
+$$;
+
+-- discoverUser: the user with that email and/or phone (both must match
+-- when both are given). Shows the contact the caller already knows, never
+-- the other one.
+CREATE FUNCTION canopy.discover_user(p_email text, p_phone text)
+    RETURNS TABLE (record_name text, name text, email text, phone text)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT u.record_name, u.name,
+           CASE WHEN p_email IS NOT NULL THEN u.email END,
+           CASE WHEN p_phone IS NOT NULL THEN u.phone END
+      FROM canopy.users u
+     WHERE canopy.current_user_id() IS NOT NULL
+       AND (p_email IS NOT NULL OR p_phone IS NOT NULL)
+       AND (p_email IS NULL OR u.email = lower(p_email))
+       AND (p_phone IS NULL OR u.phone = p_phone)
+     ORDER BY u.id LIMIT 1
+$$;
+
+-- The share of a zone (p_root_name NULL) or rooted at a record of it, as
+-- the caller sees it; NULL when there is none. An unknown root is CN006.
+CREATE FUNCTION canopy.find_share(p_zone_id bigint, p_root_name text) RETURNS bigint
+    LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    root_id bigint;
+    found_id bigint;
+BEGIN
+    IF p_root_name IS NOT NULL THEN
+        SELECT id INTO root_id FROM canopy.records WHERE zone_id = p_zone_id AND record_name = p_root_name;
+        IF root_id IS NULL THEN
+            RAISE EXCEPTION 'record % does not exist in the zone', p_root_name USING ERRCODE = 'CN006';
+        END IF;
+        SELECT id INTO found_id FROM canopy.shares WHERE root_record_id = root_id;
+    ELSE
+        SELECT id INTO found_id FROM canopy.shares WHERE zone_id = p_zone_id AND root_record_id IS NULL;
+    END IF;
+    RETURN found_id;
+END
+$$;
+
+-- The participant row a contact names in a share, as the caller sees it.
+CREATE FUNCTION canopy.find_participant(p_share_id bigint, p_user_id bigint, p_email text, p_phone text)
+    RETURNS canopy.participants
+    LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT p.* FROM canopy.participants p
+     WHERE p.share_id = p_share_id
+       AND ((p_user_id IS NOT NULL AND p.user_id = p_user_id)
+            OR (p_email IS NOT NULL AND p.email = lower(p_email))
+            OR (p_phone IS NOT NULL AND p.phone = p_phone))
+     ORDER BY (p.user_id IS NOT DISTINCT FROM p_user_id) DESC, p.id
+     LIMIT 1
+$$;
+
+-- setParticipant: adds a participant (PENDING) or changes one. Someone who
+-- was REMOVED and is added again is PENDING again. The owner may do this
+-- for anyone but the owner; an administrator for PRIVATE_USERs only (the
+-- policies on canopy.participants say so; a refused change is CN005 or
+-- 42501).
+CREATE FUNCTION canopy.put_participant(
+    p_share_id bigint, p_user_record_name text, p_email text, p_phone text, p_role text, p_permission text
+) RETURNS void
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    account bigint;
+    existing canopy.participants;
+BEGIN
+    account := canopy.user_for_contact(p_user_record_name, p_email, p_phone);
+    IF p_user_record_name IS NOT NULL AND account IS NULL THEN
+        RAISE EXCEPTION 'no user has the userRecordName %', p_user_record_name USING ERRCODE = 'CN004';
+    END IF;
+    existing := canopy.find_participant(p_share_id, account, p_email, p_phone);
+    IF existing.id IS NULL THEN
+        INSERT INTO canopy.participants (share_id, user_id, email, phone, role, permission, status)
+        VALUES (p_share_id, account, lower(p_email), p_phone, p_role, p_permission, 'PENDING');
+        RETURN;
+    END IF;
+    IF existing.role = 'OWNER' THEN
+        RAISE EXCEPTION 'the owner is always a participant with READ_WRITE' USING ERRCODE = 'CN004';
+    END IF;
+    UPDATE canopy.participants
+       SET role = p_role, permission = p_permission, user_id = coalesce(user_id, account),
+           status = CASE WHEN status = 'REMOVED' THEN 'PENDING' ELSE status END
+     WHERE id = existing.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'you may not change this participant' USING ERRCODE = 'CN005';
+    END IF;
+END
+$$;
+
+-- removeParticipant: the participant becomes REMOVED (and cannot accept
+-- again until added again). Not the owner.
+CREATE FUNCTION canopy.remove_participant(p_share_id bigint, p_user_record_name text, p_email text)
+    RETURNS void
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    account bigint;
+    existing canopy.participants;
+BEGIN
+    account := canopy.user_for_contact(p_user_record_name, p_email, NULL);
+    existing := canopy.find_participant(p_share_id, account, p_email, NULL);
+    IF existing.id IS NULL OR existing.status = 'REMOVED' THEN
+        RAISE EXCEPTION 'no such participant in the share' USING ERRCODE = 'CN006';
+    END IF;
+    IF existing.role = 'OWNER' THEN
+        RAISE EXCEPTION 'the owner cannot be removed (deleteShare stops sharing)' USING ERRCODE = 'CN004';
+    END IF;
+    UPDATE canopy.participants SET status = 'REMOVED' WHERE id = existing.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'you may not remove this participant' USING ERRCODE = 'CN005';
+    END IF;
+END
+$$;
+
+-- saveShare: creates the share of a zone or root record, or updates it.
+-- p_public_permission NULL keeps the current one (NONE for a new share);
+-- p_set_title false keeps the title. Participants are added or changed.
+CREATE FUNCTION canopy.save_share(
+    p_zone_id bigint, p_root_name text, p_set_title boolean, p_title text, p_public_permission text, p_participants jsonb
+) RETURNS bigint
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    share_id bigint;
+    root_id bigint;
+    participant jsonb;
+BEGIN
+    share_id := canopy.find_share(p_zone_id, p_root_name);
+    IF share_id IS NULL THEN
+        IF p_root_name IS NOT NULL THEN
+            SELECT id INTO root_id FROM canopy.records WHERE zone_id = p_zone_id AND record_name = p_root_name;
+        END IF;
+        BEGIN
+            INSERT INTO canopy.shares (zone_id, root_record_id, title, public_permission)
+            VALUES (p_zone_id, root_id, CASE WHEN p_set_title THEN p_title END, coalesce(p_public_permission, 'NONE'))
+            RETURNING id INTO share_id;
+        EXCEPTION
+            WHEN exclusion_violation THEN
+                RAISE EXCEPTION '%', CASE WHEN root_id IS NULL
+                    THEN 'the zone has record shares, so it cannot also have a zone-wide share'
+                    ELSE 'the zone has a zone-wide share, so it cannot also have record shares' END
+                    USING ERRCODE = 'CN002';
+            WHEN unique_violation THEN
+                RAISE EXCEPTION 'the zone or record was shared at the same time by another request' USING ERRCODE = 'CN002';
+        END;
+    ELSE
+        UPDATE canopy.shares
+           SET title = CASE WHEN p_set_title THEN p_title ELSE title END,
+               public_permission = coalesce(p_public_permission, public_permission),
+               modified_at = now()
+         WHERE id = share_id;
+    END IF;
+    FOR participant IN SELECT value FROM jsonb_array_elements(coalesce(p_participants, '[]')) LOOP
+        PERFORM canopy.put_participant(share_id, participant->>'userRecordName', participant->>'email',
+            participant->>'phone', participant->>'role', participant->>'permission');
+    END LOOP;
+    RETURN share_id;
+END
+$$;
+
+-- leaveShare, and deleteZone / deleting a root in SHARED scope: the
+-- caller's accepted participation in the zone's shares (only the one
+-- rooted at p_root_name when given) ends. An invited participant becomes
+-- REMOVED; a PUBLIC_USER's row goes, so the public link works for them
+-- again. Returns how many shares were left.
+CREATE FUNCTION canopy.leave_shares(p_zone_id bigint, p_root_name text) RETURNS integer
+    LANGUAGE sql SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH mine AS (
+        SELECT p.id, p.role FROM canopy.participants p
+          JOIN canopy.shares s ON s.id = p.share_id
+          LEFT JOIN canopy.records root ON root.id = s.root_record_id
+         WHERE s.zone_id = p_zone_id AND p.user_id = canopy.current_user_id()
+           AND p.status = 'ACCEPTED' AND p.role <> 'OWNER'
+           AND (p_root_name IS NULL OR root.record_name = p_root_name)
+    ), left_invited AS (
+        UPDATE canopy.participants SET status = 'REMOVED'
+         WHERE id IN (SELECT id FROM mine WHERE role <> 'PUBLIC_USER') RETURNING 1
+    ), left_public AS (
+        DELETE FROM canopy.participants WHERE id IN (SELECT id FROM mine WHERE role = 'PUBLIC_USER') RETURNING 1
+    )
+    SELECT ((SELECT count(*) FROM left_invited) + (SELECT count(*) FROM left_public))::integer
+$$;
+
+-- What the share at a URL token shows the caller: only to its owner, a
+-- participant who is not REMOVED (an invitation by the caller's email or
+-- phone counts), or anyone when its public permission is not NONE; no row
+-- otherwise, the same as for a token that does not exist. permission is
+-- what the caller has (or would get by accepting the public link).
+CREATE FUNCTION canopy.share_view(p_token text)
+    RETURNS TABLE (share_id bigint, zone_id bigint, zone_name text, owner_name text, root_record_name text,
+                   title text, public_permission text, url_token text, role text, permission text, status text)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s.id, z.id, z.name, owner.record_name, root.record_name, s.title, s.public_permission, s.url_token,
+           me.role,
+           CASE WHEN me.status = 'REMOVED' THEN 'NONE' ELSE coalesce(me.permission, s.public_permission) END,
+           me.status
+      FROM canopy.shares s
+      JOIN canopy.zones z ON z.id = s.zone_id
+      JOIN canopy.users owner ON owner.id = z.owner_id
+      LEFT JOIN canopy.records root ON root.id = s.root_record_id
+      LEFT JOIN LATERAL (
+          SELECT p.role, p.permission, p.status
+            FROM canopy.participants p JOIN canopy.users caller ON caller.id = canopy.current_user_id()
+           WHERE p.share_id = s.id
+             AND (p.user_id = caller.id
+                  OR (p.user_id IS NULL AND ((p.email IS NOT NULL AND p.email = caller.email)
+                                              OR (p.phone IS NOT NULL AND p.phone = caller.phone))))
+           ORDER BY (p.user_id IS NOT NULL) DESC, p.id
+           LIMIT 1
+      ) me ON true
+     WHERE s.url_token = p_token
+       AND (me.status IN ('PENDING', 'ACCEPTED') OR s.public_permission <> 'NONE')
+$$;
+
+-- acceptShare: an invited participant (by account, email or phone) becomes
+-- ACCEPTED and bound to the caller's account; otherwise, with a public
+-- permission, the caller joins as PUBLIC_USER with it. Accepting again is
+-- a no-op; REMOVED cannot accept until added again. Everything else is
+-- CN005 with the same words as for an unknown URL.
+CREATE FUNCTION canopy.accept_share(p_token text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller canopy.users;
+    target canopy.shares;
+    invitation canopy.participants;
+BEGIN
+    SELECT * INTO caller FROM canopy.users WHERE id = canopy.current_user_id();
+    -- The share row's lock orders concurrent accepts of one share.
+    SELECT * INTO target FROM canopy.shares WHERE url_token = p_token FOR UPDATE;
+    IF caller.id IS NULL OR target.id IS NULL THEN
+        RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
+    END IF;
+    SELECT * INTO invitation FROM canopy.participants p
+     WHERE p.share_id = target.id
+       AND (p.user_id = caller.id
+            OR (p.user_id IS NULL AND ((p.email IS NOT NULL AND p.email = caller.email)
+                                        OR (p.phone IS NOT NULL AND p.phone = caller.phone))))
+     ORDER BY (p.user_id IS NOT NULL) DESC, p.id
+     LIMIT 1 FOR UPDATE;
+    IF invitation.id IS NOT NULL THEN
+        IF invitation.status = 'REMOVED' THEN
+            RAISE EXCEPTION 'you were removed from this share; the owner must add you again' USING ERRCODE = 'CN005';
+        ELSIF invitation.status = 'PENDING' THEN
+            UPDATE canopy.participants SET status = 'ACCEPTED', user_id = caller.id, accepted_at = now()
+             WHERE id = invitation.id;
+        END IF;
+    ELSIF target.public_permission <> 'NONE' THEN
+        INSERT INTO canopy.participants (share_id, user_id, role, permission, status, accepted_at)
+        VALUES (target.id, caller.id, 'PUBLIC_USER', target.public_permission, 'ACCEPTED', now());
+    ELSE
+        RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
+    END IF;
+    RETURN target.id;
+END
+$$;
+
+-- modifyRecords, as in 0005, but a participant deleting the root of a share
+-- they accepted, in SHARED scope, leaves the share (API.md §1).
+CREATE OR REPLACE FUNCTION canopy.modify_records(p_zone_id bigint, p_saves jsonb, p_deletes text[], p_policy text)
+    RETURNS jsonb
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    save jsonb;
+    name text;
+    existing record;
+    saved_id bigint;
+    new_fields jsonb;
+    saved bigint[] := '{}';
+    deleted text[] := '{}';
+    errors jsonb := '[]';
+    failure jsonb;
+BEGIN
+    FOR save IN SELECT value FROM jsonb_array_elements(p_saves) LOOP
+        name := save->>'recordName';
+        failure := NULL;
+        BEGIN
+            SELECT id, record_type, change_tag, fields INTO existing
+              FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name FOR UPDATE;
+            IF save->>'parent' IS NOT NULL AND save->>'parent' <> name AND NOT EXISTS (
+                SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = save->>'parent'
+            ) THEN
+                failure := jsonb_build_object('code', 'REFERENCE_VIOLATION',
+                    'message', format('parent %s does not exist in the zone', save->>'parent'));
+            ELSIF existing.id IS NULL THEN
+                IF save->>'recordChangeTag' IS NOT NULL THEN
+                    failure := jsonb_build_object('code', 'UNKNOWN_ITEM',
+                        'message', format('record %s does not exist (it was saved with a change tag)', name));
+                ELSE
+                    INSERT INTO canopy.records (zone_id, record_name, record_type, fields, parent_name)
+                    VALUES (p_zone_id, name, save->>'recordType', save->'fields', save->>'parent')
+                    RETURNING id INTO saved_id;
+                END IF;
+            ELSIF existing.record_type <> save->>'recordType' THEN
+                failure := jsonb_build_object('code', 'INVALID_ARGUMENTS',
+                    'message', format('record %s is a %s, not a %s', name, existing.record_type, save->>'recordType'));
+            ELSIF p_policy = 'IF_SERVER_RECORD_UNCHANGED' AND (save->>'recordChangeTag') IS DISTINCT FROM existing.change_tag THEN
+                failure := jsonb_build_object('code', 'SERVER_RECORD_CHANGED', 'serverRecordId', existing.id,
+                    'message', CASE WHEN save->>'recordChangeTag' IS NULL
+                        THEN format('record %s exists: save it with its recordChangeTag', name)
+                        ELSE format('record %s changed on the server since tag %s', name, save->>'recordChangeTag') END);
+            ELSE
+                new_fields := CASE WHEN p_policy = 'CHANGED_KEYS'
+                    THEN jsonb_strip_nulls(existing.fields || (save->'fields'))
+                    ELSE save->'fields' END;
+                UPDATE canopy.records SET fields = new_fields, parent_name = save->>'parent'
+                 WHERE id = existing.id
+                RETURNING id INTO saved_id;
+                IF saved_id IS NULL THEN
+                    failure := jsonb_build_object('code', 'PERMISSION_FAILURE',
+                        'message', format('you may not change record %s', name));
+                END IF;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            failure := jsonb_build_object('sqlstate', SQLSTATE, 'message', SQLERRM);
+        END;
+        IF failure IS NULL THEN
+            saved := saved || saved_id;
+        ELSE
+            errors := errors || (failure || jsonb_build_object('recordName', name));
+        END IF;
+        saved_id := NULL;
+        existing := NULL;
+    END LOOP;
+
+    FOREACH name IN ARRAY coalesce(p_deletes, '{}') LOOP
+        failure := NULL;
+        BEGIN
+            DELETE FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name RETURNING id INTO saved_id;
+            IF saved_id IS NULL AND EXISTS (
+                SELECT 1 FROM canopy.records r WHERE r.zone_id = p_zone_id AND r.record_name = name
+                   AND r.id = ANY (canopy.member_root_record_ids())
+            ) THEN
+                -- A participant deleting the root of a share they accepted
+                -- leaves the share; the owner's records are untouched.
+                PERFORM canopy.leave_shares(p_zone_id, name);
+                saved_id := 0;
+            END IF;
+            IF saved_id IS NULL THEN
+                IF EXISTS (SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name) THEN
+                    failure := jsonb_build_object('code', 'PERMISSION_FAILURE', 'message', format('you may not delete record %s', name));
+                ELSE
+                    failure := jsonb_build_object('code', 'UNKNOWN_ITEM', 'message', format('record %s does not exist', name));
+                END IF;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            failure := jsonb_build_object('sqlstate', SQLSTATE, 'message', SQLERRM);
+        END;
+        IF failure IS NULL THEN
+            deleted := deleted || name;
+        ELSE
+            errors := errors || (failure || jsonb_build_object('recordName', name));
+        END IF;
+        saved_id := NULL;
+    END LOOP;
+    RETURN jsonb_build_object('saved', to_jsonb(saved), 'deleted', to_jsonb(deleted), 'errors', errors);
+END
+$$;
+
+REVOKE ALL ON FUNCTION canopy.user_for_contact(text, text, text), canopy.discover_user(text, text),
+    canopy.find_share(bigint, text), canopy.find_participant(bigint, bigint, text, text),
+    canopy.put_participant(bigint, text, text, text, text, text), canopy.remove_participant(bigint, text, text),
+    canopy.save_share(bigint, text, boolean, text, text, jsonb), canopy.leave_shares(bigint, text),
+    canopy.share_view(text), canopy.accept_share(text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION canopy.user_for_contact(text, text, text), canopy.discover_user(text, text),
+    canopy.find_share(bigint, text), canopy.find_participant(bigint, bigint, text, text),
+    canopy.put_participant(bigint, text, text, text, text, text), canopy.remove_participant(bigint, text, text),
+    canopy.save_share(bigint, text, boolean, text, text, jsonb), canopy.leave_shares(bigint, text),
+    canopy.share_view(text), canopy.accept_share(text)
+    TO canopy_gateway;
