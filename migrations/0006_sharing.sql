@@ -91,6 +91,9 @@ DECLARE
     account bigint;
     existing canopy.participants;
 BEGIN
+    IF NOT (p_share_id = ANY (canopy.owned_share_ids()) OR p_share_id = ANY (canopy.admin_share_ids())) THEN
+        RAISE EXCEPTION 'only the share''s owner and administrators manage its participants' USING ERRCODE = 'CN005';
+    END IF;
     account := canopy.user_for_contact(p_user_record_name, p_email, p_phone);
     IF p_user_record_name IS NOT NULL AND account IS NULL THEN
         RAISE EXCEPTION 'no user has the userRecordName %', p_user_record_name USING ERRCODE = 'CN004';
@@ -115,7 +118,8 @@ END
 $$;
 
 -- removeParticipant: the participant becomes REMOVED (and cannot accept
--- again until added again). Not the owner.
+-- again until added again). Not the owner. An administrator removing
+-- themselves leaves, as any participant may.
 CREATE FUNCTION canopy.remove_participant(p_share_id bigint, p_user_record_name text, p_email text)
     RETURNS void
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
@@ -124,6 +128,9 @@ DECLARE
     account bigint;
     existing canopy.participants;
 BEGIN
+    IF NOT (p_share_id = ANY (canopy.owned_share_ids()) OR p_share_id = ANY (canopy.admin_share_ids())) THEN
+        RAISE EXCEPTION 'only the share''s owner and administrators manage its participants' USING ERRCODE = 'CN005';
+    END IF;
     account := canopy.user_for_contact(p_user_record_name, p_email, NULL);
     existing := canopy.find_participant(p_share_id, account, p_email, NULL);
     IF existing.id IS NULL OR existing.status = 'REMOVED' THEN
