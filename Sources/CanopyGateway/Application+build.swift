@@ -18,6 +18,7 @@ public func buildApplication(
     router.add(middleware: MetricsMiddleware())
     HealthController(database: database).register(on: router)
     GraphQLController(database: database, configuration: configuration).register(on: router)
+    SharePageController(database: database, configuration: configuration).register(on: router)
     if let metricsRegistry {
         router.get("metrics") { _, _ -> Response in
             Response(

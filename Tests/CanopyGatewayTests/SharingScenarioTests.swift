@@ -2,6 +2,7 @@ import CanopyGateway
 import CanopyStore
 import CanopyTestSupport
 import Foundation
+import HTTPTypes
 import HummingbirdTesting
 import Testing
 
@@ -186,6 +187,38 @@ struct SharingScenarioTests {
             #expect(none.data is NSNull, "\(none.body)")
             let metadata = try await client.call("shareMetadata", "{ shareMetadata(url: \"\(url)\") { title } }", token: alice)
             #expect(metadata.code == "PERMISSION_FAILURE", "the old URL leads nowhere")
+        }
+    }
+}
+
+@Suite("Share URLs in a browser")
+struct SharePageTests {
+    @Test("GET /share/<token> shows a public share's title, and the same page without it for a private or unknown share")
+    func page() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test { client in
+            let alice = harness.aliceToken
+            var urls: [String] = []
+            for (zone, permission) in [("Open", "READ_ONLY"), ("Closed", "NONE")] {
+                _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"\(zone)\") { zoneName } }", token: alice)
+                let share = try await client.call("saveShare", "mutation { saveShare(zoneName: \"\(zone)\", title: \"<\(zone)> & co\", publicPermission: \(permission)) { url } }", token: alice)
+                urls.append(try #require(share.object["url"] as? String))
+            }
+            func page(_ url: String) async throws -> (HTTPResponse.Status, String, HTTPFields) {
+                let path = String(url.dropFirst("http://127.0.0.1:8080".count))
+                let response = try await client.execute(uri: path, method: .get, headers: [:])
+                return (response.status, String(buffer: response.body), response.headers)
+            }
+            let (status, open, headers) = try await page(urls[0])
+            #expect(status == .ok)
+            #expect(headers[.contentType] == "text/html; charset=utf-8")
+            #expect(open.contains("<h1>&lt;Open&gt; &amp; co</h1>"), "the title, escaped: \(open)")
+            #expect(open.contains("acceptShare(url:)"))
+            let (_, closed, _) = try await page(urls[1])
+            #expect(!closed.contains("Closed"), "nothing of a private share: \(closed)")
+            let unknown = try await page("http://127.0.0.1:8080/share/" + String(repeating: "A", count: 43))
+            #expect(closed.replacingOccurrences(of: urls[1], with: "URL") == unknown.1.replacingOccurrences(of: "http://127.0.0.1:8080/share/" + String(repeating: "A", count: 43), with: "URL"),
+                    "a private share's page is the unknown share's page")
         }
     }
 }

@@ -8,7 +8,7 @@ import PostgresNIO
 extension GatewayDatabase {
     /// Runs a compiled read for `userID` (see ``GatewayDatabase/read(_:parameterTypes:as:logger:_:)``).
     public func read<Result: Sendable>(
-        _ statement: SQLStatement, as userID: Int64, logger: Logger,
+        _ statement: SQLStatement, as userID: Int64?, logger: Logger,
         _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
     ) async throws -> Result {
         try await read(statement.postgresQuery, parameterTypes: statement.parameterTypes, as: userID, logger: logger, collect)

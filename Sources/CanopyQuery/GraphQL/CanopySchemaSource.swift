@@ -81,5 +81,6 @@ type Mutation {
   acceptShare(url: String!): ShareMetadata!
   leaveShare(zone: ZoneID!, rootRecordName: String): Boolean!
 }
+
 """#
 }

@@ -73,3 +73,16 @@ public struct DiscoverUserPlan: Sendable {
         query = builder.query
     }
 }
+
+/// `GET /share/<token>` in a browser: nobody is signed in, so the page
+/// shows a title only for a share whose public permission is not NONE.
+/// One row (title, zone name) or none.
+public struct SharePagePlan: Sendable {
+    public let query: SQLStatement
+
+    public init(token: String) {
+        var builder = SQLBuilder()
+        builder.append("SELECT m.title, m.zone_name FROM canopy.share_view(\(builder.bind(token))) m")
+        query = builder.query
+    }
+}

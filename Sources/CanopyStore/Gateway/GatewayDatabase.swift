@@ -80,12 +80,13 @@ public final class GatewayDatabase: Sendable {
     ///
     /// The statement is prepared by its shape (``StatementShapes``): the
     /// user is a parameter like any other value, so one shape serves all.
+    /// A nil user is nobody (a browser opening a share URL).
     public func read<Result: Sendable>(
-        _ statement: PostgresQuery, parameterTypes: [PostgresDataType], as userID: Int64, logger: Logger,
+        _ statement: PostgresQuery, parameterTypes: [PostgresDataType], as userID: Int64?, logger: Logger,
         _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
     ) async throws -> Result {
         var binds = statement.binds
-        binds.append(String(userID))
+        binds.append(userID.map(String.init) ?? "")
         let query = PostgresQuery(unsafeSQL: """
             SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', $\(binds.count)::text, true) AS canopy_identity OFFSET 0) canopy_s \
             CROSS JOIN LATERAL (SELECT * FROM (\(statement.sql)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q
