@@ -63,18 +63,37 @@ BEGIN
 END
 $$;
 
--- The participant row a contact names in a share, as the caller sees it.
-CREATE FUNCTION canopy.find_participant(p_share_id bigint, p_user_id bigint, p_email text, p_phone text)
+-- The participant a contact names in a share the caller manages (its
+-- owner or an accepted administrator; anyone else is CN005), as the caller
+-- sees it. When there is none: a row whose id is NULL and whose user_id is
+-- the contact's account, if it has one.
+CREATE FUNCTION canopy.managed_participant(p_share_id bigint, p_user_record_name text, p_email text, p_phone text)
     RETURNS canopy.participants
-    LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT p.* FROM canopy.participants p
+DECLARE
+    account bigint;
+    found canopy.participants;
+BEGIN
+    IF NOT (p_share_id = ANY (canopy.owned_share_ids()) OR p_share_id = ANY (canopy.admin_share_ids())) THEN
+        RAISE EXCEPTION 'only the share''s owner and administrators manage its participants' USING ERRCODE = 'CN005';
+    END IF;
+    account := canopy.user_for_contact(p_user_record_name, p_email, p_phone);
+    IF p_user_record_name IS NOT NULL AND account IS NULL THEN
+        RAISE EXCEPTION 'no user has the userRecordName %', p_user_record_name USING ERRCODE = 'CN004';
+    END IF;
+    SELECT p.* INTO found FROM canopy.participants p
      WHERE p.share_id = p_share_id
-       AND ((p_user_id IS NOT NULL AND p.user_id = p_user_id)
+       AND ((account IS NOT NULL AND p.user_id = account)
             OR (p_email IS NOT NULL AND p.email = lower(p_email))
             OR (p_phone IS NOT NULL AND p.phone = p_phone))
-     ORDER BY (p.user_id IS NOT DISTINCT FROM p_user_id) DESC, p.id
-     LIMIT 1
+     ORDER BY (p.user_id IS NOT DISTINCT FROM account) DESC, p.id
+     LIMIT 1;
+    IF found.id IS NULL THEN
+        found.user_id := account;
+    END IF;
+    RETURN found;
+END
 $$;
 
 -- setParticipant: adds a participant (PENDING) or changes one. Someone who
@@ -88,27 +107,18 @@ CREATE FUNCTION canopy.put_participant(
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    account bigint;
-    existing canopy.participants;
+    existing canopy.participants := canopy.managed_participant(p_share_id, p_user_record_name, p_email, p_phone);
 BEGIN
-    IF NOT (p_share_id = ANY (canopy.owned_share_ids()) OR p_share_id = ANY (canopy.admin_share_ids())) THEN
-        RAISE EXCEPTION 'only the share''s owner and administrators manage its participants' USING ERRCODE = 'CN005';
-    END IF;
-    account := canopy.user_for_contact(p_user_record_name, p_email, p_phone);
-    IF p_user_record_name IS NOT NULL AND account IS NULL THEN
-        RAISE EXCEPTION 'no user has the userRecordName %', p_user_record_name USING ERRCODE = 'CN004';
-    END IF;
-    existing := canopy.find_participant(p_share_id, account, p_email, p_phone);
     IF existing.id IS NULL THEN
         INSERT INTO canopy.participants (share_id, user_id, email, phone, role, permission, status)
-        VALUES (p_share_id, account, lower(p_email), p_phone, p_role, p_permission, 'PENDING');
+        VALUES (p_share_id, existing.user_id, lower(p_email), p_phone, p_role, p_permission, 'PENDING');
         RETURN;
     END IF;
     IF existing.role = 'OWNER' THEN
         RAISE EXCEPTION 'the owner is always a participant with READ_WRITE' USING ERRCODE = 'CN004';
     END IF;
     UPDATE canopy.participants
-       SET role = p_role, permission = p_permission, user_id = coalesce(user_id, account),
+       SET role = p_role, permission = p_permission,
            status = CASE WHEN status = 'REMOVED' THEN 'PENDING' ELSE status END
      WHERE id = existing.id;
     IF NOT FOUND THEN
@@ -125,14 +135,8 @@ CREATE FUNCTION canopy.remove_participant(p_share_id bigint, p_user_record_name 
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    account bigint;
-    existing canopy.participants;
+    existing canopy.participants := canopy.managed_participant(p_share_id, p_user_record_name, p_email, NULL);
 BEGIN
-    IF NOT (p_share_id = ANY (canopy.owned_share_ids()) OR p_share_id = ANY (canopy.admin_share_ids())) THEN
-        RAISE EXCEPTION 'only the share''s owner and administrators manage its participants' USING ERRCODE = 'CN005';
-    END IF;
-    account := canopy.user_for_contact(p_user_record_name, p_email, NULL);
-    existing := canopy.find_participant(p_share_id, account, p_email, NULL);
     IF existing.id IS NULL OR existing.status = 'REMOVED' THEN
         RAISE EXCEPTION 'no such participant in the share' USING ERRCODE = 'CN006';
     END IF;
@@ -395,12 +399,12 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION canopy.user_for_contact(text, text, text), canopy.discover_user(text, text),
-    canopy.find_share(bigint, text), canopy.find_participant(bigint, bigint, text, text),
+    canopy.find_share(bigint, text), canopy.managed_participant(bigint, text, text, text),
     canopy.put_participant(bigint, text, text, text, text, text), canopy.remove_participant(bigint, text, text),
     canopy.save_share(bigint, text, boolean, text, text, jsonb), canopy.leave_shares(bigint, text),
     canopy.share_view(text), canopy.accept_share(text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION canopy.user_for_contact(text, text, text), canopy.discover_user(text, text),
-    canopy.find_share(bigint, text), canopy.find_participant(bigint, bigint, text, text),
+    canopy.find_share(bigint, text), canopy.managed_participant(bigint, text, text, text),
     canopy.put_participant(bigint, text, text, text, text, text), canopy.remove_participant(bigint, text, text),
     canopy.save_share(bigint, text, boolean, text, text, jsonb), canopy.leave_shares(bigint, text),
     canopy.share_view(text), canopy.accept_share(text)
