@@ -13,12 +13,7 @@ import Testing
 struct ReadIdentityTests {
     @Test("the same statement read as different users answers for each")
     func identityIsAParameter() async throws {
-        let endpoint = try await TestDatabase.shared.migratedDatabase()
-        let (alice, _) = try await addUser("alice", on: endpoint)
-        let (bob, _) = try await addUser("bob", on: endpoint)
-        let database = try GatewayDatabase(endpoint: endpoint.asUser("canopy_gateway", password: nil), maximumConnections: 1, logger: TestDatabase.logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await database.client.run() }
+        try await withOneConnection { database, alice, bob in
             var answers: [String?] = []
             var texts = Set<String>()
             for (user, key) in [(alice.id, "a"), (bob.id, "b"), (alice.id, "c")] {
@@ -31,8 +26,20 @@ struct ReadIdentityTests {
             }
             #expect(answers == ["{\"a\" : \"alice\"}", "{\"b\" : \"bob\"}", "{\"c\" : \"alice\"}"], "each read acts for its own user")
             #expect(texts.count == 1, "one shape, one SQL text")
-            group.cancelAll()
         }
+    }
+}
+
+/// Runs `body` with a gateway pool of one connection, as alice and bob.
+func withOneConnection(_ body: @Sendable (GatewayDatabase, UserSummary, UserSummary) async throws -> Void) async throws {
+    let endpoint = try await TestDatabase.shared.migratedDatabase()
+    let (alice, _) = try await addUser("alice", on: endpoint)
+    let (bob, _) = try await addUser("bob", on: endpoint)
+    let database = try GatewayDatabase(endpoint: endpoint.asUser("canopy_gateway", password: nil), maximumConnections: 1, logger: TestDatabase.logger)
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { await database.client.run() }
+        defer { group.cancelAll() }
+        try await body(database, alice, bob)
     }
 }
 
@@ -43,12 +50,7 @@ struct ReadIdentityTests {
 struct PreparedShapeTests {
     @Test("one connection, one shape, five requests by two users: one prepared statement run five times")
     func reusedByShape() async throws {
-        let endpoint = try await TestDatabase.shared.migratedDatabase()
-        let (alice, _) = try await addUser("alice", on: endpoint)
-        let (bob, _) = try await addUser("bob", on: endpoint)
-        let database = try GatewayDatabase(endpoint: endpoint.asUser("canopy_gateway", password: nil), maximumConnections: 1, logger: TestDatabase.logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await database.client.run() }
+        try await withOneConnection { database, alice, bob in
             // A shape no other test uses, so its number is this test's alone.
             let document = "{ zones(scope: PRIVATE) { reusedByShape: zoneName } }"
             var sql: String?
@@ -71,7 +73,6 @@ struct PreparedShapeTests {
             #expect(rows.count == 1, "one prepared statement for the shape: \(rows)")
             #expect(rows.first?.0.hasPrefix("canopy_shape_") == true)
             #expect(rows.first?.1 == 5, "executed once per request")
-            group.cancelAll()
         }
     }
 }
