@@ -4,7 +4,7 @@
 public struct QueryError: Error, Sendable, Equatable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         enum Base: String, Sendable {
-            case badRequest, invalidArguments, limitExceeded, notImplemented
+            case badRequest, invalidArguments, limitExceeded, notImplemented, changeTokenExpired
         }
         let base: Base
         public var description: String { base.rawValue }
@@ -15,6 +15,9 @@ public struct QueryError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidArguments = Code(base: .invalidArguments)
         /// A limit was exceeded; the message names it.
         public static let limitExceeded = Code(base: .limitExceeded)
+        /// A change token from before the tombstones it needs were purged,
+        /// or for a feed that no longer exists: start again from null.
+        public static let changeTokenExpired = Code(base: .changeTokenExpired)
         /// A field of the contract this build does not answer yet.
         public static let notImplemented = Code(base: .notImplemented)
     }

@@ -61,7 +61,7 @@ struct PermissionFixture: Sendable {
                 ("writer", "PRIVATE_USER", "READ_WRITE", "ACCEPTED"),
                 ("admin", "ADMINISTRATOR", "READ_WRITE", "ACCEPTED"),
                 ("public", "PUBLIC_USER", "READ_ONLY", "ACCEPTED"),
-                ("removed", "PRIVATE_USER", "READ_WRITE", "REMOVED"),
+                ("removed", "PRIVATE_USER", "READ_WRITE", "ACCEPTED"),
             ]
             for (name, role, permission, status) in participants {
                 try await run("""
@@ -69,6 +69,11 @@ struct PermissionFixture: Sendable {
                     SELECT s.id, \(snapshot[name]!), '\(role)', '\(permission)', '\(status)' FROM canopy.shares s
                     """)
             }
+            // Departures for databaseChanges: removed is removed from both shares,
+            // bob deletes a zone of his.
+            try await run("UPDATE canopy.participants SET status = 'REMOVED' WHERE user_id = \(snapshot["removed"]!)")
+            try await run("INSERT INTO canopy.zones (owner_id, name) VALUES (\(bob), 'Gone')")
+            try await run("DELETE FROM canopy.zones WHERE owner_id = \(bob) AND name = 'Gone'")
             // Two deletions for the change feed: one inside the shared hierarchy, one outside.
             try await run("SELECT set_config('canopy.user_id', '\(alice)', false)")
             try await run("""

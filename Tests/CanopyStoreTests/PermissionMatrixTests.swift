@@ -204,6 +204,19 @@ let permissionCases: [PermissionCase] =
     + cases("tombstones: forge", "INSERT INTO canopy.tombstones (zone_id, record_name, record_type, change_seq) VALUES ({zone:Family}, 'x', 'Item', 1) RETURNING id::text", [
         ("alice", .denied), ("writer", .denied),
     ])
+    // zone_departures and feed_state: each user reads their own departures; nobody writes
+    + cases("zone_departures: select", "SELECT zone_name FROM canopy.zone_departures ORDER BY 1", [
+        ("removed", .rows(["Family", "Log"])), ("bob", .rows(["Gone"])),
+        ("alice", none), ("reader", none), ("writer", none), ("admin", none), ("public", none), ("pending", none), ("stranger", none),
+    ])
+    + cases("zone_departures: forge",
+            "INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq) VALUES ({me}, 'SHARED', 1, 'x', 1, 'x', 1) RETURNING id::text", [
+        ("alice", .denied), ("stranger", .denied),
+    ])
+    + cases("zone_departures: erase", count("DELETE FROM canopy.zone_departures"), [("removed", .denied), ("bob", .denied)])
+    + cases("feed_state: select", "SELECT coalesce(departures_purged_before::text, 'never') FROM canopy.feed_state", [("stranger", .rows(["never"])), ("alice", .rows(["never"]))])
+    + cases("feed_state: reset", count("UPDATE canopy.feed_state SET departures_purged_before = NULL"), [("alice", .denied)])
+    + cases("zones: touch a zone directly", "SELECT canopy.touch_zone({zone:Family})::text", [("alice", .denied), ("stranger", .denied)])
     // field_types: the schema is readable by all, written only by the save trigger
     + cases("field_types: select", "SELECT field_name FROM canopy.field_types WHERE record_type = 'Item' ORDER BY 1", [
         ("alice", .rows(["n"])), ("stranger", .rows(["n"])), ("bob", .rows(["n"])),

@@ -49,6 +49,7 @@ public struct APIError: Error, Sendable {
             switch error.code {
             case .invalidArguments: code = .invalidArguments
             case .limitExceeded: code = .limitExceeded
+            case .changeTokenExpired: code = .changeTokenExpired
             default: code = .badRequest
             }
             self.init(code, error.message, locations: error.locations, path: error.path)

@@ -72,6 +72,10 @@ struct OperationExecutor {
             }
             guard let json else { throw shareNotOpen(field) }
             return json
+        case (.query, "zoneChanges"):
+            return try await zoneChanges(field).json
+        case (.query, "databaseChanges"):
+            return try await databaseChanges(field)
         case (.query, "discoverUser"):
             return try await readJSON(DiscoverUserPlan(field, request: request).query)
         case (.mutation, "saveShare"), (.mutation, "setParticipant"), (.mutation, "removeParticipant"),
@@ -165,6 +169,42 @@ struct OperationExecutor {
             throw APIError(.zoneNotFound, "the zone does not exist", locations: request.location(of: field.field))
         }
         return try plan.response(records: records, lastKeys: lastKeys, more: more, secret: secret)
+    }
+
+    /// The key change tokens are signed with.
+    func changeTokenKey() async throws -> SigningKey {
+        SigningKey(try await database.secrets.key("change-token", logger: logger))
+    }
+
+    /// One page of a zone's change feed, and the position it ends at.
+    func zoneChanges(_ field: SelectedField) async throws -> (json: String, token: ChangeToken.ZonePosition) {
+        let secret = try await changeTokenKey()
+        let plan = try ZoneChangesPlan(field, request: request, userID: userID, secret: secret)
+        let page = try await read(plan.query) { rows in
+            try rows.first.map { ZoneChangesPlan.Page(try $0.decode((Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?).self)) }
+        }
+        guard let page, page.zoneID != nil else { throw zoneNotFound(field) }
+        do {
+            return try plan.response(page, secret: secret)
+        } catch var error as QueryError {
+            error.locations = request.location(of: field.field)
+            throw error
+        }
+    }
+
+    func databaseChanges(_ field: SelectedField) async throws -> String {
+        let secret = try await changeTokenKey()
+        let plan = try DatabaseChangesPlan(field, request: request, userID: userID, secret: secret)
+        let page = try await read(plan.query) { rows in
+            try rows.first.map { DatabaseChangesPlan.Page(try $0.decode((String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?).self)) }
+        }
+        guard let page else { throw APIError(.internalError, "databaseChanges returned no row") }
+        do {
+            return try plan.response(page, secret: secret)
+        } catch var error as QueryError {
+            error.locations = request.location(of: field.field)
+            throw error
+        }
     }
 
     func schema(of recordType: String, refresh: Bool) async throws -> RecordSchema {

@@ -1,0 +1,106 @@
+import Crypto
+import Foundation
+
+/// Where a change feed stopped, handed to the client as an opaque string
+/// signed with the server's secret: a client can only give back a token
+/// this server issued, unedited (anything else is INVALID_ARGUMENTS).
+///
+/// A zone token is a position in the zone's feed (see
+/// docs/CHANGE_FEEDS.md for why "after this position" never skips); a
+/// database token is a snapshot of which transactions had committed.
+public enum ChangeToken: Sendable, Equatable {
+    case zone(ZonePosition)
+    case database(DatabasePosition)
+
+    /// A position in one zone's feed, for one user and scope.
+    public struct ZonePosition: Codable, Sendable, Equatable {
+        /// The user it was issued to.
+        public var user: Int64
+        public var scope: String
+        /// The zone by id: a zone deleted and created again under the same
+        /// name is another feed (the old token is expired).
+        public var zoneID: Int64
+        public var zoneName: String
+        /// The change position of the last change delivered.
+        public var after: Int64
+        /// Set by the first page of a sync from `null`: deletions at or
+        /// below it happened before the sync began and are not reported.
+        public var floor: Int64
+
+        enum CodingKeys: String, CodingKey {
+            case user = "u", scope = "s", zoneID = "z", zoneName = "n", after = "a", floor = "f"
+        }
+
+        public init(user: Int64, scope: String, zoneID: Int64, zoneName: String, after: Int64, floor: Int64) {
+            self.user = user
+            self.scope = scope
+            self.zoneID = zoneID
+            self.zoneName = zoneName
+            self.after = after
+            self.floor = floor
+        }
+    }
+
+    /// A snapshot over the caller's zones in one scope: the next pass
+    /// reports what that snapshot did not see.
+    public struct DatabasePosition: Codable, Sendable, Equatable {
+        public var user: Int64
+        public var scope: String
+        /// The snapshot (`pg_current_snapshot()` text) the last complete
+        /// pass was read under; nil for the first pass (from `null`), which
+        /// lists every zone and no deletions.
+        public var since: String?
+        /// When `since` was taken (ms since the epoch, the database's clock),
+        /// to tell whether departures it needs were purged.
+        public var sinceTime: Int64
+        /// Within a pass of several pages: the key of the last event sent
+        /// (transaction id, kind, row id) and the snapshot the pass ends at.
+        public var after: [UInt64]?
+        public var next: String?
+        public var nextTime: Int64?
+
+        enum CodingKeys: String, CodingKey {
+            case user = "u", scope = "s", since = "x", sinceTime = "t", after = "c", next = "w", nextTime = "v"
+        }
+
+        public init(user: Int64, scope: String, since: String?, sinceTime: Int64, after: [UInt64]? = nil, next: String? = nil, nextTime: Int64? = nil) {
+            self.user = user
+            self.scope = scope
+            self.since = since
+            self.sinceTime = sinceTime
+            self.after = after
+            self.next = next
+            self.nextTime = nextTime
+        }
+    }
+
+    private struct Envelope: Codable {
+        var zone: ZonePosition?
+        var database: DatabasePosition?
+        enum CodingKeys: String, CodingKey { case zone = "z", database = "d" }
+    }
+
+    public func encoded(secret: SigningKey) -> String {
+        let envelope: Envelope
+        switch self {
+        case .zone(let position): envelope = Envelope(zone: position)
+        case .database(let position): envelope = Envelope(database: position)
+        }
+        let payload = Cursor.base64URL((try? JSONEncoder().encode(envelope)) ?? Data())
+        let signature = Cursor.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(payload.utf8), using: secret.symmetricKey)))
+        return "ct1.\(payload).\(signature)"
+    }
+
+    /// Decodes and verifies; nil for anything this server did not issue.
+    public static func decode(_ text: String, secret: SigningKey) -> ChangeToken? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "ct1", let signature = Cursor.data(fromBase64URL: String(parts[2])),
+              HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: Data(parts[1].utf8), using: secret.symmetricKey),
+              let json = Cursor.data(fromBase64URL: String(parts[1])),
+              let envelope = try? JSONDecoder().decode(Envelope.self, from: json)
+        else { return nil }
+        if let zone = envelope.zone { return .zone(zone) }
+        if let database = envelope.database { return .database(database) }
+        return nil
+    }
+}

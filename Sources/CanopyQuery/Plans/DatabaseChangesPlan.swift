@@ -1,0 +1,153 @@
+import PostgresNIO
+
+/// `databaseChanges(scope, since, limit)`: the zones of a scope that
+/// changed, appeared or went away since a token, in one statement.
+///
+/// Zones carry the id of the last transaction that changed them and
+/// departures the id of theirs; the token is the snapshot the previous pass
+/// began with, and a pass reports every zone and departure whose
+/// transaction that snapshot did not see: each change once, none missed,
+/// whatever order transactions commit in (docs/CHANGE_FEEDS.md).
+public struct DatabaseChangesPlan: Sendable {
+    public static let maximumLimit = 400
+
+    public let query: SQLStatement
+    let field: SelectedField
+    let scope: DatabaseScope
+    let userID: Int64
+    let since: ChangeToken.DatabasePosition?
+    let limit: Int
+
+    /// What the statement returns.
+    public struct Page: Sendable {
+        public var changed: String?
+        public var deleted: String?
+        public var moreComing: Bool
+        public var lastKey: [UInt64]?
+        /// The statement's snapshot and when it was taken (ms).
+        public var snapshot: String
+        public var snapshotTime: Int64
+        /// Departures before this time (ms) were purged; nil: none.
+        public var purgedBefore: Int64?
+
+        public init(_ row: (String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?)) {
+            changed = row.0
+            deleted = row.1
+            moreComing = row.2
+            if let xid = row.3, let kind = row.4, let id = row.5 {
+                lastKey = [UInt64(xid), UInt64(kind), UInt64(id)]
+            }
+            snapshot = row.6
+            snapshotTime = row.7
+            purgedBefore = row.8
+        }
+    }
+
+    public init(_ field: SelectedField, request: ParsedRequest, userID: Int64, secret: SigningKey) throws {
+        let arguments = request.arguments(of: field)
+        let scope = try DatabaseScope.read(arguments)
+        let limit = try arguments.int("limit", default: 200)
+        guard limit >= 1 else { throw arguments.invalid("limit", "limit must be at least 1") }
+        guard limit <= Self.maximumLimit else {
+            throw QueryError(.limitExceeded, "limit may be at most \(Self.maximumLimit), got \(limit)", locations: arguments.location("limit"))
+        }
+        var since: ChangeToken.DatabasePosition?
+        if let text = try arguments.string("since") {
+            guard case .database(let position)? = ChangeToken.decode(text, secret: secret) else {
+                throw arguments.invalid("since", "since is not a database change token this server issued")
+            }
+            guard position.user == userID, position.scope == scope.rawValue else {
+                throw arguments.invalid("since", "since is a change token for another feed (user or scope)")
+            }
+            since = position
+        }
+        self.field = field
+        self.scope = scope
+        self.userID = userID
+        self.since = since
+        self.limit = limit
+
+        var builder = SQLBuilder()
+        let seen = builder.bind(since?.since)
+        let scopeName = builder.bind(scope.rawValue)
+        let afterXID = builder.bind(since?.after.map { Int64($0[0]) })
+        let afterKind = builder.bind(since?.after.map { Int64($0[1]) })
+        let afterID = builder.bind(since?.after.map { Int64($0[2]) })
+        let limitBind = builder.bind(limit)
+        let inScope = scope == .private
+            ? "z.owner_id = canopy.current_user_id()"
+            : "z.owner_id <> canopy.current_user_id()"
+        let changedZones = try field.children.first { $0.name == "changedZones" }.map {
+            try Projection.zone($0.children, id: "c.id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
+        } ?? "NULL::json"
+        let deletedZones = try field.children.first { $0.name == "deletedZones" }.map {
+            try Projection.zone($0.children, id: "c.id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
+        } ?? "NULL::json"
+        builder.append("""
+            WITH seen AS (SELECT \(seen)::text::pg_snapshot AS snapshot), \
+            events AS (\
+            SELECT z.changed_xid AS xid, 0 AS kind, z.id AS row_id FROM canopy.zones z \
+            WHERE \(inScope) AND ((SELECT snapshot FROM seen) IS NULL \
+            OR (z.changed_xid >= pg_snapshot_xmin((SELECT snapshot FROM seen)) \
+            AND NOT pg_visible_in_snapshot(z.changed_xid, (SELECT snapshot FROM seen)))) \
+            UNION ALL \
+            SELECT d.change_xid, 1, d.id FROM canopy.zone_departures d \
+            WHERE d.user_id = canopy.current_user_id() AND d.scope = \(scopeName)::text \
+            AND d.change_xid >= pg_snapshot_xmin((SELECT snapshot FROM seen)) \
+            AND NOT pg_visible_in_snapshot(d.change_xid, (SELECT snapshot FROM seen))), \
+            page AS (SELECT e.*, row_number() OVER (ORDER BY e.xid, e.kind, e.row_id) AS ord FROM (\
+            SELECT * FROM events WHERE \(afterXID)::int8 IS NULL \
+            OR (xid, kind, row_id) > (((\(afterXID)::int8)::text)::xid8, \(afterKind)::int8, \(afterID)::int8) \
+            ORDER BY xid, kind, row_id LIMIT \(limitBind)::int8 + 1) e), \
+            changed AS (SELECT DISTINCT ON (z.id) z.id, z.name, u.record_name AS owner_name, p.ord FROM page p \
+            LEFT JOIN canopy.zone_departures d ON p.kind = 1 AND d.id = p.row_id \
+            JOIN canopy.zones z ON (p.kind = 0 AND z.id = p.row_id) \
+            OR (p.kind = 1 AND z.owner_id = d.owner_id AND z.name = d.zone_name AND \(inScope)) \
+            JOIN canopy.users u ON u.id = z.owner_id WHERE p.ord <= \(limitBind)::int8 ORDER BY z.id, p.ord), \
+            deleted AS (SELECT DISTINCT ON (d.owner_id, d.zone_name) d.zone_id AS id, d.zone_name AS name, \
+            d.owner_record_name AS owner_name, p.ord FROM page p JOIN canopy.zone_departures d ON p.kind = 1 AND d.id = p.row_id \
+            WHERE p.ord <= \(limitBind)::int8 AND NOT EXISTS (SELECT 1 FROM canopy.zones z \
+            WHERE z.owner_id = d.owner_id AND z.name = d.zone_name AND \(inScope)) \
+            ORDER BY d.owner_id, d.zone_name, p.ord) \
+            SELECT (SELECT coalesce(json_agg(\(changedZones) ORDER BY c.ord), '[]') FROM changed c)::text, \
+            (SELECT coalesce(json_agg(\(deletedZones) ORDER BY c.ord), '[]') FROM deleted c)::text, \
+            (SELECT count(*) FROM page) > \(limitBind)::int8, \
+            (SELECT p.xid::text::int8 FROM page p WHERE p.ord = \(limitBind)::int8), \
+            (SELECT p.kind::int8 FROM page p WHERE p.ord = \(limitBind)::int8), \
+            (SELECT p.row_id FROM page p WHERE p.ord = \(limitBind)::int8), \
+            pg_current_snapshot()::text, (extract(epoch FROM clock_timestamp()) * 1000)::int8, \
+            (SELECT (extract(epoch FROM f.departures_purged_before) * 1000)::int8 FROM canopy.feed_state f)
+            """)
+        query = builder.query
+    }
+
+    /// Checks the token against what was purged and builds the
+    /// `DatabaseChanges` JSON with the next token.
+    public func response(_ page: Page, secret: SigningKey) throws -> String {
+        if let since, since.since != nil, let purgedBefore = page.purgedBefore, since.sinceTime < purgedBefore {
+            throw QueryError(.changeTokenExpired, "this token is older than the change history kept; fetch database changes from null")
+        }
+        // A pass ends at the snapshot its first page was read under.
+        let passEnd = since?.next ?? page.snapshot
+        let passEndTime = since?.nextTime ?? page.snapshotTime
+        let next: ChangeToken.DatabasePosition
+        if page.moreComing, let lastKey = page.lastKey {
+            next = .init(user: userID, scope: scope.rawValue, since: since?.since, sinceTime: since?.sinceTime ?? 0,
+                         after: lastKey, next: passEnd, nextTime: passEndTime)
+        } else {
+            next = .init(user: userID, scope: scope.rawValue, since: passEnd, sinceTime: passEndTime)
+        }
+        var parts: [String] = []
+        for child in field.children {
+            let key = JSONValue.string(child.responseKey).jsonText
+            switch child.name {
+            case "changedZones": parts.append("\(key):\(page.changed ?? "[]")")
+            case "deletedZones": parts.append("\(key):\(page.deleted ?? "[]")")
+            case "token": parts.append("\(key):\(JSONValue.string(ChangeToken.database(next).encoded(secret: secret)).jsonText)")
+            case "moreComing": parts.append("\(key):\(page.moreComing)")
+            default: parts.append("\(key):\"DatabaseChanges\"")
+            }
+        }
+        return "{\(parts.joined(separator: ","))}"
+    }
+}
