@@ -343,7 +343,7 @@ $$;
 -- Removes tombstones and departures older than p_retention, in batches of
 -- p_batch rows, and raises the horizons that make older tokens
 -- CHANGE_TOKEN_EXPIRED. Returns how many rows went. Run by the gateway on a
--- timer (--change-retention-days) and by `canopy purge-changes`.
+-- timer (canopy serve --change-retention-days, default 30).
 CREATE FUNCTION canopy.purge_change_history(p_retention interval, p_batch integer DEFAULT 10000) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$

@@ -1,5 +1,6 @@
 import CanopyStore
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import Prometheus
 
@@ -28,10 +29,18 @@ public func buildApplication(
             )
         }
     }
+    // WebSocket upgrades of /graphql (subscriptions) have a router of their own.
+    let webSocketRouter = Router(context: CanopyRequestContext.self)
+    webSocketRouter.add(middleware: RequestIDMiddleware())
+    SubscriptionController(database: database, configuration: configuration).register(on: webSocketRouter)
     return Application(
         router: router,
+        server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: .init(maxFrameSize: 1 << 20))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "canopy"),
-        services: [database.client],
+        services: [
+            database.client, database.notifier,
+            ChangeHistoryPurger(client: database.client, retention: configuration.changeRetention, interval: configuration.purgeInterval, logger: logger),
+        ],
         logger: logger
     )
 }

@@ -1,15 +1,19 @@
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 
 /// Per-request state: the request id (also in every log line as
 /// `canopy.request.id`) and, once authenticated, who is asking.
-public struct CanopyRequestContext: RequestContext {
+public struct CanopyRequestContext: RequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// Set when the request upgrades to a WebSocket (subscriptions).
+    public let webSocket: WebSocketHandlerReference<CanopyRequestContext>
     public var requestID: String
     public var userID: Int64?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        webSocket = .init()
         requestID = Self.makeRequestID()
         userID = nil
         logger[metadataKey: "canopy.request.id"] = .string(requestID)

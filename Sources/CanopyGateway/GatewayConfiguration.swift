@@ -6,6 +6,10 @@
 /// - `maximumBodySize`: request bodies above it are HTTP 413 (default 2 MiB)
 /// - `statementTimeout`: per-request `statement_timeout` (default 10 s)
 /// - `documentLimits`: GraphQL depth and alias limits
+/// - `changeRetention` (`--change-retention-days`, `CANOPY_CHANGE_RETENTION_DAYS`,
+///   default 30 days): how long tombstones and zone departures are kept;
+///   older change tokens are CHANGE_TOKEN_EXPIRED
+/// - `purgeInterval`: how often that history is purged (default hourly)
 public struct GatewayConfiguration: Sendable {
     public var host: String
     public var port: Int
@@ -14,6 +18,8 @@ public struct GatewayConfiguration: Sendable {
     public var statementTimeout: Duration
     public var maximumDepth: Int
     public var maximumAliases: Int
+    public var changeRetention: Duration
+    public var purgeInterval: Duration
 
     public init(
         host: String = "127.0.0.1",
@@ -22,7 +28,9 @@ public struct GatewayConfiguration: Sendable {
         maximumBodySize: Int = 2 * 1024 * 1024,
         statementTimeout: Duration = .seconds(10),
         maximumDepth: Int = 12,
-        maximumAliases: Int = 30
+        maximumAliases: Int = 30,
+        changeRetention: Duration = .seconds(30 * 24 * 3600),
+        purgeInterval: Duration = .seconds(3600)
     ) {
         self.host = host
         self.port = port
@@ -31,5 +39,7 @@ public struct GatewayConfiguration: Sendable {
         self.statementTimeout = statementTimeout
         self.maximumDepth = maximumDepth
         self.maximumAliases = maximumAliases
+        self.changeRetention = changeRetention
+        self.purgeInterval = purgeInterval
     }
 }

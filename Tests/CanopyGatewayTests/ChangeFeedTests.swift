@@ -306,10 +306,10 @@ struct ChangeFeedTests {
     }
 }
 
-/// Runs the purge as the administrator with a retention of zero: every
-/// tombstone and departure committed so far goes.
+/// Runs the purge the gateway's timer runs (as canopy_gateway) with a
+/// retention of zero: every tombstone and departure committed so far goes.
 func purgeHistory(_ harness: GatewayHarness) async throws {
-    try await TestDatabase.withConnection(harness.endpoint) { connection in
-        try await connection.query("SELECT canopy.purge_change_history('0 seconds')", logger: TestDatabase.logger)
+    try await TestDatabase.withConnection(harness.endpoint.asUser("canopy_gateway", password: nil)) { connection in
+        try await connection.query("SELECT canopy.purge_change_history(make_interval(secs => 0))", logger: TestDatabase.logger)
     }
 }

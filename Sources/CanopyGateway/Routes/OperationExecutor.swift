@@ -75,7 +75,9 @@ struct OperationExecutor {
         case (.query, "zoneChanges"):
             return try await zoneChanges(field).json
         case (.query, "databaseChanges"):
-            return try await databaseChanges(field)
+            return try await databaseChanges(field).json
+        case (.subscription, _):
+            throw APIError(.badRequest, "subscriptions are served over WebSocket at /graphql with the graphql-transport-ws protocol")
         case (.query, "discoverUser"):
             return try await readJSON(DiscoverUserPlan(field, request: request).query)
         case (.mutation, "saveShare"), (.mutation, "setParticipant"), (.mutation, "removeParticipant"),
@@ -176,31 +178,48 @@ struct OperationExecutor {
         SigningKey(try await database.secrets.key("change-token", logger: logger))
     }
 
-    /// One page of a zone's change feed, and the position it ends at.
-    func zoneChanges(_ field: SelectedField) async throws -> (json: String, token: ChangeToken.ZonePosition) {
+    /// One page of a change feed: the field's JSON, the token it ends at,
+    /// whether more follow and whether it reported anything.
+    struct FeedPage: Sendable {
+        var json: String
+        var token: String
+        var moreComing: Bool
+        var isEmpty: Bool
+        /// For a zone feed, the zone's id (which notifications name).
+        var zoneID: Int64?
+    }
+
+    /// One page of a zone's change feed (`zoneChanges`, or a `zoneChanged`
+    /// subscription continuing from `overridingSince`).
+    func zoneChanges(_ field: SelectedField, overridingSince: String?? = .none) async throws -> FeedPage {
         let secret = try await changeTokenKey()
-        let plan = try ZoneChangesPlan(field, request: request, userID: userID, secret: secret)
+        let plan = try ZoneChangesPlan(field, request: request, userID: userID, secret: secret, overridingSince: overridingSince)
         let page = try await read(plan.query) { rows in
             try rows.first.map { ZoneChangesPlan.Page(try $0.decode((Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?).self)) }
         }
         guard let page, page.zoneID != nil else { throw zoneNotFound(field) }
         do {
-            return try plan.response(page, secret: secret)
+            let (json, token) = try plan.response(page, secret: secret)
+            return FeedPage(json: json, token: ChangeToken.zone(token).encoded(secret: secret), moreComing: page.moreComing,
+                            isEmpty: page.isEmpty, zoneID: page.zoneID)
         } catch var error as QueryError {
             error.locations = request.location(of: field.field)
             throw error
         }
     }
 
-    func databaseChanges(_ field: SelectedField) async throws -> String {
+    /// One page of a database's change feed (`databaseChanges`, or a
+    /// `databaseChanged` subscription continuing from `overridingSince`).
+    func databaseChanges(_ field: SelectedField, overridingSince: String?? = .none) async throws -> FeedPage {
         let secret = try await changeTokenKey()
-        let plan = try DatabaseChangesPlan(field, request: request, userID: userID, secret: secret)
+        let plan = try DatabaseChangesPlan(field, request: request, userID: userID, secret: secret, overridingSince: overridingSince)
         let page = try await read(plan.query) { rows in
             try rows.first.map { DatabaseChangesPlan.Page(try $0.decode((String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?).self)) }
         }
         guard let page else { throw APIError(.internalError, "databaseChanges returned no row") }
         do {
-            return try plan.response(page, secret: secret)
+            let (json, token) = try plan.response(page, secret: secret)
+            return FeedPage(json: json, token: token, moreComing: page.moreComing, isEmpty: page.isEmpty)
         } catch var error as QueryError {
             error.locations = request.location(of: field.field)
             throw error

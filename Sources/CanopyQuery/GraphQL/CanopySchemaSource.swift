@@ -82,5 +82,14 @@ type Mutation {
   leaveShare(zone: ZoneID!, rootRecordName: String): Boolean!
 }
 
+# Canopy's addition (API.md has no Subscription type): live change feeds over
+# WebSocket (graphql-transport-ws at /graphql). Each event is one page of the
+# feed, as zoneChanges/databaseChanges would return it from the last token
+# (the argument `since` first); an event is sent when a page has changes.
+type Subscription {
+  zoneChanged(scope: DatabaseScope!, zone: ZoneID!, since: String): ZoneChanges!
+  databaseChanged(scope: DatabaseScope!, since: String): DatabaseChanges!
+}
+
 """#
 }

@@ -23,6 +23,7 @@ public struct DatabaseChangesPlan: Sendable {
         public var changed: String?
         public var deleted: String?
         public var moreComing: Bool
+        public var isEmpty: Bool { (changed ?? "[]") == "[]" && (deleted ?? "[]") == "[]" }
         public var lastKey: [UInt64]?
         /// The statement's snapshot and when it was taken (ms).
         public var snapshot: String
@@ -43,7 +44,9 @@ public struct DatabaseChangesPlan: Sendable {
         }
     }
 
-    public init(_ field: SelectedField, request: ParsedRequest, userID: Int64, secret: SigningKey) throws {
+    /// - Parameter overridingSince: for a subscription following the feed,
+    ///   the token to continue from instead of the field's `since` argument.
+    public init(_ field: SelectedField, request: ParsedRequest, userID: Int64, secret: SigningKey, overridingSince: String?? = .none) throws {
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments)
         let limit = try arguments.int("limit", default: 200)
@@ -52,7 +55,7 @@ public struct DatabaseChangesPlan: Sendable {
             throw QueryError(.limitExceeded, "limit may be at most \(Self.maximumLimit), got \(limit)", locations: arguments.location("limit"))
         }
         var since: ChangeToken.DatabasePosition?
-        if let text = try arguments.string("since") {
+        if let text = try overridingSince ?? arguments.string("since") {
             guard case .database(let position)? = ChangeToken.decode(text, secret: secret) else {
                 throw arguments.invalid("since", "since is not a database change token this server issued")
             }
@@ -123,7 +126,7 @@ public struct DatabaseChangesPlan: Sendable {
 
     /// Checks the token against what was purged and builds the
     /// `DatabaseChanges` JSON with the next token.
-    public func response(_ page: Page, secret: SigningKey) throws -> String {
+    public func response(_ page: Page, secret: SigningKey) throws -> (json: String, token: String) {
         if let since, since.since != nil, let purgedBefore = page.purgedBefore, since.sinceTime < purgedBefore {
             throw QueryError(.changeTokenExpired, "this token is older than the change history kept; fetch database changes from null")
         }
@@ -137,17 +140,18 @@ public struct DatabaseChangesPlan: Sendable {
         } else {
             next = .init(user: userID, scope: scope.rawValue, since: passEnd, sinceTime: passEndTime)
         }
+        let token = ChangeToken.database(next).encoded(secret: secret)
         var parts: [String] = []
         for child in field.children {
             let key = JSONValue.string(child.responseKey).jsonText
             switch child.name {
             case "changedZones": parts.append("\(key):\(page.changed ?? "[]")")
             case "deletedZones": parts.append("\(key):\(page.deleted ?? "[]")")
-            case "token": parts.append("\(key):\(JSONValue.string(ChangeToken.database(next).encoded(secret: secret)).jsonText)")
+            case "token": parts.append("\(key):\(JSONValue.string(token).jsonText)")
             case "moreComing": parts.append("\(key):\(page.moreComing)")
             default: parts.append("\(key):\"DatabaseChanges\"")
             }
         }
-        return "{\(parts.joined(separator: ","))}"
+        return ("{\(parts.joined(separator: ","))}", token)
     }
 }

@@ -31,6 +31,7 @@ public struct ZoneChangesPlan: Sendable {
         public var deleted: String?
         public var lastPosition: Int64?
         public var moreComing: Bool
+        public var isEmpty: Bool { (changed ?? "[]") == "[]" && (deleted ?? "[]") == "[]" }
 
         public init(_ row: (Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?)) {
             zoneID = row.0
@@ -44,7 +45,9 @@ public struct ZoneChangesPlan: Sendable {
         }
     }
 
-    public init(_ field: SelectedField, request: ParsedRequest, userID: Int64, secret: SigningKey) throws {
+    /// - Parameter overridingSince: for a subscription following the feed,
+    ///   the token to continue from instead of the field's `since` argument.
+    public init(_ field: SelectedField, request: ParsedRequest, userID: Int64, secret: SigningKey, overridingSince: String?? = .none) throws {
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments)
         let zone = try ZoneReference(scope: scope, in: arguments)
@@ -54,7 +57,7 @@ public struct ZoneChangesPlan: Sendable {
             throw QueryError(.limitExceeded, "limit may be at most \(Self.maximumLimit), got \(limit)", locations: arguments.location("limit"))
         }
         var since: ChangeToken.ZonePosition?
-        if let text = try arguments.string("since") {
+        if let text = try overridingSince ?? arguments.string("since") {
             guard case .zone(let position)? = ChangeToken.decode(text, secret: secret) else {
                 throw arguments.invalid("since", "since is not a zone change token this server issued")
             }

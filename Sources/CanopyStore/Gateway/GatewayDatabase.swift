@@ -10,6 +10,8 @@ public final class GatewayDatabase: Sendable {
     public let client: PostgresClient
     /// Signing keys, fetched from the database once.
     public let secrets: ServerSecrets
+    /// Commit notifications for live subscriptions (a service of the app).
+    public let notifier: ChangeNotifier
     let logger: Logger
     /// How long a request waits for the database before it is 503.
     let availabilityTimeout: Duration
@@ -31,6 +33,7 @@ public final class GatewayDatabase: Sendable {
         self.tokens = TokenCache(timeToLive: tokenCacheTime)
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.secrets = ServerSecrets(client: client)
+        self.notifier = ChangeNotifier(client: client, logger: logger)
         self.recordTypes = RecordTypeFields(client: client)
         self.logger = logger
         self.availabilityTimeout = availabilityTimeout

@@ -23,8 +23,17 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("public-url"), help: "Base URL clients reach this server at, used in share URLs (env CANOPY_PUBLIC_URL).")
     var publicURL: String?
 
+    @Option(name: .customLong("change-retention-days"), help: "Days tombstones and zone departures are kept for change feeds; older change tokens are CHANGE_TOKEN_EXPIRED (env CANOPY_CHANGE_RETENTION_DAYS).")
+    var changeRetentionDays: Double = Double(ProcessInfo.processInfo.environment["CANOPY_CHANGE_RETENTION_DAYS"] ?? "") ?? 30
+
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var migrations: MigrationsOptions
+
+    func validate() throws {
+        guard changeRetentionDays >= 0, changeRetentionDays.isFinite else {
+            throw ValidationError("--change-retention-days must be 0 or more, got \(changeRetentionDays)")
+        }
+    }
 
     func run() async throws {
         CommandLogging.bootstrap(verbose: database.verbose)
@@ -56,7 +65,8 @@ struct Serve: AsyncParsableCommand {
 
         let configuration = GatewayConfiguration(
             host: host, port: port,
-            publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"]
+            publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"],
+            changeRetention: .seconds(changeRetentionDays * 24 * 3600)
         )
         let gatewayDatabase = try GatewayDatabase(endpoint: resolved.gateway, statementTimeout: configuration.statementTimeout, logger: logger)
         let app = buildApplication(configuration: configuration, database: gatewayDatabase, logger: logger, metricsRegistry: registry)

@@ -1,0 +1,242 @@
+import CanopyQuery
+import CanopyStore
+import Foundation
+import HummingbirdWebSocket
+import Logging
+import Synchronization
+
+/// One WebSocket speaking `graphql-transport-ws`: authenticates once
+/// (`connection_init`), then runs each `subscribe` as a task that follows
+/// its change feed as the subscriber's user and sends a `next` for every
+/// page with changes. Commits wake the tasks through the gateway's one
+/// `LISTEN` connection ([ChangeNotifier]); the pages themselves are read
+/// under the subscriber's identity, so row-level security decides what a
+/// subscriber can learn, exactly as for `zoneChanges` over HTTP.
+final class GraphQLWebSocketSession: Sendable {
+    /// How long a client has to send `connection_init`.
+    static let initialisationTimeout: Duration = .seconds(10)
+
+    private struct State {
+        var initialised = false
+        var userID: Int64?
+        var subscriptions: [String: Task<Void, Never>] = [:]
+        var closed = false
+    }
+
+    private struct ClientMessage: Decodable {
+        var type: String
+        var id: String?
+        var payload: JSONValue?
+    }
+
+    let database: GatewayDatabase
+    let configuration: GatewayConfiguration
+    let outbound: WebSocketOutboundWriter
+    let headerToken: String?
+    let requestID: String
+    let logger: Logger
+    private let state = Mutex(State())
+
+    init(
+        database: GatewayDatabase, configuration: GatewayConfiguration, outbound: WebSocketOutboundWriter,
+        headerToken: String?, requestID: String, logger: Logger
+    ) {
+        self.database = database
+        self.configuration = configuration
+        self.outbound = outbound
+        self.headerToken = headerToken
+        self.requestID = requestID
+        self.logger = logger
+    }
+
+    func run(_ inbound: WebSocketInboundStream) async {
+        let timeout = Task { [self] in
+            try? await Task.sleep(for: Self.initialisationTimeout)
+            if !Task.isCancelled && !state.withLock({ $0.initialised }) {
+                await close(4408, "Connection initialisation timeout")
+            }
+        }
+        defer { timeout.cancel() }
+        do {
+            for try await message in inbound.messages(maxSize: 1 << 20) {
+                guard case .text(let text) = message else {
+                    await close(4400, "graphql-transport-ws messages are JSON text")
+                    break
+                }
+                guard await handle(text) else { break }
+            }
+        } catch {
+            logger.debug("websocket ended", metadata: ["canopy.error": "\(error)"])
+        }
+        let tasks = state.withLock { state -> [Task<Void, Never>] in
+            defer { state.subscriptions = [:] }
+            return Array(state.subscriptions.values)
+        }
+        for task in tasks { task.cancel() }
+    }
+
+    /// Handles one client message; false once the connection is closed.
+    private func handle(_ text: String) async -> Bool {
+        guard let message = try? JSONDecoder().decode(ClientMessage.self, from: Data(text.utf8)) else {
+            await close(4400, "invalid message: expected JSON with a type")
+            return false
+        }
+        switch message.type {
+        case "connection_init":
+            let first = state.withLock { state -> Bool in
+                defer { state.initialised = true }
+                return !state.initialised
+            }
+            guard first else {
+                await close(4429, "Too many initialisation requests")
+                return false
+            }
+            guard let userID = await authenticate(message.payload) else {
+                await close(4403, "Forbidden: send a valid bearer token in the Authorization header or in connection_init's payload")
+                return false
+            }
+            state.withLock { $0.userID = userID }
+            return await send("{\"type\":\"connection_ack\"}")
+        case "ping":
+            return await send("{\"type\":\"pong\"}")
+        case "pong":
+            return true
+        case "subscribe":
+            guard let userID = state.withLock({ $0.userID }) else {
+                await close(4401, "Unauthorized")
+                return false
+            }
+            guard let id = message.id, !id.isEmpty, let request = Self.graphQLRequest(message.payload) else {
+                await close(4400, "invalid subscribe message: it needs an id and a payload with a query")
+                return false
+            }
+            let started = state.withLock { state -> Bool in
+                guard state.subscriptions[id] == nil else { return false }
+                state.subscriptions[id] = Task { [self] in
+                    await follow(id: id, request: request, userID: userID)
+                }
+                return true
+            }
+            guard started else {
+                await close(4409, "Subscriber for \(id) already exists")
+                return false
+            }
+            return true
+        case "complete":
+            if let id = message.id {
+                state.withLock { $0.subscriptions.removeValue(forKey: id) }?.cancel()
+            }
+            return true
+        default:
+            await close(4400, "unknown message type \(message.type)")
+            return false
+        }
+    }
+
+    private func authenticate(_ payload: JSONValue?) async -> Int64? {
+        var header = headerToken
+        if case .object(let fields)? = payload {
+            for key in ["Authorization", "authorization", "authToken", "token"] {
+                if case .string(let value)? = fields[key] { header = value }
+            }
+        }
+        guard var token = header?.trimmingCharacters(in: .whitespaces) else { return nil }
+        if token.lowercased().hasPrefix("bearer ") { token = String(token.dropFirst("bearer ".count)) }
+        return try? await database.authenticate(token: token.trimmingCharacters(in: .whitespaces), logger: logger)
+    }
+
+    private static func graphQLRequest(_ payload: JSONValue?) -> GraphQLHTTPRequest? {
+        guard case .object(let fields)? = payload, case .string(let query)? = fields["query"] else { return nil }
+        var variables: [String: JSONValue] = [:]
+        if case .object(let given)? = fields["variables"] { variables = given }
+        var operationName: String?
+        if case .string(let name)? = fields["operationName"] { operationName = name }
+        return GraphQLHTTPRequest(query: query, variables: variables, operationName: operationName)
+    }
+
+    /// Runs one subscription until the client completes it, the connection
+    /// ends or the feed fails (an `error` message, after which it is over).
+    private func follow(id: String, request: GraphQLHTTPRequest, userID: Int64) async {
+        var fieldKey: String?
+        do {
+            var parsed = try ParsedRequest(
+                query: request.query, variables: request.variables ?? [:], operationName: request.operationName,
+                limits: .init(maximumDepth: configuration.maximumDepth, maximumAliases: configuration.maximumAliases)
+            )
+            parsed.publicURL = configuration.publicURL
+            guard parsed.operation.operation == .subscription else {
+                throw APIError(.badRequest, "over WebSocket Canopy serves subscriptions; send queries and mutations with POST /graphql")
+            }
+            guard let field = try parsed.rootFields().first, ["zoneChanged", "databaseChanged"].contains(field.name) else {
+                throw APIError(.badRequest, "subscribe to zoneChanged or databaseChanged")
+            }
+            fieldKey = field.responseKey
+            let scope = try parsed.arguments(of: field).string("scope")
+            let executor = OperationExecutor(
+                database: database, configuration: configuration, request: parsed,
+                userID: userID, requestID: requestID, logger: logger
+            )
+            // Subscribe before the first read, so no commit falls between them.
+            let (subscriber, events) = database.notifier.subscribe()
+            defer { database.notifier.unsubscribe(subscriber) }
+            var wakeUps = events.makeAsyncIterator()
+            var since: String?? = .none
+            var zoneID: Int64?
+            while !Task.isCancelled {
+                var page: OperationExecutor.FeedPage
+                repeat {
+                    page = field.name == "zoneChanged"
+                        ? try await executor.zoneChanges(field, overridingSince: since)
+                        : try await executor.databaseChanges(field, overridingSince: since)
+                    zoneID = page.zoneID ?? zoneID
+                    if !page.isEmpty {
+                        let data = "{\"data\":{\(GraphQLResponse.quoted(field.responseKey)):\(page.json)}}"
+                        guard await send("{\"id\":\(GraphQLResponse.quoted(id)),\"type\":\"next\",\"payload\":\(data)}") else { return }
+                    }
+                    since = .some(page.token)
+                } while page.moreComing && !Task.isCancelled
+                // Wait for a commit that may concern this feed.
+                var woken = false
+                while let event = await wakeUps.next() {
+                    switch event {
+                    case .resync: woken = true
+                    case .zone(let zone, let owner):
+                        if field.name == "zoneChanged" {
+                            woken = zone == zoneID
+                        } else {
+                            woken = scope == "PRIVATE" ? owner == userID : owner != userID
+                        }
+                    }
+                    if woken { break }
+                }
+                if !woken { return }   // the notifier stopped: the server is shutting down
+            }
+        } catch {
+            if Task.isCancelled { return }
+            var apiError = APIError(error, requestID: requestID, logger: logger)
+            if apiError.path.isEmpty, let fieldKey { apiError.path = [fieldKey] }
+            let errors = GraphQLResponse.encode([apiError], requestID: requestID)
+            _ = await send("{\"id\":\(GraphQLResponse.quoted(id)),\"type\":\"error\",\"payload\":\(errors)}")
+            state.withLock { _ = $0.subscriptions.removeValue(forKey: id) }
+        }
+    }
+
+    /// Sends a text frame; false when the connection is gone.
+    private func send(_ text: String) async -> Bool {
+        do {
+            try await outbound.write(.text(text))
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    private func close(_ code: UInt16, _ reason: String) async {
+        let first = state.withLock { state -> Bool in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        guard first else { return }
+        try? await outbound.close(.unknown(code), reason: reason)
+    }
+}

@@ -1,0 +1,32 @@
+import CanopyStore
+import HTTPTypes
+import Hummingbird
+import HummingbirdWebSocket
+
+/// `GET /graphql` with `Upgrade: websocket` and the `graphql-transport-ws`
+/// subprotocol: live change feeds (`zoneChanged`, `databaseChanged`).
+/// The bearer token comes in the upgrade's `Authorization` header or, for
+/// browsers that cannot set one, in `connection_init`'s payload.
+struct SubscriptionController {
+    static let subprotocol = "graphql-transport-ws"
+
+    let database: GatewayDatabase
+    let configuration: GatewayConfiguration
+
+    func register(on router: Router<CanopyRequestContext>) {
+        router.ws("graphql") { request, _ in
+            let offered = request.headers[values: .secWebSocketProtocol]
+                .flatMap { $0.split(separator: ",") }
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            guard offered.contains(Self.subprotocol) else { return .dontUpgrade }
+            return .upgrade([.secWebSocketProtocol: Self.subprotocol])
+        } onUpgrade: { inbound, outbound, context in
+            let session = GraphQLWebSocketSession(
+                database: database, configuration: configuration, outbound: outbound,
+                headerToken: context.request.headers[.authorization], requestID: context.requestContext.requestID,
+                logger: context.logger
+            )
+            await session.run(inbound)
+        }
+    }
+}

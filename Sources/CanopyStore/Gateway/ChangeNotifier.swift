@@ -1,0 +1,102 @@
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// Tells live subscriptions that something committed: one `LISTEN
+/// canopy_changes` connection per gateway process, shared by every
+/// subscriber, opened when the first one arrives. A notification names only
+/// a zone and its owner; subscribers read what changed themselves, as their
+/// user, so nothing here can show anyone a row.
+public final class ChangeNotifier: Service, Sendable {
+    /// What a subscriber is told.
+    public enum Event: Sendable, Equatable {
+        /// A transaction that changed this zone (owned by `owner`) committed.
+        case zone(id: Int64, owner: Int64)
+        /// The listening connection (re)started: anything may have been
+        /// missed, so every subscriber should look again.
+        case resync
+    }
+
+    private struct State {
+        var subscribers: [Int: AsyncStream<Event>.Continuation] = [:]
+        var nextID = 0
+        var demand: AsyncStream<Void>.Continuation?
+        var listening = false
+    }
+
+    private let client: PostgresClient
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let demand: AsyncStream<Void>
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        demand = stream
+        state.withLock { $0.demand = continuation }
+    }
+
+    /// A stream of events for one subscriber, and the id to end it with.
+    public func subscribe() -> (id: Int, events: AsyncStream<Event>) {
+        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let (id, wake) = state.withLock { state -> (Int, AsyncStream<Void>.Continuation?) in
+            state.nextID += 1
+            state.subscribers[state.nextID] = continuation
+            return (state.nextID, state.listening ? nil : state.demand)
+        }
+        wake?.yield()
+        return (id, stream)
+    }
+
+    public func unsubscribe(_ id: Int) {
+        let continuation = state.withLock { $0.subscribers.removeValue(forKey: id) }
+        continuation?.finish()
+    }
+
+    /// How many subscribers are registered (for metrics and tests).
+    public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    private func broadcast(_ event: Event) {
+        let continuations = state.withLock { Array($0.subscribers.values) }
+        for continuation in continuations { continuation.yield(event) }
+    }
+
+    /// Waits for the first subscriber, then listens until graceful
+    /// shutdown (which ends it without an error), reconnecting after a failure.
+    public func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            var wakeUps = self.demand.makeAsyncIterator()
+            guard await wakeUps.next() != nil else { return }
+            self.state.withLock { $0.listening = true }
+            while !Task.isCancelled {
+                do {
+                    try await self.client.withConnection { connection in
+                        try await connection.listen(on: "canopy_changes") { notifications in
+                            self.broadcast(.resync)
+                            for try await notification in notifications {
+                                if let event = Self.event(from: notification.payload) { self.broadcast(event) }
+                            }
+                        }
+                    }
+                } catch where !Task.isCancelled {
+                    self.logger.warning("change notifications interrupted; reconnecting", metadata: ["canopy.error": "\(String(reflecting: error))"])
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+        }
+        let continuations = state.withLock { state -> [AsyncStream<Event>.Continuation] in
+            defer { state.subscribers = [:] }
+            return Array(state.subscribers.values)
+        }
+        for continuation in continuations { continuation.finish() }
+    }
+
+    /// `'<zone id> <owner id>'`, as canopy.touch_zone sends it.
+    static func event(from payload: String) -> Event? {
+        let parts = payload.split(separator: " ")
+        guard parts.count == 2, let zone = Int64(parts[0]), let owner = Int64(parts[1]) else { return nil }
+        return .zone(id: zone, owner: owner)
+    }
+}
