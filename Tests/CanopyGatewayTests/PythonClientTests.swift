@@ -16,7 +16,7 @@ struct PythonClientTests {
         let script = "\(TestDatabase.packageRoot)/Tests/python/gql_client.py"
         try await harness.test(configuration: GatewayConfiguration(port: 0), live: true) { client in
             let port = try #require(client.port)
-            let result = try Subprocess.start("/usr/bin/env", ["python3", script, "http://127.0.0.1:\(port)/graphql", harness.aliceToken]).wait()
+            let result = try await Subprocess.start("/usr/bin/env", ["python3", script, "http://127.0.0.1:\(port)/graphql", harness.aliceToken]).finished()
             #expect(result.succeeded, "\(result.output)")
             let line = result.output.split(separator: "\n").last.map(String.init) ?? ""
             let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
@@ -25,6 +25,38 @@ struct PythonClientTests {
             let found = ((json["found"] as? [String: Any])?["records"] as? [String: Any])?["records"] as? [[String: Any]]
             #expect(found?.first?["recordName"] as? String == "py1", "\(result.output)")
             #expect(json["rejected_locally"] as? Bool == true)
+        }
+    }
+
+    @Test("gql's websockets transport subscribes over graphql-transport-ws and is sent the record committed over HTTP")
+    func gqlSubscription() async throws {
+        let harness = try await GatewayHarness.make()
+        let script = "\(TestDatabase.packageRoot)/Tests/python/gql_subscription.py"
+        try await harness.test(configuration: GatewayConfiguration(port: 0), live: true) { client in
+            let port = try #require(client.port)
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"FromPython\") { zoneName } }", token: harness.aliceToken)
+            let (start, _) = try await client.zoneChanges("FromPython", since: nil, token: harness.aliceToken)
+            let since = try #require(start?.token)
+            let result = try await Subprocess.start("/usr/bin/env", ["python3", script, "http://127.0.0.1:\(port)/graphql", harness.aliceToken, since]).finished()
+            #expect(result.succeeded, "\(result.output)")
+            let line = result.output.split(separator: "\n").last.map(String.init) ?? ""
+            let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+            let event = (json["event"] as? [String: Any])?["zoneChanged"] as? [String: Any]
+            let changed = event?["changed"] as? [[String: Any]]
+            #expect(changed?.compactMap { $0["recordName"] as? String } == ["live1"], "\(result.output)")
+            #expect((changed?.first?["fields"] as? [String: Any])?["text"] as? String == "pushed")
+            #expect(event?["token"] is String)
+        }
+    }
+}
+
+extension Subprocess.Started {
+    /// Waits for the process on a thread of its own: a blocking wait on the
+    /// cooperative pool (two threads on this machine) would starve the
+    /// in-process gateway the script is talking to.
+    func finished() async throws -> Subprocess.Result {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Swift.Result { try self.wait() }) }.start()
         }
     }
 }
