@@ -115,8 +115,12 @@ struct SubscriptionTests {
                     #expect((payload?["changed"] as? [[String: Any]])?.compactMap { $0["recordName"] as? String } == ["r\(index)"], "\(message)")
                     lastToken = payload?["token"] as? String
                 }
+                // 100 ms is checked when this test runs alone (make test runs it
+                // again by itself with CANOPY_STRICT_LATENCY=1): in the parallel
+                // run, two cores are shared with every other suite.
                 let median = delays.sorted()[2]
-                #expect(median < .milliseconds(100), "told \(delays) after the commit")
+                let bound: Duration = ProcessInfo.processInfo.environment["CANOPY_STRICT_LATENCY"] == "1" ? .milliseconds(100) : .seconds(2)
+                #expect(median < bound, "told \(delays) after the commit")
                 // The pushed token continues the feed over HTTP: nothing more since.
                 let (after, _) = try await client.zoneChanges("Fasting", since: lastToken, token: alice)
                 #expect(after?.changed == [] && after?.deleted == [])

@@ -49,11 +49,7 @@ public struct DatabaseChangesPlan: Sendable {
     public init(_ field: SelectedField, request: ParsedRequest, userID: Int64, secret: SigningKey, overridingSince: String?? = .none) throws {
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments)
-        let limit = try arguments.int("limit", default: 200)
-        guard limit >= 1 else { throw arguments.invalid("limit", "limit must be at least 1") }
-        guard limit <= Self.maximumLimit else {
-            throw QueryError(.limitExceeded, "limit may be at most \(Self.maximumLimit), got \(limit)", locations: arguments.location("limit"))
-        }
+        let limit = try arguments.limit(default: 200, maximum: Self.maximumLimit)
         var since: ChangeToken.DatabasePosition?
         if let text = try overridingSince ?? arguments.string("since") {
             guard case .database(let position)? = ChangeToken.decode(text, secret: secret) else {

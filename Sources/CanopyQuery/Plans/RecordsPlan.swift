@@ -34,11 +34,7 @@ public struct RecordsPlan: Sendable {
         let scope = try DatabaseScope.read(arguments)
         let zone = try ZoneReference(scope: scope, in: arguments)
         let recordType = try Self.recordType(of: field, request: request)
-        let limit = try arguments.int("limit", default: 100)
-        guard limit >= 1 else { throw arguments.invalid("limit", "limit must be at least 1") }
-        guard limit <= Self.maximumLimit else {
-            throw QueryError(.limitExceeded, "limit may be at most \(Self.maximumLimit), got \(limit)", locations: arguments.location("limit"))
-        }
+        let limit = try arguments.limit(default: 100, maximum: Self.maximumLimit)
         let args = try arguments.value("args")
         let filterText = try arguments.string("filter")
         let checker = PredicateChecker(schema: schema, recordType: recordType, args: args)

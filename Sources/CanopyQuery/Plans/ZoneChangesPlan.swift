@@ -51,11 +51,7 @@ public struct ZoneChangesPlan: Sendable {
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments)
         let zone = try ZoneReference(scope: scope, in: arguments)
-        let limit = try arguments.int("limit", default: 200)
-        guard limit >= 1 else { throw arguments.invalid("limit", "limit must be at least 1") }
-        guard limit <= Self.maximumLimit else {
-            throw QueryError(.limitExceeded, "limit may be at most \(Self.maximumLimit), got \(limit)", locations: arguments.location("limit"))
-        }
+        let limit = try arguments.limit(default: 200, maximum: Self.maximumLimit)
         var since: ChangeToken.ZonePosition?
         if let text = try overridingSince ?? arguments.string("since") {
             guard case .zone(let position)? = ChangeToken.decode(text, secret: secret) else {

@@ -50,6 +50,16 @@ public struct Arguments: @unchecked Sendable {
         }
     }
 
+    /// A page size: `limit`, at least 1, at most `maximum` (LIMIT_EXCEEDED above).
+    func limit(default fallback: Int, maximum: Int) throws -> Int {
+        let limit = try int("limit", default: fallback)
+        guard limit >= 1 else { throw invalid("limit", "limit must be at least 1") }
+        guard limit <= maximum else {
+            throw QueryError(.limitExceeded, "limit may be at most \(maximum), got \(limit)", locations: location("limit"))
+        }
+        return limit
+    }
+
     public func bool(_ name: String, default fallback: Bool) throws -> Bool {
         switch try value(name) {
         case nil, .null?: return fallback
