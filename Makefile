@@ -2,13 +2,14 @@
 #   make run    build, start the embedded PostgreSQL cluster, migrate, serve,
 #               and print a first request
 #   make test   install PostgreSQL if missing, build, run every test suite
+#   make bench  release build; the gateway against pgbench; BENCHMARKS.md
 # Both install PostgreSQL from Debian's packages when it is missing (as root).
 
 SWIFT ?= swift
 PORT ?= 8080
 DATA_DIR ?= .canopy
 
-.PHONY: run test build postgres clean stop docker-config
+.PHONY: run test build postgres clean stop docker-config bench bench-full
 
 postgres:
 	@scripts/ensure-postgres.sh
@@ -22,6 +23,19 @@ test: postgres
 	$(SWIFT) test
 	# Again alone, where the 100 ms notification bound is asserted.
 	CANOPY_STRICT_LATENCY=1 $(SWIFT) test --filter "SubscriptionTests/toldAtOnce"
+
+# Benchmarks: the release gateway (wrk) against the same SQL (pgbench);
+# writes BENCHMARKS.md. bench: 200,000 records, 3 runs of 10 s (a few
+# minutes after the release build); bench-full: 1,000,000 records, 5 runs of 20 s.
+bench: postgres
+	@scripts/ensure-bench-tools.sh
+	$(SWIFT) build -c release --product canopy
+	python3 scripts/bench/bench.py --records 200000 --runs 3 --seconds 10
+
+bench-full: postgres
+	@scripts/ensure-bench-tools.sh
+	$(SWIFT) build -c release --product canopy
+	python3 scripts/bench/bench.py --records 1000000 --runs 5 --seconds 20
 
 run: postgres build
 	@CANOPY_DATA_DIR=$(DATA_DIR) CANOPY_PORT=$(PORT) scripts/run.sh
