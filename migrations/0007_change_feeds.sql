@@ -33,9 +33,10 @@ ALTER TABLE canopy.tombstones
     ADD COLUMN kind text NOT NULL DEFAULT 'deleted' CONSTRAINT tombstones_kind CHECK (kind IN ('deleted', 'left_share'));
 COMMENT ON COLUMN canopy.tombstones.kind IS 'deleted: the record was deleted. left_share: the record moved out of the record-rooted share in share_id (a participant of that share sees it as deleted).';
 
--- Zones a user stopped seeing: deleted (their owner, in PRIVATE) or no longer
--- shared with them (SHARED: share deleted, removed, left). Rows are per user
--- and written by trigger only.
+-- Changes in what a user sees of a zone other than through its records:
+-- the zone deleted (its owner, PRIVATE), no longer shared with them
+-- (SHARED: share deleted, removed, left), or a share in it accepted (SHARED:
+-- they see more of it). Rows are per user and written by trigger only.
 CREATE TABLE canopy.zone_departures (
     id                 bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     user_id            bigint NOT NULL REFERENCES canopy.users (id) ON DELETE CASCADE,
@@ -51,9 +52,9 @@ CREATE TABLE canopy.zone_departures (
 CREATE INDEX zone_departures_user_idx ON canopy.zone_departures (user_id, scope, change_xid);
 CREATE INDEX zone_departures_zone_idx ON canopy.zone_departures (zone_id, user_id, change_seq);
 CREATE INDEX zone_departures_departed_at_idx ON canopy.zone_departures (departed_at);
-COMMENT ON TABLE canopy.zone_departures IS 'Zones a user stopped seeing, for databaseChanges.deletedZones. Visible to that user only; purged after the retention period.';
+COMMENT ON TABLE canopy.zone_departures IS 'Changes in what a user sees of a zone other than through its records: stopped seeing it (databaseChanges.deletedZones) or, in SHARED scope, accepted a share in it. Either expires the user''s older tokens for the zone. Visible to that user only; purged after the retention period.';
 COMMENT ON COLUMN canopy.zone_departures.user_id IS 'Who stopped seeing the zone.';
-COMMENT ON COLUMN canopy.zone_departures.scope IS 'PRIVATE: the owner deleted the zone. SHARED: a participant lost access (share deleted, removed, left, zone deleted).';
+COMMENT ON COLUMN canopy.zone_departures.scope IS 'PRIVATE: the owner deleted the zone. SHARED: a participant lost access (share deleted, removed, left, zone deleted) or accepted a share in it.';
 COMMENT ON COLUMN canopy.zone_departures.zone_id IS 'The zone (which may no longer exist).';
 COMMENT ON COLUMN canopy.zone_departures.zone_name IS 'Its zoneName, kept because the zone may be gone.';
 COMMENT ON COLUMN canopy.zone_departures.owner_id IS 'Its owner.';
@@ -208,13 +209,18 @@ BEGIN
 END
 $$;
 
--- Records a departure of p_user_id from a zone that still exists, at a
--- position of the zone's feed (taken under its lock, like a record write).
+-- Records that what p_user_id sees of a zone changed other than through
+-- its records: they stopped seeing it (a departure) or, in SHARED scope,
+-- started seeing more of it (accepting a share; see
+-- participants_zone_change). Taken at a position of the zone's feed, under
+-- its lock like a record write, so the user's zone tokens from before it
+-- are CHANGE_TOKEN_EXPIRED and the zone is fetched again from null.
+-- Nothing for a user being deleted.
 CREATE FUNCTION canopy.record_departure(p_user_id bigint, p_scope text, p_zone_id bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF canopy.touch_zone(p_zone_id) THEN
+    IF canopy.touch_zone(p_zone_id) AND EXISTS (SELECT 1 FROM canopy.users WHERE id = p_user_id) THEN
         INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
         SELECT p_user_id, p_scope, z.id, z.name, z.owner_id, u.record_name, nextval('canopy.change_seq')
           FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id
@@ -237,13 +243,27 @@ BEGIN
             UNION
             SELECT p.user_id, 'SHARED' FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id
              WHERE s.zone_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL) m
-      JOIN canopy.users u ON u.id = OLD.owner_id;
+      JOIN canopy.users u ON u.id = OLD.owner_id          -- none when the owner is being deleted
+     WHERE EXISTS (SELECT 1 FROM canopy.users gone WHERE gone.id = m.user_id);
     PERFORM pg_notify('canopy_changes', OLD.id || ' ' || OLD.owner_id);
     RETURN OLD;
 END
 $$;
 CREATE TRIGGER zones_before_delete BEFORE DELETE ON canopy.zones
     FOR EACH ROW EXECUTE FUNCTION canopy.zones_before_delete();
+
+-- A zone created: its owner's databaseChanged subscriptions are told
+-- (changed_xid is the creating transaction's, by default).
+CREATE FUNCTION canopy.zones_after_insert() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_notify('canopy_changes', NEW.id || ' ' || NEW.owner_id);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER zones_after_insert AFTER INSERT ON canopy.zones
+    FOR EACH ROW EXECUTE FUNCTION canopy.zones_after_insert();
 
 -- A share being deleted: its accepted participants stop seeing the zone
 -- (through it). When the whole zone goes, zones_before_delete did this and
@@ -252,6 +272,7 @@ CREATE FUNCTION canopy.shares_before_delete() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    PERFORM canopy.touch_zone(OLD.zone_id);   -- the owner's feed: the share changed
     PERFORM canopy.record_departure(p.user_id, 'SHARED', OLD.zone_id)
        FROM canopy.participants p
       WHERE p.share_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL;
@@ -275,28 +296,36 @@ CREATE TRIGGER shares_touch_zone AFTER INSERT OR UPDATE ON canopy.shares
     FOR EACH ROW EXECUTE FUNCTION canopy.shares_touch_zone();
 
 -- A participant added, changed or removed changes the share's zone; one
--- who was ACCEPTED and is no longer (removed, left, deleted) departs.
-CREATE FUNCTION canopy.participants_after_change() RETURNS trigger
+-- who was ACCEPTED and is no longer (removed, left, deleted) departs; one
+-- who becomes ACCEPTED sees more of the zone than their zone tokens know
+-- (another record-rooted share's records, already at old positions), which
+-- is recorded the same way. Named to fire after participants_count (trigger
+-- order is alphabetical), so every path locks the share row before the
+-- zone row, as accept_share and saveShare do.
+CREATE FUNCTION canopy.participants_zone_change() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     zone bigint;
+    was_in boolean := TG_OP <> 'INSERT' AND OLD.status = 'ACCEPTED' AND OLD.role <> 'OWNER' AND OLD.user_id IS NOT NULL;
+    is_in boolean := TG_OP <> 'DELETE' AND NEW.status = 'ACCEPTED' AND NEW.role <> 'OWNER' AND NEW.user_id IS NOT NULL;
 BEGIN
     SELECT s.zone_id INTO zone FROM canopy.shares s WHERE s.id = coalesce(NEW.share_id, OLD.share_id);
     IF zone IS NULL THEN
         RETURN NULL;   -- the share is being deleted: shares_before_delete did this
     END IF;
-    IF TG_OP <> 'INSERT' AND OLD.status = 'ACCEPTED' AND OLD.role <> 'OWNER' AND OLD.user_id IS NOT NULL
-       AND (TG_OP = 'DELETE' OR NEW.status <> 'ACCEPTED' OR NEW.user_id IS DISTINCT FROM OLD.user_id) THEN
+    PERFORM canopy.touch_zone(zone);
+    IF was_in AND (NOT is_in OR NEW.user_id IS DISTINCT FROM OLD.user_id) THEN
         PERFORM canopy.record_departure(OLD.user_id, 'SHARED', zone);
-    ELSE
-        PERFORM canopy.touch_zone(zone);
+    END IF;
+    IF is_in AND (NOT was_in OR NEW.user_id IS DISTINCT FROM OLD.user_id) THEN
+        PERFORM canopy.record_departure(NEW.user_id, 'SHARED', zone);
     END IF;
     RETURN NULL;
 END
 $$;
-CREATE TRIGGER participants_after_change AFTER INSERT OR UPDATE OR DELETE ON canopy.participants
-    FOR EACH ROW EXECUTE FUNCTION canopy.participants_after_change();
+CREATE TRIGGER participants_zone_change AFTER INSERT OR UPDATE OR DELETE ON canopy.participants
+    FOR EACH ROW EXECUTE FUNCTION canopy.participants_zone_change();
 
 -- accept_share (0006) locked the share FOR UPDATE, which waits for (and
 -- deadlocks with) a record write holding the zone lock whose foreign key
@@ -340,52 +369,63 @@ BEGIN
 END
 $$;
 
--- Removes tombstones and departures older than p_retention, in batches of
--- p_batch rows, and raises the horizons that make older tokens
--- CHANGE_TOKEN_EXPIRED. Returns how many rows went. Run by the gateway on a
--- timer (canopy serve --change-retention-days, default 30).
-CREATE FUNCTION canopy.purge_change_history(p_retention interval, p_batch integer DEFAULT 10000) RETURNS bigint
+-- Removes at most p_batch tombstones and p_batch zone departures older
+-- than p_retention and raises the horizons that make older tokens
+-- CHANGE_TOKEN_EXPIRED. Returns how many rows went: the caller repeats
+-- while it gets a full batch, one short transaction each (the gateway's
+-- ChangeHistoryPurger, hourly; canopy serve --change-retention-days).
+-- Zones are updated in id order, as writers never hold two zone locks.
+CREATE FUNCTION canopy.purge_change_history(p_retention interval, p_batch integer DEFAULT 5000) RETURNS bigint
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    removed bigint := 0;
-    n bigint;
     cutoff timestamptz := now() - p_retention;
+    tombstones bigint;
+    departures bigint;
 BEGIN
-    IF p_retention < interval '0' THEN
-        RAISE EXCEPTION 'the retention period cannot be negative' USING ERRCODE = 'CN004';
+    IF p_retention < interval '0' OR p_batch < 1 THEN
+        RAISE EXCEPTION 'the retention period and batch size cannot be negative' USING ERRCODE = 'CN004';
     END IF;
-    LOOP
-        WITH gone AS (
-            DELETE FROM canopy.tombstones WHERE id IN (
-                SELECT id FROM canopy.tombstones WHERE deleted_at < cutoff ORDER BY deleted_at LIMIT p_batch)
-            RETURNING zone_id, change_seq
-        ), per_zone AS (
-            SELECT zone_id, max(change_seq) AS through, count(*) AS n FROM gone GROUP BY zone_id
-        ), raised AS (
-            UPDATE canopy.zones z SET tombstones_purged_through = greatest(z.tombstones_purged_through, per_zone.through)
-              FROM per_zone WHERE z.id = per_zone.zone_id RETURNING 1
-        )
-        SELECT coalesce(sum(per_zone.n), 0) INTO n FROM per_zone;
-        removed := removed + n;
-        EXIT WHEN n < p_batch;
-    END LOOP;
-    LOOP
-        WITH gone AS (
-            DELETE FROM canopy.zone_departures WHERE id IN (
-                SELECT id FROM canopy.zone_departures WHERE departed_at < cutoff ORDER BY departed_at LIMIT p_batch)
-            RETURNING 1
-        )
-        SELECT count(*) INTO n FROM gone;
-        IF n > 0 THEN
-            UPDATE canopy.feed_state SET departures_purged_before = greatest(departures_purged_before, cutoff);
-        END IF;
-        removed := removed + n;
-        EXIT WHEN n < p_batch;
-    END LOOP;
-    RETURN removed;
+    WITH gone AS (
+        DELETE FROM canopy.tombstones WHERE id IN (
+            SELECT id FROM canopy.tombstones WHERE deleted_at < cutoff ORDER BY deleted_at LIMIT p_batch)
+        RETURNING zone_id, change_seq
+    ), per_zone AS (
+        SELECT zone_id, max(change_seq) AS through, count(*) AS n FROM gone GROUP BY zone_id
+    ), raised AS (
+        UPDATE canopy.zones z SET tombstones_purged_through = greatest(z.tombstones_purged_through, per_zone.through)
+          FROM (SELECT * FROM per_zone ORDER BY zone_id) per_zone WHERE z.id = per_zone.zone_id RETURNING 1
+    )
+    SELECT coalesce(sum(per_zone.n), 0) INTO tombstones FROM per_zone;
+    WITH gone AS (
+        DELETE FROM canopy.zone_departures WHERE id IN (
+            SELECT id FROM canopy.zone_departures WHERE departed_at < cutoff ORDER BY departed_at LIMIT p_batch)
+        RETURNING 1
+    )
+    SELECT count(*) INTO departures FROM gone;
+    IF departures > 0 THEN
+        UPDATE canopy.feed_state SET departures_purged_before = greatest(departures_purged_before, cutoff);
+    END IF;
+    RETURN greatest(tombstones, departures);
 END
 $$;
 
+-- The highest change position of a zone the caller can see, over its
+-- records and tombstones (whoever may read them) and the caller's own
+-- departures: where a sync from null starts reporting deletions, so a new
+-- participant learns nothing of what was deleted before they could see it.
+CREATE FUNCTION canopy.zone_feed_position(p_zone_id bigint) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT greatest(
+        (SELECT max(r.change_seq) FROM canopy.records r WHERE r.zone_id = z.id),
+        (SELECT max(t.change_seq) FROM canopy.tombstones t WHERE t.zone_id = z.id),
+        (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = z.id AND d.user_id = canopy.current_user_id()),
+        0)
+      FROM canopy.zones z
+     WHERE z.id = p_zone_id
+       AND (z.owner_id = canopy.current_user_id() OR z.id = ANY (canopy.member_any_zone_ids()))
+$$;
+
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA canopy FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION canopy.purge_change_history(interval, integer) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.purge_change_history(interval, integer), canopy.zone_feed_position(bigint) TO canopy_gateway;

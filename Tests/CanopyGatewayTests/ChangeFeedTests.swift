@@ -224,6 +224,7 @@ struct ChangeFeedTests {
             let url = try #require(share.object["url"] as? String, "\(share.body)")
             _ = try await client.call("acceptShare", "mutation { acceptShare(url: \"\(url)\") { status } }", token: bob)
             let owner = harness.alice.userRecordName
+            let (ownerStart, _) = try await client.zoneChanges("Contacts", since: nil, token: alice)
             let (initial, answer) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: nil, token: bob)
             let first = try #require(initial, "\(answer.body)")
             #expect(Set(first.changed) == ["group", "ann", "ben"] && first.deleted == [])
@@ -232,16 +233,65 @@ struct ChangeFeedTests {
             _ = try await save(client, token: alice, zone: "Contacts", [contact("ben", name: "Ben"), contact("cat", name: "Cat", parent: "group")], policy: "ALL_KEYS")
             let (moved, movedAnswer) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: first.token, token: bob)
             #expect(moved?.changed == ["cat"] && moved?.deleted == ["ben"], "\(movedAnswer.body)")
-            // Alice's private feed shows both as changed, nothing deleted.
-            let (own, _) = try await client.zoneChanges("Contacts", since: nil, token: alice)
-            #expect(own?.deleted == [] && Set(own?.changed ?? []) == ["group", "ann", "ben", "cat"])
+            // Alice's private feed, from before the moves, shows both as changed, nothing deleted.
+            let (own, _) = try await client.zoneChanges("Contacts", since: ownerStart?.token, token: alice)
+            #expect(own?.deleted == [] && Set(own?.changed ?? []) == ["ben", "cat"], "\(String(describing: own))")
             _ = try await client.call("modifyRecords", "mutation { modifyRecords(scope: PRIVATE, zone: {zoneName: \"Contacts\"}, delete: [\"ben\"]) { deleted } }", token: alice)
             let (after, _) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: moved?.token, token: bob)
             #expect(after?.changed == [] && after?.deleted == [], "a record outside the share is nobody's business of bob's: \(String(describing: after))")
-            // Moving back in shows it as changed again.
+            // Created again inside the share, it shows as changed.
             _ = try await save(client, token: alice, zone: "Contacts", [contact("ben", name: "Ben", parent: "group")])
             let (back, _) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: after?.token, token: bob)
             #expect(back?.changed == ["ben"] && back?.deleted == [])
+        }
+    }
+
+    @Test("what a participant sees grows or shrinks: accepting a second share, leaving and rejoining; deletions from before joining stay private")
+    func visibilityChanges() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test { client in
+            let alice = harness.aliceToken, bob = harness.bobToken
+            let owner = harness.alice.userRecordName
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Contacts\") { zoneName } }", token: alice)
+            _ = try await save(client, token: alice, zone: "Contacts", [
+                contact("g1", name: "One"), contact("a1", name: "A", parent: "g1"),
+                contact("g2", name: "Two"), contact("b2", name: "B", parent: "g2"), contact("secret", name: "Layoffs"),
+            ])
+            _ = try await client.call("modifyRecords", "mutation { modifyRecords(scope: PRIVATE, zone: {zoneName: \"Contacts\"}, delete: [\"secret\"]) { deleted } }", token: alice)
+            var urls: [String] = []
+            for root in ["g1", "g2"] {
+                let share = try await client.call("saveShare", """
+                    mutation { saveShare(zoneName: "Contacts", rootRecordName: "\(root)", participants: [{userRecordName: "\(harness.bob.userRecordName)", permission: READ_ONLY}]) { url } }
+                    """, token: alice)
+                urls.append(try #require(share.object["url"] as? String, "\(share.body)"))
+            }
+            _ = try await client.call("acceptShare", "mutation { acceptShare(url: \"\(urls[0])\") { status } }", token: bob)
+            let (first, _) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: nil, token: bob)
+            #expect(Set(first?.changed ?? []) == ["g1", "a1"] && first?.deleted == [], "nothing deleted before bob joined is shown to him")
+
+            // Accepting the second share: records already at old positions
+            // become visible, so the old token expires and a fresh sync has them.
+            _ = try await client.call("acceptShare", "mutation { acceptShare(url: \"\(urls[1])\") { status } }", token: bob)
+            let (_, stale) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: first?.token, token: bob)
+            #expect(stale.code == "CHANGE_TOKEN_EXPIRED", "\(stale.body)")
+            let (both, _) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: nil, token: bob)
+            #expect(Set(both?.changed ?? []) == ["g1", "a1", "g2", "b2"])
+            let (steady, steadyAnswer) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: both?.token, token: bob)
+            #expect(steady?.changed == [] && steady?.deleted == [], "\(steadyAnswer.body)")
+
+            // Leaving one share expires tokens too; rejoining after removal
+            // gives a sync whose token keeps working.
+            _ = try await client.call("leaveShare", "mutation { leaveShare(zone: {zoneName: \"Contacts\", ownerName: \"\(owner)\"}, rootRecordName: \"g2\") }", token: bob)
+            let (_, afterLeaving) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: both?.token, token: bob)
+            #expect(afterLeaving.code == "CHANGE_TOKEN_EXPIRED")
+            _ = try await client.call("setParticipant", """
+                mutation { setParticipant(zoneName: "Contacts", rootRecordName: "g2", participant: {userRecordName: "\(harness.bob.userRecordName)", permission: READ_ONLY}) { url } }
+                """, token: alice)
+            _ = try await client.call("acceptShare", "mutation { acceptShare(url: \"\(urls[1])\") { status } }", token: bob)
+            let (rejoined, _) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: nil, token: bob)
+            #expect(Set(rejoined?.changed ?? []) == ["g1", "a1", "g2", "b2"])
+            let (next, nextAnswer) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: rejoined?.token, token: bob)
+            #expect(nextAnswer.code == nil && next?.changed == [], "a fresh sync's token is not expired by the departure before it: \(nextAnswer.body)")
         }
     }
 

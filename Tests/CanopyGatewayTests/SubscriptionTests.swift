@@ -177,6 +177,25 @@ struct SubscriptionTests {
         }
     }
 
+    @Test("databaseChanged(PRIVATE) is told when its owner creates a zone")
+    func zoneCreationIsPushed() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test(live: true) { client in
+            let alice = harness.aliceToken
+            let startToken = try await client.databaseChanges(scope: "PRIVATE", since: nil, token: alice).token
+            try await client.subscriptionSocket(token: alice) { inbox, send in
+                try await send("{\"type\":\"connection_init\"}")
+                #expect(try await inbox.next()?["type"] as? String == "connection_ack")
+                try await send(try subscribeMessage(id: "db", "subscription($s: String) { databaseChanged(scope: PRIVATE, since: $s) { changedZones { zoneName } token } }", variables: ["s": startToken]))
+                #expect(try await inbox.staysQuiet(for: .milliseconds(200)))
+                _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Fresh\") { zoneName } }", token: alice)
+                let message = try #require(try await inbox.next())
+                let zones = (((message["payload"] as? [String: Any])?["data"] as? [String: Any])?["databaseChanged"] as? [String: Any])?["changedZones"] as? [[String: Any]]
+                #expect(zones?.compactMap { $0["zoneName"] as? String } == ["Fresh"], "\(message)")
+            }
+        }
+    }
+
     @Test("the protocol's refusals: no or a bad token is 4403, subscribing before connection_init is 4401, garbage is 4400, a reused id is 4409")
     func protocolRefusals() async throws {
         let harness = try await GatewayHarness.make()

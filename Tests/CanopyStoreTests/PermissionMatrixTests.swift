@@ -205,9 +205,11 @@ let permissionCases: [PermissionCase] =
         ("alice", .denied), ("writer", .denied),
     ])
     // zone_departures and feed_state: each user reads their own departures; nobody writes
+    // (accepting a share is recorded there too: it changes what the user sees)
     + cases("zone_departures: select", "SELECT zone_name FROM canopy.zone_departures ORDER BY 1", [
-        ("removed", .rows(["Family", "Log"])), ("bob", .rows(["Gone"])),
-        ("alice", none), ("reader", none), ("writer", none), ("admin", none), ("public", none), ("pending", none), ("stranger", none),
+        ("removed", .rows(["Family", "Family", "Log", "Log"])), ("bob", .rows(["Gone"])),
+        ("reader", .rows(["Family", "Log"])), ("writer", .rows(["Family", "Log"])), ("admin", .rows(["Family", "Log"])),
+        ("public", .rows(["Family", "Log"])), ("alice", none), ("pending", none), ("stranger", none),
     ])
     + cases("zone_departures: forge",
             "INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq) VALUES ({me}, 'SHARED', 1, 'x', 1, 'x', 1) RETURNING id::text", [

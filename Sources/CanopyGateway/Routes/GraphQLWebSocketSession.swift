@@ -15,12 +15,25 @@ import Synchronization
 final class GraphQLWebSocketSession: Sendable {
     /// How long a client has to send `connection_init`.
     static let initialisationTimeout: Duration = .seconds(10)
+    /// Subscriptions one socket may hold at once.
+    static let maximumSubscriptions = 64
+
+    private struct Running {
+        var generation: Int
+        var task: Task<Void, Never>
+    }
 
     private struct State {
         var initialised = false
         var userID: Int64?
-        var subscriptions: [String: Task<Void, Never>] = [:]
+        var subscriptions: [String: Running] = [:]
+        var generations = 0
         var closed = false
+    }
+
+    /// The zone a `zoneChanged` subscription follows, known after its first page.
+    private final class FollowedZone: Sendable {
+        let id = Mutex<Int64?>(nil)
     }
 
     private struct ClientMessage: Decodable {
@@ -70,7 +83,7 @@ final class GraphQLWebSocketSession: Sendable {
         }
         let tasks = state.withLock { state -> [Task<Void, Never>] in
             defer { state.subscriptions = [:] }
-            return Array(state.subscriptions.values)
+            return state.subscriptions.values.map(\.task)
         }
         for task in tasks { task.cancel() }
     }
@@ -110,21 +123,31 @@ final class GraphQLWebSocketSession: Sendable {
                 await close(4400, "invalid subscribe message: it needs an id and a payload with a query")
                 return false
             }
-            let started = state.withLock { state -> Bool in
-                guard state.subscriptions[id] == nil else { return false }
-                state.subscriptions[id] = Task { [self] in
-                    await follow(id: id, request: request, userID: userID)
-                }
-                return true
+            enum Start { case started, duplicate, tooMany }
+            let start = state.withLock { state -> Start in
+                guard state.subscriptions[id] == nil else { return .duplicate }
+                guard state.subscriptions.count < Self.maximumSubscriptions else { return .tooMany }
+                state.generations += 1
+                let generation = state.generations
+                state.subscriptions[id] = Running(generation: generation, task: Task { [self] in
+                    await follow(id: id, generation: generation, request: request, userID: userID)
+                })
+                return .started
             }
-            guard started else {
+            switch start {
+            case .started:
+                return true
+            case .duplicate:
                 await close(4409, "Subscriber for \(id) already exists")
                 return false
+            case .tooMany:
+                let error = APIError(.limitExceeded, "a socket holds at most \(Self.maximumSubscriptions) subscriptions; complete one first")
+                let errors = GraphQLResponse.encode([error], requestID: requestID)
+                return await send("{\"id\":\(GraphQLResponse.quoted(id)),\"type\":\"error\",\"payload\":\(errors)}")
             }
-            return true
         case "complete":
             if let id = message.id {
-                state.withLock { $0.subscriptions.removeValue(forKey: id) }?.cancel()
+                state.withLock { $0.subscriptions.removeValue(forKey: id) }?.task.cancel()
             }
             return true
         default:
@@ -156,7 +179,7 @@ final class GraphQLWebSocketSession: Sendable {
 
     /// Runs one subscription until the client completes it, the connection
     /// ends or the feed fails (an `error` message, after which it is over).
-    private func follow(id: String, request: GraphQLHTTPRequest, userID: Int64) async {
+    private func follow(id: String, generation: Int, request: GraphQLHTTPRequest, userID: Int64) async {
         var fieldKey: String?
         do {
             var parsed = try ParsedRequest(
@@ -176,49 +199,59 @@ final class GraphQLWebSocketSession: Sendable {
                 database: database, configuration: configuration, request: parsed,
                 userID: userID, requestID: requestID, logger: logger
             )
+            // Which commits may concern this feed: its zone; the owner's zones
+            // (PRIVATE); other owners' zones (SHARED: row-level security then
+            // decides whether anything is the subscriber's business).
+            let followed = FollowedZone()
+            let isZoneFeed = field.name == "zoneChanged"
+            let wants: @Sendable (ChangeNotifier.Event) -> Bool = { event in
+                guard case .zone(let zone, let owner) = event else { return true }
+                if isZoneFeed { return followed.id.withLock { $0 == nil || $0 == zone } }
+                return scope == "PRIVATE" ? owner == userID : owner != userID
+            }
             // Subscribe before the first read, so no commit falls between them.
-            let (subscriber, events) = database.notifier.subscribe()
+            let (subscriber, events) = database.notifier.subscribe(wants: wants)
             defer { database.notifier.unsubscribe(subscriber) }
             var wakeUps = events.makeAsyncIterator()
             var since: String?? = .none
-            var zoneID: Int64?
             while !Task.isCancelled {
                 var page: OperationExecutor.FeedPage
                 repeat {
                     page = field.name == "zoneChanged"
                         ? try await executor.zoneChanges(field, overridingSince: since)
                         : try await executor.databaseChanges(field, overridingSince: since)
-                    zoneID = page.zoneID ?? zoneID
+                    if let zone = page.zoneID { followed.id.withLock { $0 = zone } }
                     if !page.isEmpty {
+                        // Not after a `complete` (the id may already be reused).
+                        guard isCurrent(id, generation) else { return }
                         let data = "{\"data\":{\(GraphQLResponse.quoted(field.responseKey)):\(page.json)}}"
                         guard await send("{\"id\":\(GraphQLResponse.quoted(id)),\"type\":\"next\",\"payload\":\(data)}") else { return }
                     }
                     since = .some(page.token)
                 } while page.moreComing && !Task.isCancelled
                 // Wait for a commit that may concern this feed.
-                var woken = false
-                while let event = await wakeUps.next() {
-                    switch event {
-                    case .resync: woken = true
-                    case .zone(let zone, let owner):
-                        if field.name == "zoneChanged" {
-                            woken = zone == zoneID
-                        } else {
-                            woken = scope == "PRIVATE" ? owner == userID : owner != userID
-                        }
-                    }
-                    if woken { break }
-                }
-                if !woken { return }   // the notifier stopped: the server is shutting down
+                guard await wakeUps.next() != nil else { return }   // the server is shutting down
             }
         } catch {
             if Task.isCancelled { return }
             var apiError = APIError(error, requestID: requestID, logger: logger)
             if apiError.path.isEmpty, let fieldKey { apiError.path = [fieldKey] }
             let errors = GraphQLResponse.encode([apiError], requestID: requestID)
-            _ = await send("{\"id\":\(GraphQLResponse.quoted(id)),\"type\":\"error\",\"payload\":\(errors)}")
-            state.withLock { _ = $0.subscriptions.removeValue(forKey: id) }
+            // The id is free again before the client hears of the error.
+            let current = state.withLock { state -> Bool in
+                guard state.subscriptions[id]?.generation == generation else { return false }
+                state.subscriptions.removeValue(forKey: id)
+                return true
+            }
+            if current {
+                _ = await send("{\"id\":\(GraphQLResponse.quoted(id)),\"type\":\"error\",\"payload\":\(errors)}")
+            }
         }
+    }
+
+    /// Whether subscription `id` is still the one started as `generation`.
+    private func isCurrent(_ id: String, _ generation: Int) -> Bool {
+        state.withLock { $0.subscriptions[id]?.generation == generation }
     }
 
     /// Sends a text frame; false when the connection is gone.

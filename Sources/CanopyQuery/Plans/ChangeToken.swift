@@ -2,8 +2,9 @@ import Crypto
 import Foundation
 
 /// Where a change feed stopped, handed to the client as an opaque string
-/// signed with the server's secret: a client can only give back a token
-/// this server issued, unedited (anything else is INVALID_ARGUMENTS).
+/// sealed with the server's secret (ChaCha20-Poly1305): a client can only
+/// give back a token this server issued, unedited (anything else is
+/// INVALID_ARGUMENTS), and cannot read the ids and snapshot inside.
 ///
 /// A zone token is a position in the zone's feed (see
 /// docs/CHANGE_FEEDS.md for why "after this position" never skips); a
@@ -23,8 +24,9 @@ public enum ChangeToken: Sendable, Equatable {
         public var zoneName: String
         /// The change position of the last change delivered.
         public var after: Int64
-        /// Set by the first page of a sync from `null`: deletions at or
-        /// below it happened before the sync began and are not reported.
+        /// Set by the first page of a sync from `null` to the zone's highest
+        /// position (`canopy.zone_feed_position`): deletions at or below it
+        /// happened before the sync began and are not reported.
         public var floor: Int64
 
         enum CodingKeys: String, CodingKey {
@@ -86,17 +88,17 @@ public enum ChangeToken: Sendable, Equatable {
         case .zone(let position): envelope = Envelope(zone: position)
         case .database(let position): envelope = Envelope(database: position)
         }
-        let payload = Cursor.base64URL((try? JSONEncoder().encode(envelope)) ?? Data())
-        let signature = Cursor.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(payload.utf8), using: secret.symmetricKey)))
-        return "ct1.\(payload).\(signature)"
+        let json = (try? JSONEncoder().encode(envelope)) ?? Data()
+        let sealed = (try? ChaChaPoly.seal(json, using: secret.symmetricKey).combined) ?? Data()
+        return "ct2.\(Cursor.base64URL(sealed))"
     }
 
     /// Decodes and verifies; nil for anything this server did not issue.
     public static func decode(_ text: String, secret: SigningKey) -> ChangeToken? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "ct1", let signature = Cursor.data(fromBase64URL: String(parts[2])),
-              HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: Data(parts[1].utf8), using: secret.symmetricKey),
-              let json = Cursor.data(fromBase64URL: String(parts[1])),
+        guard parts.count == 2, parts[0] == "ct2", let sealed = Cursor.data(fromBase64URL: String(parts[1])),
+              let box = try? ChaChaPoly.SealedBox(combined: sealed),
+              let json = try? ChaChaPoly.open(box, using: secret.symmetricKey),
               let envelope = try? JSONDecoder().decode(Envelope.self, from: json)
         else { return nil }
         if let zone = envelope.zone { return .zone(zone) }

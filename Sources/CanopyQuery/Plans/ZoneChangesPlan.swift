@@ -94,8 +94,7 @@ public struct ZoneChangesPlan: Sendable {
         } ?? "NULL::json"
         builder.append("""
             WITH \(cte), \
-            floor AS (SELECT coalesce(\(floor)::int8, (SELECT max(r.change_seq) FROM canopy.records r \
-            WHERE r.zone_id = (SELECT id FROM zone)), 0) AS position), \
+            floor AS (SELECT coalesce(\(floor)::int8, canopy.zone_feed_position((SELECT id FROM zone)), 0) AS position), \
             live AS (SELECT r.change_seq AS position, r.record_name AS name, true AS live, r.id FROM canopy.records r \
             WHERE r.zone_id = (SELECT id FROM zone) AND r.change_seq > \(after)::int8 ORDER BY r.change_seq LIMIT \(limitBind)::int8 + 1), \
             dead AS (SELECT t.change_seq, t.record_name, false, t.id FROM canopy.tombstones t \

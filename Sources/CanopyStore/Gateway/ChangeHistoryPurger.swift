@@ -30,15 +30,24 @@ public struct ChangeHistoryPurger: Service {
         }
     }
 
-    /// One purge; failures are logged and tried again next time.
-    public func purgeOnce() async {
+    /// One purge, batch by batch (a short transaction each, so writers to
+    /// a zone wait at most for one batch); failures are logged and tried
+    /// again next time.
+    public func purgeOnce(batch: Int = 5000) async {
         let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
+        var total: Int64 = 0
         do {
-            let rows = try await client.query(
-                "SELECT canopy.purge_change_history(make_interval(secs => \(seconds)))", logger: logger
-            )
-            for try await removed in rows.decode(Int64.self) where removed > 0 {
-                logger.info("purged change history", metadata: ["canopy.purged.rows": "\(removed)", "canopy.retention.seconds": "\(seconds)"])
+            while !Task.isCancelled {
+                let rows = try await client.query(
+                    "SELECT canopy.purge_change_history(make_interval(secs => \(seconds)), \(batch))", logger: logger
+                )
+                var removed: Int64 = 0
+                for try await count in rows.decode(Int64.self) { removed = count }
+                total += removed
+                if removed < batch { break }
+            }
+            if total > 0 {
+                logger.info("purged change history", metadata: ["canopy.purged.rows": "\(total)", "canopy.retention.seconds": "\(seconds)"])
             }
         } catch {
             logger.warning("purging change history failed", metadata: ["canopy.error": "\(String(reflecting: error))"])

@@ -18,8 +18,13 @@ public final class ChangeNotifier: Service, Sendable {
         case resync
     }
 
+    private struct Subscriber {
+        var wants: @Sendable (Event) -> Bool
+        var continuation: AsyncStream<Void>.Continuation
+    }
+
     private struct State {
-        var subscribers: [Int: AsyncStream<Event>.Continuation] = [:]
+        var subscribers: [Int: Subscriber] = [:]
         var nextID = 0
         var demand: AsyncStream<Void>.Continuation?
         var listening = false
@@ -38,12 +43,14 @@ public final class ChangeNotifier: Service, Sendable {
         state.withLock { $0.demand = continuation }
     }
 
-    /// A stream of events for one subscriber, and the id to end it with.
-    public func subscribe() -> (id: Int, events: AsyncStream<Event>) {
-        let (stream, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(256))
+    /// Wake-ups for one subscriber: one element whenever an event it
+    /// `wants` arrives (several while it is busy count as one, since a
+    /// wake-up only means "read again"), and the id to end it with.
+    public func subscribe(wants: @escaping @Sendable (Event) -> Bool) -> (id: Int, wakeUps: AsyncStream<Void>) {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let (id, wake) = state.withLock { state -> (Int, AsyncStream<Void>.Continuation?) in
             state.nextID += 1
-            state.subscribers[state.nextID] = continuation
+            state.subscribers[state.nextID] = Subscriber(wants: wants, continuation: continuation)
             return (state.nextID, state.listening ? nil : state.demand)
         }
         wake?.yield()
@@ -51,16 +58,18 @@ public final class ChangeNotifier: Service, Sendable {
     }
 
     public func unsubscribe(_ id: Int) {
-        let continuation = state.withLock { $0.subscribers.removeValue(forKey: id) }
-        continuation?.finish()
+        let subscriber = state.withLock { $0.subscribers.removeValue(forKey: id) }
+        subscriber?.continuation.finish()
     }
 
     /// How many subscribers are registered (for metrics and tests).
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
     private func broadcast(_ event: Event) {
-        let continuations = state.withLock { Array($0.subscribers.values) }
-        for continuation in continuations { continuation.yield(event) }
+        let subscribers = state.withLock { Array($0.subscribers.values) }
+        for subscriber in subscribers where event == .resync || subscriber.wants(event) {
+            subscriber.continuation.yield()
+        }
     }
 
     /// Waits for the first subscriber, then listens until graceful
@@ -86,11 +95,11 @@ public final class ChangeNotifier: Service, Sendable {
                 }
             }
         }
-        let continuations = state.withLock { state -> [AsyncStream<Event>.Continuation] in
+        let subscribers = state.withLock { state -> [Subscriber] in
             defer { state.subscribers = [:] }
             return Array(state.subscribers.values)
         }
-        for continuation in continuations { continuation.finish() }
+        for subscriber in subscribers { subscriber.continuation.finish() }
     }
 
     /// `'<zone id> <owner id>'`, as canopy.touch_zone sends it.
