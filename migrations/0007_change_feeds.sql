@@ -410,6 +410,27 @@ BEGIN
 END
 $$;
 
+-- modifyRecords takes its zone's lock before any record's: otherwise a
+-- batch that updated A and then waits for the zone (held by a batch that
+-- updated B) while that batch waits for A deadlocks. Only for callers who
+-- may write to the zone (a READ_ONLY participant cannot hold writers up);
+-- always true, so the write goes on and row-level security decides.
+CREATE FUNCTION canopy.lock_zone_for_write(p_zone_id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM canopy.zones z
+                WHERE z.id = p_zone_id
+                  AND (z.owner_id = canopy.current_user_id()
+                       OR z.id = ANY (canopy.member_zone_ids(true))
+                       OR EXISTS (SELECT 1 FROM canopy.shares s
+                                   WHERE s.zone_id = z.id AND s.id = ANY (canopy.member_record_share_ids(true))))) THEN
+        PERFORM 1 FROM canopy.zones WHERE id = p_zone_id FOR NO KEY UPDATE;
+    END IF;
+    RETURN true;
+END
+$$;
+
 -- The highest change position of a zone the caller can see, over its
 -- records and tombstones (whoever may read them) and the caller's own
 -- departures: where a sync from null starts reporting deletions, so a new
@@ -428,4 +449,5 @@ AS $$
 $$;
 
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA canopy FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION canopy.purge_change_history(interval, integer), canopy.zone_feed_position(bigint) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.purge_change_history(interval, integer), canopy.zone_feed_position(bigint),
+    canopy.lock_zone_for_write(bigint) TO canopy_gateway;

@@ -102,4 +102,31 @@ struct ChangeFeedRaceTests {
             }
         }
     }
+
+    @Test("two batches saving the same records in opposite orders never deadlock")
+    func oppositeOrders() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test { client in
+            let alice = harness.aliceToken
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Fasting\") { zoneName } }", token: alice)
+            _ = try await save(client, token: alice, [fast("a", hours: 1, end: 1), fast("b", hours: 2, end: 2)])
+            let failures = try await withThrowingTaskGroup(of: [String].self) { group in
+                for order in [["a", "b"], ["b", "a"]] {
+                    group.addTask {
+                        var codes: [String] = []
+                        for round in 0..<60 {
+                            let answer = try await client.call("modifyRecords", """
+                                mutation($s: [RecordInput!]) { modifyRecords(scope: PRIVATE, zone: {zoneName: "Fasting"}, save: $s, savePolicy: ALL_KEYS) { errors { code message } } }
+                                """, ["s": order.map { fast($0, hours: round, end: 1) }], token: alice)
+                            codes += (answer.object["errors"] as? [[String: Any]] ?? []).map { "\($0)" }
+                            if let code = answer.code { codes.append(code) }
+                        }
+                        return codes
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            #expect(failures.isEmpty, "\(failures.prefix(3))")
+        }
+    }
 }

@@ -106,7 +106,7 @@ def seed(cluster, records):
                                     created_by, modified_by, created_by_name, modified_by_name)
         SELECT {zone_id}, 'r' || g, 'Fast',
                jsonb_build_object('hours', g % 48,
-                                  'endDate', jsonb_build_object('type', 'TIMESTAMP', 'value', 1700000000000 + g * 60000),
+                                  'endDate', jsonb_build_object('type', 'TIMESTAMP', 'value', 1700000000000 + g::bigint * 60000),
                                   'note', 'fast number ' || g, 'tags', jsonb_build_array('t' || (g % 10))),
                s, to_hex(s), {user_id}, {user_id}, '{user['userRecordName']}', '{user['userRecordName']}'
           FROM (SELECT g, nextval('canopy.change_seq') AS s FROM generate_series(1, {records}) g) x;
@@ -279,10 +279,8 @@ def main():
     workloads.append((f"W2 records: date range, sorted, 100 rows of {options.records:,} (first page)", "requests/s", 1,
                       wrk_script(token, RECORDS, RECORDS_ARGS), {}, pgbench_script(records_sql, records_parameters), ""))
     changes_sql, changes_parameters = statements["changes"]
-    # The feed position is the one int8 parameter equal to the captured token's position.
-    captured_after = int(json.loads(__import__("base64").urlsafe_b64decode(
-        tokens[len(tokens) // 2].split(".")[1] + "==="))["z"]["a"])
-    after_parameter = next(n for n, v in changes_parameters.items() if v == str(captured_after))
+    # The feed position is the parameter the records scan starts after.
+    after_parameter = int(re.search(r"r\.change_seq > \$(\d+)::int8", changes_sql).group(1))
     changes_script, changes_defines = pgbench_script(changes_sql, changes_parameters, random_parameter=after_parameter)
     workloads.append(("W4 zoneChanges: 400 changes a request, random positions", "records/s", 400,
                       wrk_script(token, CHANGES, token_file=True), {"CANOPY_BENCH_TOKENS": str(token_file)},

@@ -100,6 +100,7 @@ public struct APIError: Error, Sendable {
         case "42501": return APIError(.permissionFailure, "permission denied")
         case "CN006": return APIError(.unknownItem, message)
         case "57014": return APIError(.limitExceeded, "the request ran longer than the statement timeout")
+        case "40P01", "40001": return APIError(.serviceUnavailable, "the request collided with a concurrent one; try again")
         default: return nil
         }
     }

@@ -3,7 +3,8 @@ import PostgresNIO
 
 /// `modifyRecords`: saves and deletes in one zone, in two statements:
 /// `canopy.modify_records` writes each record as the caller (row-level
-/// security decides), then the saved records and the server records of
+/// security decides), after taking the zone's lock first
+/// (`canopy.lock_zone_for_write`, so concurrent batches cannot deadlock), then the saved records and the server records of
 /// conflicts are read back as JSON for exactly the selection asked for.
 public struct ModifyRecordsPlan: Sendable {
     public static let maximumItems = 400
@@ -190,7 +191,8 @@ public struct ModifyRecordsPlan: Sendable {
         let policy = builder.bind(self.policy.rawValue)
         builder.append("""
             WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
-            (SELECT canopy.modify_records(zone.id, \(saves), \(deletes)::text[], \(policy))::text FROM zone)
+            (SELECT canopy.modify_records(z.id, \(saves), \(deletes)::text[], \(policy))::text \
+            FROM (SELECT zone.id, canopy.lock_zone_for_write(zone.id) AS locked FROM zone) z WHERE z.locked)
             """)
         return builder.query
     }
