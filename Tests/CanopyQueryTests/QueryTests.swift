@@ -22,6 +22,18 @@ struct SchemaTests {
 
 @Suite("Parsing and validating documents")
 struct ParsedRequestTests {
+    @Test("a document seen before is reused with each request's own variables, operation and limits")
+    func reusedDocuments() throws {
+        let text = "query A($n: String!) { lookup(scope: PRIVATE, zone: {zoneName: $n}, recordNames: [\"x\"]) { recordName } } query B { me { name } }"
+        let first = try ParsedRequest(query: text, variables: ["n": .string("one")], operationName: "A")
+        let second = try ParsedRequest(query: text, variables: ["n": .string("two")], operationName: "A")
+        #expect(first.variables["n"] == .string("one") && second.variables["n"] == .string("two"))
+        let other = try ParsedRequest(query: text, operationName: "B")
+        #expect(other.operation.name?.value == "B" && other.variables.isEmpty)
+        #expect(throws: QueryError.self) { try ParsedRequest(query: text, operationName: "A", limits: .init(maximumDepth: 1)) }
+        #expect(throws: QueryError.self) { try ParsedRequest(query: text) }   // two operations, none named
+    }
+
     @Test("syntax errors carry the line and column in characters")
     func syntaxError() {
         #expect(throws: QueryError(.badRequest, "Syntax error: Expected Name, found }", locations: [.init(line: 3, column: 8)])) {

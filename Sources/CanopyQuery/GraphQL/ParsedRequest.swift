@@ -1,4 +1,5 @@
 import GraphQL
+import Synchronization
 
 /// A GraphQL request that parsed and validated against Canopy's schema,
 /// with the operation to run picked out.
@@ -7,7 +8,7 @@ public struct ParsedRequest: @unchecked Sendable {
     public let document: Document
     public let operation: OperationDefinition
     public let fragments: [String: FragmentDefinition]
-    public let variables: [String: JSONValue]
+    public private(set) var variables: [String: JSONValue]
     /// The base of share URLs (`<publicURL>/share/<token>`), from the
     /// server's configuration.
     public var publicURL = "http://127.0.0.1:8080"
@@ -23,12 +24,44 @@ public struct ParsedRequest: @unchecked Sendable {
         }
     }
 
-    /// Parses and validates; throws `QueryError` (`badRequest`) with the
-    /// line and column of each fault.
+    /// Documents already parsed and validated, by text, operation name and
+    /// limits: clients send the same few documents over and over, with new
+    /// variables, and parsing and validating them is most of what the
+    /// gateway does for a small request. Bounded: emptied when full.
+    private struct CacheKey: Hashable {
+        var query: String
+        var operationName: String?
+        var maximumDepth: Int
+        var maximumAliases: Int
+    }
+
+    private static let cache = Mutex<[CacheKey: ParsedRequest]>([:])
+    static let cacheCapacity = 512
+
+    /// Parses and validates (or finds the document parsed and validated
+    /// before); throws `QueryError` (`badRequest`) with the line and column
+    /// of each fault.
     public init(
         query: String, variables: [String: JSONValue] = [:], operationName: String? = nil,
         limits: Limits = Limits()
     ) throws {
+        let key = CacheKey(query: query, operationName: operationName, maximumDepth: limits.maximumDepth, maximumAliases: limits.maximumAliases)
+        if let cached = Self.cache.withLock({ $0[key] }) {
+            self = cached
+            self.variables = variables
+            return
+        }
+        try self.init(parsing: query, operationName: operationName, limits: limits)
+        let parsed = self
+        Self.cache.withLock { cache in
+            if cache.count >= Self.cacheCapacity { cache.removeAll(keepingCapacity: true) }
+            cache[key] = parsed
+        }
+        self.variables = variables
+    }
+
+    private init(parsing query: String, operationName: String?, limits: Limits) throws {
+        let variables: [String: JSONValue] = [:]
         let locator = SourceLocator(query)
         let document: Document
         do {
