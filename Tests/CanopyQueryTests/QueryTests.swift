@@ -22,6 +22,21 @@ struct SchemaTests {
 
 @Suite("Parsing and validating documents")
 struct ParsedRequestTests {
+    @Test("zone names, record types and field names follow API.md's patterns exactly")
+    func namingRules() {
+        // \\A…\\z: the whole string (a regex's $ also matches before a final newline,
+        // which the old regex-based checks let through).
+        let zone = "\\A[A-Za-z0-9.-][A-Za-z0-9_.-]{0,254}\\z", identifier = "\\A[A-Za-z][A-Za-z0-9_]{0,254}\\z"
+        let samples = ["Fasting", "a", "_defaultZone", "_x", "-a", ".a", "9lives", "a_b.c-d", "", "a b", "é", "a\n", "Zone!",
+                       String(repeating: "a", count: 255), String(repeating: "a", count: 256), "A1_", "1A", "a-b", "a.b"]
+        for sample in samples {
+            let zoneByRegex = sample == "_defaultZone" || sample.range(of: zone, options: .regularExpression) != nil
+            #expect(Names.isZoneName(sample) == zoneByRegex, "zone name \(sample.debugDescription)")
+            let identifierByRegex = sample.range(of: identifier, options: .regularExpression) != nil
+            #expect(Names.isRecordType(sample) == identifierByRegex && Names.isFieldName(sample) == identifierByRegex, "\(sample.debugDescription)")
+        }
+    }
+
     @Test("a document seen before is reused with each request's own variables, operation and limits")
     func reusedDocuments() throws {
         let text = "query A($n: String!) { lookup(scope: PRIVATE, zone: {zoneName: $n}, recordNames: [\"x\"]) { recordName } } query B { me { name } }"

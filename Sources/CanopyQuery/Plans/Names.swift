@@ -1,19 +1,43 @@
 /// The naming rules of API.md §1 and §4, checked before anything reaches
-/// the database so that errors name the argument.
+/// the database so that errors name the argument. Checked byte by byte
+/// (every request checks a zone name; a regular expression here was 4% of
+/// a lookup's CPU).
 public enum Names {
+    /// `^[A-Za-z0-9.-][A-Za-z0-9_.-]{0,254}$`, or `_defaultZone`.
     public static func isZoneName(_ name: String) -> Bool {
-        name == "_defaultZone" || name.range(of: "^[A-Za-z0-9.-][A-Za-z0-9_.-]{0,254}$", options: .regularExpression) != nil
+        if name == "_defaultZone" { return true }
+        let bytes = name.utf8
+        guard let first = bytes.first, bytes.count <= 255, isLetterOrDigit(first) || first == UInt8(ascii: ".") || first == UInt8(ascii: "-") else {
+            return false
+        }
+        return bytes.allSatisfy { isLetterOrDigit($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-") }
     }
 
+    /// `^[A-Za-z][A-Za-z0-9_]{0,254}$`.
     public static func isRecordType(_ name: String) -> Bool {
-        name.range(of: "^[A-Za-z][A-Za-z0-9_]{0,254}$", options: .regularExpression) != nil
+        isIdentifier(name)
     }
 
+    /// `^[A-Za-z][A-Za-z0-9_]{0,254}$`.
     public static func isFieldName(_ name: String) -> Bool {
-        name.range(of: "^[A-Za-z][A-Za-z0-9_]{0,254}$", options: .regularExpression) != nil
+        isIdentifier(name)
     }
 
     public static func isRecordName(_ name: String) -> Bool {
         (1...255).contains(name.count)
+    }
+
+    static func isIdentifier(_ name: String) -> Bool {
+        let bytes = name.utf8
+        guard let first = bytes.first, bytes.count <= 255, isLetter(first) else { return false }
+        return bytes.allSatisfy { isLetterOrDigit($0) || $0 == UInt8(ascii: "_") }
+    }
+
+    static func isLetter(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+    }
+
+    static func isLetterOrDigit(_ byte: UInt8) -> Bool {
+        isLetter(byte) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
     }
 }
