@@ -94,17 +94,20 @@ CREATE FUNCTION canopy.touch_zone(p_zone_id bigint) RETURNS boolean
 AS $$
 DECLARE
     owner bigint;
+    touched boolean;
 BEGIN
-    UPDATE canopy.zones SET changed_xid = pg_current_xact_id()
-     WHERE id = p_zone_id AND changed_xid <> pg_current_xact_id()
-    RETURNING owner_id INTO owner;
-    IF FOUND THEN
-        PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || owner);
-        RETURN true;
+    -- One lookup on the common path (the zone already touched by this
+    -- transaction, every record of a batch after the first): lock and check.
+    SELECT owner_id, changed_xid = pg_current_xact_id() INTO owner, touched
+      FROM canopy.zones WHERE id = p_zone_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
     END IF;
-    -- Changed already in this transaction: the lock is ours.
-    PERFORM 1 FROM canopy.zones WHERE id = p_zone_id FOR NO KEY UPDATE;
-    RETURN FOUND;
+    IF NOT touched THEN
+        UPDATE canopy.zones SET changed_xid = pg_current_xact_id() WHERE id = p_zone_id;
+        PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || owner);
+    END IF;
+    RETURN true;
 END
 $$;
 

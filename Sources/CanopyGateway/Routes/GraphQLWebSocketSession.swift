@@ -141,9 +141,7 @@ final class GraphQLWebSocketSession: Sendable {
                 await close(4409, "Subscriber for \(id) already exists")
                 return false
             case .tooMany:
-                let error = APIError(.limitExceeded, "a socket holds at most \(Self.maximumSubscriptions) subscriptions; complete one first")
-                let errors = GraphQLResponse.encode([error], requestID: requestID)
-                return await send("{\"id\":\(GraphQLResponse.quoted(id)),\"type\":\"error\",\"payload\":\(errors)}")
+                return await sendError(id, APIError(.limitExceeded, "a socket holds at most \(Self.maximumSubscriptions) subscriptions; complete one first"))
             }
         case "complete":
             if let id = message.id {
@@ -236,7 +234,6 @@ final class GraphQLWebSocketSession: Sendable {
             if Task.isCancelled { return }
             var apiError = APIError(error, requestID: requestID, logger: logger)
             if apiError.path.isEmpty, let fieldKey { apiError.path = [fieldKey] }
-            let errors = GraphQLResponse.encode([apiError], requestID: requestID)
             // The id is free again before the client hears of the error.
             let current = state.withLock { state -> Bool in
                 guard state.subscriptions[id]?.generation == generation else { return false }
@@ -244,7 +241,7 @@ final class GraphQLWebSocketSession: Sendable {
                 return true
             }
             if current {
-                _ = await send("{\"id\":\(GraphQLResponse.quoted(id)),\"type\":\"error\",\"payload\":\(errors)}")
+                _ = await sendError(id, apiError)
             }
         }
     }
@@ -252,6 +249,12 @@ final class GraphQLWebSocketSession: Sendable {
     /// Whether subscription `id` is still the one started as `generation`.
     private func isCurrent(_ id: String, _ generation: Int) -> Bool {
         state.withLock { $0.subscriptions[id]?.generation == generation }
+    }
+
+    /// Sends the `error` message that ends subscription `id`.
+    private func sendError(_ id: String, _ error: APIError) async -> Bool {
+        let errors = GraphQLResponse.encode([error], requestID: requestID)
+        return await send("{\"id\":\(GraphQLResponse.quoted(id)),\"type\":\"error\",\"payload\":\(errors)}")
     }
 
     /// Sends a text frame; false when the connection is gone.

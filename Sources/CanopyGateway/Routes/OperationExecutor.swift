@@ -198,14 +198,9 @@ struct OperationExecutor {
             try rows.first.map { ZoneChangesPlan.Page(try $0.decode((Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?).self)) }
         }
         guard let page, page.zoneID != nil else { throw zoneNotFound(field) }
-        do {
-            let (json, token) = try plan.response(page, secret: secret)
-            return FeedPage(json: json, token: ChangeToken.zone(token).encoded(secret: secret), moreComing: page.moreComing,
-                            isEmpty: page.isEmpty, zoneID: page.zoneID)
-        } catch var error as QueryError {
-            error.locations = request.location(of: field.field)
-            throw error
-        }
+        let (json, token) = try located(at: field) { try plan.response(page, secret: secret) }
+        return FeedPage(json: json, token: ChangeToken.zone(token).encoded(secret: secret), moreComing: page.moreComing,
+                        isEmpty: page.isEmpty, zoneID: page.zoneID)
     }
 
     /// One page of a database's change feed (`databaseChanges`, or a
@@ -217,9 +212,15 @@ struct OperationExecutor {
             try rows.first.map { DatabaseChangesPlan.Page(try $0.decode((String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?).self)) }
         }
         guard let page else { throw APIError(.internalError, "databaseChanges returned no row") }
+        let (json, token) = try located(at: field) { try plan.response(page, secret: secret) }
+        return FeedPage(json: json, token: token, moreComing: page.moreComing, isEmpty: page.isEmpty)
+    }
+
+    /// Runs `body`, pointing a `QueryError` it throws at `field` (a token
+    /// found expired only once the page was read, say).
+    func located<T>(at field: SelectedField, _ body: () throws -> T) throws -> T {
         do {
-            let (json, token) = try plan.response(page, secret: secret)
-            return FeedPage(json: json, token: token, moreComing: page.moreComing, isEmpty: page.isEmpty)
+            return try body()
         } catch var error as QueryError {
             error.locations = request.location(of: field.field)
             throw error

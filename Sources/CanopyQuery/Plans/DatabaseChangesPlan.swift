@@ -137,17 +137,14 @@ public struct DatabaseChangesPlan: Sendable {
             next = .init(user: userID, scope: scope.rawValue, since: passEnd, sinceTime: passEndTime)
         }
         let token = ChangeToken.database(next).encoded(secret: secret)
-        var parts: [String] = []
-        for child in field.children {
-            let key = JSONValue.string(child.responseKey).jsonText
+        let json = field.jsonObject(typeName: "DatabaseChanges") { child in
             switch child.name {
-            case "changedZones": parts.append("\(key):\(page.changed ?? "[]")")
-            case "deletedZones": parts.append("\(key):\(page.deleted ?? "[]")")
-            case "token": parts.append("\(key):\(JSONValue.string(token).jsonText)")
-            case "moreComing": parts.append("\(key):\(page.moreComing)")
-            default: parts.append("\(key):\"DatabaseChanges\"")
+            case "changedZones": return page.changed ?? "[]"
+            case "deletedZones": return page.deleted ?? "[]"
+            case "token": return JSONValue.string(token).jsonText
+            default: return "\(page.moreComing)"   // moreComing
             }
         }
-        return ("{\(parts.joined(separator: ","))}", token)
+        return (json, token)
     }
 }

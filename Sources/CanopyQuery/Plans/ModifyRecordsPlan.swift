@@ -238,34 +238,25 @@ public struct ModifyRecordsPlan: Sendable {
     /// The `ModifyResult` JSON for the selection, from the outcome and the
     /// records read back (id → (saved JSON, server-record JSON)).
     public func response(_ outcome: Outcome, records: [Int64: (saved: String?, server: String?)]) throws -> String {
-        var parts: [String] = []
-        for child in field.children {
-            let key = JSONValue.string(child.responseKey).jsonText
+        field.jsonObject(typeName: "ModifyResult") { child in
             switch child.name {
             case "saved":
-                parts.append("\(key):[\(outcome.saved.compactMap { records[$0]?.saved }.joined(separator: ","))]")
+                return "[\(outcome.saved.compactMap { records[$0]?.saved }.joined(separator: ","))]"
             case "deleted":
-                parts.append("\(key):\(JSONValue.array(outcome.deleted.map(JSONValue.string)).jsonText)")
-            case "errors":
+                return JSONValue.array(outcome.deleted.map(JSONValue.string)).jsonText
+            default:   // errors
                 let errors = outcome.failures.map { failure in
-                    let fields = child.children.map { part -> String in
-                        let partKey = JSONValue.string(part.responseKey).jsonText
+                    child.jsonObject(typeName: "RecordError") { part in
                         switch part.name {
-                        case "recordName": return "\(partKey):\(JSONValue.string(failure.recordName).jsonText)"
-                        case "code": return "\(partKey):\(JSONValue.string(failure.code).jsonText)"
-                        case "message": return "\(partKey):\(JSONValue.string(failure.message).jsonText)"
-                        case "serverRecord":
-                            return "\(partKey):\(failure.serverRecordID.flatMap { records[$0]?.server } ?? "null")"
-                        default: return "\(partKey):\"RecordError\""
+                        case "recordName": return JSONValue.string(failure.recordName).jsonText
+                        case "code": return JSONValue.string(failure.code).jsonText
+                        case "message": return JSONValue.string(failure.message).jsonText
+                        default: return failure.serverRecordID.flatMap { records[$0]?.server } ?? "null"   // serverRecord
                         }
                     }
-                    return "{\(fields.joined(separator: ","))}"
                 }
-                parts.append("\(key):[\(errors.joined(separator: ","))]")
-            default:
-                parts.append("\(key):\"ModifyResult\"")
+                return "[\(errors.joined(separator: ","))]"
             }
         }
-        return "{\(parts.joined(separator: ","))}"
     }
 }

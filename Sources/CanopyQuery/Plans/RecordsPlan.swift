@@ -152,23 +152,16 @@ public struct RecordsPlan: Sendable {
 
     /// The `RecordPage` JSON: the records, and a cursor when more follow.
     public func response(records: String?, lastKeys: String?, more: Bool, secret: SigningKey) throws -> String {
-        var parts: [String] = []
-        for child in field.children {
-            let key = JSONValue.string(child.responseKey).jsonText
+        field.jsonObject(typeName: "RecordPage") { child in
             switch child.name {
             case "records":
-                parts.append("\(key):\(records ?? "[]")")
-            case "cursor":
+                return records ?? "[]"
+            default:   // cursor
                 guard more, let lastKeys, let decoded = try? JSONDecoder().decode([JSONValue].self, from: Data(lastKeys.utf8)) else {
-                    parts.append("\(key):null")
-                    continue
+                    return "null"
                 }
-                let cursor = Cursor(fingerprint: fingerprint, keys: decoded).encoded(secret: secret)
-                parts.append("\(key):\(JSONValue.string(cursor).jsonText)")
-            default:
-                parts.append("\(key):\"RecordPage\"")
+                return JSONValue.string(Cursor(fingerprint: fingerprint, keys: decoded).encoded(secret: secret)).jsonText
             }
         }
-        return "{\(parts.joined(separator: ","))}"
     }
 }

@@ -139,17 +139,14 @@ public struct ZoneChangesPlan: Sendable {
             user: userID, scope: scope.rawValue, zoneID: zoneID, zoneName: zoneName,
             after: page.lastPosition ?? since?.after ?? 0, floor: since?.floor ?? page.floor
         )
-        var parts: [String] = []
-        for child in field.children {
-            let key = JSONValue.string(child.responseKey).jsonText
+        let json = field.jsonObject(typeName: "ZoneChanges") { child in
             switch child.name {
-            case "changed": parts.append("\(key):\(page.changed ?? "[]")")
-            case "deleted": parts.append("\(key):\(page.deleted ?? "[]")")
-            case "token": parts.append("\(key):\(JSONValue.string(ChangeToken.zone(token).encoded(secret: secret)).jsonText)")
-            case "moreComing": parts.append("\(key):\(page.moreComing)")
-            default: parts.append("\(key):\"ZoneChanges\"")
+            case "changed": return page.changed ?? "[]"
+            case "deleted": return page.deleted ?? "[]"
+            case "token": return JSONValue.string(ChangeToken.zone(token).encoded(secret: secret)).jsonText
+            default: return "\(page.moreComing)"   // moreComing
             }
         }
-        return ("{\(parts.joined(separator: ","))}", token)
+        return (json, token)
     }
 }
