@@ -29,11 +29,13 @@ test: postgres
 # minutes after the release build); bench-full: 1,000,000 records, 5 runs of 20 s.
 bench: postgres
 	@scripts/ensure-bench-tools.sh
+	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build -c release --product canopy
 	python3 scripts/bench/bench.py --records 200000 --runs 3 --seconds 10
 
 bench-full: postgres
 	@scripts/ensure-bench-tools.sh
+	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build -c release --product canopy
 	python3 scripts/bench/bench.py --records 1000000 --runs 5 --seconds 20
 

@@ -108,6 +108,13 @@ struct ChangeFeedTests {
                 let (_, answer) = try await client.zoneChanges("Fasting", since: bad, token: alice)
                 #expect(answer.code == "INVALID_ARGUMENTS", "\(bad): \(answer.body)")
             }
+            // Page sizes: 1...400, the fault located at the argument.
+            let (_, tooMany) = try await client.zoneChanges("Fasting", since: nil, limit: 401, token: alice)
+            #expect(tooMany.code == "LIMIT_EXCEEDED" && tooMany.message.contains("400"))
+            let (_, none) = try await client.zoneChanges("Fasting", since: nil, limit: 0, token: alice)
+            #expect(none.code == "INVALID_ARGUMENTS" && (firstError(none.body)["locations"] as? [[String: Any]])?.isEmpty == false)
+            let databaseTooMany = try await client.databaseChanges(scope: "PRIVATE", since: nil, limit: 401, token: alice)
+            #expect(databaseTooMany.answer.code == "LIMIT_EXCEEDED")
             // Bob has a zone of the same name: alice's token is not his.
             _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Fasting\") { zoneName } }", token: bob)
             let (_, borrowed) = try await client.zoneChanges("Fasting", since: token, token: bob)
