@@ -65,6 +65,7 @@ let package = Package(
             name: "canopy",
             dependencies: [
                 "CanopyGateway",
+                "CanopyQuery",
                 "CanopyStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

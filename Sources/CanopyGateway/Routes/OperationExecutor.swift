@@ -228,7 +228,13 @@ struct OperationExecutor {
     }
 
     func schema(of recordType: String, refresh: Bool) async throws -> RecordSchema {
-        try await database.fieldTypes(of: recordType, refresh: refresh, logger: logger).compactMapValues(FieldType.init)
+        let stored = try await database.fieldTypes(of: recordType, refresh: refresh, logger: logger)
+        return RecordSchema(
+            fields: stored.compactMapValues { field in
+                FieldType(field.fieldType).map { FieldSchema(type: $0, queryable: field.queryable, sortable: field.sortable, searchable: field.searchable) }
+            },
+            mode: SchemaMode(rawValue: database.schemaMode) ?? .development
+        )
     }
 
     func modifyRecords(_ plan: ModifyRecordsPlan, field: SelectedField) async throws -> String {

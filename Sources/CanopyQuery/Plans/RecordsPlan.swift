@@ -40,7 +40,7 @@ public struct RecordsPlan: Sendable {
         let checker = PredicateChecker(schema: schema, recordType: recordType, args: args)
         let predicate: CheckedPredicate
         do {
-            predicate = try filterText.map { try checker.check(try PredicateParser.parse($0)) } ?? .all
+            predicate = try checker.check(try filterText.map(PredicateParser.parse) ?? .all)
         } catch var error as QueryError {
             error.locations = arguments.location("filter")
             throw error
@@ -62,29 +62,22 @@ public struct RecordsPlan: Sendable {
 
         var builder = SQLBuilder()
         let cte = zone.cte(&builder)
-        let type = builder.bind(recordType)
         let filter = PredicateSQL.write(predicate, &builder)
-        var order: [String] = []
-        var keys: [String] = []
-        for key in sortKeys {
-            let expression = PredicateSQL.expression(key.target)
-            order.append("(\(expression)) IS NULL")
-            order.append("\(expression) \(key.descending ? "DESC" : "ASC")")
-            keys.append("(\(expression)) IS NULL")
-            keys.append(expression)
-        }
-        order.append("r.record_name COLLATE \"C\" ASC")
-        keys.append("r.record_name")
-        let keyset = try after.map { try Self.keyset(sortKeys, after: $0.keys, &builder) } ?? "TRUE"
         let records = try field.children.first { $0.name == "records" }.map {
             try Projection.record($0.children, request: request, &builder)
         } ?? "NULL::json"
         let limitBind = builder.bind(limit)
+        // The record type is a literal (it matched the name grammar), so the
+        // planner can match the partial indexes `canopy schema apply` builds.
+        let base = "FROM canopy.records r WHERE r.zone_id = (SELECT id FROM zone) AND r.record_type = '\(recordType)' AND \(filter)"
+        let page: String
+        if sortKeys.count == 1 {
+            page = try Self.singleKeyPage(sortKeys[0], predicate: predicate, after: after?.keys, base: base, limit: limitBind, &builder)
+        } else {
+            page = try Self.page(sortKeys, after: after?.keys, base: base, limit: limitBind, &builder)
+        }
         builder.append("""
-            WITH \(cte), page AS (SELECT r.*, row_number() OVER (ORDER BY \(order.joined(separator: ", "))) AS canopy_ord, \
-            json_build_array(\(keys.joined(separator: ", "))) AS canopy_keys \
-            FROM canopy.records r WHERE r.zone_id = (SELECT id FROM zone) AND r.record_type = \(type) \
-            AND \(filter) AND \(keyset) ORDER BY \(order.joined(separator: ", ")) LIMIT \(limitBind)::int8 + 1) \
+            WITH \(cte), page AS (\(page)) \
             SELECT EXISTS (SELECT 1 FROM zone), \
             (SELECT coalesce(json_agg(\(records) ORDER BY r.canopy_ord), '[]') FROM page r WHERE r.canopy_ord <= \(limitBind)::int8)::text, \
             (SELECT r.canopy_keys FROM page r WHERE r.canopy_ord = \(limitBind)::int8)::text, \
@@ -115,10 +108,98 @@ public struct RecordsPlan: Sendable {
             } catch {
                 throw arguments.invalid("sort", "cannot sort by \(name): record type \(checker.recordType) has no such field")
             }
+            do {
+                _ = try checker.target(name, column: 0, index: .sortable)
+            } catch let error as QueryError {
+                throw arguments.invalid("sort", error.message)
+            }
             switch target.valueType {
-            case .list, .location, .bytes: throw arguments.invalid("sort", "cannot sort by \(name), a \(target.valueType)")
+            case .list, .location, .bytes, .asset: throw arguments.invalid("sort", "cannot sort by \(name), a \(target.valueType)")
             default: return SortKey(target: target, descending: direction == "DESC")
             }
+        }
+    }
+
+    /// Any number of sort keys: one ORDER BY over every key (missing values
+    /// last), then recordName. Right for all; fast only without sort keys.
+    static func page(_ sortKeys: [SortKey], after keys: [JSONValue]?, base: String, limit: String, _ builder: inout SQLBuilder) throws -> String {
+        var order: [String] = []
+        var columns: [String] = []
+        for key in sortKeys {
+            let expression = PredicateSQL.expression(key.target)
+            order.append("(\(expression)) IS NULL")
+            order.append("\(expression) \(key.descending ? "DESC" : "ASC")")
+            columns.append("(\(expression)) IS NULL")
+            columns.append(expression)
+        }
+        order.append("r.record_name COLLATE \"C\" ASC")
+        columns.append("r.record_name")
+        let keyset = try keys.map { try Self.keyset(sortKeys, after: $0, &builder) } ?? "TRUE"
+        let ordered = order.joined(separator: ", ")
+        return "SELECT r.*, row_number() OVER (ORDER BY \(ordered)) AS canopy_ord, json_build_array(\(columns.joined(separator: ", "))) AS canopy_keys \(base) AND \(keyset) ORDER BY \(ordered) LIMIT \(limit)::int8 + 1"
+    }
+
+    /// One sort key, in two parts each an index can answer in order: the
+    /// records that have the key, by (key, recordName), and then those
+    /// missing it, by recordName. Each part reads at most limit + 1 rows, and
+    /// the cursor's position is a row comparison an index can seek to, so a
+    /// page 50 pages deep costs what the first does. The second part is left
+    /// out when the filter already requires the key (or it is never missing).
+    static func singleKeyPage(
+        _ key: SortKey, predicate: CheckedPredicate, after keys: [JSONValue]?, base: String, limit: String, _ builder: inout SQLBuilder
+    ) throws -> String {
+        let expression = PredicateSQL.expression(key.target)
+        let name = "r.record_name COLLATE \"C\""
+        var inMissingPart = false
+        var valueAfter: String?
+        var nameAfter: String?
+        if let keys {
+            guard keys.count == 3, case .bool(let wasNull) = keys[0], case .string(let last) = keys[2] else {
+                throw QueryError(.invalidArguments, "the cursor is damaged")
+            }
+            inMissingPart = wasNull
+            nameAfter = "\(builder.bind(last))::text"
+            if !wasNull { valueAfter = try bound(keys[1], for: key.target.valueType, &builder) }
+        }
+        let neverMissing: Bool
+        switch key.target {
+        case .recordName, .creationDate, .modificationDate: neverMissing = true
+        default: neverMissing = predicate.requiresValue(of: key.target)
+        }
+        var parts: [String] = []
+        if !inMissingPart {
+            var condition = "\(expression) IS NOT NULL"
+            if let valueAfter, let nameAfter {
+                condition = key.descending
+                    ? "\(expression) <= \(valueAfter) AND (\(expression) < \(valueAfter) OR \(name) > \(nameAfter))"
+                    : "(\(expression), \(name)) > (\(valueAfter), \(nameAfter))"
+            }
+            parts.append("""
+                (SELECT r.*, 0 AS canopy_part, \(expression) AS canopy_sort, json_build_array(false, \(expression), r.record_name) AS canopy_keys \
+                \(base) AND \(condition) ORDER BY \(expression) \(key.descending ? "DESC" : "ASC"), \(name) LIMIT \(limit)::int8 + 1)
+                """)
+        }
+        if inMissingPart || !neverMissing {
+            let condition = nameAfter.map { "\(expression) IS NULL AND \(name) > \($0)" } ?? "\(expression) IS NULL"
+            parts.append("""
+                (SELECT r.*, 1 AS canopy_part, NULL AS canopy_sort, json_build_array(true, NULL, r.record_name) AS canopy_keys \
+                \(base) AND \(condition) ORDER BY \(name) LIMIT \(limit)::int8 + 1)
+                """)
+        }
+        return """
+            SELECT p.*, row_number() OVER (ORDER BY p.canopy_part, p.canopy_sort \(key.descending ? "DESC" : "ASC"), p.record_name COLLATE "C") AS canopy_ord \
+            FROM (\(parts.joined(separator: " UNION ALL "))) p
+            """
+    }
+
+    /// A cursor's key value, bound as the type the key compares as.
+    static func bound(_ value: JSONValue, for type: FieldType, _ builder: inout SQLBuilder) throws -> String {
+        switch (type, value) {
+        case (.string, .string(let text)), (.reference, .string(let text)): return "\(builder.bind(text))::text"
+        case (.boolean, .bool(let flag)): return "\(builder.bind(flag))::boolean"
+        case (_, .int(let number)): return "\(builder.bind(Double(number)))::float8"
+        case (_, .double(let number)): return "\(builder.bind(number))::float8"
+        default: throw QueryError(.invalidArguments, "the cursor is damaged")
         }
     }
 
@@ -136,14 +217,7 @@ public struct RecordsPlan: Sendable {
                 condition = "(\(nullFlag) AND \(condition))"
                 continue
             }
-            let bound: String
-            switch (key.target.valueType, value) {
-            case (.string, .string(let text)), (.reference, .string(let text)): bound = "\(builder.bind(text))::text"
-            case (.boolean, .bool(let flag)): bound = "\(builder.bind(flag))::boolean"
-            case (_, .int(let number)): bound = "\(builder.bind(Double(number)))::float8"
-            case (_, .double(let number)): bound = "\(builder.bind(number))::float8"
-            default: throw QueryError(.invalidArguments, "the cursor is damaged")
-            }
+            let bound = try Self.bound(value, for: key.target.valueType, &builder)
             let strictlyAfter = key.descending ? "\(expression) < \(bound)" : "\(expression) > \(bound)"
             condition = "(\(nullFlag) OR coalesce(\(strictlyAfter), false) OR (coalesce(\(expression) = \(bound), false) AND \(condition)))"
         }

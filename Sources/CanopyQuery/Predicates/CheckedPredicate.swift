@@ -16,7 +16,7 @@ public indirect enum CheckedPredicate: Equatable, Sendable {
         case recordName, creationDate, modificationDate, createdBy, modifiedBy
 
         /// The type values are compared as.
-        var valueType: FieldType {
+        public var valueType: FieldType {
             switch self {
             case .field(_, let type): return type
             case .recordName, .createdBy, .modifiedBy: return .string
@@ -34,6 +34,22 @@ public indirect enum CheckedPredicate: Equatable, Sendable {
         case time(Double)
     }
 
+    /// Whether every record this predicate matches has a value for `target`
+    /// (so records missing it need not be looked for).
+    public func requiresValue(of target: Target) -> Bool {
+        switch self {
+        case .all, .not: return false
+        case .and(let left, let right): return left.requiresValue(of: target) || right.requiresValue(of: target)
+        case .or(let left, let right): return left.requiresValue(of: target) && right.requiresValue(of: target)
+        case .test(let test):
+            guard test.target == target else { return false }
+            switch test.kind {
+            case .isNil, .selfContains: return false
+            default: return true
+            }
+        }
+    }
+
     public enum Comparison: String, Equatable, Sendable {
         case equal = "=", notEqual = "<>", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
     }
@@ -46,7 +62,8 @@ public indirect enum CheckedPredicate: Equatable, Sendable {
             case `in`([Scalar])
             case listContains(Scalar)
             case beginsWith(String)
-            case selfContains(String)
+            /// The words of the text, in the SEARCHABLE fields (nil: every string field).
+            case selfContains(String, fields: [String]?)
             case distance(latitude: Double, longitude: Double, orEqual: Bool, kilometres: Double)
         }
         public var target: Target

@@ -2,6 +2,8 @@
 /// `canopy.field_types` stores it.
 public indirect enum FieldType: Sendable, Equatable, CustomStringConvertible {
     case string, int64, double, boolean, timestamp, reference, location, bytes
+    /// A schema file's ASSET: declared and exported, but no value can be saved to it (Canopy stores no assets).
+    case asset
     case list(FieldType)
 
     public init?(_ text: String) {
@@ -19,6 +21,7 @@ public indirect enum FieldType: Sendable, Equatable, CustomStringConvertible {
         case "REFERENCE": self = .reference
         case "LOCATION": self = .location
         case "BYTES": self = .bytes
+        case "ASSET": self = .asset
         default: return nil
         }
     }
@@ -33,12 +36,19 @@ public indirect enum FieldType: Sendable, Equatable, CustomStringConvertible {
         case .reference: return "REFERENCE"
         case .location: return "LOCATION"
         case .bytes: return "BYTES"
+        case .asset: return "ASSET"
         case .list(let element): return "LIST<\(element)>"
         }
     }
 
     var isNumber: Bool { self == .int64 || self == .double }
+
+    /// Whether values of this type have an order (and so a btree index).
+    public var isSortable: Bool {
+        switch self {
+        case .string, .int64, .double, .boolean, .timestamp, .reference: return true
+        case .location, .bytes, .asset, .list: return false
+        }
+    }
 }
 
-/// The field types of one record type.
-public typealias RecordSchema = [String: FieldType]

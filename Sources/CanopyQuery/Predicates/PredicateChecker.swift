@@ -15,7 +15,11 @@ public struct PredicateChecker {
 
     public func check(_ syntax: PredicateSyntax) throws -> CheckedPredicate {
         switch syntax {
-        case .all: return .all
+        case .all:
+            if schema.mode == .production, schema.fields[SystemField.recordID.rawValue]?.queryable != true {
+                throw QueryError(.invalidArguments, "fetching every \(recordType) record needs ___recordID QUERYABLE in the schema (production mode)")
+            }
+            return .all
         case .and(let left, let right): return .and(try check(left), try check(right))
         case .or(let left, let right): return .or(try check(left), try check(right))
         case .not(let inner): return .not(try check(inner))
@@ -25,6 +29,32 @@ public struct PredicateChecker {
 
     func error(_ column: Int, _ message: String) -> QueryError {
         QueryError(.invalidArguments, "filter, column \(column): \(message)")
+    }
+
+    /// The target a key names; in production mode, only when the schema
+    /// declares the index `index` (QUERYABLE for filters, SORTABLE for sorts) on it.
+    func target(_ key: String, column: Int, index: Index = .queryable) throws -> CheckedPredicate.Target {
+        let target = try self.target(key, column: column)
+        guard schema.mode == .production else { return target }
+        let declared: String
+        if case .field(let name, _) = target {
+            declared = name
+        } else {
+            declared = SystemField.allCases.first { $0.queryKey == key }!.rawValue
+        }
+        let field = schema.fields[declared]
+        let present = index == .queryable ? field?.queryable == true : field?.sortable == true
+        guard present else {
+            let what = declared == key ? "field \(key)" : "\(key) (\(declared))"
+            throw QueryError(.invalidArguments,
+                "\(index == .queryable ? "filter, column \(column)" : "sort"): \(what) of record type \(recordType) is not \(index.rawValue) in the schema (production mode: declare \(declared) \(index.rawValue) and run canopy schema apply)")
+        }
+        return target
+    }
+
+    /// The index a use of a field needs in production mode.
+    enum Index: String {
+        case queryable = "QUERYABLE", sortable = "SORTABLE"
     }
 
     func target(_ key: String, column: Int) throws -> CheckedPredicate.Target {
@@ -48,9 +78,13 @@ public struct PredicateChecker {
             guard case .string(let text) = try resolve(operand) else {
                 throw error(operand.column, "self CONTAINS takes a string")
             }
-            return .init(target: .recordName, kind: .selfContains(text))
+            let searchable = schema.searchableFields
+            if searchable.isEmpty && schema.mode == .production {
+                throw error(operand.column, "self CONTAINS needs a SEARCHABLE field in record type \(recordType)'s schema (production mode)")
+            }
+            return .init(target: .recordName, kind: .selfContains(text, fields: searchable.isEmpty ? nil : searchable))
         }
-        let target = try self.target(test.key, column: test.keyColumn)
+        let target = try self.target(test.key, column: test.keyColumn, index: .queryable)
         let type = target.valueType
         let name = test.key
         switch test.kind {
@@ -183,7 +217,7 @@ public struct PredicateChecker {
             if case .string(let name) = value { return .string(name) }
             if case .object(let object) = value, case .string(let name)? = object["recordName"] { return .string(name) }
             throw mismatch()
-        case .location, .bytes, .list:
+        case .location, .bytes, .asset, .list:
             throw error(column, "\(name) is \(type) and cannot be compared this way")
         }
     }

@@ -2,15 +2,25 @@ import Foundation
 
 /// Writes a checked filter as a SQL condition on `canopy.records r`. Values
 /// are bound; field names appear only as SQL string literals after matching
-/// `[A-Za-z][A-Za-z0-9_]{0,254}`. Every test is `coalesce(…, false)`, so a
-/// missing field makes a comparison false (and its NOT true), as in CloudKit.
+/// `[A-Za-z][A-Za-z0-9_]{0,254}`.
+///
+/// A missing field makes a comparison NULL, which a WHERE clause rejects as
+/// it rejects false; only under NOT does the difference show, so there the
+/// inner condition is `coalesce(…, false)` (a missing field's NOT is true,
+/// as in CloudKit). Tests outside a NOT stay bare, so that PostgreSQL can
+/// use them as index conditions.
+///
+/// Every field is read through a LEAKPROOF function of `migrations/0008`
+/// (`canopy.number_field(r.fields, 'start')`): under row-level security
+/// only leakproof conditions reach an index, and `canopy schema apply`
+/// builds its indexes on the very expressions ``expression(_:qualifier:)`` writes.
 public enum PredicateSQL {
     public static func write(_ predicate: CheckedPredicate, _ builder: inout SQLBuilder) -> String {
         switch predicate {
         case .all: return "TRUE"
         case .and(let left, let right): return "(\(write(left, &builder)) AND \(write(right, &builder)))"
         case .or(let left, let right): return "(\(write(left, &builder)) OR \(write(right, &builder)))"
-        case .not(let inner): return "(NOT \(write(inner, &builder)))"
+        case .not(let inner): return "(NOT coalesce(\(write(inner, &builder)), false))"
         case .test(let test): return write(test, &builder)
         }
     }
@@ -21,25 +31,32 @@ public enum PredicateSQL {
         return "'\(name)'"
     }
 
-    /// The SQL expression a target's values are compared as.
-    static func expression(_ target: CheckedPredicate.Target) -> String {
+    /// The SQL expression a target's values are compared as; `qualifier`
+    /// is the table alias with its dot (`r.`, or nothing in an index).
+    public static func expression(_ target: CheckedPredicate.Target, qualifier: String = "r.") -> String {
+        let q = qualifier
         switch target {
-        case .recordName: return "r.record_name COLLATE \"C\""
-        case .creationDate: return "(extract(epoch FROM r.created_at) * 1000)::float8"
-        case .modificationDate: return "(extract(epoch FROM r.modified_at) * 1000)::float8"
-        case .createdBy: return "r.created_by_name COLLATE \"C\""
-        case .modifiedBy: return "r.modified_by_name COLLATE \"C\""
+        case .recordName: return "\(q)record_name COLLATE \"C\""
+        case .creationDate: return "canopy.epoch_ms(\(q)created_at)"
+        case .modificationDate: return "canopy.epoch_ms(\(q)modified_at)"
+        case .createdBy: return "\(q)created_by_name COLLATE \"C\""
+        case .modifiedBy: return "\(q)modified_by_name COLLATE \"C\""
         case .field(let name, let type):
             let key = literal(name)
             switch type {
-            case .string: return "(r.fields->>\(key)) COLLATE \"C\""
-            case .int64, .double: return "(r.fields->>\(key))::float8"
-            case .boolean: return "(r.fields->>\(key))::boolean"
-            case .timestamp: return "(r.fields->\(key)->>'value')::float8"
-            case .reference: return "(r.fields->\(key)->>'recordName') COLLATE \"C\""
-            case .location, .bytes, .list: return "(r.fields->\(key))"
+            case .string: return "canopy.string_field(\(q)fields, \(key)) COLLATE \"C\""
+            case .int64, .double: return "canopy.number_field(\(q)fields, \(key))"
+            case .boolean: return "canopy.boolean_field(\(q)fields, \(key))"
+            case .timestamp: return "canopy.timestamp_field(\(q)fields, \(key))"
+            case .reference: return "canopy.reference_field(\(q)fields, \(key)) COLLATE \"C\""
+            case .location, .bytes, .asset, .list: return "(\(q)fields->\(key))"
             }
         }
+    }
+
+    /// The full-text document of the SEARCHABLE `fields` (what their index holds).
+    public static func searchDocument(_ fields: [String], qualifier: String = "r.") -> String {
+        "canopy.search_words(\(qualifier)fields, '{\(fields.map { literal($0).dropFirst().dropLast() }.joined(separator: ","))}'::text[])"
     }
 
     static func bind(_ scalar: CheckedPredicate.Scalar, _ builder: inout SQLBuilder) -> String {
@@ -54,12 +71,12 @@ public enum PredicateSQL {
         let target = expression(test.target)
         switch test.kind {
         case .compare(let comparison, let value):
-            return "coalesce(\(target) \(comparison.rawValue) \(bind(value, &builder)), false)"
+            return "(\(target) \(comparison.rawValue) \(bind(value, &builder)))"
         case .isNil(let isNil):
             guard case .field(let name, _) = test.target else { return isNil ? "FALSE" : "TRUE" }
-            return isNil ? "(NOT coalesce(r.fields ? \(literal(name)), false))" : "coalesce(r.fields ? \(literal(name)), false)"
+            return isNil ? "(NOT (r.fields ? \(literal(name))))" : "(r.fields ? \(literal(name)))"
         case .between(let low, let high):
-            return "coalesce(\(target) BETWEEN \(bind(low, &builder)) AND \(bind(high, &builder)), false)"
+            return "(\(target) BETWEEN \(bind(low, &builder)) AND \(bind(high, &builder)))"
         case .in(let values):
             let array: String
             switch values.first {
@@ -68,7 +85,7 @@ public enum PredicateSQL {
             case nil: return "FALSE"
             default: array = "\(builder.bind(values.map { value -> Double in if case .number(let n) = value { return n }; if case .time(let n) = value { return n }; return 0 }))::float8[]"
             }
-            return "coalesce(\(target) = ANY(\(array)), false)"
+            return "(\(target) = ANY(\(array)))"
         case .listContains(let value):
             guard case .field(let name, .list(let element)) = test.target else { return "FALSE" }
             let stored: JSONValue
@@ -80,13 +97,15 @@ public enum PredicateSQL {
             case (_, .bool(let flag)): stored = .bool(flag)
             case (_, .time(let ms)): stored = .double(ms)
             }
-            return "coalesce(r.fields->\(literal(name)) @> \(builder.bind(json: .array([stored]))), false)"
+            return "(r.fields->\(literal(name)) @> \(builder.bind(json: .array([stored]))))"
         case .beginsWith(let prefix):
             guard let upper = upperBound(of: prefix) else { return "(\(target) IS NOT NULL)" }
-            return "coalesce(\(target) >= \(builder.bind(prefix))::text AND \(target) < \(builder.bind(upper))::text, false)"
-        case .selfContains(let text):
+            return "(\(target) >= \(builder.bind(prefix))::text AND \(target) < \(builder.bind(upper))::text)"
+        case .selfContains(let text, let fields):
             guard text.contains(where: { $0.isLetter || $0.isNumber }) else { return "TRUE" }
-            return "coalesce(canopy.search_document(r.fields) @@ canopy.search_query(\(builder.bind(text))::text), false)"
+            let query = "canopy.search_query(\(builder.bind(text))::text)"
+            guard let fields else { return "(canopy.search_document(r.fields) @@ \(query))" }
+            return "(\(searchDocument(fields)) OPERATOR(canopy.@@) \(query))"
         case .distance(let latitude, let longitude, let orEqual, let kilometres):
             let lat = "\(builder.bind(latitude))::float8"
             let lon = "\(builder.bind(longitude))::float8"
@@ -94,7 +113,7 @@ public enum PredicateSQL {
             let pointLat = "(\(target)->>'latitude')::float8"
             let pointLon = "(\(target)->>'longitude')::float8"
             let distance = "6371.0088 * 2 * asin(least(1, sqrt(power(sin(radians(\(pointLat) - \(lat)) / 2), 2) + cos(radians(\(lat))) * cos(radians(\(pointLat))) * power(sin(radians(\(pointLon) - \(lon)) / 2), 2))))"
-            return "coalesce(\(distance) \(orEqual ? "<=" : "<") \(km), false)"
+            return "(\(distance) \(orEqual ? "<=" : "<") \(km))"
         }
     }
 

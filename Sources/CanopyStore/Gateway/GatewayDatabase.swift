@@ -17,13 +17,20 @@ public final class GatewayDatabase: Sendable {
     let availabilityTimeout: Duration
     let tokens: TokenCache
     let recordTypes: RecordTypeFields
+    /// `production` or `development`: said to the database in every write
+    /// transaction (`canopy.schema_mode`), where a trigger refuses undeclared
+    /// record types and fields in production.
+    public let schemaMode: String
 
     /// - Parameters:
     ///   - statementTimeout: every statement's limit (`statement_timeout`, set per connection)
     ///   - tokenCacheTime: how long a looked-up token is remembered (0: never)
+    ///   - schemaCacheTime: how long a record type's fields are remembered (0: never)
+    ///   - schemaMode: `development` or `production`
     public init(
         endpoint: DatabaseEndpoint, maximumConnections: Int = 20, availabilityTimeout: Duration = .seconds(5),
-        statementTimeout: Duration = .seconds(10), tokenCacheTime: Duration = .seconds(5), logger: Logger
+        statementTimeout: Duration = .seconds(10), tokenCacheTime: Duration = .seconds(5),
+        schemaCacheTime: Duration = .seconds(1), schemaMode: String = "development", logger: Logger
     ) throws {
         var configuration = try endpoint.clientConfiguration()
         configuration.options.maximumConnections = maximumConnections
@@ -34,7 +41,8 @@ public final class GatewayDatabase: Sendable {
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.secrets = ServerSecrets(client: client)
         self.notifier = ChangeNotifier(client: client, logger: logger)
-        self.recordTypes = RecordTypeFields(client: client)
+        self.recordTypes = RecordTypeFields(client: client, maximumAge: schemaCacheTime)
+        self.schemaMode = schemaMode
         self.logger = logger
         self.availabilityTimeout = availabilityTimeout
     }
@@ -68,7 +76,10 @@ public final class GatewayDatabase: Sendable {
     ) async throws -> Result {
         try await client.withConnection { connection in
             try await connection.inTransaction(logger: logger) { connection in
-                try await connection.query("SELECT set_config('canopy.user_id', \(String(userID)), true)", logger: logger)
+                try await connection.query(
+                    "SELECT set_config('canopy.user_id', \(String(userID)), true), set_config('canopy.schema_mode', \(self.schemaMode), true)",
+                    logger: logger
+                )
                 return try await body(connection)
             }
         }
@@ -97,9 +108,9 @@ public final class GatewayDatabase: Sendable {
         return try collect(try await client.executeShaped(query, parameterTypes: parameterTypes + [.text], logger: logger))
     }
 
-    /// The field types of a record type (name → type name); `refresh`
-    /// reads them anew, for a field that was not known yet.
-    public func fieldTypes(of recordType: String, refresh: Bool = false, logger: Logger) async throws -> [String: String] {
+    /// A record type's fields with their indexes; `refresh` reads them anew,
+    /// for a field that was not known yet.
+    public func fieldTypes(of recordType: String, refresh: Bool = false, logger: Logger) async throws -> [String: StoredField] {
         try await recordTypes.fields(of: recordType, refresh: refresh, logger: logger)
     }
 

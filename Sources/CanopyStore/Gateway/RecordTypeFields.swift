@@ -1,26 +1,52 @@
 import Logging
 import PostgresNIO
 
-/// Field types by record type, read from `canopy.field_types` and kept:
-/// types are only ever added (a first save fixes a field's type), so a
-/// kept entry stays right; a field not known yet is looked up again.
-actor RecordTypeFields {
-    private var known: [String: [String: String]] = [:]
-    private let client: PostgresClient
+/// One row of `canopy.field_types`: a field's type name and its indexes.
+public struct StoredField: Sendable, Equatable {
+    public var recordType: String
+    public var fieldName: String
+    public var fieldType: String
+    public var queryable: Bool
+    public var sortable: Bool
+    public var searchable: Bool
 
-    init(client: PostgresClient) {
+    public init(recordType: String, fieldName: String, fieldType: String, queryable: Bool, sortable: Bool, searchable: Bool) {
+        self.recordType = recordType
+        self.fieldName = fieldName
+        self.fieldType = fieldType
+        self.queryable = queryable
+        self.sortable = sortable
+        self.searchable = searchable
+    }
+}
+
+/// Field types by record type, read from `canopy.field_types` and kept for
+/// `maximumAge`: a first save only adds types (a miss is looked up again at
+/// once), while `canopy schema apply` may change indexes or drop fields,
+/// which the gateway sees within that age.
+actor RecordTypeFields {
+    private var known: [String: (fields: [String: StoredField], readAt: ContinuousClock.Instant)] = [:]
+    private let client: PostgresClient
+    private let maximumAge: Duration
+
+    init(client: PostgresClient, maximumAge: Duration) {
         self.client = client
+        self.maximumAge = maximumAge
     }
 
-    /// Field name → type name, for a record type; `refresh` reads them anew.
-    func fields(of recordType: String, refresh: Bool, logger: Logger) async throws -> [String: String] {
-        if !refresh, let fields = known[recordType] { return fields }
-        var fields: [String: String] = [:]
+    /// Field name → field, for a record type; `refresh` reads them anew.
+    func fields(of recordType: String, refresh: Bool, logger: Logger) async throws -> [String: StoredField] {
+        let now = ContinuousClock.now
+        if !refresh, let entry = known[recordType], now - entry.readAt < maximumAge { return entry.fields }
+        var fields: [String: StoredField] = [:]
         let rows = try await client.query(
-            "SELECT field_name, field_type FROM canopy.field_types WHERE record_type = \(recordType)", logger: logger
+            "SELECT field_name, field_type, queryable, sortable, searchable FROM canopy.field_types WHERE record_type = \(recordType)",
+            logger: logger
         )
-        for try await (name, type) in rows.decode((String, String).self) { fields[name] = type }
-        known[recordType] = fields
+        for try await (name, type, queryable, sortable, searchable) in rows.decode((String, String, Bool, Bool, Bool).self) {
+            fields[name] = StoredField(recordType: recordType, fieldName: name, fieldType: type, queryable: queryable, sortable: sortable, searchable: searchable)
+        }
+        known[recordType] = (fields, now)
         return fields
     }
 }

@@ -26,6 +26,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("change-retention-days"), help: "Days tombstones and zone departures are kept for change feeds; older change tokens are CHANGE_TOKEN_EXPIRED (env CANOPY_CHANGE_RETENTION_DAYS).")
     var changeRetentionDays: Double = Double(ProcessInfo.processInfo.environment["CANOPY_CHANGE_RETENTION_DAYS"] ?? "") ?? 30
 
+    @OptionGroup var mode: ModeOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var migrations: MigrationsOptions
 
@@ -68,7 +69,9 @@ struct Serve: AsyncParsableCommand {
             publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"],
             changeRetention: .seconds(changeRetentionDays * 24 * 3600)
         )
-        let gatewayDatabase = try GatewayDatabase(endpoint: resolved.gateway, statementTimeout: configuration.statementTimeout, logger: logger)
+        let gatewayDatabase = try GatewayDatabase(
+            endpoint: resolved.gateway, statementTimeout: configuration.statementTimeout, schemaMode: mode.mode.rawValue, logger: logger
+        )
         let app = buildApplication(configuration: configuration, database: gatewayDatabase, logger: logger, metricsRegistry: registry)
         var groupConfiguration = ServiceGroupConfiguration(
             services: [.init(service: app)],
@@ -77,7 +80,7 @@ struct Serve: AsyncParsableCommand {
         )
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(15)
         let group = ServiceGroup(configuration: groupConfiguration)
-        logger.info("serving", metadata: ["canopy.url": "http://\(host):\(port)/graphql", "canopy.database": "\(resolved.gateway.displayURL)"])
+        logger.info("serving", metadata: ["canopy.url": "http://\(host):\(port)/graphql", "canopy.database": "\(resolved.gateway.displayURL)", "canopy.mode": "\(mode.mode.rawValue)"])
         try await group.run()
         if resolved.startedCluster, let cluster = resolved.cluster {
             try? await cluster.stop(logger: logger)

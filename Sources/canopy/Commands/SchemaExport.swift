@@ -1,0 +1,34 @@
+import ArgumentParser
+import CanopyQuery
+import CanopyStore
+
+/// `canopy schema export`: the schema the database holds, in the schema language.
+struct SchemaExport: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Print the database's schema (declared and inferred types, indexes, grants) in the schema language.",
+        discussion: "What it prints, applied again, changes nothing: canopy schema export | canopy schema apply - is a no-op."
+    )
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var migrations: MigrationsOptions
+
+    func run() async throws {
+        CommandLogging.bootstrap(verbose: database.verbose)
+        let logger = database.logger("canopy.schema")
+        let directory = migrations.directory
+        let document: SchemaDocument
+        do {
+            document = try await withAdminConnection(database, logger: logger) { connection, _ in
+                try await Migrator(directory: directory, logger: logger).up(connection: connection) { _ in }
+                return StoredSchema.document(
+                    fields: try await SchemaCatalog.fields(connection: connection, logger: logger),
+                    grants: try await SchemaCatalog.grants(connection: connection, logger: logger)
+                )
+            }
+        } catch {
+            throw fail(error)
+        }
+        print(SchemaPrinter.print(document), terminator: "")
+    }
+}

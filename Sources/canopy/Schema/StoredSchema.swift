@@ -1,0 +1,43 @@
+import CanopyQuery
+import CanopyStore
+
+/// Converts between the schema language's document and the rows the
+/// database keeps, in both directions, so `export` prints what `apply` stored.
+enum StoredSchema {
+    static func document(fields: [StoredField], grants: [StoredGrant]) -> SchemaDocument {
+        var types: [String: RecordTypeDeclaration] = [:]
+        for field in fields {
+            guard let type = FieldType(field.fieldType) else { continue }
+            let schema = FieldSchema(type: type, queryable: field.queryable, sortable: field.sortable, searchable: field.searchable)
+            types[field.recordType, default: RecordTypeDeclaration(name: field.recordType)].fields.append(FieldDeclaration(name: field.fieldName, schema: schema))
+        }
+        for grant in grants {
+            guard let privilege = GrantDeclaration.Privilege(rawValue: grant.privilege) else { continue }
+            var declaration = types[grant.recordType, default: RecordTypeDeclaration(name: grant.recordType)]
+            if grant.position < declaration.grants.count {
+                declaration.grants[grant.position].privileges.append(privilege)
+            } else {
+                declaration.grants.append(GrantDeclaration(privileges: [privilege], role: grant.role))
+            }
+            types[grant.recordType] = declaration
+        }
+        return SchemaDocument(recordTypes: types.values.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) })
+    }
+
+    static func stored(_ field: FieldDeclaration, of recordType: String) -> StoredField {
+        StoredField(
+            recordType: recordType, fieldName: field.name, fieldType: field.schema.type.description,
+            queryable: field.schema.queryable, sortable: field.schema.sortable, searchable: field.schema.searchable
+        )
+    }
+
+    static func stored(_ grants: [GrantDeclaration], of recordType: String) -> [StoredGrant] {
+        grants.enumerated().flatMap { position, grant in
+            grant.privileges.map { StoredGrant(recordType: recordType, privilege: $0.rawValue, role: grant.role, position: position) }
+        }
+    }
+
+    static func stored(_ index: SchemaIndex) -> StoredIndex {
+        StoredIndex(name: index.name, recordType: index.recordType, fieldName: index.fieldName, kind: index.kind.rawValue, definition: index.definition)
+    }
+}
