@@ -65,13 +65,14 @@ struct GatewayHarness: Sendable {
         gatewayEndpoint: DatabaseEndpoint? = nil,
         live: Bool = false,
         availabilityTimeout: Duration = .seconds(10),
+        schemaMode: String = "development",
         _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         let logger = logs.logger()
         let database = try GatewayDatabase(
             endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),
             maximumConnections: 4, availabilityTimeout: availabilityTimeout,
-            statementTimeout: configuration.statementTimeout, logger: logger
+            statementTimeout: configuration.statementTimeout, schemaMode: schemaMode, logger: logger
         )
         let app = buildApplication(configuration: configuration, database: database, logger: logger)
         return try await app.test(live ? .live : .router, body)

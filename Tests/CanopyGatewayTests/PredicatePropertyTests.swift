@@ -194,9 +194,9 @@ enum Evaluator {
         case .beginsWith(let prefix):
             guard case .string(let text)? = value else { return false }
             return text.unicodeScalars.starts(with: prefix.unicodeScalars)
-        case .selfContains(let text):
+        case .selfContains(let text, let searchable):
             var document = Set<String>()
-            for (_, field) in fields {
+            for (name, field) in fields where searchable?.contains(name) ?? true {
                 if case .string(let s) = field { document.formUnion(words(s)) }
                 if case .array(let items) = field {
                     for case .string(let s) in items { document.formUnion(words(s)) }

@@ -50,4 +50,108 @@ struct QueryPlanTests {
             #expect(plan.contains("Index Scan") || plan.contains("Index Only Scan") || plan.contains("Bitmap Index Scan"), "\(document)\n\(plan)")
         }
     }
+
+    /// What `canopy schema apply` builds for this test's schema.
+    static let declared = """
+        RECORD TYPE Fast ("___recordID" REFERENCE QUERYABLE, endDate TIMESTAMP QUERYABLE SORTABLE,
+                          hours INT64 QUERYABLE SORTABLE, note STRING QUERYABLE SORTABLE SEARCHABLE);
+        """
+
+    @Test("declared fields: every indexed operator, both sort directions and a page 50 pages deep run as index conditions (200,000 records)",
+          .enabled(if: CanopyBinary.exists, "needs the canopy binary"))
+    func declaredFieldsUseTheirIndexes() async throws {
+        let endpoint = try await TestDatabase.shared.migratedDatabase()
+        let (owner, _) = try await addUser("owner", on: endpoint)
+        let (other, _) = try await addUser("other", on: endpoint)
+        try await TestDatabase.withConnection(endpoint) { connection in
+            for (user, count) in [(owner.id, 200_000), (other.id, 20_000)] {
+                try await connection.query("SET session_replication_role = replica", logger: TestDatabase.logger)
+                try await connection.query(PostgresQuery(unsafeSQL: "INSERT INTO canopy.zones (owner_id, name) VALUES (\(user), 'Big')"), logger: TestDatabase.logger)
+                try await connection.query(PostgresQuery(unsafeSQL: """
+                    INSERT INTO canopy.records (zone_id, record_name, record_type, fields, created_by, modified_by, change_seq, change_tag)
+                    SELECT z.id, 'r' || g, 'Fast', jsonb_build_object('hours', g % 48, 'note', 'fast number ' || g,
+                           'endDate', jsonb_build_object('type', 'TIMESTAMP', 'value', 1700000000000 + g::bigint * 60000)),
+                           \(user), \(user), g, 't' || g
+                      FROM canopy.zones z, generate_series(1, \(count)) g WHERE z.owner_id = \(user) AND z.name = 'Big';
+                    """), logger: TestDatabase.logger)
+            }
+        }
+        let applied = try schemaCommand(["apply"], file: Self.declared, on: endpoint)
+        #expect(applied.succeeded, "\(applied.output)")
+        try await TestDatabase.withConnection(endpoint) { connection in
+            try await connection.query("ANALYZE canopy.records", logger: TestDatabase.logger)
+        }
+        let document = try SchemaParser.parse(Self.declared)
+        let indexes = SchemaIndex.indexes(for: document)
+        func index(_ field: String, _ kind: SchemaIndex.Kind = .btree) -> String {
+            indexes.first { $0.fieldName == field && $0.kind == kind }!.name
+        }
+        let fast = document[recordType: "Fast"]!
+        let schema = RecordSchema(fields: Dictionary(uniqueKeysWithValues: fast.fields.map { ($0.name, $0.schema) }), mode: .production)
+        let secret = SigningKey(Data(repeating: 3, count: 32))
+        let range: JSONValue = .array([.int(1_700_000_000_000 + 1_000 * 60_000), .int(1_700_000_000_000 + 150_000 * 60_000)])
+
+        func plan(_ arguments: String, cursor: String? = nil) throws -> RecordsPlan {
+            var variables: [String: JSONValue] = ["a": range]
+            if let cursor { variables["c"] = .string(cursor) }
+            let request = try ParsedRequest(query: """
+                query($a: JSON, $c: String) { records(scope: PRIVATE, zone: {zoneName: "Big"}, recordType: "Fast", args: $a, cursor: $c, limit: 100\(arguments)) { records { recordName } cursor } }
+                """, variables: variables)
+            return try RecordsPlan(try request.rootFields()[0], request: request, schema: schema, secret: secret)
+        }
+        func explain(_ plan: RecordsPlan) async throws -> String {
+            try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { connection in
+                try await connection.asUser(owner.id) { connection in
+                    try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + plan.query.sql, binds: plan.query.binds))
+                        .compactMap { $0 }.joined(separator: "\n")
+                }
+            }
+        }
+
+        let cases: [(String, String, String, String)] = [
+            ("equality", ", filter: \"hours == 7\"", index("hours"), "canopy.number_field(fields, 'hours'::text) = "),
+            ("IN", ", filter: \"hours IN {7, 9}\"", index("hours"), "canopy.number_field(fields, 'hours'::text) = ANY"),
+            ("range, sorted", ", filter: \"endDate >= %@ AND endDate < %@\", sort: [{field: \"endDate\"}]", index("endDate"), "canopy.timestamp_field(fields, 'endDate'::text) >= "),
+            ("BEGINSWITH", ", filter: \"note BEGINSWITH 'fast number 1999'\", sort: [{field: \"note\"}]", index("note"), "canopy.string_field(fields, 'note'::text))::text >= "),
+            ("sort descending", ", sort: [{field: \"hours\", direction: DESC}]", index("hours"), "canopy.number_field(fields, 'hours'::text) IS NOT NULL"),
+            ("full text", ", filter: \"self CONTAINS 'Number 4242'\"", index("note", .search), "OPERATOR(canopy.@@)"),
+        ]
+        for (name, arguments, expectedIndex, condition) in cases {
+            let text = try await explain(try plan(arguments))
+            #expect(text.contains(" on \(expectedIndex) ") || text.contains(" using \(expectedIndex) "), "\(name): \(expectedIndex)\n\(text)")
+            #expect(text.split(separator: "\n").contains { $0.contains("Index Cond:") && $0.contains(condition) }, "\(name): \(condition)\n\(text)")
+            #expect(!text.contains("Seq Scan on records"), "\(name)\n\(text)")
+        }
+
+        // Fifty pages in, the cursor is an index condition and the page still reads about limit + 1 rows.
+        for (direction, seek) in [("ASC", "ROW(canopy.timestamp_field(fields, 'endDate'::text)"), ("DESC", "canopy.timestamp_field(fields, 'endDate'::text) <= ")] {
+            let arguments = ", filter: \"endDate >= %@ AND endDate < %@\", sort: [{field: \"endDate\", direction: \(direction)}]"
+            var cursor: String?
+            var seen = 0
+            for _ in 0..<50 {
+                let page = try plan(arguments, cursor: cursor)
+                let row = try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { connection in
+                    try await connection.asUser(owner.id) { connection in
+                        var decoded: (Bool, String?, String?, Bool)?
+                        for try await row in try await connection.query(PostgresQuery(unsafeSQL: page.query.sql, binds: page.query.binds), logger: TestDatabase.logger) {
+                            decoded = try row.decode((Bool, String?, String?, Bool).self)
+                        }
+                        return decoded
+                    }
+                }
+                let (_, records, lastKeys, more) = try #require(row)
+                seen += (try JSONSerialization.jsonObject(with: Data((records ?? "[]").utf8)) as? [Any])?.count ?? 0
+                let response = try page.response(records: records, lastKeys: lastKeys, more: more, secret: secret)
+                cursor = (try JSONSerialization.jsonObject(with: Data(response.utf8)) as? [String: Any])?["cursor"] as? String
+            }
+            #expect(seen == 5_000)
+            let text = try await explain(try plan(arguments, cursor: try #require(cursor)))
+            let scan = text.split(separator: "\n").first { $0.contains(index("endDate")) } ?? ""
+            #expect(text.split(separator: "\n").contains { $0.contains("Index Cond:") && $0.contains(seek) }, "\(direction)\n\(text)")
+            let rows = Int(scan.split(separator: "rows=").last?.split(separator: " ").first ?? "") ?? .max
+            // limit + 1, and descending also re-reads the rows equal to the cursor's value (one here).
+            #expect(rows <= 102, "\(direction): the deep page's index scan read \(rows) rows\n\(text)")
+        }
+        _ = other
+    }
 }

@@ -227,6 +227,12 @@ let permissionCases: [PermissionCase] =
         ("alice", .denied), ("stranger", .denied),
     ])
     + cases("field_types: retype", count("UPDATE canopy.field_types SET field_type = 'STRING'"), [("alice", .denied)])
+    + cases("field_types: declare an index", count("UPDATE canopy.field_types SET queryable = true"), [("alice", .denied), ("stranger", .denied)])
+    // the schema's grants and index registry: only `canopy schema apply` (an administrator) reads or writes them
+    + cases("record_type_grants: select", "SELECT role_name FROM canopy.record_type_grants", [("alice", .denied), ("stranger", .denied)])
+    + cases("record_type_grants: insert", count("INSERT INTO canopy.record_type_grants VALUES ('Item', 'READ', '_world', 0)"), [("alice", .denied)])
+    + cases("schema_indexes: select", "SELECT index_name FROM canopy.schema_indexes", [("alice", .denied), ("stranger", .denied)])
+    + cases("schema_indexes: register", count("INSERT INTO canopy.schema_indexes VALUES ('records_schema_0000000000000000', 'Item', 'n', 'btree', 'x')"), [("alice", .denied)])
     // schema_migrations
     + cases("schema_migrations: select", "SELECT name FROM canopy.schema_migrations", [("alice", .denied), ("stranger", .denied)])
 

@@ -45,3 +45,10 @@ public struct FieldSchema: Sendable, Equatable {
 public enum SchemaMode: String, Sendable, CaseIterable {
     case development, production
 }
+
+extension RecordSchema: ExpressibleByDictionaryLiteral {
+    /// `["hours": .int64]`: plain types, development mode.
+    public init(dictionaryLiteral elements: (String, FieldType)...) {
+        self.init(types: Dictionary(uniqueKeysWithValues: elements))
+    }
+}

@@ -11,6 +11,11 @@ public struct SchemaDocument: Sendable, Equatable {
     public subscript(recordType name: String) -> RecordTypeDeclaration? {
         recordTypes.first { $0.name == name }
     }
+
+    /// The same record types, whatever order they were written in.
+    public static func == (a: Self, b: Self) -> Bool {
+        a.recordTypes.count == b.recordTypes.count && a.recordTypes.allSatisfy { b[recordType: $0.name] == $0 }
+    }
 }
 
 /// `RECORD TYPE Name ( fields..., grants... );`
@@ -32,8 +37,10 @@ public struct RecordTypeDeclaration: Sendable, Equatable {
         fields.first { $0.name == name }
     }
 
+    /// The same fields (in any order) and the same grants (in order).
     public static func == (a: Self, b: Self) -> Bool {
-        a.name == b.name && a.fields == b.fields && a.grants == b.grants
+        a.name == b.name && a.grants == b.grants && a.fields.count == b.fields.count
+            && a.fields.allSatisfy { b[field: $0.name] == $0 }
     }
 }
 
