@@ -25,19 +25,20 @@ test: postgres
 	CANOPY_STRICT_LATENCY=1 $(SWIFT) test --filter "SubscriptionTests/toldAtOnce"
 
 # Benchmarks: the release gateway (wrk) against the same SQL (pgbench);
-# writes BENCHMARKS.md. bench: 200,000 records, 3 runs of 10 s (a few
-# minutes after the release build); bench-full: 1,000,000 records, 5 runs of 20 s.
+# writes BENCHMARKS.md. bench: 200,000 records (W6 at 20,000 and 200,000), 3 runs
+# of 6 s a side (about 8 minutes after the release build); bench-full:
+# 1,000,000 records, W6 at 100,000, 1,000,000 and 5,000,000, 5 runs of 20 s.
 bench: postgres
 	@scripts/ensure-bench-tools.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build -c release --product canopy
-	python3 scripts/bench/bench.py --records 200000 --runs 3 --seconds 10
+	python3 scripts/bench/bench.py --records 200000 --scales 20000,200000 --runs 3 --seconds 6
 
 bench-full: postgres
 	@scripts/ensure-bench-tools.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build -c release --product canopy
-	python3 scripts/bench/bench.py --records 1000000 --runs 5 --seconds 20
+	python3 scripts/bench/bench.py --records 1000000 --scales 100000,1000000,5000000 --runs 5 --seconds 20
 
 run: postgres build
 	@CANOPY_DATA_DIR=$(DATA_DIR) CANOPY_PORT=$(PORT) scripts/run.sh

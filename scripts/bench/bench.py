@@ -8,7 +8,14 @@ number of clients. Each side runs `--runs` times; the table shows medians of
 throughput, p50 and p99, and the ratio gateway / pgbench. Results go to
 BENCHMARKS.md.
 
-usage: bench.py [--records N] [--runs R] [--seconds S] [--clients C] [--output FILE]
+Workloads (issue 7): W1 lookup; W2 a sorted date-range page, first and
+50 pages deep; W3 modifyRecords in batches of 400 new records; W4 draining
+the change feed; W5 W2 as an accepted participant in SHARED scope; W6 W2
+at several table sizes; and the gateway's peak memory and p99 under 64
+connections. The record type's schema (schema/bench.ckdb's text below) is
+applied with `canopy schema apply`, so the declared fields are indexed.
+
+usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--output FILE]
 (make bench: quick; make bench-full: larger). Needs wrk and pgbench.
 """
 import argparse
@@ -89,19 +96,22 @@ def graphql(token, query, variables=None):
     return answer["data"]
 
 
-def seed(cluster, records):
-    """One user, a zone `Bench` of `records` Fasting-like records, loaded
-    set-based with triggers off (their columns filled as the triggers would)."""
-    user = json.loads(run([BINARY, "users", "add", "bench", "--json", "--data-dir", DATA]))
+def add_user(name, email=None):
+    """A user and its bearer token: {"userRecordName", "token", "id"}."""
+    arguments = [BINARY, "users", "add", name, "--json", "--data-dir", DATA] + (["--email", email] if email else [])
+    return json.loads(run(arguments))
+
+
+def seed(cluster, user, zone, records):
+    """A zone of `records` Fasting-like records owned by `user`, loaded
+    set-based with triggers off (their columns filled as the triggers would).
+    Returns the zone's first and last change positions."""
     user_id = cluster.psql(f"SELECT id FROM canopy.users WHERE record_name = '{user['userRecordName']}'")
-    cluster.psql(f"INSERT INTO canopy.zones (owner_id, name) VALUES ({user_id}, 'Bench')")
-    zone_id = cluster.psql(f"SELECT id FROM canopy.zones WHERE owner_id = {user_id} AND name = 'Bench'")
+    cluster.psql(f"INSERT INTO canopy.zones (owner_id, name) VALUES ({user_id}, '{zone}')")
+    zone_id = cluster.psql(f"SELECT id FROM canopy.zones WHERE owner_id = {user_id} AND name = '{zone}'")
     started = time.monotonic()
     cluster.psql(f"""
         SET session_replication_role = replica;
-        INSERT INTO canopy.field_types (record_type, field_name, field_type) VALUES
-            ('Fast', 'hours', 'INT64'), ('Fast', 'endDate', 'TIMESTAMP'), ('Fast', 'note', 'STRING'), ('Fast', 'tags', 'LIST<STRING>')
-            ON CONFLICT DO NOTHING;
         INSERT INTO canopy.records (zone_id, record_name, record_type, fields, change_seq, change_tag,
                                     created_by, modified_by, created_by_name, modified_by_name)
         SELECT {zone_id}, 'r' || g, 'Fast',
@@ -110,53 +120,84 @@ def seed(cluster, records):
                                   'note', 'fast number ' || g, 'tags', jsonb_build_array('t' || (g % 10))),
                s, to_hex(s), {user_id}, {user_id}, '{user['userRecordName']}', '{user['userRecordName']}'
           FROM (SELECT g, nextval('canopy.change_seq') AS s FROM generate_series(1, {records}) g) x;
-        ANALYZE canopy.records; ANALYZE canopy.tombstones; ANALYZE canopy.zones;
         """)
-    say(f"seeded {records} records in {time.monotonic() - started:.1f} s")
+    say(f"seeded {records:,} records in zone {zone} in {time.monotonic() - started:.1f} s")
     positions = cluster.psql(f"SELECT min(change_seq) || ' ' || max(change_seq) FROM canopy.records WHERE zone_id = {zone_id}").split()
-    return user["token"], int(positions[0]), int(positions[1])
+    return int(positions[0]), int(positions[1])
+
+
+# The benchmark's record type, declared as a team would declare it: the
+# date range and sort run on endDate's index.
+SCHEMA = """
+DEFINE SCHEMA
+    RECORD TYPE Fast (
+        "___recordID" REFERENCE QUERYABLE,
+        endDate       TIMESTAMP QUERYABLE SORTABLE,
+        hours         INT64 QUERYABLE SORTABLE,
+        note          STRING SEARCHABLE,
+        tags          LIST<STRING> QUERYABLE
+    );
+    RECORD TYPE Note (n INT64);
+"""
+
+
+def records_query(zone="Bench", scope="PRIVATE", owner=None):
+    owner_name = f', ownerName: "{owner}"' if owner else ""
+    return ('query($a: JSON, $c: String) { records(scope: ' + scope + ', zone: {zoneName: "' + zone + '"' + owner_name +
+            '}, recordType: "Fast", filter: "endDate > %@ AND endDate <= %@", args: $a, sort: [{field: "endDate"}], '
+            'limit: 100, cursor: $c) { records { recordName fields } cursor } }')
 
 
 LOOKUP = '{ lookup(scope: PRIVATE, zone: {zoneName: "Bench"}, recordNames: ["r4242"]) { recordName record { recordName fields recordChangeTag } } }'
-RECORDS = ('query($a: JSON) { records(scope: PRIVATE, zone: {zoneName: "Bench"}, recordType: "Fast", '
-           'filter: "endDate > %@ AND endDate <= %@", args: $a, sort: [{field: "endDate"}], limit: 100) { records { recordName fields } cursor } }')
 RECORDS_ARGS = {"a": [{"type": "TIMESTAMP", "value": 1700000000000 + 5000 * 60000},
-                      {"type": "TIMESTAMP", "value": 1700000000000 + 900000 * 60000}]}
+                      {"type": "TIMESTAMP", "value": 1700000000000 + 900000000 * 60000}]}
 CHANGES = ('query($since: String) { zoneChanges(scope: PRIVATE, zone: {zoneName: "Bench"}, since: $since, limit: 400) '
            '{ changed { recordName fields recordChangeTag } deleted { recordName } token moreComing } }')
+MODIFY = ('mutation($s: [RecordInput!]) { modifyRecords(scope: PRIVATE, zone: {zoneName: "Bulk"}, save: $s) '
+          '{ saved { recordName recordChangeTag } errors { recordName code } } }')
+BATCH = 400
 
 
-def capture_statements(cluster, token, feed_token):
-    """Runs each workload's request once with statement logging on for the
-    gateway role and returns, per workload, the SQL and parameters the
-    gateway sent (the workload's main statement)."""
+def batch(prefix):
+    """W3's 400 new records, named prefix0 … prefix399."""
+    return [{"recordName": f"{prefix}{i}", "recordType": "Fast",
+             "fields": {"hours": i % 48, "endDate": {"type": "TIMESTAMP", "value": 1800000000000 + i * 60000},
+                        "note": f"bulk {i}", "tags": [f"t{i % 10}"]}} for i in range(BATCH)]
+
+
+def capture_statements(cluster, requests):
+    """Runs each (name, token, query, variables, markers) request once with
+    statement logging on for the gateway role and returns, per name, the
+    statements (SQL, parameters) the gateway sent for it that contain each
+    marker, in order."""
     cluster.psql("ALTER ROLE canopy_gateway SET log_min_duration_statement = 0")
-    offset = cluster.log.stat().st_size
-    with Gateway():
-        graphql(token, LOOKUP)
-        graphql(token, RECORDS, RECORDS_ARGS)
-        graphql(token, CHANGES, {"since": feed_token})
-    cluster.psql("ALTER ROLE canopy_gateway RESET log_min_duration_statement")
-    text = cluster.log.read_text(errors="replace")[offset:]
-    entries = re.split(r"\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", text)
-    statements = []
-    for index, entry in enumerate(entries):
-        match = re.search(r"execute [^:]+: (.*)", entry, re.S)
-        if not match:
-            continue
-        sql = match.group(1).strip()
-        parameters = {}
-        if index + 1 < len(entries) and "DETAIL:  parameters:" in entries[index + 1]:
-            detail = entries[index + 1].split("DETAIL:  parameters:", 1)[1]
-            for number, value in re.findall(r"\$(\d+) = (NULL|'(?:[^']|'')*')", detail):
-                parameters[int(number)] = None if value == "NULL" else value[1:-1].replace("''", "'")
-        statements.append((sql, parameters))
     found = {}
-    for name, marker in [("lookup", "unnest("), ("records", "canopy_ord"), ("changes", "floor AS")]:
-        matches = [s for s in statements if marker in s[0]]
-        if not matches:
-            sys.exit(f"the gateway's statement for {name} was not found in {cluster.log}")
-        found[name] = matches[-1]
+    with Gateway():
+        for name, token, query, variables, markers in requests:
+            offset = cluster.log.stat().st_size
+            graphql(token, query, variables)
+            time.sleep(0.2)
+            text = cluster.log.read_text(errors="replace")[offset:]
+            entries = re.split(r"\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", text)
+            statements = []
+            for index, entry in enumerate(entries):
+                match = re.search(r"execute [^:]+: (.*)", entry, re.S)
+                if not match:
+                    continue
+                sql = match.group(1).strip()
+                parameters = {}
+                if index + 1 < len(entries) and "DETAIL:  parameters:" in entries[index + 1]:
+                    detail = entries[index + 1].split("DETAIL:  parameters:", 1)[1]
+                    for number, value in re.findall(r"\$(\d+) = (NULL|'(?:[^']|'')*')", detail):
+                        parameters[int(number)] = None if value == "NULL" else value[1:-1].replace("''", "'")
+                statements.append((sql, parameters))
+            found[name] = []
+            for marker in markers:
+                matches = [statement for statement in statements if marker in statement[0]]
+                if not matches:
+                    sys.exit(f"the gateway's statement for {name} ({marker}) was not found in {cluster.log}")
+                found[name].append(matches[-1])
+    cluster.psql("ALTER ROLE canopy_gateway RESET log_min_duration_statement")
     return found
 
 
@@ -265,14 +306,70 @@ def notification_latency(token, commits=50):
     return asyncio.run(measure())
 
 
+def modify_wrk_script(token):
+    """W3: each request saves 400 new records, named by run, thread and count."""
+    head, tail = json.dumps({"query": MODIFY, "variables": {"s": ["SPLIT"]}}).split('"SPLIT"')
+    return f"""
+local counter = 0
+local run = os.getenv("CANOPY_BENCH_RUN")
+local headers = {{["Content-Type"] = "application/json", ["Authorization"] = "Bearer {token}"}}
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+request = function()
+  counter = counter + 1
+  local prefix = "w" .. run .. "_" .. tid .. "_" .. counter .. "_"
+  local parts = {{}}
+  for i = 0, {BATCH - 1} do
+    parts[#parts + 1] = '{{"recordName":"' .. prefix .. i .. '","recordType":"Fast","fields":{{"hours":' .. (i % 48) ..
+      ',"endDate":{{"type":"TIMESTAMP","value":' .. string.format("%.0f", 1800000000000 + i * 60000) ..
+      '}},"note":"bulk ' .. i .. '","tags":["t' .. (i % 10) .. '"]}}}}'
+  end
+  return wrk.format("POST", "/graphql", headers, {json.dumps(head)} .. table.concat(parts, ",") .. {json.dumps(tail)})
+end
+"""
+
+
+def modify_pgbench_script(user_id, write, read):
+    """W3's ceiling: the transaction the gateway runs for a batch (identity,
+    the write, the read-back of what was saved), with the batch's names made
+    unique per transaction and the read-back's ids taken from the write's
+    answer (pgbench's \\gset), as the gateway takes them."""
+    write_sql, write_parameters = write
+    saves = next(number for number, value in write_parameters.items() if value and "W3PREFIX" in value)
+    script, defines = pgbench_script(write_sql, write_parameters)
+    script = script.replace(f":p{saves}::text", f"replace(:p{saves}::text, 'W3PREFIX', 'c' || :client_id || '_' || :uniq || '_')")
+    read_sql, read_parameters = read
+    ids = next(number for number, value in read_parameters.items() if value and value.startswith("{") and value[1:2].isdigit())
+    read_parameters = {number: value for number, value in read_parameters.items() if number != ids}
+    read_script, read_defines = pgbench_script(read_sql, read_parameters)
+    read_script = read_script.replace(f"NULL::int8[]", "ARRAY(SELECT jsonb_array_elements_text((:w_result)::jsonb -> 'saved')::int8)")
+    read_defines = [d.replace("p", "q", 1) for d in read_defines]
+    read_script = re.sub(r":p(\d+)", r":q\1", read_script)
+    header = "\\set uniq random(1, 2000000000)\n"
+    body = (f"BEGIN;\nSELECT set_config('canopy.user_id', '{user_id}', true), set_config('canopy.schema_mode', 'development', true);\n"
+            f"SELECT * FROM ({script}) w(found, result) \\gset w_\n{read_script};\nCOMMIT")
+    return body, defines + read_defines, header
+
+
+def peak_memory_mb(process):
+    """The gateway's peak resident memory (VmHWM), in MB."""
+    status = Path(f"/proc/{process.pid}/status").read_text()
+    return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--scales", default="20000,200000", help="W6's table sizes, comma-separated")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     options = parser.parse_args()
+    scales = [int(n) for n in options.scales.split(",") if n]
     for tool in ("wrk", "pgbench", "psql"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is needed (apt-get install wrk postgresql-client)")
@@ -285,12 +382,33 @@ def main():
     DATA.mkdir()
     say("starting a fresh cluster in .bench and migrating")
     cluster = Cluster()
-    run([BINARY, "migrate", "up", "--data-dir", DATA])
-    token, first_position, last_position = seed(cluster, options.records)
+    run([BINARY, "migrate", "up", "--data-dir", DATA, "--migrations-dir", ROOT / "migrations"])
+    owner = add_user("bench")
+    guest = add_user("guest", email="guest@example.com")
+    owner_id = cluster.psql(f"SELECT id FROM canopy.users WHERE record_name = '{owner['userRecordName']}'")
+    first_position, last_position = seed(cluster, owner, "Bench", options.records)
+    scale_zones = {}
+    for scale in scales:
+        scale_zones[scale] = "Bench" if scale == options.records else f"S{scale}"
+        if scale != options.records:
+            seed(cluster, owner, scale_zones[scale], scale)
+    schema_file = DATA / "bench.ckdb"
+    schema_file.write_text(SCHEMA)
+    started = time.monotonic()
+    say("canopy schema apply: declaring Fast's fields and building their indexes")
+    run([BINARY, "schema", "apply", schema_file, "--data-dir", DATA, "--migrations-dir", ROOT / "migrations"])
+    cluster.psql("ANALYZE canopy.records; ANALYZE canopy.tombstones; ANALYZE canopy.zones;")
+    say(f"  done in {time.monotonic() - started:.1f} s")
+    token = owner["token"]
 
-    say("walking the change feed once for tokens at every page")
+    say("sharing Bench with a READ_ONLY participant; walking the change feed once for tokens at every page; "
+        "a cursor 50 pages deep")
     tokens = []
     with Gateway():
+        share = graphql(token, 'mutation { saveShare(zoneName: "Bench", participants: [{email: "guest@example.com", '
+                               'permission: READ_ONLY}]) { url } }')["saveShare"]
+        graphql(guest["token"], 'mutation($u: String!) { acceptShare(url: $u) { status } }', {"u": share["url"]})
+        graphql(token, 'mutation { saveZone(zoneName: "Bulk") { zoneName } }')
         since = None
         while True:
             page = graphql(token, CHANGES, {"since": since})["zoneChanges"]
@@ -298,40 +416,75 @@ def main():
             if not page["moreComing"]:
                 break
             tokens.append(since)
+        cursor = None
+        for _ in range(50):
+            cursor = graphql(token, records_query(), {**RECORDS_ARGS, "c": cursor})["records"]["cursor"]
     token_file = DATA / "feed-tokens.txt"
     token_file.write_text("\n".join(tokens[:-1]) + "\n")
+    deep_args = {**RECORDS_ARGS, "c": cursor}
+    shared_query = records_query(scope="SHARED", owner=owner["userRecordName"])
 
     say("capturing the statements the gateway sends")
-    statements = capture_statements(cluster, token, tokens[len(tokens) // 2])
+    requests = [
+        ("lookup", token, LOOKUP, {}, ["unnest("]),
+        ("records", token, records_query(), RECORDS_ARGS, ["canopy_ord"]),
+        ("deep", token, records_query(), deep_args, ["canopy_ord"]),
+        ("shared", guest["token"], shared_query, RECORDS_ARGS, ["canopy_ord"]),
+        ("changes", token, CHANGES, {"since": tokens[len(tokens) // 2]}, ["floor AS"]),
+        ("modify", token, MODIFY, {"s": batch("W3PREFIX")}, ["canopy.modify_records(", "r.id = ANY("]),
+    ] + [(f"scale{scale}", token, records_query(zone), RECORDS_ARGS, ["canopy_ord"]) for scale, zone in scale_zones.items()]
+    statements = capture_statements(cluster, requests)
 
-    workloads = []
-    lookup_sql, lookup_parameters = statements["lookup"]
-    workloads.append(("W1 lookup of one record", "requests/s", 1,
-                      wrk_script(token, LOOKUP), {}, pgbench_script(lookup_sql, lookup_parameters), ""))
-    records_sql, records_parameters = statements["records"]
-    workloads.append((f"W2 records: date range, sorted, 100 rows of {options.records:,} (first page)", "requests/s", 1,
-                      wrk_script(token, RECORDS, RECORDS_ARGS), {}, pgbench_script(records_sql, records_parameters), ""))
-    changes_sql, changes_parameters = statements["changes"]
+    def reader(name):
+        sql, parameters = statements[name][0]
+        return pgbench_script(sql, parameters), ""
+
+    workloads = [
+        ("W1 lookup of one record", "requests/s", 1, wrk_script(token, LOOKUP), {}) + reader("lookup"),
+        (f"W2 records: date range, sorted, 100 rows of {options.records:,} (first page)", "requests/s", 1,
+         wrk_script(token, records_query(), RECORDS_ARGS), {}) + reader("records"),
+        ("W2 records: the same, 50 pages deep (cursor)", "requests/s", 1, wrk_script(token, records_query(), deep_args), {}) + reader("deep"),
+    ]
+    write_script, write_defines, write_header = modify_pgbench_script(owner_id, *statements["modify"])
+    workloads.append((f"W3 modifyRecords: batches of {BATCH} new records", "records/s", BATCH, modify_wrk_script(token),
+                      {"CANOPY_BENCH_RUN": "RUN"}, (write_script, write_defines), write_header))
+    changes_sql, changes_parameters = statements["changes"][0]
     # The feed position is the parameter the records scan starts after.
     after_parameter = int(re.search(r"r\.change_seq > \$(\d+)::int8", changes_sql).group(1))
     changes_script, changes_defines = pgbench_script(changes_sql, changes_parameters, random_parameter=after_parameter)
     workloads.append(("W4 zoneChanges: 400 changes a request, random positions", "records/s", 400,
                       wrk_script(token, CHANGES, token_file=True), {"CANOPY_BENCH_TOKENS": str(token_file)},
                       (changes_script, changes_defines), f"\\set after random({first_position}, {last_position - 400})\n"))
+    workloads.append(("W5 the W2 first page as an accepted READ_ONLY participant (SHARED)", "requests/s", 1,
+                      wrk_script(guest["token"], shared_query, RECORDS_ARGS), {}) + reader("shared"))
+    for scale, zone in scale_zones.items():
+        workloads.append((f"W6 the W2 first page, zone of {scale:,} records", "requests/s", 1,
+                          wrk_script(token, records_query(zone), RECORDS_ARGS), {}) + reader(f"scale{scale}"))
 
     rows = []
-    with Gateway():
+    with Gateway() as gateway:
         for name, unit, scale, lua, environment, (script, defines), header in workloads:
             say(f"{name}: {options.runs} runs of {options.seconds} s each side, {options.clients} clients")
             gateway_runs, ceiling_runs = [], []
-            for _ in range(options.runs):
+            for run_number in range(options.runs):
+                environment = {key: (f"{time.time_ns()}" if value == "RUN" else value) for key, value in environment.items()}
                 gateway_runs.append(run_wrk(lua, options.clients, options.seconds, environment))
                 ceiling_runs.append(run_pgbench(cluster, script, defines, options.clients, options.seconds, header))
             median = lambda runs, i: statistics.median(r[i] for r in runs)
-            gateway = [median(gateway_runs, i) for i in range(3)]
+            gateway_median = [median(gateway_runs, i) for i in range(3)]
             ceiling = [median(ceiling_runs, i) for i in range(3)]
-            rows.append((name, unit, gateway[0] * scale, ceiling[0] * scale, gateway[1], ceiling[1], gateway[2], ceiling[2]))
-            say(f"  gateway {gateway[0] * scale:,.0f} {unit}, pgbench {ceiling[0] * scale:,.0f} {unit}, ratio {gateway[0] / ceiling[0]:.2f}")
+            rows.append((name, unit, gateway_median[0] * scale, ceiling[0] * scale, gateway_median[1], ceiling[1], gateway_median[2], ceiling[2]))
+            say(f"  gateway {gateway_median[0] * scale:,.0f} {unit}, pgbench {ceiling[0] * scale:,.0f} {unit}, "
+                f"ratio {gateway_median[0] / ceiling[0]:.2f}")
+        saved = int(cluster.psql("SELECT count(*) FROM canopy.records r JOIN canopy.zones z ON z.id = r.zone_id "
+                                 "WHERE z.name = 'Bulk' AND r.record_name LIKE 'w%'"))
+
+        say(f"W2 first page under 64 connections: {options.runs} runs of {options.seconds} s")
+        wide_runs = [run_wrk(workloads[1][3], 64, options.seconds, {}) for _ in range(options.runs)]
+        wide = (statistics.median(r[0] for r in wide_runs), statistics.median(r[1] for r in wide_runs),
+                statistics.median(r[2] for r in wide_runs))
+        memory = peak_memory_mb(gateway.process)
+        say(f"  {wide[0]:,.0f} requests/s, p50 {wide[1]:.2f} ms, p99 {wide[2]:.2f} ms; gateway peak RSS {memory:.0f} MB")
 
         say(f"subscription latency: {options.runs} runs of 50 commits")
         latency_runs = [notification_latency(token) for _ in range(options.runs)]
@@ -339,25 +492,62 @@ def main():
                    statistics.median(percentile(r, 0.99) for r in latency_runs))
         say(f"  commit to subscriber: p50 {latency[0]:.1f} ms, p99 {latency[1]:.1f} ms")
 
+    by_name = {row[0]: row for row in rows}
+    first = rows[1]
+    deep = rows[2]
+    owner_row = rows[1]
+    participant = next(row for row in rows if row[0].startswith("W5"))
+    scale_rows = [row for row in rows if row[0].startswith("W6")]
     cores = os.cpu_count()
-    memory = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
+    total_memory = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
     lines = [
         "# Benchmarks", "",
         "Written by `make bench` (`scripts/bench/bench.py`); rerun it to refresh. "
-        "Gateway: release build, driven over loopback by `wrk`. Ceiling: the statement the gateway sends for "
-        "the same request, captured from PostgreSQL's log with its parameters, run by `pgbench -M prepared` "
+        "Gateway: release build, driven over loopback by `wrk`. Ceiling: the statements the gateway sends for "
+        "the same request, captured from PostgreSQL's log with their parameters, run by `pgbench -M prepared` "
         "with the same number of clients against the same cluster. Medians of "
-        f"{options.runs} runs of {options.seconds} s per side; {options.clients} clients; latencies in ms.", "",
-        f"Machine: {cores} cores, {memory} GiB; PostgreSQL {cluster.psql('SHOW server_version')}; "
+        f"{options.runs} runs of {options.seconds} s per side; {options.clients} clients; latencies in ms. "
+        "The record type's fields are declared with `canopy schema apply` (QUERYABLE/SORTABLE endDate), so "
+        "the date range and sort run on its index.", "",
+        f"Machine: {cores} cores, {total_memory} GiB; PostgreSQL {cluster.psql('SHOW server_version')}; "
         f"{options.records:,} records in the zone; run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.", "",
         "| workload | unit | gateway | pgbench | ratio | p50 gateway | p50 pgbench | p99 gateway | p99 pgbench |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, unit, g, c, g50, c50, g99, c99 in rows:
         lines.append(f"| {name} | {unit} | {g:,.0f} | {c:,.0f} | {g / c:.2f} | {g50:.2f} | {c50:.2f} | {g99:.2f} | {c99:.2f} |")
-    lines += ["", "Live notifications: from a commit's HTTP answer to the `zoneChanged` subscriber's `next` "
-              f"(50 commits a run, medians of {options.runs} runs; issue 5 asks for under 100 ms): "
-              f"p50 {latency[0]:.1f} ms, p99 {latency[1]:.1f} ms."]
+
+    def goal(text, met):
+        return f"| {text} | {'met' if met else '**not met**'} |"
+
+    lines += [
+        "", "W3 saved " f"{saved:,} records through the gateway in its runs (every batch new names; a conflict would show "
+        "as fewer). W3's ceiling runs the same transaction: identity, the write (names made unique per "
+        "transaction with `replace()`), and the read-back of the saved ids taken from the write's answer with `\\gset`.", "",
+        f"Under 64 connections (the W2 first page): {wide[0]:,.0f} requests/s, p50 {wide[1]:.2f} ms, p99 {wide[2]:.2f} ms; "
+        f"the gateway's peak RSS over the whole run: {memory:.0f} MB.", "",
+        "Live notifications: from a commit's HTTP answer to the `zoneChanged` subscriber's `next` "
+        f"(50 commits a run, medians of {options.runs} runs; issue 5 asks for under 100 ms): "
+        f"p50 {latency[0]:.1f} ms, p99 {latency[1]:.1f} ms.", "",
+        "## The goals of issue 7, measured in this run", "",
+        "| goal | measured | |", "|---|---|---|",
+    ]
+    w1 = rows[0]
+    w3 = next(row for row in rows if row[0].startswith("W3"))
+    w4 = next(row for row in rows if row[0].startswith("W4"))
+    lines += [
+        f"| W1 ≥ 0.8 of the ceiling | {w1[2] / w1[3]:.2f} | {'met' if w1[2] / w1[3] >= 0.8 else '**not met**'} |",
+        f"| W2 ≥ 0.8 of the ceiling | {first[2] / first[3]:.2f} | {'met' if first[2] / first[3] >= 0.8 else '**not met**'} |",
+        f"| W2 deep page p50 within 1.2× of the first | {deep[4] / first[4]:.2f}× | {'met' if deep[4] <= 1.2 * first[4] else '**not met**'} |",
+        f"| W3 ≥ 20,000 records/s | {w3[2]:,.0f} | {'met' if w3[2] >= 20000 else '**not met**'} |",
+        f"| W4 ≥ 50,000 records/s | {w4[2]:,.0f} | {'met' if w4[2] >= 50000 else '**not met**'} |",
+        f"| W5 participant p50 within 1.15× of owner | {participant[4] / owner_row[4]:.2f}× | "
+        f"{'met' if participant[4] <= 1.15 * owner_row[4] else '**not met**'} |",
+        f"| W6 p50 at {scales[-1]:,} within 1.3× of {scales[0]:,} | {scale_rows[-1][4] / scale_rows[0][4]:.2f}× | "
+        f"{'met' if scale_rows[-1][4] <= 1.3 * scale_rows[0][4] else '**not met**'} |",
+        f"| p99 at 64 connections within 3× of p50 | {wide[2] / wide[1]:.2f}× | {'met' if wide[2] <= 3 * wide[1] else '**not met**'} |",
+        f"| gateway RSS under 150 MB | {memory:.0f} MB | {'met' if memory < 150 else '**not met**'} |",
+    ]
     notes_path = ROOT / "docs" / "BENCHMARK_NOTES.md"
     lines += ["", f"What the numbers mean and what stands in the way: [docs/BENCHMARK_NOTES.md](docs/BENCHMARK_NOTES.md)."
               if notes_path.exists() else ""]

@@ -145,6 +145,8 @@ public struct RecordsPlan: Sendable {
     /// the cursor's position is a row comparison an index can seek to, so a
     /// page 50 pages deep costs what the first does. The second part is left
     /// out when the filter already requires the key (or it is never missing).
+    /// The key's value is computed once a row (`canopy_sort`), and the
+    /// cursor's keys are built from it outside the parts.
     static func singleKeyPage(
         _ key: SortKey, predicate: CheckedPredicate, after keys: [JSONValue]?, base: String, limit: String, _ builder: inout SQLBuilder
     ) throws -> String {
@@ -175,19 +177,20 @@ public struct RecordsPlan: Sendable {
                     : "(\(expression), \(name)) > (\(valueAfter), \(nameAfter))"
             }
             parts.append("""
-                (SELECT r.*, 0 AS canopy_part, \(expression) AS canopy_sort, json_build_array(false, \(expression), r.record_name) AS canopy_keys \
+                (SELECT r.*, 0 AS canopy_part, \(expression) AS canopy_sort \
                 \(base) AND \(condition) ORDER BY \(expression) \(key.descending ? "DESC" : "ASC"), \(name) LIMIT \(limit)::int8 + 1)
                 """)
         }
         if inMissingPart || !neverMissing {
             let condition = nameAfter.map { "\(expression) IS NULL AND \(name) > \($0)" } ?? "\(expression) IS NULL"
             parts.append("""
-                (SELECT r.*, 1 AS canopy_part, NULL AS canopy_sort, json_build_array(true, NULL, r.record_name) AS canopy_keys \
+                (SELECT r.*, 1 AS canopy_part, NULL AS canopy_sort \
                 \(base) AND \(condition) ORDER BY \(name) LIMIT \(limit)::int8 + 1)
                 """)
         }
         return """
-            SELECT p.*, row_number() OVER (ORDER BY p.canopy_part, p.canopy_sort \(key.descending ? "DESC" : "ASC"), p.record_name COLLATE "C") AS canopy_ord \
+            SELECT p.*, row_number() OVER (ORDER BY p.canopy_part, p.canopy_sort \(key.descending ? "DESC" : "ASC"), p.record_name COLLATE "C") AS canopy_ord, \
+            json_build_array(p.canopy_part = 1, p.canopy_sort, p.record_name) AS canopy_keys \
             FROM (\(parts.joined(separator: " UNION ALL "))) p
             """
     }
