@@ -160,7 +160,52 @@ CREATE OPERATOR CLASS canopy.search_words_ops FOR TYPE tsvector USING gin AS
     FUNCTION 6 gin_tsquery_triconsistent(internal, int2, tsvector, int4, internal, internal, internal),
     STORAGE text;
 
+-- LIST<STRING> and LIST<REFERENCE> field values as text[] (strings, and
+-- references' record names), for CONTAINS on a QUERYABLE list; and `@>`
+-- again, LEAKPROOF (array containment of two text[] raises no error), with
+-- a GIN operator class of its own, for the same reason as `canopy.@@`
+-- (estimated with the generic contsel: arraycontsel refuses operators it
+-- does not know).
+CREATE FUNCTION canopy.text_list_field(p_fields jsonb, p_name text) RETURNS text[]
+    LANGUAGE plpgsql IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE
+AS $$
+DECLARE
+    value jsonb := p_fields -> p_name;
+    element jsonb;
+    items text[] := '{}';
+BEGIN
+    IF jsonb_typeof(value) <> 'array' THEN
+        RETURN NULL;
+    END IF;
+    FOR element IN SELECT e FROM jsonb_array_elements(value) e LOOP
+        IF jsonb_typeof(element) = 'string' THEN
+            items := items || (element #>> '{}');
+        ELSIF jsonb_typeof(element) = 'object' AND element ->> 'type' = 'REFERENCE' AND jsonb_typeof(element -> 'recordName') = 'string' THEN
+            items := items || (element ->> 'recordName');
+        END IF;
+    END LOOP;
+    RETURN items;
+END
+$$;
+CREATE FUNCTION canopy.text_list_contains(text[], text[]) RETURNS boolean
+    LANGUAGE internal IMMUTABLE STRICT LEAKPROOF PARALLEL SAFE AS 'arraycontains';
+CREATE OPERATOR canopy.@> (LEFTARG = text[], RIGHTARG = text[], FUNCTION = canopy.text_list_contains,
+                           RESTRICT = contsel, JOIN = contjoinsel);
+CREATE OPERATOR CLASS canopy.text_list_ops FOR TYPE text[] USING gin AS
+    OPERATOR 2 canopy.@> (text[], text[]),
+    FUNCTION 1 bttextcmp(text, text),
+    FUNCTION 2 ginarrayextract(anyarray, internal, internal),
+    FUNCTION 3 ginqueryarrayextract(anyarray, internal, int2, internal, internal, internal, internal),
+    FUNCTION 4 ginarrayconsistent(internal, int2, anyarray, int4, internal, internal, internal, internal),
+    FUNCTION 6 ginarraytriconsistent(internal, int2, anyarray, int4, internal, internal, internal),
+    STORAGE text;
+
 ALTER FUNCTION canopy.json_number(jsonb) OWNER TO canopy_owner;
+ALTER FUNCTION canopy.text_list_field(jsonb, text) OWNER TO canopy_owner;
+ALTER FUNCTION canopy.text_list_contains(text[], text[]) OWNER TO canopy_owner;
+ALTER OPERATOR canopy.@> (text[], text[]) OWNER TO canopy_owner;
+ALTER OPERATOR CLASS canopy.text_list_ops USING gin OWNER TO canopy_owner;
+ALTER OPERATOR FAMILY canopy.text_list_ops USING gin OWNER TO canopy_owner;
 ALTER FUNCTION canopy.string_field(jsonb, text) OWNER TO canopy_owner;
 ALTER FUNCTION canopy.number_field(jsonb, text) OWNER TO canopy_owner;
 ALTER FUNCTION canopy.timestamp_field(jsonb, text) OWNER TO canopy_owner;
@@ -220,7 +265,7 @@ CREATE TABLE canopy.schema_indexes (
     index_name  text PRIMARY KEY CHECK (index_name ~ '^records_schema_[0-9a-f]{16}$'),
     record_type text NOT NULL,
     field_name  text NOT NULL,
-    kind        text NOT NULL CHECK (kind IN ('btree', 'search')),
+    kind        text NOT NULL CHECK (kind IN ('btree', 'search', 'list')),
     definition  text NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now(),
     UNIQUE (record_type, field_name, kind)
@@ -229,7 +274,7 @@ COMMENT ON TABLE canopy.schema_indexes IS 'Indexes on canopy.records that canopy
 COMMENT ON COLUMN canopy.schema_indexes.index_name IS 'records_schema_ and 16 hex digits of the definition''s hash.';
 COMMENT ON COLUMN canopy.schema_indexes.record_type IS 'recordType.';
 COMMENT ON COLUMN canopy.schema_indexes.field_name IS 'Field (or system field) indexed; for search, the first SEARCHABLE field.';
-COMMENT ON COLUMN canopy.schema_indexes.kind IS 'btree (QUERYABLE, SORTABLE) or search (SEARCHABLE, one per record type over all its SEARCHABLE fields).';
+COMMENT ON COLUMN canopy.schema_indexes.kind IS 'btree (QUERYABLE, SORTABLE), list (a QUERYABLE LIST<STRING> or LIST<REFERENCE>, for CONTAINS) or search (SEARCHABLE, one per record type over all its SEARCHABLE fields).';
 COMMENT ON COLUMN canopy.schema_indexes.definition IS 'The CREATE INDEX statement, without CONCURRENTLY.';
 COMMENT ON COLUMN canopy.schema_indexes.created_at IS 'When apply first asked for it.';
 ALTER TABLE canopy.schema_indexes ENABLE ROW LEVEL SECURITY;
@@ -270,8 +315,10 @@ CREATE TRIGGER records_check_declared BEFORE INSERT OR UPDATE ON canopy.records
 REVOKE ALL ON FUNCTION canopy.json_number(jsonb), canopy.string_field(jsonb, text), canopy.number_field(jsonb, text),
     canopy.timestamp_field(jsonb, text), canopy.reference_field(jsonb, text), canopy.boolean_field(jsonb, text),
     canopy.epoch_ms(timestamptz), canopy.search_words(jsonb, text[]), canopy.words_match(tsvector, tsquery),
+    canopy.text_list_field(jsonb, text), canopy.text_list_contains(text[], text[]),
     canopy.records_check_declared() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION canopy.json_number(jsonb), canopy.string_field(jsonb, text), canopy.number_field(jsonb, text),
     canopy.timestamp_field(jsonb, text), canopy.reference_field(jsonb, text), canopy.boolean_field(jsonb, text),
-    canopy.epoch_ms(timestamptz), canopy.search_words(jsonb, text[]), canopy.words_match(tsvector, tsquery)
+    canopy.epoch_ms(timestamptz), canopy.search_words(jsonb, text[]), canopy.words_match(tsvector, tsquery),
+    canopy.text_list_field(jsonb, text), canopy.text_list_contains(text[], text[])
     TO canopy_gateway;

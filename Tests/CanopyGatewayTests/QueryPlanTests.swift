@@ -54,7 +54,7 @@ struct QueryPlanTests {
     /// What `canopy schema apply` builds for this test's schema.
     static let declared = """
         RECORD TYPE Fast ("___recordID" REFERENCE QUERYABLE, endDate TIMESTAMP QUERYABLE SORTABLE,
-                          hours INT64 QUERYABLE SORTABLE, note STRING QUERYABLE SORTABLE SEARCHABLE);
+                          hours INT64 QUERYABLE SORTABLE, note STRING QUERYABLE SORTABLE SEARCHABLE, tags LIST<STRING> QUERYABLE);
         """
 
     @Test("declared fields: every indexed operator, both sort directions and a page 50 pages deep run as index conditions (200,000 records)",
@@ -70,6 +70,7 @@ struct QueryPlanTests {
                 try await connection.query(PostgresQuery(unsafeSQL: """
                     INSERT INTO canopy.records (zone_id, record_name, record_type, fields, created_by, modified_by, change_seq, change_tag)
                     SELECT z.id, 'r' || g, 'Fast', jsonb_build_object('hours', g % 48, 'note', 'fast number ' || g,
+                           'tags', jsonb_build_array('t' || (g % 10), 'u' || g),
                            'endDate', jsonb_build_object('type', 'TIMESTAMP', 'value', 1700000000000 + g::bigint * 60000)),
                            \(user), \(user), g, 't' || g
                       FROM canopy.zones z, generate_series(1, \(count)) g WHERE z.owner_id = \(user) AND z.name = 'Big';
@@ -115,6 +116,7 @@ struct QueryPlanTests {
             ("BEGINSWITH", ", filter: \"note BEGINSWITH 'fast number 1999'\", sort: [{field: \"note\"}]", index("note"), "canopy.string_field(fields, 'note'::text))::text >= "),
             ("sort descending", ", sort: [{field: \"hours\", direction: DESC}]", index("hours"), "canopy.number_field(fields, 'hours'::text) IS NOT NULL"),
             ("full text", ", filter: \"self CONTAINS 'Number 4242'\"", index("note", .search), "OPERATOR(canopy.@@)"),
+            ("list CONTAINS", ", filter: \"tags CONTAINS 'u4242'\"", index("tags", .list), "OPERATOR(canopy.@>)"),
         ]
         for (name, arguments, expectedIndex, condition) in cases {
             let text = try await explain(try plan(arguments))

@@ -54,6 +54,11 @@ public enum PredicateSQL {
         }
     }
 
+    /// A LIST<STRING> or LIST<REFERENCE> field as text[] (what its index holds).
+    public static func textList(_ name: String, qualifier: String = "r.") -> String {
+        "canopy.text_list_field(\(qualifier)fields, \(literal(name)))"
+    }
+
     /// The full-text document of the SEARCHABLE `fields` (what their index holds).
     public static func searchDocument(_ fields: [String], qualifier: String = "r.") -> String {
         "canopy.search_words(\(qualifier)fields, '{\(fields.map { literal($0).dropFirst().dropLast() }.joined(separator: ","))}'::text[])"
@@ -88,6 +93,10 @@ public enum PredicateSQL {
             return "(\(target) = ANY(\(array)))"
         case .listContains(let value):
             guard case .field(let name, .list(let element)) = test.target else { return "FALSE" }
+            if element == .string || element == .reference, case .string(let text) = value {
+                // On the QUERYABLE list's GIN index, when it has one.
+                return "(\(textList(name)) OPERATOR(canopy.@>) ARRAY[\(builder.bind(text))::text])"
+            }
             let stored: JSONValue
             switch (element, value) {
             case (.timestamp, .time(let ms)): stored = .object(["type": .string("TIMESTAMP"), "value": .double(ms)])

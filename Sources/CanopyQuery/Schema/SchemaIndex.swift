@@ -8,11 +8,13 @@ import Foundation
 /// - a QUERYABLE or SORTABLE field: a btree on (zone, value, recordName),
 ///   partial to its record type, serving equality, ranges, BEGINSWITH, IN,
 ///   sorts in either direction and the keyset cursor;
+/// - a QUERYABLE LIST<STRING> or LIST<REFERENCE>: a GIN index on its
+///   elements with the zone (btree_gin), for CONTAINS;
 /// - the SEARCHABLE fields of a record type: one GIN full-text index over
 ///   their words, with the zone (btree_gin), for `self CONTAINS`.
 public struct SchemaIndex: Sendable, Equatable {
     public enum Kind: String, Sendable {
-        case btree, search
+        case btree, search, list
     }
 
     public var name: String
@@ -45,6 +47,13 @@ public struct SchemaIndex: Sendable, Equatable {
             indexes.append(SchemaIndex(
                 recordType: recordType.name, fieldName: field.name, kind: .btree,
                 body: "(zone_id, (\(expression)), (record_name COLLATE \"C\")) \(partial)"
+            ))
+        }
+        for field in SchemaPrinter.ordered(recordType.fields) where field.schema.queryable && !field.isSystemField
+            && (field.schema.type == .list(.string) || field.schema.type == .list(.reference)) {
+            indexes.append(SchemaIndex(
+                recordType: recordType.name, fieldName: field.name, kind: .list,
+                body: "USING gin (zone_id, \(PredicateSQL.textList(field.name, qualifier: "")) canopy.text_list_ops) \(partial)"
             ))
         }
         let searchable = RecordSchema(fields: Dictionary(uniqueKeysWithValues: recordType.fields.map { ($0.name, $0.schema) })).searchableFields
