@@ -87,8 +87,7 @@ struct QueryPlanTests {
         func index(_ field: String, _ kind: SchemaIndex.Kind = .btree) -> String {
             indexes.first { $0.fieldName == field && $0.kind == kind }!.name
         }
-        let fast = document[recordType: "Fast"]!
-        let schema = RecordSchema(fields: Dictionary(uniqueKeysWithValues: fast.fields.map { ($0.name, $0.schema) }), mode: .production)
+        let schema = document[recordType: "Fast"]!.recordSchema(mode: .production)
         let secret = SigningKey(Data(repeating: 3, count: 32))
         let range: JSONValue = .array([.int(1_700_000_000_000 + 1_000 * 60_000), .int(1_700_000_000_000 + 150_000 * 60_000)])
 

@@ -37,6 +37,11 @@ public struct RecordTypeDeclaration: Sendable, Equatable {
         fields.first { $0.name == name }
     }
 
+    /// What the query compiler needs of this declaration.
+    public func recordSchema(mode: SchemaMode = .development) -> RecordSchema {
+        RecordSchema(fields: Dictionary(fields.map { ($0.name, $0.schema) }) { first, _ in first }, mode: mode)
+    }
+
     /// The same fields (in any order) and the same grants (in order).
     public static func == (a: Self, b: Self) -> Bool {
         a.name == b.name && a.grants == b.grants && a.fields.count == b.fields.count

@@ -56,7 +56,7 @@ public struct SchemaIndex: Sendable, Equatable {
                 body: "USING gin (zone_id, \(PredicateSQL.textList(field.name, qualifier: "")) canopy.text_list_ops) \(partial)"
             ))
         }
-        let searchable = RecordSchema(fields: Dictionary(uniqueKeysWithValues: recordType.fields.map { ($0.name, $0.schema) })).searchableFields
+        let searchable = recordType.recordSchema().searchableFields
         if let first = searchable.first {
             indexes.append(SchemaIndex(
                 recordType: recordType.name, fieldName: first, kind: .search,
