@@ -230,9 +230,7 @@ struct OperationExecutor {
     func schema(of recordType: String, refresh: Bool) async throws -> RecordSchema {
         let stored = try await database.fieldTypes(of: recordType, refresh: refresh, logger: logger)
         return RecordSchema(
-            fields: stored.compactMapValues { field in
-                FieldType(field.fieldType).map { FieldSchema(type: $0, queryable: field.queryable, sortable: field.sortable, searchable: field.searchable) }
-            },
+            fields: stored.compactMapValues(\.fieldSchema),
             mode: SchemaMode(rawValue: database.schemaMode) ?? .development
         )
     }

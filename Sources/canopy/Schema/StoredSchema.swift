@@ -1,3 +1,4 @@
+import CanopyGateway
 import CanopyQuery
 import CanopyStore
 
@@ -7,8 +8,7 @@ enum StoredSchema {
     static func document(fields: [StoredField], grants: [StoredGrant]) -> SchemaDocument {
         var types: [String: RecordTypeDeclaration] = [:]
         for field in fields {
-            guard let type = FieldType(field.fieldType) else { continue }
-            let schema = FieldSchema(type: type, queryable: field.queryable, sortable: field.sortable, searchable: field.searchable)
+            guard let schema = field.fieldSchema else { continue }
             types[field.recordType, default: RecordTypeDeclaration(name: field.recordType)].fields.append(FieldDeclaration(name: field.fieldName, schema: schema))
         }
         for grant in grants {
