@@ -116,6 +116,66 @@ struct RecordOperationTests {
         }
     }
 
+    @Test("a batch of new records is written in one statement: in order, stamped, typed; one bad record falls back and is named")
+    func newRecordsTogether() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test { client in
+            let token = harness.aliceToken
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Bulk\") { zoneName } }", token: token)
+            let query = """
+                mutation($s: [RecordInput!], $a: Boolean) { modifyRecords(scope: PRIVATE, zone: {zoneName: "Bulk"}, save: $s, atomic: $a) {
+                  saved { recordName recordChangeTag fields created { userRecordName } modified { userRecordName } } errors { recordName code message } } }
+                """
+            // Names out of alphabetical order, and a field type fixed by this batch.
+            let names = (0..<400).map { "b\((($0 * 7919) % 400))" }
+            let batch: [[String: Any]] = names.enumerated().map { index, name in
+                ["recordName": name, "recordType": "Tally",
+                 "fields": ["count": index, "label": "tally \(index)", "tags": ["t\(index % 3)"], "ratio": 0.5,
+                            "at": ["type": "TIMESTAMP", "value": 1_700_000_000_000 + index]]]
+            }
+            let answer = try await client.call("modifyRecords", query, ["s": batch], token: token)
+            #expect((answer.object["errors"] as? [Any])?.isEmpty == true, "\(answer.body)")
+            let saved = answer.object["saved"] as? [[String: Any]] ?? []
+            #expect(saved.compactMap { $0["recordName"] as? String } == names, "saved in the order sent")
+            let tags = saved.compactMap { ($0["recordChangeTag"] as? String).flatMap { Int($0, radix: 16) } }
+            #expect(tags.count == 400 && zip(tags, tags.dropFirst()).allSatisfy { $0 < $1 }, "change tags follow the batch's order")
+            #expect(saved.allSatisfy { ($0["created"] as? [String: Any])?["userRecordName"] as? String == harness.alice.userRecordName
+                                       && ($0["modified"] as? [String: Any])?["userRecordName"] as? String == harness.alice.userRecordName })
+            #expect((saved.last?["fields"] as? [String: Any])?["label"] as? String == "tally 399")
+            let types = try await TestDatabase.withConnection(harness.endpoint) { connection in
+                try await connection.texts("SELECT field_name || ' ' || field_type FROM canopy.field_types WHERE record_type = 'Tally' ORDER BY 1")
+            }
+            #expect(types == ["at TIMESTAMP", "count INT64", "label STRING", "ratio DOUBLE", "tags LIST<STRING>"])
+
+            // One record of a new batch breaks the type the first batch fixed:
+            // atomic, it alone is named and nothing is written; not atomic, the rest are saved.
+            let second: [[String: Any]] = (0..<50).map { index in
+                ["recordName": "c\(index)", "recordType": "Tally",
+                 "fields": ["count": index == 17 ? "seventeen" : index as Any, "label": "second \(index)"]]
+            }
+            let atomic = try await client.call("modifyRecords", query, ["s": second, "a": true], token: token)
+            let errors = atomic.object["errors"] as? [[String: Any]] ?? []
+            #expect(errors.filter { $0["code"] as? String != "BATCH_REQUEST_FAILED" }.compactMap { $0["recordName"] as? String } == ["c17"])
+            #expect(errors.first { $0["recordName"] as? String == "c17" }?["code"] as? String == "INVALID_ARGUMENTS")
+            #expect((errors.first { $0["recordName"] as? String == "c17" }?["message"] as? String ?? "").contains("count"))
+            let partial = try await client.call("modifyRecords", query, ["s": second, "a": false], token: token)
+            #expect((partial.object["saved"] as? [[String: Any]])?.count == 49)
+            #expect((partial.object["errors"] as? [[String: Any]])?.compactMap { $0["recordName"] as? String } == ["c17"])
+
+            // A name that exists already: the batch goes record by record and that one conflicts.
+            let third: [[String: Any]] = [["recordName": "d1", "recordType": "Tally", "fields": ["count": 1]],
+                                          ["recordName": "b0", "recordType": "Tally", "fields": ["count": 2]],
+                                          ["recordName": "d2", "recordType": "Tally", "fields": ["count": 3]]]
+            let conflict = try await client.call("modifyRecords", query, ["s": third, "a": false], token: token)
+            #expect((conflict.object["saved"] as? [[String: Any]])?.compactMap { $0["recordName"] as? String } == ["d1", "d2"])
+            #expect((conflict.object["errors"] as? [[String: Any]])?.first?["code"] as? String == "SERVER_RECORD_CHANGED")
+            let count = try await TestDatabase.withConnection(harness.endpoint) { connection in
+                try await connection.texts("SELECT count(*)::text FROM canopy.records r JOIN canopy.zones z ON z.id = r.zone_id WHERE z.name = 'Bulk' AND z.owner_id = \(harness.alice.id)")
+            }
+            #expect(count == ["451"])
+        }
+    }
+
     @Test("atomic batches fail whole and write nothing; non-atomic ones fail record by record")
     func batches() async throws {
         let harness = try await GatewayHarness.make()

@@ -32,6 +32,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import population
+
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = Path(os.environ.get("CANOPY_BENCH_BINARY", ROOT / ".build" / "release" / "canopy"))
 DATA = ROOT / ".bench"
@@ -60,8 +62,15 @@ class Cluster:
         self.user = admin.group(1)
 
     def psql(self, sql):
-        return run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", self.socket, "-p", self.port,
-                    "-U", self.user, "-d", "canopy", "-c", sql]).strip()
+        return run(self.psql_args() + ["-c", sql]).strip()
+
+    def psql_args(self):
+        return ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", self.socket, "-p", self.port,
+                "-U", self.user, "-d", "canopy"]
+
+    def copy_in(self, sql, data):
+        """COPY … FROM STDIN with `data` (text or an iterable of chunks), triggers off."""
+        population.copy_in(self.psql_args(), sql, data)
 
     def pgbench_args(self):
         # As the gateway's role, not the administrator: a superuser bypasses
@@ -105,24 +114,30 @@ def add_user(name, email=None):
 
 
 def seed(cluster, user, zone, records):
-    """A zone of `records` Fasting-like records owned by `user`, loaded
-    set-based with triggers off (their columns filled as the triggers would).
+    """A zone of `records` Fasting-like records owned by `user`, loaded with
+    COPY, triggers off (their columns filled as the triggers would).
     Returns the zone's first and last change positions."""
     user_id = cluster.psql(f"SELECT id FROM canopy.users WHERE record_name = '{user['userRecordName']}'")
     cluster.psql(f"INSERT INTO canopy.zones (owner_id, name) VALUES ({user_id}, '{zone}')")
     zone_id = cluster.psql(f"SELECT id FROM canopy.zones WHERE owner_id = {user_id} AND name = '{zone}'")
     started = time.monotonic()
-    cluster.psql(f"""
-        SET session_replication_role = replica;
-        INSERT INTO canopy.records (zone_id, record_name, record_type, fields, change_seq, change_tag,
-                                    created_by, modified_by, created_by_name, modified_by_name)
-        SELECT {zone_id}, 'r' || g, 'Fast',
-               jsonb_build_object('hours', g % 48,
-                                  'endDate', jsonb_build_object('type', 'TIMESTAMP', 'value', 1700000000000 + g::bigint * 60000),
-                                  'note', 'fast number ' || g, 'tags', jsonb_build_array('t' || (g % 10))),
-               s, to_hex(s), {user_id}, {user_id}, '{user['userRecordName']}', '{user['userRecordName']}'
-          FROM (SELECT g, nextval('canopy.change_seq') AS s FROM generate_series(1, {records}) g) x;
-        """)
+    first = int(cluster.psql("SELECT nextval('canopy.change_seq')")) + 1
+    cluster.psql(f"SELECT setval('canopy.change_seq', {first + records})")
+    writer = user["userRecordName"]
+
+    def rows():
+        lines = []
+        for g in range(1, records + 1):
+            position = first + g - 1
+            lines.append(f'{zone_id}\tr{g}\tFast\t{{"hours":{g % 48},"endDate":{{"type":"TIMESTAMP","value":{1700000000000 + g * 60000}}},'
+                         f'"note":"fast number {g}","tags":["t{g % 10}"]}}\t{position}\t{position:x}\t{user_id}\t{user_id}\t{writer}\t{writer}\n')
+            if len(lines) == 50_000:
+                yield "".join(lines)
+                lines = []
+        yield "".join(lines)
+
+    cluster.copy_in("COPY canopy.records (zone_id, record_name, record_type, fields, change_seq, change_tag, "
+                    "created_by, modified_by, created_by_name, modified_by_name) FROM STDIN", rows())
     say(f"seeded {records:,} records in zone {zone} in {time.monotonic() - started:.1f} s")
     positions = cluster.psql(f"SELECT min(change_seq) || ' ' || max(change_seq) FROM canopy.records WHERE zone_id = {zone_id}").split()
     return int(positions[0]), int(positions[1])
@@ -381,6 +396,9 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=10)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--owners", type=int, default=1000, help="the background population's owners")
+    parser.add_argument("--population", type=int, default=None,
+                        help="records in the population's zones (default: half of --records)")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     options = parser.parse_args()
     scales = [int(n) for n in options.scales.split(",") if n]
@@ -400,6 +418,17 @@ def main():
     owner = add_user("bench")
     guest = add_user("guest", email="guest@example.com")
     owner_id = cluster.psql(f"SELECT id FROM canopy.users WHERE record_name = '{owner['userRecordName']}'")
+    guest_id = cluster.psql(f"SELECT id FROM canopy.users WHERE record_name = '{guest['userRecordName']}'")
+    population_records = options.population if options.population is not None else options.records // 2
+    say(f"loading the population: {options.owners:,} owners, {population_records:,} records in zones of skewed sizes, "
+        "shares and participants")
+    people = population.seed_population(cluster.psql, cluster.copy_in, options.owners, population_records)
+    # The benchmark's users are members of other people's shares too, so
+    # their row-level security walks realistic lists of shares.
+    population.join_shares(cluster.psql, guest_id, 40)
+    population.join_shares(cluster.psql, owner_id, 20, seed=23)
+    say(f"  {people['zones']:,} zones (largest {people['largest_zone']:,} records), {people['zone_shares']} zone-wide and "
+        f"{people['record_shares']} record-hierarchy shares, {people['participants']:,} participants, in {people['seconds']:.1f} s")
     first_position, last_position = seed(cluster, owner, "Bench", options.records)
     scale_zones = {}
     for scale in scales:
@@ -538,6 +567,11 @@ def main():
         "the date range and sort run on its index.", "",
         f"Machine: {cores} cores, {total_memory} GiB; PostgreSQL {cluster.psql('SHOW server_version')}; "
         f"{options.records:,} records in the zone; run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.", "",
+        f"Around it, the population (`scripts/bench/population.py`, loaded with COPY): {people['owners']:,} owners, "
+        f"{people['zones']:,} zones of skewed sizes holding {people['records']:,} records (largest {people['largest_zone']:,}), "
+        f"{people['zone_shares']} zone-wide and {people['record_shares']} record-hierarchy shares, "
+        f"{people['participants']:,} participants of every role and status; the benchmark's owner is an accepted "
+        "participant in 20 of those shares and its guest in 40.", "",
         "| workload | unit | gateway | pgbench | ratio | p50 gateway | p50 pgbench | p99 gateway | p99 pgbench |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
