@@ -275,7 +275,7 @@ BEGIN
                         WHERE s.value->>'parent' IS NOT NULL OR s.value->>'recordChangeTag' IS NOT NULL)
        AND NOT EXISTS (SELECT 1 FROM canopy.records r
                         WHERE r.zone_id = p_zone_id
-                          AND r.record_name IN (SELECT s.value->>'recordName' FROM jsonb_array_elements(p_saves) s)) THEN
+                          AND r.record_name = ANY (ARRAY(SELECT s.value->>'recordName' FROM jsonb_array_elements(p_saves) s))) THEN
         BEGIN
             WITH input AS (
                 SELECT e.value AS save, e.position FROM jsonb_array_elements(p_saves) WITH ORDINALITY e(value, position)
