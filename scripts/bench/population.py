@@ -7,9 +7,9 @@ Loaded fast: records go in with COPY (streamed from here, triggers off,
 their columns filled as the triggers would fill them); users, zones,
 shares and participants, a few thousand rows, with set-based INSERTs.
 
-Used by bench.py (`--owners`, `--population`); on its own:
-    python3 scripts/bench/population.py --data-dir .bench --owners 1000 --records 100000
-against a running, migrated cluster (`canopy cluster start`, `canopy migrate up`).
+Used by bench.py (`--owners`, `--population`); on its own, into the
+migrated cluster in .bench (CANOPY_BENCH_BINARY picks the canopy binary):
+    python3 scripts/bench/population.py --owners 1000 --records 100000
 """
 import argparse
 import io
@@ -154,14 +154,9 @@ def seed_population(psql, psql_stdin, owners, records, seed=7):
                 participant_rows.write(f"{share_id}\t{guest}\t\\N\t{role}\t{permission}\t{status}\n")
     psql_stdin("COPY canopy.participants (share_id, user_id, email, role, permission, status) FROM STDIN",
                participant_rows.getvalue())
-    psql("""
-        SET session_replication_role = replica;
-        UPDATE canopy.participants SET accepted_at = invited_at WHERE status = 'ACCEPTED' AND accepted_at IS NULL;
-        UPDATE canopy.shares s SET participant_count = c.n
-          FROM (SELECT share_id, count(*) AS n FROM canopy.participants
-                 WHERE role <> 'OWNER' AND status <> 'REMOVED' GROUP BY share_id) c
-         WHERE c.share_id = s.id;
-        """)
+    psql("SET session_replication_role = replica; UPDATE canopy.participants SET accepted_at = invited_at "
+         "WHERE status = 'ACCEPTED' AND accepted_at IS NULL")
+    recount_participants(psql)
     participants = int(psql("SELECT count(*) FROM canopy.participants"))
     return {"owners": owners, "zones": zone_count, "records": records, "largest_zone": max(sizes),
             "zone_shares": len(zone_shared), "record_shares": len(record_shared),
@@ -180,6 +175,15 @@ def join_shares(psql, user_id, count, seed=11):
          WHERE z.name LIKE 'Zone%' AND z.owner_id <> {user_id}
          ORDER BY hashint4(s.id::int + {seed}) LIMIT {count}
         ON CONFLICT DO NOTHING;
+        """)
+    recount_participants(psql)
+
+
+def recount_participants(psql):
+    """shares.participant_count as the participants_count trigger keeps it
+    (everyone but the owner and those REMOVED), for rows loaded without it."""
+    psql("""
+        SET session_replication_role = replica;
         UPDATE canopy.shares s SET participant_count = c.n
           FROM (SELECT share_id, count(*) AS n FROM canopy.participants
                  WHERE role <> 'OWNER' AND status <> 'REMOVED' GROUP BY share_id) c
@@ -189,25 +193,12 @@ def join_shares(psql, user_id, count, seed=11):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default=".bench")
     parser.add_argument("--owners", type=int, default=1000)
     parser.add_argument("--records", type=int, default=100_000)
-    parser.add_argument("--binary", default=".build/release/canopy")
     options = parser.parse_args()
-    import re
-    out = subprocess.run([options.binary, "cluster", "start", "--data-dir", options.data_dir],
-                         check=True, capture_output=True, text=True).stdout
-    match = re.search(r"running on port (\d+), socket in (\S+),", out)
-    user = re.search(r"admin: postgres://([^@]+)@", out).group(1)
-    base = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", match.group(2), "-p", match.group(1), "-U", user, "-d", "canopy"]
-
-    def psql(sql):
-        return subprocess.run(base + ["-c", sql], check=True, capture_output=True, text=True).stdout.strip()
-
-    def psql_stdin(sql, data):
-        copy_in(base, sql, data)
-
-    print(json.dumps(seed_population(psql, psql_stdin, options.owners, options.records)))
+    from bench import Cluster   # the cluster in .bench, as the benchmark starts it
+    cluster = Cluster()
+    print(json.dumps(seed_population(cluster.psql, cluster.copy_in, options.owners, options.records)))
 
 
 def copy_in(base, sql, data):
