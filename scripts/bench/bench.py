@@ -129,8 +129,8 @@ def seed(cluster, user, zone, records):
         lines = []
         for g in range(1, records + 1):
             position = first + g - 1
-            lines.append(f'{zone_id}\tr{g}\tFast\t{{"hours":{g % 48},"endDate":{{"type":"TIMESTAMP","value":{1700000000000 + g * 60000}}},'
-                         f'"note":"fast number {g}","tags":["t{g % 10}"]}}\t{position}\t{position:x}\t{user_id}\t{user_id}\t{writer}\t{writer}\n')
+            lines.append(f"{zone_id}\tr{g}\tFast\t{population.fast_fields(g)}\t{position}\t{position:x}\t"
+                         f"{user_id}\t{user_id}\t{writer}\t{writer}\n")
             if len(lines) == 50_000:
                 yield "".join(lines)
                 lines = []
