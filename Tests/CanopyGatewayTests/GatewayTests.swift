@@ -114,6 +114,16 @@ struct GatewayTests {
             let (notJSON, notJSONBody) = try await client.post(body: ByteBuffer(string: "{ me { name } }"), token: harness.aliceToken)
             #expect(notJSON == .badRequest)
             #expect(errorCode(notJSONBody) == "BAD_REQUEST")
+            // A fault in the body's JSON is placed in the body (the message), not in the document (locations).
+            #expect(firstError(notJSONBody)["message"] as? String == "expected a string key at line 1, column 3 of the JSON")
+            #expect(firstError(notJSONBody)["locations"] == nil)
+            let (badVariables, badVariablesBody) = try await client.post(
+                body: ByteBuffer(string: #"{"query": "{ me { name } }", "variables": [1]}"#), token: harness.aliceToken)
+            #expect(badVariables == .badRequest)
+            #expect(firstError(badVariablesBody)["message"] as? String == #""variables" must be a JSON object, not a list"#)
+            let (noQuery, noQueryBody) = try await client.post(body: ByteBuffer(string: #"{"variables": {}}"#), token: harness.aliceToken)
+            #expect(noQuery == .badRequest)
+            #expect((firstError(noQueryBody)["message"] as? String)?.hasSuffix(#""query" must be a string"#) == true, "\(noQueryBody)")
         }
     }
 

@@ -157,7 +157,8 @@ struct RecordOperationTests {
             let errors = atomic.object["errors"] as? [[String: Any]] ?? []
             #expect(errors.filter { $0["code"] as? String != "BATCH_REQUEST_FAILED" }.compactMap { $0["recordName"] as? String } == ["c17"])
             #expect(errors.first { $0["recordName"] as? String == "c17" }?["code"] as? String == "INVALID_ARGUMENTS")
-            #expect((errors.first { $0["recordName"] as? String == "c17" }?["message"] as? String ?? "").contains("count"))
+            #expect(errors.contains { $0["recordName"] as? String == "c17" && ($0["message"] as? String)?.contains("count") == true },
+                    "the failure names the field")
             let partial = try await client.call("modifyRecords", query, ["s": second, "a": false], token: token)
             #expect((partial.object["saved"] as? [[String: Any]])?.count == 49)
             #expect((partial.object["errors"] as? [[String: Any]])?.compactMap { $0["recordName"] as? String } == ["c17"])
@@ -173,6 +174,49 @@ struct RecordOperationTests {
                 try await connection.texts("SELECT count(*)::text FROM canopy.records r JOIN canopy.zones z ON z.id = r.zone_id WHERE z.name = 'Bulk' AND z.owner_id = \(harness.alice.id)")
             }
             #expect(count == ["451"])
+        }
+    }
+
+    @Test("a number written with a fraction or exponent is a DOUBLE even when whole, one without is an INT64, as sent")
+    func numberTypes() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test { client in
+            let token = harness.aliceToken
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Fasting\") { zoneName } }", token: token)
+            // Raw bodies: a Swift client's JSONSerialization would write 70.0 as 70.
+            func modify(_ saves: String) async throws -> [String: Any] {
+                let body = #"{"query": "mutation($s: [RecordInput!]) { modifyRecords(scope: PRIVATE, zone: {zoneName: \"Fasting\"}, "#
+                    + #"save: $s, atomic: false) { saved { recordName fields } errors { recordName code message } } }", "variables": {"s": "#
+                    + saves + "}}"
+                let (status, answer) = try await client.post(body: ByteBuffer(string: body), token: token)
+                #expect(status == .ok, "\(answer)")
+                return (answer["data"] as? [String: Any])?["modifyRecords"] as? [String: Any] ?? [:]
+            }
+            let first = try await modify(#"[{"recordName": "w1", "recordType": "Weighing", "fields": {"kilograms": 70.0, "steps": 8000, "scale": 1e2}}]"#)
+            #expect((first["errors"] as? [Any])?.isEmpty == true, "\(first)")
+            let types = try await TestDatabase.withConnection(harness.endpoint) { connection in
+                try await connection.texts("SELECT field_name || ' ' || field_type FROM canopy.field_types WHERE record_type = 'Weighing' ORDER BY 1")
+            }
+            #expect(types == ["kilograms DOUBLE", "scale DOUBLE", "steps INT64"])
+            let fields = (first["saved"] as? [[String: Any]])?.first?["fields"] as? [String: Any]
+            #expect(fields?["kilograms"] as? Double == 70 && fields?["steps"] as? Int == 8000)
+
+            // A whole number fits a DOUBLE field; a fraction does not fit an INT64 one.
+            let second = try await modify(#"[{"recordName": "w2", "recordType": "Weighing", "fields": {"kilograms": 71}}, "#
+                                          + #"{"recordName": "w3", "recordType": "Weighing", "fields": {"steps": 8000.5}}]"#)
+            #expect((second["saved"] as? [[String: Any]])?.compactMap { $0["recordName"] as? String } == ["w2"])
+            let refused = (second["errors"] as? [[String: Any]])?.first
+            #expect(refused?["recordName"] as? String == "w3" && refused?["code"] as? String == "INVALID_ARGUMENTS", "\(second)")
+
+            // An integer argument given as a whole double (limit: 1.0 from JavaScript) is that integer.
+            let page = try await client.call("records", """
+                query($l: Int) { records(scope: PRIVATE, zone: {zoneName: "Fasting"}, recordType: "Weighing", limit: $l) { records { recordName } } }
+                """, ["l": 1.5], token: token)
+            #expect(page.code == "INVALID_ARGUMENTS" || page.code == "BAD_REQUEST", "\(page.body)")
+            let body = #"{"query": "query($l: Int) { records(scope: PRIVATE, zone: {zoneName: \"Fasting\"}, recordType: \"Weighing\", limit: $l) { records { recordName } } }", "variables": {"l": 1.0}}"#
+            let (status, whole) = try await client.post(body: ByteBuffer(string: body), token: token)
+            #expect(status == .ok)
+            #expect((((whole["data"] as? [String: Any])?["records"] as? [String: Any])?["records"] as? [Any])?.count == 1, "\(whole)")
         }
     }
 

@@ -36,12 +36,12 @@ struct GraphQLController {
         }
         let graphQLRequest: GraphQLHTTPRequest
         do {
-            graphQLRequest = try JSONDecoder().decode(GraphQLHTTPRequest.self, from: Data(buffer: buffer))
+            graphQLRequest = try GraphQLHTTPRequest(body: try buffer.withUnsafeReadableBytes { bytes throws(QueryError) in
+                try JSONValue(parsing: bytes)
+            })
         } catch {
-            return GraphQLResponse.errors(
-                [APIError(.badRequest, "the body must be JSON: {\"query\": \"...\", \"variables\": {...}, \"operationName\": \"...\"}")],
-                requestID: context.requestID, status: .badRequest
-            )
+            return GraphQLResponse.errors([APIError(error, requestID: context.requestID, logger: context.logger)],
+                                          requestID: context.requestID, status: .badRequest)
         }
         return await execute(graphQLRequest, allowMutations: true, context: context)
     }
@@ -58,7 +58,7 @@ struct GraphQLController {
         }
         var variables: [String: JSONValue] = [:]
         if let text = parameters.get("variables"), !text.isEmpty {
-            guard let decoded = try? JSONDecoder().decode([String: JSONValue].self, from: Data(text.utf8)) else {
+            guard case .object(let decoded)? = try? JSONValue(parsing: text) else {
                 return GraphQLResponse.errors(
                     [APIError(.badRequest, "the variables parameter must be a JSON object")],
                     requestID: context.requestID, status: .badRequest
@@ -158,9 +158,34 @@ struct GraphQLController {
     }
 }
 
-/// The body of a GraphQL request over HTTP.
-struct GraphQLHTTPRequest: Decodable {
+/// The body of a GraphQL request over HTTP (and a WebSocket `subscribe`'s payload).
+struct GraphQLHTTPRequest {
     var query: String
     var variables: [String: JSONValue]?
     var operationName: String?
+
+    init(query: String, variables: [String: JSONValue]?, operationName: String?) {
+        self.query = query
+        self.variables = variables
+        self.operationName = operationName
+    }
+
+    /// Reads `{"query": "...", "variables": {...}, "operationName": "..."}`;
+    /// `variables` and `operationName` may be null or absent.
+    init(body: JSONValue) throws(QueryError) {
+        let shape = #"the body must be a JSON object: {"query": "...", "variables": {...}, "operationName": "..."}"#
+        guard case .object(let members) = body else { throw QueryError(.badRequest, shape) }
+        guard case .string(let query)? = members["query"] else { throw QueryError(.badRequest, #"\#(shape); "query" must be a string"#) }
+        self.query = query
+        switch members["variables"] {
+        case nil, .null?: variables = nil
+        case .object(let given)?: variables = given
+        case let other?: throw QueryError(.badRequest, #""variables" must be a JSON object, not \#(other.typeName)"#)
+        }
+        switch members["operationName"] {
+        case nil, .null?: operationName = nil
+        case .string(let name)?: operationName = name
+        case let other?: throw QueryError(.badRequest, #""operationName" must be a string, not \#(other.typeName)"#)
+        }
+    }
 }

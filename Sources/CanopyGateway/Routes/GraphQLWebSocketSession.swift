@@ -36,10 +36,18 @@ final class GraphQLWebSocketSession: Sendable {
         let id = Mutex<Int64?>(nil)
     }
 
-    private struct ClientMessage: Decodable {
+    private struct ClientMessage {
         var type: String
         var id: String?
         var payload: JSONValue?
+
+        /// A message's JSON text, or nil when it is not an object with a string `type`.
+        init?(_ text: String) {
+            guard case .object(let members)? = try? JSONValue(parsing: text), case .string(let type)? = members["type"] else { return nil }
+            self.type = type
+            id = members["id"]?.stringValue
+            payload = members["payload"]
+        }
     }
 
     let database: GatewayDatabase
@@ -90,7 +98,7 @@ final class GraphQLWebSocketSession: Sendable {
 
     /// Handles one client message; false once the connection is closed.
     private func handle(_ text: String) async -> Bool {
-        guard let message = try? JSONDecoder().decode(ClientMessage.self, from: Data(text.utf8)) else {
+        guard let message = ClientMessage(text) else {
             await close(4400, "invalid message: expected JSON with a type")
             return false
         }
@@ -167,12 +175,7 @@ final class GraphQLWebSocketSession: Sendable {
     }
 
     private static func graphQLRequest(_ payload: JSONValue?) -> GraphQLHTTPRequest? {
-        guard case .object(let fields)? = payload, case .string(let query)? = fields["query"] else { return nil }
-        var variables: [String: JSONValue] = [:]
-        if case .object(let given)? = fields["variables"] { variables = given }
-        var operationName: String?
-        if case .string(let name)? = fields["operationName"] { operationName = name }
-        return GraphQLHTTPRequest(query: query, variables: variables, operationName: operationName)
+        payload.flatMap { try? GraphQLHTTPRequest(body: $0) }
     }
 
     /// Runs one subscription until the client completes it, the connection

@@ -46,6 +46,9 @@ public struct Arguments: @unchecked Sendable {
         switch try value(name) {
         case nil, .null?: return fallback
         case .int(let number)?: return Int(number)
+        // A variable written 100.0 (JavaScript and Python clients do): a whole number is an integer here.
+        case .double(let number)? where number.rounded(.towardZero) == number && abs(number) <= 9_007_199_254_740_992:
+            return Int(number)
         case let other?: throw invalid(name, "\(name) must be an integer, not \(other.typeName)")
         }
     }

@@ -37,10 +37,9 @@ public enum JSONValue: Sendable, Equatable, Codable {
 
     /// Compact JSON text, keys sorted (stable for caching and tests).
     public var jsonText: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(self)) ?? Data("null".utf8)
-        return String(decoding: data, as: UTF8.self)
+        var writer = JSONWriter()
+        writer.write(self)
+        return writer.text
     }
 
     public var stringValue: String? {
