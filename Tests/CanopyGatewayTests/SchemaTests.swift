@@ -56,7 +56,9 @@ struct SchemaTests {
         // A first save in development mode adds an inferred field.
         try await harness.test { client in
             _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Fasting\") { zoneName } }", token: harness.aliceToken)
-            _ = try await save(client, token: harness.aliceToken, [["recordName": "n1", "recordType": "Note", "fields": ["text": "hello", "pinned": true]]])
+            _ = try await save(client, token: harness.aliceToken, [["recordName": "n1", "recordType": "Note", "fields": ["text": "hello", "pinned": true]],
+                                                                    ["recordName": "f1", "recordType": "Fast", "fields": ["hours": 16, "note": "long one",
+                                                                     "endDate": ["type": "TIMESTAMP", "value": 1_700_000_000_000]]]])
         }
         let exported = try schemaCommand(["export"], on: harness.endpoint)
         #expect(exported.succeeded, "\(exported.output)")
@@ -80,6 +82,15 @@ struct SchemaTests {
         let repaired = try schemaCommand(["apply"], file: withNote, on: harness.endpoint)
         #expect(repaired.output.contains("rebuilding invalid index"), "\(repaired.output)")
         #expect(repaired.output.contains("1 rebuilt"), "\(repaired.output)")
+        // The rebuilt index has statistics at once (ANALYZE), so the planner can use it well.
+        #expect(repaired.output.contains("ANALYZE canopy.records"), "\(repaired.output)")
+        let statistics = try await TestDatabase.withConnection(harness.endpoint) { connection in
+            try await connection.texts("""
+                SELECT count(*)::text FROM pg_stats WHERE schemaname = 'canopy'
+                   AND tablename = (SELECT min(index_name) FROM canopy.schema_indexes)
+                """)
+        }
+        #expect(statistics != ["0"], "the rebuilt expression index has statistics")
 
         // Dropping an index (and a field nobody holds) in development.
         let smaller = withNote.replacingOccurrences(of: "hours INT64 QUERYABLE SORTABLE,", with: "hours INT64,")
