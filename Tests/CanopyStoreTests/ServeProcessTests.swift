@@ -44,6 +44,18 @@ struct ServeProcessTests {
         #expect(!result.output.contains(String(token)), "the token is not in the server's log")
     }
 
+    @Test("as root, an embedded cluster under a directory postgres cannot enter fails naming that directory and the fix",
+          .enabled(if: geteuid() == 0, "the server runs as postgres only when canopy runs as root"))
+    func unreachableDataDirectory() throws {
+        let parent = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-private-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: parent) }
+        let result = try CanopyBinary.run(["cluster", "start", "--data-dir", "\(parent)/.canopy"])
+        #expect(!result.succeeded)
+        #expect(result.output.contains("cannot enter \(parent) (mode 700)"), "\(result.output)")
+        #expect(result.output.contains("chmod o+x \(parent)"), "\(result.output)")
+    }
+
     func python(_ script: String) throws -> Subprocess.Result {
         try Subprocess.start("/usr/bin/env", ["python3", "-c", script]).wait()
     }

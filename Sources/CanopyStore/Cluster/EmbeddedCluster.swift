@@ -114,7 +114,7 @@ public struct EmbeddedCluster: Sendable {
             "--encoding=UTF8", "--no-locale", "--no-sync",
         ])
         guard result.succeeded else {
-            throw StoreError(.clusterFailed, "initdb failed for \(pgData):\n\(result.output)")
+            throw StoreError(.clusterFailed, "initdb failed for \(pgData):\n\(result.output)" + account.reachabilityHint(for: pgData))
         }
         let settings = """
 
@@ -168,7 +168,8 @@ public struct EmbeddedCluster: Sendable {
         }
         let logTail = (try? String(contentsOfFile: logFile, encoding: .utf8))
             .map { $0.split(separator: "\n").suffix(15).joined(separator: "\n") } ?? ""
-        throw StoreError(.clusterFailed, "pg_ctl could not start the cluster in \(pgData):\n\(lastOutput)\nlast lines of \(logFile):\n\(logTail)")
+        throw StoreError(.clusterFailed, "pg_ctl could not start the cluster in \(pgData):\n\(lastOutput)\nlast lines of \(logFile):\n\(logTail)"
+                         + account.reachabilityHint(for: pgData))
     }
 
     private func createDatabaseIfMissing(endpoint: DatabaseEndpoint, logger: Logger) async throws {
@@ -233,6 +234,31 @@ struct ServerAccount {
         guard chown(path, uid, gid) == 0 else {
             throw StoreError(.clusterFailed, "cannot hand \(path) to the postgres user: \(String(cString: strerror(errno)))")
         }
+    }
+
+    /// When we run the server as `postgres`, the first directory above
+    /// `path` that `postgres` may not enter, with how to fix it, or "".
+    /// A private parent (`mktemp -d` makes them 0700) fails initdb with a
+    /// bare "Permission denied".
+    func reachabilityHint(for path: String) -> String {
+        guard name != nil else { return "" }
+        var directory = URL(fileURLWithPath: path).deletingLastPathComponent()
+        var ancestors: [String] = []
+        while directory.path != "/" && !directory.path.isEmpty {
+            ancestors.append(directory.path)
+            directory = directory.deletingLastPathComponent()
+        }
+        for ancestor in ancestors.reversed() {
+            var info = stat()
+            guard stat(ancestor, &info) == 0 else { continue }
+            let searchable = info.st_uid == uid ? info.st_mode & S_IXUSR != 0
+                : info.st_gid == gid ? info.st_mode & S_IXGRP != 0 : info.st_mode & S_IXOTH != 0
+            if !searchable {
+                return "\nthe server runs as the postgres user, which cannot enter \(ancestor) (mode \(String(info.st_mode & 0o777, radix: 8))): "
+                    + "make it searchable (chmod o+x \(ancestor)) or pick a --data-dir postgres can reach"
+            }
+        }
+        return ""
     }
 
     func run(_ program: String, _ arguments: [String]) throws -> Subprocess.Result {
