@@ -66,6 +66,16 @@ struct GatewayTests {
             let (refused, refusal, _) = try await client.get("/graphql?query=\(mutation)", token: harness.aliceToken)
             #expect(refused == .badRequest)
             #expect(errorCode(refusal) == "BAD_REQUEST")
+            // Variables that are not JSON are named with where they go wrong.
+            let (badVariables, badBody, _) = try await client.get("/graphql?query=%7B%20me%20%7B%20name%20%7D%20%7D&variables=%7B%22a%22%3A%7D",
+                                                                  token: harness.aliceToken)
+            #expect(badVariables == .badRequest)
+            #expect(firstError(badBody)["message"] as? String
+                    == "the variables parameter is not JSON: expected a JSON value at line 1, column 6 of the JSON", "\(badBody)")
+            let (listVariables, listBody, _) = try await client.get("/graphql?query=%7B%20me%20%7B%20name%20%7D%20%7D&variables=%5B1%5D",
+                                                                    token: harness.aliceToken)
+            #expect(listVariables == .badRequest)
+            #expect(firstError(listBody)["message"] as? String == "the variables parameter must be a JSON object, not a list")
         }
     }
 

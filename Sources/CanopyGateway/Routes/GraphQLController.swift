@@ -58,13 +58,17 @@ struct GraphQLController {
         }
         var variables: [String: JSONValue] = [:]
         if let text = parameters.get("variables"), !text.isEmpty {
-            guard case .object(let decoded)? = try? JSONValue(parsing: text) else {
-                return GraphQLResponse.errors(
-                    [APIError(.badRequest, "the variables parameter must be a JSON object")],
-                    requestID: context.requestID, status: .badRequest
-                )
+            let problem: String
+            switch Result(catching: { () throws(QueryError) in try JSONValue(parsing: text) }) {
+            case .success(.object(let decoded)):
+                variables = decoded
+                problem = ""
+            case .success(let other): problem = "the variables parameter must be a JSON object, not \(other.typeName)"
+            case .failure(let error): problem = "the variables parameter is not JSON: \(error.message)"
             }
-            variables = decoded
+            if !problem.isEmpty {
+                return GraphQLResponse.errors([APIError(.badRequest, problem)], requestID: context.requestID, status: .badRequest)
+            }
         }
         let graphQLRequest = GraphQLHTTPRequest(query: query, variables: variables, operationName: parameters.get("operationName"))
         return await execute(graphQLRequest, allowMutations: false, context: context)
