@@ -8,18 +8,13 @@ public struct Cursor: Sendable, Equatable {
     public var fingerprint: String
     public var keys: [JSONValue]
 
-    struct Payload: Codable {
-        var q: String
-        var k: [JSONValue]
-    }
-
     public init(fingerprint: String, keys: [JSONValue]) {
         self.fingerprint = fingerprint
         self.keys = keys
     }
 
     public func encoded(secret: SigningKey) -> String {
-        let payload = Self.base64URL((try? JSONEncoder().encode(Payload(q: fingerprint, k: keys))) ?? Data())
+        let payload = Self.base64URL(Data(JSONValue.object(["q": .string(fingerprint), "k": .array(keys)]).jsonText.utf8))
         let signature = Self.base64URL(Data(HMAC<SHA256>.authenticationCode(for: Data(payload.utf8), using: secret.symmetricKey)))
         return "\(payload).\(signature)"
     }
@@ -31,10 +26,10 @@ public struct Cursor: Sendable, Equatable {
         guard parts.count == 2, let signature = data(fromBase64URL: String(parts[1])),
               HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: Data(parts[0].utf8), using: secret.symmetricKey),
               let json = data(fromBase64URL: String(parts[0])),
-              let payload = try? JSONDecoder().decode(Payload.self, from: json),
-              payload.q == fingerprint
+              case .object(let payload)? = try? json.withUnsafeBytes({ bytes throws(QueryError) in try JSONValue(parsing: bytes) }),
+              case .string(fingerprint)? = payload["q"], case .array(let keys)? = payload["k"]
         else { return nil }
-        return Cursor(fingerprint: payload.q, keys: payload.k)
+        return Cursor(fingerprint: fingerprint, keys: keys)
     }
 
     static func base64URL(_ data: Data) -> String {

@@ -234,7 +234,7 @@ public struct RecordsPlan: Sendable {
             case "records":
                 return records ?? "[]"
             default:   // cursor
-                guard more, let lastKeys, let decoded = try? JSONDecoder().decode([JSONValue].self, from: Data(lastKeys.utf8)) else {
+                guard more, let lastKeys, case .array(let decoded)? = try? JSONValue(parsing: lastKeys) else {
                     return "null"
                 }
                 return JSONValue.string(Cursor(fingerprint: fingerprint, keys: decoded).encoded(secret: secret)).jsonText
