@@ -146,7 +146,11 @@ struct QueryPlanTests {
                 cursor = (try JSONSerialization.jsonObject(with: Data(response.utf8)) as? [String: Any])?["cursor"] as? String
             }
             #expect(seen == 5_000)
-            let text = try await explain(try plan(arguments, cursor: try #require(cursor)))
+            guard let cursor else {
+                Issue.record("no cursor after 50 pages (\(direction))")
+                continue
+            }
+            let text = try await explain(try plan(arguments, cursor: cursor))
             let scan = text.split(separator: "\n").first { $0.contains(index("endDate")) } ?? ""
             #expect(text.split(separator: "\n").contains { $0.contains("Index Cond:") && $0.contains(seek) }, "\(direction)\n\(text)")
             let rows = Int(scan.split(separator: "rows=").last?.split(separator: " ").first ?? "") ?? .max
