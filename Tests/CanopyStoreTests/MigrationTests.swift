@@ -8,11 +8,14 @@ import Testing
 /// server, with the repository's migrations or a scratch copy of them.
 @Suite("canopy migrate", .enabled(if: CanopyBinary.exists, "build the canopy executable first (swift build)"))
 struct MigrationTests {
-    /// A copy of migrations/ to edit freely.
+    /// A copy of migrations/ to edit freely, with sql/ beside it; returns
+    /// the copy of migrations/.
     func scratchMigrations() throws -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-migrations-\(UUID().uuidString)").path
-        try FileManager.default.copyItem(atPath: TestDatabase.migrationsDirectory, toPath: directory)
-        return directory
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-migrations-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: TestDatabase.migrationsDirectory, toPath: "\(root)/migrations")
+        try FileManager.default.copyItem(atPath: TestDatabase.codeDirectory, toPath: "\(root)/sql")
+        return "\(root)/migrations"
     }
 
     func applied(_ endpoint: DatabaseEndpoint) async throws -> [String?] {
@@ -21,11 +24,20 @@ struct MigrationTests {
         }
     }
 
+    /// What a new database records: the baseline, then the versioned files.
     var expectedFiles: [String] {
-        (try? FileManager.default.contentsOfDirectory(atPath: TestDatabase.migrationsDirectory).filter { $0.hasSuffix(".sql") }.sorted()) ?? []
+        func sqlFiles(_ directory: String) -> [String] {
+            (try? FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".sql") }.sorted()) ?? []
+        }
+        return sqlFiles("\(TestDatabase.migrationsDirectory)/baseline") + sqlFiles(TestDatabase.migrationsDirectory)
     }
 
-    @Test("eight processes running `up` at once apply each file exactly once")
+    /// The repeatable files, as `up` names them.
+    var expectedCode: [String] {
+        ((try? RepeatableFile.load(directory: TestDatabase.codeDirectory)) ?? []).map { "sql/\($0.path)" }
+    }
+
+    @Test("eight processes running `up` at once apply each versioned and repeatable file exactly once")
     func concurrentUp() async throws {
         let endpoint = try await TestDatabase.shared.emptyDatabase()
         let started = try (0..<8).map { _ in
@@ -36,8 +48,9 @@ struct MigrationTests {
             #expect(result.succeeded, "\(result.output)")
         }
         let appliedLines = results.flatMap { $0.output.split(separator: "\n") }.filter { $0.hasPrefix("applied ") }
-        #expect(appliedLines.count == expectedFiles.count, "each file applied by exactly one process: \(appliedLines)")
-        for file in expectedFiles {
+        #expect(appliedLines.count == expectedFiles.count + expectedCode.count, "each file applied by exactly one process: \(appliedLines)")
+        #expect(expectedCode.count > 5)
+        for file in expectedFiles + expectedCode {
             #expect(appliedLines.filter { $0.hasPrefix("applied \(file) ") }.count == 1, "\(file)")
         }
         #expect(try await applied(endpoint) == expectedFiles)
@@ -47,19 +60,19 @@ struct MigrationTests {
         #expect(again.output.contains("up to date"), "re-running up is a no-op: \(again.output)")
         let status = try CanopyBinary.run(["migrate", "status", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory])
         #expect(status.succeeded)
-        #expect(status.output.split(separator: "\n").filter { $0.hasPrefix("applied ") }.count == expectedFiles.count, "\(status.output)")
+        #expect(status.output.split(separator: "\n").filter { $0.hasPrefix("applied ") }.count == expectedFiles.count + expectedCode.count, "\(status.output)")
     }
 
     @Test("an applied file that was edited stops verify and up, naming the file")
     func editedFile() async throws {
         let endpoint = try await TestDatabase.shared.emptyDatabase()
         let directory = try scratchMigrations()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer { try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: directory).deletingLastPathComponent().path) }
         let arguments = ["--database-url", endpoint.url, "--migrations-dir", directory]
         #expect(try CanopyBinary.run(["migrate", "up"] + arguments).succeeded)
         #expect(try CanopyBinary.run(["migrate", "verify"] + arguments).succeeded)
 
-        let edited = "\(directory)/0002_tables.sql"
+        let edited = "\(directory)/baseline/0011_baseline.sql"
         let text = try String(contentsOfFile: edited, encoding: .utf8)
         try (text + "\n-- an innocent-looking comment\n").write(toFile: edited, atomically: true, encoding: .utf8)
         // A new pending file must not be applied past the edited one.
@@ -67,12 +80,12 @@ struct MigrationTests {
 
         let verify = try CanopyBinary.run(["migrate", "verify"] + arguments)
         #expect(!verify.succeeded)
-        #expect(verify.output.contains("0002_tables.sql") && verify.output.contains("edited"), "\(verify.output)")
+        #expect(verify.output.contains("0011_baseline.sql") && verify.output.contains("edited"), "\(verify.output)")
         let up = try CanopyBinary.run(["migrate", "up"] + arguments)
         #expect(!up.succeeded)
-        #expect(up.output.contains("0002_tables.sql"), "\(up.output)")
+        #expect(up.output.contains("0011_baseline.sql"), "\(up.output)")
         let status = try CanopyBinary.run(["migrate", "status"] + arguments)
-        #expect(status.output.contains("edited   0002_tables.sql"), "\(status.output)")
+        #expect(status.output.contains("edited   0011_baseline.sql"), "\(status.output)")
         #expect(status.output.contains("pending  0099_after_edit.sql"), "\(status.output)")
         #expect(!(try await applied(endpoint)).contains("0099_after_edit.sql"))
     }
@@ -81,7 +94,7 @@ struct MigrationTests {
     func failingFile() async throws {
         let endpoint = try await TestDatabase.shared.emptyDatabase()
         let directory = try scratchMigrations()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer { try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: directory).deletingLastPathComponent().path) }
         try """
             -- A migration whose second statement fails.
             SET LOCAL ROLE canopy_owner;
@@ -105,10 +118,10 @@ struct MigrationTests {
     @Test("migrate new creates the next numbered file")
     func newFile() throws {
         let directory = try scratchMigrations()
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        defer { try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: directory).deletingLastPathComponent().path) }
         let result = try CanopyBinary.run(["migrate", "new", "add_index", "--migrations-dir", directory])
         #expect(result.succeeded, "\(result.output)")
-        let next = String(format: "%04d_add_index.sql", expectedFiles.count + 1)
+        let next = String(format: "%04d_add_index.sql", (expectedFiles.compactMap { Int($0.prefix(4)) }.max() ?? 0) + 1)
         #expect(result.output.contains(next), "\(result.output)")
         #expect(FileManager.default.fileExists(atPath: "\(directory)/\(next)"))
         let bad = try CanopyBinary.run(["migrate", "new", "Bad Name", "--migrations-dir", directory])

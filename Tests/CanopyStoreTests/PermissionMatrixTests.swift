@@ -233,8 +233,10 @@ let permissionCases: [PermissionCase] =
     + cases("record_type_grants: insert", count("INSERT INTO canopy.record_type_grants VALUES ('Item', 'READ', '_world', 0)"), [("alice", .denied)])
     + cases("schema_indexes: select", "SELECT index_name FROM canopy.schema_indexes", [("alice", .denied), ("stranger", .denied)])
     + cases("schema_indexes: register", count("INSERT INTO canopy.schema_indexes VALUES ('records_schema_0000000000000000', 'Item', 'n', 'btree', 'x')"), [("alice", .denied)])
-    // schema_migrations
+    // schema_migrations and schema_repeatables: only `canopy migrate` (an administrator)
     + cases("schema_migrations: select", "SELECT name FROM canopy.schema_migrations", [("alice", .denied), ("stranger", .denied)])
+    + cases("schema_repeatables: select", "SELECT path FROM canopy.schema_repeatables", [("alice", .denied), ("stranger", .denied)])
+    + cases("schema_repeatables: rewrite a checksum", count("UPDATE canopy.schema_repeatables SET checksum = 'x'"), [("alice", .denied)])
 
 /// The permission table of API.md §1, cell by cell, as `canopy_gateway`
 /// with each identity set the way the gateway sets it. Every case runs in a

@@ -21,6 +21,8 @@ public actor TestDatabase {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
     }()
     public static var migrationsDirectory: String { "\(packageRoot)/migrations" }
+    /// The repeatable SQL files (`sql/`), beside `migrations/`.
+    public static var codeDirectory: String { "\(packageRoot)/sql" }
 
     // Tasks, not values: the actor is re-entered while they run, and
     // every caller must wait for the one start-up and the one template.

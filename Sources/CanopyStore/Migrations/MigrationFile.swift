@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
 
-/// One `migrations/NNNN_name.sql` file: its name, text and checksum.
+/// One versioned file (`migrations/NNNN_name.sql`, the baseline or an
+/// archived file): its name, text and checksum. Applied once, never edited.
 public struct MigrationFile: Sendable, Equatable {
     public let name: String
     public let version: Int
@@ -29,10 +30,12 @@ public struct MigrationFile: Sendable, Equatable {
         return version
     }
 
-    /// Reads every migration in a directory, in order.
-    public static func load(directory: String) throws -> [MigrationFile] {
+    /// Reads every migration in a directory (not its subdirectories), in
+    /// order; an absent directory holds none unless `required`.
+    public static func load(directory: String, required: Bool = true) throws -> [MigrationFile] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            if !required { return [] }
             throw StoreError(.invalidConfiguration, "migrations directory '\(directory)' does not exist (pass --migrations-dir or set CANOPY_MIGRATIONS_DIR)")
         }
         let names = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".sql") }.sorted()

@@ -16,7 +16,7 @@ struct MigrateNew: AsyncParsableCommand {
 
     func run() async throws {
         do {
-            let path = try Migrator(directory: migrations.directory, logger: Logger(label: "canopy.migrate")).create(name: name)
+            let path = try migrations.migrator(logger: Logger(label: "canopy.migrate")).create(name: name)
             print(path)
         } catch {
             throw fail(error)

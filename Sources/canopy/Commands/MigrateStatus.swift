@@ -2,11 +2,17 @@ import ArgumentParser
 import CanopyStore
 import Foundation
 
-/// `canopy migrate status`: which files are applied, pending, edited or missing.
+/// `canopy migrate status`: which versioned and repeatable files are
+/// applied, pending, edited, missing, changed or skipped.
 struct MigrateStatus: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "List migrations: applied, pending, edited (changed after applying) or missing (applied, file gone)."
+        abstract: "List versioned migrations and the repeatable files of sql/ with their state.",
+        discussion: """
+            Versioned files: applied, pending, edited (changed after applying: an error), missing (applied, file gone: an error), \
+            or skipped (the baseline, in a database the archived files built). Repeatable files (sql/PATH): applied, \
+            pending (never applied) or changed (differs from what the database runs; `migrate up` applies it again).
+            """
     )
 
     @OptionGroup var database: DatabaseOptions

@@ -1,11 +1,18 @@
 import ArgumentParser
 import CanopyStore
 
-/// `canopy migrate up`: applies every pending migration.
+/// `canopy migrate up`: applies every pending versioned migration, then
+/// every repeatable file of sql/ that changed.
 struct MigrateUp: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "up",
-        abstract: "Apply pending migrations (safe to run from many processes at once)."
+        abstract: "Apply pending migrations, then the changed files of sql/ (safe to run from many processes at once).",
+        discussion: """
+            Versioned files (migrations/NNNN_name.sql) are applied once each, in order, each in its own transaction; a new \
+            database applies migrations/baseline/ instead of migrations/archive/. Then every repeatable file of sql/ whose \
+            text differs from what the database runs is applied again, in the order of sql/manifest.txt, all in one \
+            transaction: a failure names the file and line and leaves the database's code as it was.
+            """
     )
 
     @OptionGroup var database: DatabaseOptions

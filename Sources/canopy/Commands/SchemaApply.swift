@@ -31,13 +31,13 @@ struct SchemaApply: AsyncParsableCommand {
         let desired = try SchemaFile.read(file)
         CommandLogging.bootstrap(verbose: database.verbose)
         let logger = database.logger("canopy.schema")
-        let directory = migrations.directory
+        let migrator = migrations.migrator(logger: logger)
         let mode = self.mode.mode
         let dryRun = self.dryRun
         let outcome: Outcome
         do {
             outcome = try await withAdminConnection(database, logger: logger) { connection, _ in
-                try await Migrator(directory: directory, logger: logger).up(connection: connection) { _ in }
+                try await migrator.up(connection: connection) { _ in }
                 return try await SchemaCatalog.withApplyLock(connection: connection, logger: logger) {
                     let current = StoredSchema.document(
                         fields: try await SchemaCatalog.fields(connection: connection, logger: logger),

@@ -16,11 +16,11 @@ struct SchemaExport: AsyncParsableCommand {
     func run() async throws {
         CommandLogging.bootstrap(verbose: database.verbose)
         let logger = database.logger("canopy.schema")
-        let directory = migrations.directory
+        let migrator = migrations.migrator(logger: logger)
         let document: SchemaDocument
         do {
             document = try await withAdminConnection(database, logger: logger) { connection, _ in
-                try await Migrator(directory: directory, logger: logger).up(connection: connection) { _ in }
+                try await migrator.up(connection: connection) { _ in }
                 return StoredSchema.document(
                     fields: try await SchemaCatalog.fields(connection: connection, logger: logger),
                     grants: try await SchemaCatalog.grants(connection: connection, logger: logger)

@@ -47,10 +47,10 @@ struct Serve: AsyncParsableCommand {
         }()
         let resolved: DatabaseSetup.Resolved
         do {
-            let directory = migrations.directory
+            let migrator = migrations.migrator(logger: logger)
             let setup = database.setup
             resolved = try await withAdminConnection(database, logger: logger) { connection, resolved in
-                try await Migrator(directory: directory, logger: logger).up(connection: connection) { logger.info("\($0)") }
+                try await migrator.up(connection: connection) { logger.info("\($0)") }
                 if let password = setup.gatewayPassword, setup.databaseURL != nil {
                     try await DatabaseSetup.setGatewayPassword(password, connection: connection, logger: logger)
                 }
@@ -69,7 +69,7 @@ struct Serve: AsyncParsableCommand {
             publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"],
             changeRetention: .seconds(changeRetentionDays * 24 * 3600)
         )
-        let gatewayDatabase = try GatewayDatabase(
+        let gatewayDatabase = try RequestDatabase(
             endpoint: resolved.gateway, statementTimeout: configuration.statementTimeout, schemaMode: mode.mode.rawValue, logger: logger
         )
         let app = buildApplication(configuration: configuration, database: gatewayDatabase, logger: logger, metricsRegistry: registry)

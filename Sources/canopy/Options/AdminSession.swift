@@ -43,7 +43,7 @@ func withMigrator<T: Sendable>(
 ) async throws -> T {
     CommandLogging.bootstrap(verbose: database.verbose)
     let logger = database.logger("canopy.migrate")
-    let migrator = Migrator(directory: migrations.directory, logger: logger)
+    let migrator = migrations.migrator(logger: logger)
     do {
         return try await withAdminConnection(database, logger: logger) { connection, resolved in
             try await body(migrator, connection, resolved)

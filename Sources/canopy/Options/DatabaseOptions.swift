@@ -25,13 +25,25 @@ struct DatabaseOptions: ParsableArguments {
     }
 }
 
-/// Where the migration files are.
+/// Where the database's files are: the versioned migrations and the
+/// repeatable code.
 struct MigrationsOptions: ParsableArguments {
-    @Option(name: .customLong("migrations-dir"), help: ArgumentHelp("Directory of NNNN_name.sql files (env CANOPY_MIGRATIONS_DIR, default ./migrations).", valueName: "dir"))
+    @Option(name: .customLong("migrations-dir"), help: ArgumentHelp("Directory of versioned NNNN_name.sql files, with baseline/ and archive/ (env CANOPY_MIGRATIONS_DIR, default ./migrations).", valueName: "dir"))
     var migrationsDirectory: String?
+
+    @Option(name: .customLong("sql-dir"), help: ArgumentHelp("Directory of the repeatable SQL files and their manifest.txt: functions, triggers, policies (env CANOPY_SQL_DIR, default: sql beside the migrations directory).", valueName: "dir"))
+    var sqlDirectory: String?
 
     var directory: String {
         migrationsDirectory ?? ProcessInfo.processInfo.environment["CANOPY_MIGRATIONS_DIR"] ?? "migrations"
+    }
+
+    var codeDirectory: String {
+        sqlDirectory ?? ProcessInfo.processInfo.environment["CANOPY_SQL_DIR"] ?? Migrator.defaultCodeDirectory(besides: directory)
+    }
+
+    func migrator(logger: Logger) -> Migrator {
+        Migrator(directory: directory, codeDirectory: codeDirectory, logger: logger)
     }
 }
 

@@ -1,0 +1,172 @@
+-- Change feeds (API.md §7): canopy.touch_zone, canopy.record_departure,
+-- canopy.purge_change_history, canopy.lock_zone_for_write,
+-- canopy.zone_feed_position.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent. Supersedes the
+-- definitions in archive/0007 and 0010.
+--
+-- Two orders, each proved where it is defined:
+--
+-- * Within a zone, change positions (canopy.change_seq) follow commit
+--   order. Every write to a zone first takes the zone's row lock (through
+--   canopy.touch_zone) and only then draws its position, and keeps the lock
+--   until it commits. Two transactions writing one zone therefore hold the
+--   lock one after the other, and all positions of the first are drawn (and
+--   committed or rolled back) before the second draws any. A reader whose
+--   snapshot shows position p of a zone also shows every committed position
+--   below p, so "positions after the last one delivered" never skips
+--   (docs/CHANGE_FEEDS.md has the argument in full). The sequence must keep
+--   CACHE 1: cached values would be drawn out of time order.
+--
+-- * Across zones (databaseChanges), there is no such order, so the token is
+--   a snapshot: each zone row remembers the id of the last transaction that
+--   changed it (zones.changed_xid, written under the same lock), a database
+--   token holds the snapshot (pg_current_snapshot()) its pass was read
+--   under, and the next pass reports every zone whose changed_xid that
+--   snapshot did not see.
+
+SET LOCAL ROLE canopy_owner;
+
+-- Marks the zone changed by the current transaction and takes its row lock
+-- (held to commit), which orders the zone's change positions; the first
+-- time in a transaction it also NOTIFYs canopy_changes with
+-- '<zone id> <owner id>' for live subscriptions (delivered at commit, and
+-- not at all on rollback). False when the zone no longer exists.
+--
+-- * touch_zone remembers, for the transaction, the zones it has touched
+--   (a transaction-local setting, reverted with the subtransaction that set
+--   it along with the lock). A session connected as canopy_gateway could
+--   set it by hand and skip the zone's lock, but such a session can already
+--   act as any user (canopy.user_id); this trusts it no further.
+CREATE OR REPLACE FUNCTION canopy.touch_zone(p_zone_id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    owner bigint;
+    touched boolean;
+BEGIN
+    IF current_setting('canopy.touched_zone_' || p_zone_id, true) = 'y' THEN
+        RETURN true;
+    END IF;
+    SELECT owner_id, changed_xid = pg_current_xact_id() INTO owner, touched
+      FROM canopy.zones WHERE id = p_zone_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF NOT touched THEN
+        UPDATE canopy.zones SET changed_xid = pg_current_xact_id() WHERE id = p_zone_id;
+        PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || owner);
+    END IF;
+    PERFORM set_config('canopy.touched_zone_' || p_zone_id, 'y', true);
+    RETURN true;
+END
+$$;
+
+-- Records that what p_user_id sees of a zone changed other than through
+-- its records: they stopped seeing it (a departure) or, in SHARED scope,
+-- started seeing more of it (accepting a share; see
+-- participants_zone_change). Taken at a position of the zone's feed, under
+-- its lock like a record write, so the user's zone tokens from before it
+-- are CHANGE_TOKEN_EXPIRED and the zone is fetched again from null.
+-- Nothing for a user being deleted.
+CREATE OR REPLACE FUNCTION canopy.record_departure(p_user_id bigint, p_scope text, p_zone_id bigint) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF canopy.touch_zone(p_zone_id) AND EXISTS (SELECT 1 FROM canopy.users WHERE id = p_user_id) THEN
+        INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
+        SELECT p_user_id, p_scope, z.id, z.name, z.owner_id, u.record_name, nextval('canopy.change_seq')
+          FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id
+         WHERE z.id = p_zone_id;
+    END IF;
+END
+$$;
+
+-- Removes at most p_batch tombstones and p_batch zone departures older
+-- than p_retention and raises the horizons that make older tokens
+-- CHANGE_TOKEN_EXPIRED. Returns how many rows went: the caller repeats
+-- while it gets a full batch, one short transaction each (the gateway's
+-- ChangeHistoryPurger, hourly; canopy serve --change-retention-days).
+-- Zones are updated in id order, as writers never hold two zone locks.
+CREATE OR REPLACE FUNCTION canopy.purge_change_history(p_retention interval, p_batch integer DEFAULT 5000) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    cutoff timestamptz := now() - p_retention;
+    tombstones bigint;
+    departures bigint;
+BEGIN
+    IF p_retention < interval '0' OR p_batch < 1 THEN
+        RAISE EXCEPTION 'the retention period and batch size cannot be negative' USING ERRCODE = 'CN004';
+    END IF;
+    WITH gone AS (
+        DELETE FROM canopy.tombstones WHERE id IN (
+            SELECT id FROM canopy.tombstones WHERE deleted_at < cutoff ORDER BY deleted_at LIMIT p_batch)
+        RETURNING zone_id, change_seq
+    ), per_zone AS (
+        SELECT zone_id, max(change_seq) AS through, count(*) AS n FROM gone GROUP BY zone_id
+    ), raised AS (
+        UPDATE canopy.zones z SET tombstones_purged_through = greatest(z.tombstones_purged_through, per_zone.through)
+          FROM (SELECT * FROM per_zone ORDER BY zone_id) per_zone WHERE z.id = per_zone.zone_id RETURNING 1
+    )
+    SELECT coalesce(sum(per_zone.n), 0) INTO tombstones FROM per_zone;
+    WITH gone AS (
+        DELETE FROM canopy.zone_departures WHERE id IN (
+            SELECT id FROM canopy.zone_departures WHERE departed_at < cutoff ORDER BY departed_at LIMIT p_batch)
+        RETURNING 1
+    )
+    SELECT count(*) INTO departures FROM gone;
+    IF departures > 0 THEN
+        UPDATE canopy.feed_state SET departures_purged_before = greatest(departures_purged_before, cutoff);
+    END IF;
+    RETURN greatest(tombstones, departures);
+END
+$$;
+
+-- modifyRecords takes its zone's lock before any record's: otherwise a
+-- batch that updated A and then waits for the zone (held by a batch that
+-- updated B) while that batch waits for A deadlocks. Only for callers who
+-- may write to the zone (a READ_ONLY participant cannot hold writers up);
+-- always true, so the write goes on and row-level security decides.
+CREATE OR REPLACE FUNCTION canopy.lock_zone_for_write(p_zone_id bigint) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM canopy.zones z
+                WHERE z.id = p_zone_id
+                  AND (z.owner_id = canopy.current_user_id()
+                       OR z.id = ANY (canopy.member_zone_ids(true))
+                       OR EXISTS (SELECT 1 FROM canopy.shares s
+                                   WHERE s.zone_id = z.id AND s.id = ANY (canopy.member_record_share_ids(true))))) THEN
+        PERFORM 1 FROM canopy.zones WHERE id = p_zone_id FOR NO KEY UPDATE;
+    END IF;
+    RETURN true;
+END
+$$;
+
+-- The highest change position of a zone the caller can see, over its
+-- records and tombstones (whoever may read them) and the caller's own
+-- departures: where a sync from null starts reporting deletions, so a new
+-- participant learns nothing of what was deleted before they could see it.
+CREATE OR REPLACE FUNCTION canopy.zone_feed_position(p_zone_id bigint) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT greatest(
+        (SELECT max(r.change_seq) FROM canopy.records r WHERE r.zone_id = z.id),
+        (SELECT max(t.change_seq) FROM canopy.tombstones t WHERE t.zone_id = z.id),
+        (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = z.id AND d.user_id = canopy.current_user_id()),
+        0)
+      FROM canopy.zones z
+     WHERE z.id = p_zone_id
+       AND (z.owner_id = canopy.current_user_id() OR z.id = ANY (canopy.member_any_zone_ids()))
+$$;
+
+REVOKE ALL ON FUNCTION canopy.touch_zone(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.record_departure(bigint, text, bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.purge_change_history(interval, integer) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.lock_zone_for_write(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.zone_feed_position(bigint) FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.purge_change_history(interval, integer) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.lock_zone_for_write(bigint) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.zone_feed_position(bigint) TO canopy_gateway;

@@ -1,0 +1,154 @@
+-- modifyRecords: canopy.modify_records, saves and deletes in one zone as
+-- the caller, under row-level security.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent. Supersedes the
+-- definitions in archive/0005, 0006 and 0010.
+
+SET LOCAL ROLE canopy_owner;
+
+-- modifyRecords: saves and deletes in one zone, each record on its own
+-- (a subtransaction), as the caller: row-level security decides what may be
+-- written. Returns {"saved": [ids in order], "deleted": [names],
+-- "errors": [{"recordName", "sqlstate" or "code", "message", "serverRecordId"}]}.
+-- The gateway maps SQLSTATEs to API codes, and rolls the whole transaction
+-- back when an atomic batch has errors. Saves arrive parents first.
+--
+-- modifyRecords, as in 0005, but a participant deleting the root of a share
+-- they accepted, in SHARED scope, leaves the share (API.md §1).
+--
+-- modifyRecords (0006) with a fast path: a batch of new records without
+-- parents or change tags is one INSERT … SELECT. If that statement fails
+-- for any record, it is rolled back and the batch goes one record at a
+-- time, as before, so each failure is named.
+CREATE OR REPLACE FUNCTION canopy.modify_records(p_zone_id bigint, p_saves jsonb, p_deletes text[], p_policy text)
+    RETURNS jsonb
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    save jsonb;
+    name text;
+    existing record;
+    saved_id bigint;
+    new_fields jsonb;
+    saved bigint[] := '{}';
+    deleted text[] := '{}';
+    errors jsonb := '[]';
+    failure jsonb;
+    written_together boolean := false;
+BEGIN
+    IF jsonb_array_length(p_saves) > 1
+       AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_saves) s
+                        WHERE s.value->>'parent' IS NOT NULL OR s.value->>'recordChangeTag' IS NOT NULL)
+       AND NOT EXISTS (SELECT 1 FROM canopy.records r
+                        WHERE r.zone_id = p_zone_id
+                          AND r.record_name = ANY (ARRAY(SELECT s.value->>'recordName' FROM jsonb_array_elements(p_saves) s))) THEN
+        BEGIN
+            WITH input AS (
+                SELECT e.value AS save, e.position FROM jsonb_array_elements(p_saves) WITH ORDINALITY e(value, position)
+            ), inserted AS (
+                INSERT INTO canopy.records (zone_id, record_name, record_type, fields)
+                SELECT p_zone_id, input.save->>'recordName', input.save->>'recordType', input.save->'fields'
+                  FROM input ORDER BY input.position
+                RETURNING id, record_name
+            )
+            SELECT array_agg(inserted.id ORDER BY input.position) INTO saved
+              FROM inserted JOIN input ON input.save->>'recordName' = inserted.record_name;
+            written_together := cardinality(saved) = jsonb_array_length(p_saves);
+            IF NOT written_together THEN
+                RAISE EXCEPTION 'not every record was written' USING ERRCODE = 'CN000';
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            saved := '{}';
+            written_together := false;
+        END;
+    END IF;
+
+    FOR save IN SELECT value FROM jsonb_array_elements(p_saves) WHERE NOT written_together LOOP
+        name := save->>'recordName';
+        failure := NULL;
+        BEGIN
+            SELECT id, record_type, change_tag, fields INTO existing
+              FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name FOR UPDATE;
+            IF save->>'parent' IS NOT NULL AND save->>'parent' <> name AND NOT EXISTS (
+                SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = save->>'parent'
+            ) THEN
+                failure := jsonb_build_object('code', 'REFERENCE_VIOLATION',
+                    'message', format('parent %s does not exist in the zone', save->>'parent'));
+            ELSIF existing.id IS NULL THEN
+                IF save->>'recordChangeTag' IS NOT NULL THEN
+                    failure := jsonb_build_object('code', 'UNKNOWN_ITEM',
+                        'message', format('record %s does not exist (it was saved with a change tag)', name));
+                ELSE
+                    INSERT INTO canopy.records (zone_id, record_name, record_type, fields, parent_name)
+                    VALUES (p_zone_id, name, save->>'recordType', save->'fields', save->>'parent')
+                    RETURNING id INTO saved_id;
+                END IF;
+            ELSIF existing.record_type <> save->>'recordType' THEN
+                failure := jsonb_build_object('code', 'INVALID_ARGUMENTS',
+                    'message', format('record %s is a %s, not a %s', name, existing.record_type, save->>'recordType'));
+            ELSIF p_policy = 'IF_SERVER_RECORD_UNCHANGED' AND (save->>'recordChangeTag') IS DISTINCT FROM existing.change_tag THEN
+                failure := jsonb_build_object('code', 'SERVER_RECORD_CHANGED', 'serverRecordId', existing.id,
+                    'message', CASE WHEN save->>'recordChangeTag' IS NULL
+                        THEN format('record %s exists: save it with its recordChangeTag', name)
+                        ELSE format('record %s changed on the server since tag %s', name, save->>'recordChangeTag') END);
+            ELSE
+                new_fields := CASE WHEN p_policy = 'CHANGED_KEYS'
+                    THEN jsonb_strip_nulls(existing.fields || (save->'fields'))
+                    ELSE save->'fields' END;
+                UPDATE canopy.records SET fields = new_fields, parent_name = save->>'parent'
+                 WHERE id = existing.id
+                RETURNING id INTO saved_id;
+                IF saved_id IS NULL THEN
+                    failure := jsonb_build_object('code', 'PERMISSION_FAILURE',
+                        'message', format('you may not change record %s', name));
+                END IF;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            failure := jsonb_build_object('sqlstate', SQLSTATE, 'message', SQLERRM);
+        END;
+        IF failure IS NULL THEN
+            saved := saved || saved_id;
+        ELSE
+            errors := errors || (failure || jsonb_build_object('recordName', name));
+        END IF;
+        saved_id := NULL;
+        existing := NULL;
+    END LOOP;
+
+    FOREACH name IN ARRAY coalesce(p_deletes, '{}') LOOP
+        failure := NULL;
+        BEGIN
+            DELETE FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name RETURNING id INTO saved_id;
+            IF saved_id IS NULL AND EXISTS (
+                SELECT 1 FROM canopy.records r WHERE r.zone_id = p_zone_id AND r.record_name = name
+                   AND r.id = ANY (canopy.member_root_record_ids())
+            ) THEN
+                -- A participant deleting the root of a share they accepted
+                -- leaves the share; the owner's records are untouched.
+                PERFORM canopy.leave_shares(p_zone_id, name);
+                saved_id := 0;
+            END IF;
+            IF saved_id IS NULL THEN
+                IF EXISTS (SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name) THEN
+                    failure := jsonb_build_object('code', 'PERMISSION_FAILURE', 'message', format('you may not delete record %s', name));
+                ELSE
+                    failure := jsonb_build_object('code', 'UNKNOWN_ITEM', 'message', format('record %s does not exist', name));
+                END IF;
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            failure := jsonb_build_object('sqlstate', SQLSTATE, 'message', SQLERRM);
+        END;
+        IF failure IS NULL THEN
+            deleted := deleted || name;
+        ELSE
+            errors := errors || (failure || jsonb_build_object('recordName', name));
+        END IF;
+        saved_id := NULL;
+    END LOOP;
+    RETURN jsonb_build_object('saved', to_jsonb(saved), 'deleted', to_jsonb(deleted), 'errors', errors);
+END
+$$;
+
+REVOKE ALL ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text) FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text) TO canopy_gateway;

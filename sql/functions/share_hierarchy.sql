@@ -1,0 +1,68 @@
+-- Record-rooted share membership (records.share_id):
+-- canopy.propagate_share, called by the records and shares triggers.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent. Supersedes the
+-- definitions in archive/0003.
+
+SET LOCAL ROLE canopy_owner;
+
+-- Hierarchy membership (records.share_id).
+--
+-- A record-rooted share covers its root and every record whose parent chain
+-- reaches the root. Instead of walking that chain on every read, each record
+-- carries the id of the share that covers it, and writes keep it current:
+--   * records_before_write sets share_id of the row being written from its
+--     parent (or to its own share if it is a root) when it is inserted or its
+--     parent changes, and refuses parent cycles;
+--   * records_after_write then pushes the value down the subtree below the
+--     record (canopy.propagate_share), which also attaches records that were
+--     dangling under this name and detaches the subtree of a deleted record;
+--   * creating a share sets share_id on the root's subtree; deleting it
+--     clears share_id through the foreign key (ON DELETE SET NULL).
+-- A read therefore tests membership with `share_id = ANY(...)`, one indexed
+-- comparison. Moving a subtree costs one recursive walk of that subtree.
+
+-- Sets share_id := p_share_id on every record below (zone, name), stopping at
+-- roots of other shares. A share root can never end up inside another share:
+-- that is ALREADY_SHARED.
+CREATE OR REPLACE FUNCTION canopy.propagate_share(p_zone_id bigint, p_record_name text, p_share_id bigint) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ids bigint[];
+    names text[];
+    nested text;
+BEGIN
+    WITH RECURSIVE sub (id, record_name, is_root) AS (
+        SELECT r.id, r.record_name, EXISTS (SELECT 1 FROM canopy.shares s WHERE s.root_record_id = r.id)
+          FROM canopy.records r
+         WHERE r.zone_id = p_zone_id AND r.parent_name = p_record_name AND r.record_name <> p_record_name
+        UNION
+        SELECT r.id, r.record_name, EXISTS (SELECT 1 FROM canopy.shares s WHERE s.root_record_id = r.id)
+          FROM canopy.records r
+          JOIN sub ON r.zone_id = p_zone_id AND r.parent_name = sub.record_name AND NOT sub.is_root
+    )
+    SELECT coalesce(array_agg(id), '{}'), coalesce(array_agg(record_name), '{}')
+      INTO ids, names
+      FROM sub WHERE NOT is_root;
+
+    IF p_share_id IS NOT NULL THEN
+        SELECT r.record_name INTO nested
+          FROM canopy.records r
+          JOIN canopy.shares s ON s.root_record_id = r.id
+         WHERE r.zone_id = p_zone_id AND r.parent_name = ANY (names || p_record_name)
+           AND s.id <> p_share_id
+         LIMIT 1;
+        IF nested IS NOT NULL THEN
+            RAISE EXCEPTION 'record % is the root of another share and cannot be inside this one', nested
+                USING ERRCODE = 'CN002';
+        END IF;
+    END IF;
+
+    UPDATE canopy.records r SET share_id = p_share_id
+     WHERE r.id = ANY (ids) AND r.share_id IS DISTINCT FROM p_share_id;
+END
+$$;
+
+REVOKE ALL ON FUNCTION canopy.propagate_share(bigint, text, bigint) FROM PUBLIC, canopy_gateway;

@@ -1,0 +1,331 @@
+-- Sharing operations (API.md §3): user_for_contact, discover_user,
+-- find_share, managed_participant, put_participant, remove_participant,
+-- save_share, leave_shares, share_view, accept_share.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent. Supersedes the
+-- definitions in archive/0006 and 0007.
+--
+-- Sharing operations (API.md §3: saveShare, setParticipant,
+-- removeParticipant, deleteShare, share, shareMetadata, acceptShare,
+-- leaveShare, discoverUser). Functions that manage a share run as the
+-- caller (SECURITY INVOKER), so row-level security decides who may do what
+-- exactly as the permission table says; only the three things a caller
+-- cannot do through their own rows are SECURITY DEFINER: finding a user by
+-- contact, reading a share's metadata by its URL, and accepting by URL.
+--
+-- SQLSTATEs: CN002 ALREADY_SHARED, CN003 LIMIT_EXCEEDED, CN004
+-- INVALID_ARGUMENTS, CN005 PERMISSION_FAILURE, CN006 UNKNOWN_ITEM.
+
+SET LOCAL ROLE canopy_owner;
+
+-- The account a contact names (a userRecordName, else an email, else a
+-- phone), or NULL. Only for a signed-in caller.
+CREATE OR REPLACE FUNCTION canopy.user_for_contact(p_record_name text, p_email text, p_phone text) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT u.id FROM canopy.users u
+     WHERE canopy.current_user_id() IS NOT NULL
+       AND CASE WHEN p_record_name IS NOT NULL THEN u.record_name = p_record_name
+                WHEN p_email IS NOT NULL THEN u.email = lower(p_email)
+                ELSE u.phone = p_phone END
+     ORDER BY u.id LIMIT 1
+$$;
+
+-- discoverUser: the user with that email and/or phone (both must match
+-- when both are given). Shows the contact the caller already knows, never
+-- the other one.
+CREATE OR REPLACE FUNCTION canopy.discover_user(p_email text, p_phone text)
+    RETURNS TABLE (record_name text, name text, email text, phone text)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT u.record_name, u.name,
+           CASE WHEN p_email IS NOT NULL THEN u.email END,
+           CASE WHEN p_phone IS NOT NULL THEN u.phone END
+      FROM canopy.users u
+     WHERE canopy.current_user_id() IS NOT NULL
+       AND (p_email IS NOT NULL OR p_phone IS NOT NULL)
+       AND (p_email IS NULL OR u.email = lower(p_email))
+       AND (p_phone IS NULL OR u.phone = p_phone)
+     ORDER BY u.id LIMIT 1
+$$;
+
+-- The share of a zone (p_root_name NULL) or rooted at a record of it, as
+-- the caller sees it; NULL when there is none. An unknown root is CN006.
+CREATE OR REPLACE FUNCTION canopy.find_share(p_zone_id bigint, p_root_name text) RETURNS bigint
+    LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    root_id bigint;
+    found_id bigint;
+BEGIN
+    IF p_root_name IS NOT NULL THEN
+        SELECT id INTO root_id FROM canopy.records WHERE zone_id = p_zone_id AND record_name = p_root_name;
+        IF root_id IS NULL THEN
+            RAISE EXCEPTION 'record % does not exist in the zone', p_root_name USING ERRCODE = 'CN006';
+        END IF;
+        SELECT id INTO found_id FROM canopy.shares WHERE root_record_id = root_id;
+    ELSE
+        SELECT id INTO found_id FROM canopy.shares WHERE zone_id = p_zone_id AND root_record_id IS NULL;
+    END IF;
+    RETURN found_id;
+END
+$$;
+
+-- The participant a contact names in a share the caller manages (its
+-- owner or an accepted administrator; anyone else is CN005), as the caller
+-- sees it. When there is none: a row whose id is NULL and whose user_id is
+-- the contact's account, if it has one.
+CREATE OR REPLACE FUNCTION canopy.managed_participant(p_share_id bigint, p_user_record_name text, p_email text, p_phone text)
+    RETURNS canopy.participants
+    LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    account bigint;
+    found canopy.participants;
+BEGIN
+    IF NOT (p_share_id = ANY (canopy.owned_share_ids()) OR p_share_id = ANY (canopy.admin_share_ids())) THEN
+        RAISE EXCEPTION 'only the share''s owner and administrators manage its participants' USING ERRCODE = 'CN005';
+    END IF;
+    account := canopy.user_for_contact(p_user_record_name, p_email, p_phone);
+    IF p_user_record_name IS NOT NULL AND account IS NULL THEN
+        RAISE EXCEPTION 'no user has the userRecordName %', p_user_record_name USING ERRCODE = 'CN004';
+    END IF;
+    SELECT p.* INTO found FROM canopy.participants p
+     WHERE p.share_id = p_share_id
+       AND ((account IS NOT NULL AND p.user_id = account)
+            OR (p_email IS NOT NULL AND p.email = lower(p_email))
+            OR (p_phone IS NOT NULL AND p.phone = p_phone))
+     ORDER BY (p.user_id IS NOT DISTINCT FROM account) DESC, p.id
+     LIMIT 1;
+    IF found.id IS NULL THEN
+        found.user_id := account;
+    END IF;
+    RETURN found;
+END
+$$;
+
+-- setParticipant: adds a participant (PENDING) or changes one. Someone who
+-- was REMOVED and is added again is PENDING again. The owner may do this
+-- for anyone but the owner; an administrator for PRIVATE_USERs only (the
+-- policies on canopy.participants say so; a refused change is CN005 or
+-- 42501).
+CREATE OR REPLACE FUNCTION canopy.put_participant(
+    p_share_id bigint, p_user_record_name text, p_email text, p_phone text, p_role text, p_permission text
+) RETURNS void
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    existing canopy.participants := canopy.managed_participant(p_share_id, p_user_record_name, p_email, p_phone);
+BEGIN
+    IF existing.id IS NULL THEN
+        INSERT INTO canopy.participants (share_id, user_id, email, phone, role, permission, status)
+        VALUES (p_share_id, existing.user_id, lower(p_email), p_phone, p_role, p_permission, 'PENDING');
+        RETURN;
+    END IF;
+    IF existing.role = 'OWNER' THEN
+        RAISE EXCEPTION 'the owner is always a participant with READ_WRITE' USING ERRCODE = 'CN004';
+    END IF;
+    UPDATE canopy.participants
+       SET role = p_role, permission = p_permission,
+           status = CASE WHEN status = 'REMOVED' THEN 'PENDING' ELSE status END
+     WHERE id = existing.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'you may not change this participant' USING ERRCODE = 'CN005';
+    END IF;
+END
+$$;
+
+-- removeParticipant: the participant becomes REMOVED (and cannot accept
+-- again until added again). Not the owner. An administrator removing
+-- themselves leaves, as any participant may.
+CREATE OR REPLACE FUNCTION canopy.remove_participant(p_share_id bigint, p_user_record_name text, p_email text)
+    RETURNS void
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    existing canopy.participants := canopy.managed_participant(p_share_id, p_user_record_name, p_email, NULL);
+BEGIN
+    IF existing.id IS NULL OR existing.status = 'REMOVED' THEN
+        RAISE EXCEPTION 'no such participant in the share' USING ERRCODE = 'CN006';
+    END IF;
+    IF existing.role = 'OWNER' THEN
+        RAISE EXCEPTION 'the owner cannot be removed (deleteShare stops sharing)' USING ERRCODE = 'CN004';
+    END IF;
+    UPDATE canopy.participants SET status = 'REMOVED' WHERE id = existing.id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'you may not remove this participant' USING ERRCODE = 'CN005';
+    END IF;
+END
+$$;
+
+-- saveShare: creates the share of a zone or root record, or updates it.
+-- p_public_permission NULL keeps the current one (NONE for a new share);
+-- p_set_title false keeps the title. Participants are added or changed.
+CREATE OR REPLACE FUNCTION canopy.save_share(
+    p_zone_id bigint, p_root_name text, p_set_title boolean, p_title text, p_public_permission text, p_participants jsonb
+) RETURNS bigint
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    share_id bigint;
+    root_id bigint;
+    participant jsonb;
+BEGIN
+    share_id := canopy.find_share(p_zone_id, p_root_name);
+    IF share_id IS NULL THEN
+        IF p_root_name IS NOT NULL THEN
+            SELECT id INTO root_id FROM canopy.records WHERE zone_id = p_zone_id AND record_name = p_root_name;
+        END IF;
+        BEGIN
+            INSERT INTO canopy.shares (zone_id, root_record_id, title, public_permission)
+            VALUES (p_zone_id, root_id, CASE WHEN p_set_title THEN p_title END, coalesce(p_public_permission, 'NONE'))
+            RETURNING id INTO share_id;
+        EXCEPTION
+            WHEN exclusion_violation THEN
+                RAISE EXCEPTION '%', CASE WHEN root_id IS NULL
+                    THEN 'the zone has record shares, so it cannot also have a zone-wide share'
+                    ELSE 'the zone has a zone-wide share, so it cannot also have record shares' END
+                    USING ERRCODE = 'CN002';
+            WHEN unique_violation THEN
+                RAISE EXCEPTION 'the zone or record was shared at the same time by another request' USING ERRCODE = 'CN002';
+        END;
+    ELSE
+        UPDATE canopy.shares
+           SET title = CASE WHEN p_set_title THEN p_title ELSE title END,
+               public_permission = coalesce(p_public_permission, public_permission),
+               modified_at = now()
+         WHERE id = share_id;
+    END IF;
+    FOR participant IN SELECT value FROM jsonb_array_elements(coalesce(p_participants, '[]')) LOOP
+        PERFORM canopy.put_participant(share_id, participant->>'userRecordName', participant->>'email',
+            participant->>'phone', participant->>'role', participant->>'permission');
+    END LOOP;
+    RETURN share_id;
+END
+$$;
+
+-- leaveShare, and deleteZone / deleting a root in SHARED scope: the
+-- caller's accepted participation in the zone's shares (only the one
+-- rooted at p_root_name when given) ends. An invited participant becomes
+-- REMOVED; a PUBLIC_USER's row goes, so the public link works for them
+-- again. Returns how many shares were left.
+CREATE OR REPLACE FUNCTION canopy.leave_shares(p_zone_id bigint, p_root_name text) RETURNS integer
+    LANGUAGE sql SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH mine AS (
+        SELECT p.id, p.role FROM canopy.participants p
+          JOIN canopy.shares s ON s.id = p.share_id
+          LEFT JOIN canopy.records root ON root.id = s.root_record_id
+         WHERE s.zone_id = p_zone_id AND p.user_id = canopy.current_user_id()
+           AND p.status = 'ACCEPTED' AND p.role <> 'OWNER'
+           AND (p_root_name IS NULL OR root.record_name = p_root_name)
+    ), left_invited AS (
+        UPDATE canopy.participants SET status = 'REMOVED'
+         WHERE id IN (SELECT id FROM mine WHERE role <> 'PUBLIC_USER') RETURNING 1
+    ), left_public AS (
+        DELETE FROM canopy.participants WHERE id IN (SELECT id FROM mine WHERE role = 'PUBLIC_USER') RETURNING 1
+    )
+    SELECT ((SELECT count(*) FROM left_invited) + (SELECT count(*) FROM left_public))::integer
+$$;
+
+-- What the share at a URL token shows the caller: only to its owner, a
+-- participant who is not REMOVED (an invitation by the caller's email or
+-- phone counts), or anyone when its public permission is not NONE; no row
+-- otherwise, the same as for a token that does not exist. permission is
+-- what the caller has (or would get by accepting the public link).
+CREATE OR REPLACE FUNCTION canopy.share_view(p_token text)
+    RETURNS TABLE (share_id bigint, zone_id bigint, zone_name text, owner_name text, root_record_name text,
+                   title text, public_permission text, url_token text, role text, permission text, status text)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT s.id, z.id, z.name, owner.record_name, root.record_name, s.title, s.public_permission, s.url_token,
+           me.role,
+           CASE WHEN me.status = 'REMOVED' THEN 'NONE' ELSE coalesce(me.permission, s.public_permission) END,
+           me.status
+      FROM canopy.shares s
+      JOIN canopy.zones z ON z.id = s.zone_id
+      JOIN canopy.users owner ON owner.id = z.owner_id
+      LEFT JOIN canopy.records root ON root.id = s.root_record_id
+      LEFT JOIN LATERAL (
+          SELECT p.role, p.permission, p.status
+            FROM canopy.participants p JOIN canopy.users caller ON caller.id = canopy.current_user_id()
+           WHERE p.share_id = s.id
+             AND (p.user_id = caller.id
+                  OR (p.user_id IS NULL AND ((p.email IS NOT NULL AND p.email = caller.email)
+                                              OR (p.phone IS NOT NULL AND p.phone = caller.phone))))
+           ORDER BY (p.user_id IS NOT NULL) DESC, p.id
+           LIMIT 1
+      ) me ON true
+     WHERE s.url_token = p_token
+       AND (me.status IN ('PENDING', 'ACCEPTED') OR s.public_permission <> 'NONE')
+$$;
+
+-- acceptShare: an invited participant (by account, email or phone) becomes
+-- ACCEPTED and bound to the caller's account; otherwise, with a public
+-- permission, the caller joins as PUBLIC_USER with it. Accepting again is
+-- a no-op; REMOVED cannot accept until added again. Everything else is
+-- CN005 with the same words as for an unknown URL.
+--
+-- accept_share (0006) locked the share FOR UPDATE, which waits for (and
+-- deadlocks with) a record write holding the zone lock whose foreign key
+-- check takes FOR KEY SHARE on the share. FOR NO KEY UPDATE orders accepts
+-- just as well without that conflict.
+CREATE OR REPLACE FUNCTION canopy.accept_share(p_token text) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller canopy.users;
+    target canopy.shares;
+    invitation canopy.participants;
+BEGIN
+    SELECT * INTO caller FROM canopy.users WHERE id = canopy.current_user_id();
+    -- The share row's lock orders concurrent accepts of one share.
+    SELECT * INTO target FROM canopy.shares WHERE url_token = p_token FOR NO KEY UPDATE;
+    IF caller.id IS NULL OR target.id IS NULL THEN
+        RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
+    END IF;
+    SELECT * INTO invitation FROM canopy.participants p
+     WHERE p.share_id = target.id
+       AND (p.user_id = caller.id
+            OR (p.user_id IS NULL AND ((p.email IS NOT NULL AND p.email = caller.email)
+                                        OR (p.phone IS NOT NULL AND p.phone = caller.phone))))
+     ORDER BY (p.user_id IS NOT NULL) DESC, p.id
+     LIMIT 1 FOR UPDATE;
+    IF invitation.id IS NOT NULL THEN
+        IF invitation.status = 'REMOVED' THEN
+            RAISE EXCEPTION 'you were removed from this share; the owner must add you again' USING ERRCODE = 'CN005';
+        ELSIF invitation.status = 'PENDING' THEN
+            UPDATE canopy.participants SET status = 'ACCEPTED', user_id = caller.id, accepted_at = now()
+             WHERE id = invitation.id;
+        END IF;
+    ELSIF target.public_permission <> 'NONE' THEN
+        INSERT INTO canopy.participants (share_id, user_id, role, permission, status, accepted_at)
+        VALUES (target.id, caller.id, 'PUBLIC_USER', target.public_permission, 'ACCEPTED', now());
+    ELSE
+        RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
+    END IF;
+    RETURN target.id;
+END
+$$;
+
+REVOKE ALL ON FUNCTION canopy.user_for_contact(text, text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.discover_user(text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.find_share(bigint, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.managed_participant(bigint, text, text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.put_participant(bigint, text, text, text, text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.remove_participant(bigint, text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.save_share(bigint, text, boolean, text, text, jsonb) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.leave_shares(bigint, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.share_view(text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.accept_share(text) FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.user_for_contact(text, text, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.discover_user(text, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.find_share(bigint, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.managed_participant(bigint, text, text, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.put_participant(bigint, text, text, text, text, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.remove_participant(bigint, text, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.save_share(bigint, text, boolean, text, text, jsonb) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.leave_shares(bigint, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.share_view(text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.accept_share(text) TO canopy_gateway;

@@ -1,0 +1,53 @@
+-- Row-level security on canopy.participants: its policies (canopy_owner_all,
+-- participants_select, participants_insert, participants_update,
+-- participants_delete) and its grants to canopy_gateway.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent. Supersedes the
+-- definitions in archive/0004.
+
+SET LOCAL ROLE canopy_owner;
+
+-- The owner's own functions (triggers, the helpers) see every row: FORCE
+-- ROW LEVEL SECURITY applies to the owner too.
+DROP POLICY IF EXISTS canopy_owner_all ON canopy.participants;
+CREATE POLICY canopy_owner_all ON canopy.participants TO canopy_owner USING (true) WITH CHECK (true);
+
+-- participants: the owner manages everyone but the OWNER row; accepted
+-- administrators manage PRIVATE_USERs and see the whole list; other accepted
+-- participants see the owner and themselves, and may leave (their own row to
+-- REMOVED, guarded by participants_guard_self_update; a PUBLIC_USER's row
+-- is deleted so the link can be used again).
+DROP POLICY IF EXISTS participants_select ON canopy.participants;
+CREATE POLICY participants_select ON canopy.participants FOR SELECT TO canopy_gateway
+    USING (share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[])
+        OR share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[])
+        OR (share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[])
+            AND (role = 'OWNER' OR user_id = (SELECT canopy.current_user_id()))));
+
+DROP POLICY IF EXISTS participants_insert ON canopy.participants;
+CREATE POLICY participants_insert ON canopy.participants FOR INSERT TO canopy_gateway
+    WITH CHECK ((share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) AND role <> 'OWNER')
+        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER'));
+
+DROP POLICY IF EXISTS participants_update ON canopy.participants;
+CREATE POLICY participants_update ON canopy.participants FOR UPDATE TO canopy_gateway
+    USING ((share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) AND role <> 'OWNER')
+        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER')
+        OR (share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[]) AND user_id = (SELECT canopy.current_user_id())))
+    WITH CHECK ((share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) AND role <> 'OWNER')
+        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER')
+        OR (user_id = (SELECT canopy.current_user_id()) AND status = 'REMOVED'));
+
+DROP POLICY IF EXISTS participants_delete ON canopy.participants;
+CREATE POLICY participants_delete ON canopy.participants FOR DELETE TO canopy_gateway
+    USING ((share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) AND role <> 'OWNER')
+        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER')
+        OR (share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[])
+            AND user_id = (SELECT canopy.current_user_id()) AND role = 'PUBLIC_USER'));
+
+-- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
+REVOKE ALL ON TABLE canopy.participants FROM canopy_gateway;
+GRANT SELECT, DELETE ON canopy.participants TO canopy_gateway;
+GRANT INSERT (share_id, user_id, email, phone, role, permission, status) ON canopy.participants TO canopy_gateway;
+GRANT UPDATE (user_id, role, permission, status, accepted_at) ON canopy.participants TO canopy_gateway;

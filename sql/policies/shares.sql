@@ -1,0 +1,38 @@
+-- Row-level security on canopy.shares: its policies (canopy_owner_all,
+-- shares_select, shares_insert, shares_update, shares_delete) and its grants
+-- to canopy_gateway.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent. Supersedes the
+-- definitions in archive/0004.
+
+SET LOCAL ROLE canopy_owner;
+
+-- The owner's own functions (triggers, the helpers) see every row: FORCE
+-- ROW LEVEL SECURITY applies to the owner too.
+DROP POLICY IF EXISTS canopy_owner_all ON canopy.shares;
+CREATE POLICY canopy_owner_all ON canopy.shares TO canopy_owner USING (true) WITH CHECK (true);
+
+-- shares: the zone owner does everything; accepted participants read.
+DROP POLICY IF EXISTS shares_select ON canopy.shares;
+CREATE POLICY shares_select ON canopy.shares FOR SELECT TO canopy_gateway
+    USING (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]) OR id = ANY ((SELECT canopy.member_share_ids(false))::bigint[]));
+
+DROP POLICY IF EXISTS shares_insert ON canopy.shares;
+CREATE POLICY shares_insert ON canopy.shares FOR INSERT TO canopy_gateway
+    WITH CHECK (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]));
+
+DROP POLICY IF EXISTS shares_update ON canopy.shares;
+CREATE POLICY shares_update ON canopy.shares FOR UPDATE TO canopy_gateway
+    USING (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]))
+    WITH CHECK (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]));
+
+DROP POLICY IF EXISTS shares_delete ON canopy.shares;
+CREATE POLICY shares_delete ON canopy.shares FOR DELETE TO canopy_gateway
+    USING (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]));
+
+-- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
+REVOKE ALL ON TABLE canopy.shares FROM canopy_gateway;
+GRANT SELECT, DELETE ON canopy.shares TO canopy_gateway;
+GRANT INSERT (zone_id, root_record_id, title, public_permission) ON canopy.shares TO canopy_gateway;
+GRANT UPDATE (title, public_permission, modified_at) ON canopy.shares TO canopy_gateway;

@@ -1,0 +1,36 @@
+-- Row-level security on canopy.users: its policies (canopy_owner_all,
+-- users_select) and its grants to canopy_gateway.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent. Supersedes the
+-- definitions in archive/0004.
+--
+-- Row-level security: the permission table of API.md §1, enforced here.
+--
+-- Every policy for the gateway is written as `column = ANY ((SELECT f()))`:
+-- the uncorrelated subquery becomes an InitPlan that runs once per
+-- statement, and `=` on bigint is leakproof, so PostgreSQL can use it as an
+-- index condition. The f() are SECURITY DEFINER functions that compute, for
+-- canopy.current_user_id(), the ids the caller may reach; they read the
+-- tables as canopy_owner, so no policy ever recurses into another.
+--
+-- Policies for canopy_gateway implement the API; the canopy_owner_all
+-- policies exist because FORCE ROW LEVEL SECURITY applies to the owner too,
+-- and only the owner's SECURITY DEFINER functions act as it.
+
+SET LOCAL ROLE canopy_owner;
+
+-- The owner's own functions (triggers, the helpers) see every row: FORCE
+-- ROW LEVEL SECURITY applies to the owner too.
+DROP POLICY IF EXISTS canopy_owner_all ON canopy.users;
+CREATE POLICY canopy_owner_all ON canopy.users TO canopy_owner USING (true) WITH CHECK (true);
+
+-- users: yourself, and the users of shares you take part in. Accounts are
+-- created by `canopy users add` (an administrator), never by the gateway.
+DROP POLICY IF EXISTS users_select ON canopy.users;
+CREATE POLICY users_select ON canopy.users FOR SELECT TO canopy_gateway
+    USING (id = (SELECT canopy.current_user_id()) OR id = ANY ((SELECT canopy.visible_user_ids())::bigint[]));
+
+-- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
+REVOKE ALL ON TABLE canopy.users FROM canopy_gateway;
+GRANT SELECT (id, record_name, name, email, phone) ON canopy.users TO canopy_gateway;

@@ -1,0 +1,302 @@
+-- Triggers on canopy.records and their functions: records_before_write,
+-- records_after_insert / records_after_move / records_after_delete
+-- (records_after_write), records_parent_exists (records_check_parent),
+-- records_delete_self_references, records_check_declared,
+-- records_check_inserted_fields / records_check_updated_fields
+-- (records_check_written_fields). Before-row triggers fire in name order.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent. Supersedes the
+-- definitions in archive/0003, 0005, 0007, 0008 and 0010.
+--
+-- Triggers that keep the invariants of API.md §1 that a plain constraint
+-- cannot hold. Errors raised here use SQLSTATEs of class CN, which the
+-- gateway maps to API codes in one place:
+--   CN001 REFERENCE_VIOLATION   CN002 ALREADY_SHARED
+--   CN003 LIMIT_EXCEEDED        CN004 INVALID_ARGUMENTS
+--   CN005 PERMISSION_FAILURE
+--
+-- Functions that must see past row-level security are SECURITY DEFINER (they
+-- run as canopy_owner, whose only policies are the canopy_owner_all ones in
+-- 0004), pin search_path, and are not executable by PUBLIC.
+
+SET LOCAL ROLE canopy_owner;
+
+-- records_before_write (0003) with the zone touched rather than only
+-- locked, and a left_share tombstone when a record leaves a record-rooted
+-- share, so that share's participants see it go.
+--
+-- records_before_write (0007) doing only what a row needs, and naming its
+-- writer (was records_check_fields').
+CREATE OR REPLACE FUNCTION canopy.records_before_write() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    root_share bigint;
+    parent_share bigint;
+    ancestor text;
+    content_changed boolean;
+    writer_name text;
+BEGIN
+    IF TG_OP = 'UPDATE' AND (NEW.zone_id <> OLD.zone_id OR NEW.record_name <> OLD.record_name) THEN
+        RAISE EXCEPTION 'a record''s zone and recordName never change' USING ERRCODE = 'CN004';
+    END IF;
+
+    -- Change positions within a zone follow commit order: take them under the
+    -- zone's row lock, which a concurrent writer to the same zone waits for.
+    IF current_setting('canopy.touched_zone_' || NEW.zone_id, true) IS DISTINCT FROM 'y' THEN
+        PERFORM canopy.touch_zone(NEW.zone_id);
+    END IF;
+    NEW.change_seq := nextval('canopy.change_seq');
+
+    content_changed := TG_OP = 'INSERT'
+        OR NEW.fields IS DISTINCT FROM OLD.fields
+        OR NEW.record_type IS DISTINCT FROM OLD.record_type
+        OR NEW.parent_name IS DISTINCT FROM OLD.parent_name
+        OR NEW.share_id IS NOT DISTINCT FROM OLD.share_id;   -- a save of identical content is still a save
+    IF content_changed THEN
+        NEW.change_tag := to_hex(NEW.change_seq);
+        NEW.modified_at := now();
+        NEW.modified_by := canopy.current_user_id();
+        IF TG_OP = 'INSERT' THEN
+            NEW.created_at := NEW.modified_at;
+            NEW.created_by := NEW.modified_by;
+        ELSE
+            NEW.created_at := OLD.created_at;
+            NEW.created_by := OLD.created_by;
+        END IF;
+    END IF;
+
+    IF TG_OP = 'INSERT' OR NEW.modified_by IS DISTINCT FROM OLD.modified_by OR NEW.modified_at <> OLD.modified_at THEN
+        IF NEW.modified_by IS NOT NULL THEN
+            writer_name := current_setting('canopy.user_record_name_' || NEW.modified_by, true);
+            IF writer_name IS NULL OR writer_name = '' THEN
+                SELECT record_name INTO writer_name FROM canopy.users WHERE id = NEW.modified_by;
+                PERFORM set_config('canopy.user_record_name_' || NEW.modified_by, coalesce(writer_name, ''), true);
+            END IF;
+        END IF;
+        NEW.modified_by_name := nullif(writer_name, '');
+        IF TG_OP = 'INSERT' THEN
+            NEW.created_by_name := NEW.modified_by_name;
+        END IF;
+    END IF;
+
+    IF TG_OP = 'INSERT' OR NEW.parent_name IS DISTINCT FROM OLD.parent_name THEN
+        IF NEW.parent_name IS NOT NULL THEN
+            -- No cycles: walk up from the new parent (writes only, never reads).
+            WITH RECURSIVE up (name, depth) AS (
+                SELECT NEW.parent_name, 1
+                UNION
+                SELECT r.parent_name, up.depth + 1
+                  FROM canopy.records r JOIN up ON r.zone_id = NEW.zone_id AND r.record_name = up.name
+                 WHERE r.parent_name IS NOT NULL AND up.depth < 10000
+            )
+            SELECT name INTO ancestor FROM up WHERE name = NEW.record_name LIMIT 1;
+            IF ancestor IS NOT NULL THEN
+                RAISE EXCEPTION 'parent % of record % makes a cycle', NEW.parent_name, NEW.record_name
+                    USING ERRCODE = 'CN001';
+            END IF;
+            SELECT r.share_id INTO parent_share FROM canopy.records r
+             WHERE r.zone_id = NEW.zone_id AND r.record_name = NEW.parent_name;
+        END IF;
+
+        -- A new record cannot be a share's root yet (shares reference it).
+        IF TG_OP = 'UPDATE' THEN
+            SELECT s.id INTO root_share FROM canopy.shares s WHERE s.root_record_id = NEW.id;
+        END IF;
+        IF root_share IS NOT NULL THEN
+            IF parent_share IS NOT NULL AND parent_share <> root_share THEN
+                RAISE EXCEPTION 'record % is the root of a share and cannot be moved into another share', NEW.record_name
+                    USING ERRCODE = 'CN002';
+            END IF;
+            NEW.share_id := root_share;
+        ELSE
+            NEW.share_id := parent_share;
+        END IF;
+    END IF;
+
+    IF TG_OP = 'UPDATE' AND OLD.share_id IS NOT NULL AND NEW.share_id IS DISTINCT FROM OLD.share_id THEN
+        INSERT INTO canopy.tombstones (zone_id, record_name, record_type, share_id, change_seq, deleted_by, kind)
+        VALUES (OLD.zone_id, OLD.record_name, OLD.record_type, OLD.share_id, NEW.change_seq, canopy.current_user_id(), 'left_share');
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+DROP TRIGGER IF EXISTS records_before_write ON canopy.records;
+CREATE TRIGGER records_before_write BEFORE INSERT OR UPDATE ON canopy.records
+    FOR EACH ROW EXECUTE FUNCTION canopy.records_before_write();
+
+-- records_after_write (0003) with the zone touched on delete.
+CREATE OR REPLACE FUNCTION canopy.records_after_write() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    seq bigint;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        -- Nothing to record when the whole zone goes (ON DELETE CASCADE).
+        IF canopy.touch_zone(OLD.zone_id) THEN
+            seq := nextval('canopy.change_seq');
+            INSERT INTO canopy.tombstones (zone_id, record_name, record_type, share_id, change_seq, deleted_by)
+            VALUES (OLD.zone_id, OLD.record_name, OLD.record_type, OLD.share_id, seq, canopy.current_user_id());
+            -- Children keep their dangling parent_name but leave the share.
+            PERFORM canopy.propagate_share(OLD.zone_id, OLD.record_name, NULL);
+        END IF;
+        RETURN NULL;
+    END IF;
+    PERFORM canopy.propagate_share(NEW.zone_id, NEW.record_name, NEW.share_id);
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS records_after_insert ON canopy.records;
+CREATE TRIGGER records_after_insert AFTER INSERT ON canopy.records
+    FOR EACH ROW WHEN (NEW.share_id IS NOT NULL)
+    EXECUTE FUNCTION canopy.records_after_write();
+
+DROP TRIGGER IF EXISTS records_after_move ON canopy.records;
+CREATE TRIGGER records_after_move AFTER UPDATE OF parent_name ON canopy.records
+    FOR EACH ROW WHEN (OLD.parent_name IS DISTINCT FROM NEW.parent_name)
+    EXECUTE FUNCTION canopy.records_after_write();
+
+DROP TRIGGER IF EXISTS records_after_delete ON canopy.records;
+CREATE TRIGGER records_after_delete AFTER DELETE ON canopy.records
+    FOR EACH ROW EXECUTE FUNCTION canopy.records_after_write();
+
+-- Parents must exist in the same zone when a record is written; checked at
+-- commit so a batch may save a child before its parent.
+CREATE OR REPLACE FUNCTION canopy.records_check_parent() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.parent_name IS NOT NULL
+       AND EXISTS (SELECT 1 FROM canopy.records WHERE id = NEW.id AND parent_name = NEW.parent_name)
+       AND NOT EXISTS (SELECT 1 FROM canopy.records WHERE zone_id = NEW.zone_id AND record_name = NEW.parent_name) THEN
+        RAISE EXCEPTION 'parent % of record % does not exist in its zone', NEW.parent_name, NEW.record_name
+            USING ERRCODE = 'CN001';
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS records_parent_exists ON canopy.records;
+CREATE CONSTRAINT TRIGGER records_parent_exists AFTER INSERT OR UPDATE OF parent_name ON canopy.records
+    DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW WHEN (NEW.parent_name IS NOT NULL)
+    EXECUTE FUNCTION canopy.records_check_parent();
+
+-- Deleting a record deletes, in the same transaction, every record of its
+-- zone whose REFERENCE field points at it with "action":"DELETE_SELF"
+-- (recursively, since those deletions fire this trigger too).
+CREATE OR REPLACE FUNCTION canopy.records_delete_self_references() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM canopy.records r
+     WHERE r.zone_id = OLD.zone_id AND r.id <> OLD.id
+       AND EXISTS (
+           SELECT 1 FROM jsonb_each(r.fields) f
+            WHERE (f.value->>'type' = 'REFERENCE' AND f.value->>'recordName' = OLD.record_name AND f.value->>'action' = 'DELETE_SELF')
+               OR (jsonb_typeof(f.value) = 'array' AND f.value @> jsonb_build_array(jsonb_build_object(
+                       'type', 'REFERENCE', 'recordName', OLD.record_name, 'action', 'DELETE_SELF')))
+       );
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS records_delete_self_references ON canopy.records;
+CREATE TRIGGER records_delete_self_references AFTER DELETE ON canopy.records
+    FOR EACH ROW EXECUTE FUNCTION canopy.records_delete_self_references();
+
+-- Production mode (canopy serve --mode production sets canopy.schema_mode
+-- for its write transactions): a saved record's type and every field must
+-- be declared. Named to fire before records_check_fields, which would
+-- otherwise fix the type of a new field. (Since archive/0010 that is the
+-- statement trigger records_check_inserted_fields / _updated_fields.)
+CREATE OR REPLACE FUNCTION canopy.records_check_declared() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    key text;
+BEGIN
+    IF TG_OP = 'UPDATE' AND NEW.fields = OLD.fields AND NEW.record_type = OLD.record_type THEN
+        RETURN NEW;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM canopy.field_types WHERE record_type = NEW.record_type) THEN
+        RAISE EXCEPTION 'record type % is not in the schema (production mode: declare it and run canopy schema apply)', NEW.record_type
+            USING ERRCODE = 'CN004';
+    END IF;
+    FOR key IN SELECT jsonb_object_keys(NEW.fields) LOOP
+        IF NOT EXISTS (SELECT 1 FROM canopy.field_types WHERE record_type = NEW.record_type AND field_name = key) THEN
+            RAISE EXCEPTION 'field % is not in record type %''s schema (production mode: declare it and run canopy schema apply)', left(key, 300), NEW.record_type
+                USING ERRCODE = 'CN004';
+        END IF;
+    END LOOP;
+    RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION canopy.records_check_declared() IS 'Production mode: refuses saves of undeclared record types and fields.';
+
+DROP TRIGGER IF EXISTS records_check_declared ON canopy.records;
+CREATE TRIGGER records_check_declared BEFORE INSERT OR UPDATE ON canopy.records
+    FOR EACH ROW WHEN (current_setting('canopy.schema_mode', true) = 'production')
+    EXECUTE FUNCTION canopy.records_check_declared();
+
+-- Checks the fields of the rows a statement wrote against the record
+-- types' field types, fixing the type of fields seen for the first time
+-- (in the order the rows were written); CN004 names the field. Field
+-- names follow API.md §4.
+CREATE OR REPLACE FUNCTION canopy.records_check_written_fields() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    seen record;
+    declared text;
+BEGIN
+    FOR seen IN
+        SELECT f.record_type, f.key, f.value_type
+          FROM (SELECT w.record_type, e.key, coalesce(canopy.plain_value_type(e.value), canopy.field_value_type(e.key, e.value)) AS value_type, w.change_seq
+                  FROM written w, jsonb_each(w.fields) e) f
+         GROUP BY f.record_type, f.key, f.value_type
+         ORDER BY min(f.change_seq)
+    LOOP
+        IF seen.key !~ '^[A-Za-z][A-Za-z0-9_]{0,254}$' THEN
+            RAISE EXCEPTION 'field name "%" must be a letter followed by letters, digits or _ (at most 255)', left(seen.key, 300)
+                USING ERRCODE = 'CN004';
+        END IF;
+        SELECT field_type INTO declared FROM canopy.field_types
+         WHERE record_type = seen.record_type AND field_name = seen.key;
+        IF declared IS NULL AND seen.value_type <> 'LIST' THEN
+            INSERT INTO canopy.field_types (record_type, field_name, field_type)
+            VALUES (seen.record_type, seen.key, seen.value_type)
+            ON CONFLICT DO NOTHING;
+            SELECT field_type INTO declared FROM canopy.field_types
+             WHERE record_type = seen.record_type AND field_name = seen.key;
+        END IF;
+        IF declared IS NOT NULL AND NOT canopy.field_type_accepts(declared, seen.value_type) THEN
+            RAISE EXCEPTION 'field % of record type % is %, not %', seen.key, seen.record_type, declared, seen.value_type
+                USING ERRCODE = 'CN004';
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION canopy.records_check_written_fields() IS 'Checks the field types of the rows a statement wrote (once per distinct record type, field and value type).';
+
+DROP TRIGGER IF EXISTS records_check_inserted_fields ON canopy.records;
+CREATE TRIGGER records_check_inserted_fields AFTER INSERT ON canopy.records
+    REFERENCING NEW TABLE AS written
+    FOR EACH STATEMENT EXECUTE FUNCTION canopy.records_check_written_fields();
+
+DROP TRIGGER IF EXISTS records_check_updated_fields ON canopy.records;
+CREATE TRIGGER records_check_updated_fields AFTER UPDATE ON canopy.records
+    REFERENCING NEW TABLE AS written
+    FOR EACH STATEMENT EXECUTE FUNCTION canopy.records_check_written_fields();
+
+REVOKE ALL ON FUNCTION canopy.records_before_write() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.records_after_write() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.records_check_parent() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.records_delete_self_references() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.records_check_declared() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.records_check_written_fields() FROM PUBLIC, canopy_gateway;

@@ -1,0 +1,115 @@
+-- Triggers on canopy.shares: shares_before_insert, shares_after_insert,
+-- shares_after_public_change, shares_before_delete, shares_touch_zone.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent. Supersedes the
+-- definitions in archive/0003 and 0007.
+
+SET LOCAL ROLE canopy_owner;
+
+-- Shares.
+CREATE OR REPLACE FUNCTION canopy.shares_before_insert() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    root_in bigint;
+BEGIN
+    IF EXISTS (SELECT 1 FROM canopy.zones WHERE id = NEW.zone_id AND name = '_defaultZone') THEN
+        RAISE EXCEPTION 'the default zone can never be shared' USING ERRCODE = 'CN004';
+    END IF;
+    IF NEW.root_record_id IS NOT NULL THEN
+        SELECT share_id INTO root_in FROM canopy.records WHERE id = NEW.root_record_id;
+        IF root_in IS NOT NULL THEN
+            RAISE EXCEPTION 'the record is already inside a share' USING ERRCODE = 'CN002';
+        END IF;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+DROP TRIGGER IF EXISTS shares_before_insert ON canopy.shares;
+CREATE TRIGGER shares_before_insert BEFORE INSERT ON canopy.shares
+    FOR EACH ROW EXECUTE FUNCTION canopy.shares_before_insert();
+
+CREATE OR REPLACE FUNCTION canopy.shares_after_insert() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    root record;
+BEGIN
+    INSERT INTO canopy.participants (share_id, user_id, role, permission, status, accepted_at)
+    SELECT NEW.id, z.owner_id, 'OWNER', 'READ_WRITE', 'ACCEPTED', now()
+      FROM canopy.zones z WHERE z.id = NEW.zone_id;
+    IF NEW.root_record_id IS NOT NULL THEN
+        UPDATE canopy.records SET share_id = NEW.id WHERE id = NEW.root_record_id
+        RETURNING zone_id, record_name INTO root;
+        PERFORM canopy.propagate_share(root.zone_id, root.record_name, NEW.id);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS shares_after_insert ON canopy.shares;
+CREATE TRIGGER shares_after_insert AFTER INSERT ON canopy.shares
+    FOR EACH ROW EXECUTE FUNCTION canopy.shares_after_insert();
+
+-- Turning the public link off removes every PUBLIC_USER; changing it changes
+-- their permission (public users have the share's public permission).
+CREATE OR REPLACE FUNCTION canopy.shares_after_public_change() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.public_permission = 'NONE' THEN
+        DELETE FROM canopy.participants WHERE share_id = NEW.id AND role = 'PUBLIC_USER';
+    ELSE
+        UPDATE canopy.participants SET permission = NEW.public_permission
+         WHERE share_id = NEW.id AND role = 'PUBLIC_USER' AND permission <> NEW.public_permission;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS shares_after_public_change ON canopy.shares;
+CREATE TRIGGER shares_after_public_change AFTER UPDATE OF public_permission ON canopy.shares
+    FOR EACH ROW WHEN (OLD.public_permission IS DISTINCT FROM NEW.public_permission)
+    EXECUTE FUNCTION canopy.shares_after_public_change();
+
+-- A share being deleted: its accepted participants stop seeing the zone
+-- (through it). When the whole zone goes, zones_before_delete did this and
+-- the zone is no longer there to touch.
+CREATE OR REPLACE FUNCTION canopy.shares_before_delete() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM canopy.touch_zone(OLD.zone_id);   -- the owner's feed: the share changed
+    PERFORM canopy.record_departure(p.user_id, 'SHARED', OLD.zone_id)
+       FROM canopy.participants p
+      WHERE p.share_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL;
+    RETURN OLD;
+END
+$$;
+
+DROP TRIGGER IF EXISTS shares_before_delete ON canopy.shares;
+CREATE TRIGGER shares_before_delete BEFORE DELETE ON canopy.shares
+    FOR EACH ROW EXECUTE FUNCTION canopy.shares_before_delete();
+
+-- A share created or changed (title, public permission, participant count)
+-- changes its zone.
+CREATE OR REPLACE FUNCTION canopy.shares_touch_zone() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM canopy.touch_zone(NEW.zone_id);
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS shares_touch_zone ON canopy.shares;
+CREATE TRIGGER shares_touch_zone AFTER INSERT OR UPDATE ON canopy.shares
+    FOR EACH ROW EXECUTE FUNCTION canopy.shares_touch_zone();
+
+REVOKE ALL ON FUNCTION canopy.shares_before_insert() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.shares_after_insert() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.shares_after_public_change() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.shares_before_delete() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.shares_touch_zone() FROM PUBLIC, canopy_gateway;

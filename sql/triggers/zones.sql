@@ -1,0 +1,54 @@
+-- Triggers on canopy.zones: zones_before_delete, zones_after_insert.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent. Supersedes the
+-- definitions in archive/0007 and 0010.
+
+SET LOCAL ROLE canopy_owner;
+
+-- A zone being deleted: its owner (PRIVATE) and every accepted participant
+-- of its shares (SHARED) stop seeing it.
+--
+-- A zone being deleted is no longer touched: the records it takes with it
+-- must find it gone (records_after_write records nothing for them).
+CREATE OR REPLACE FUNCTION canopy.zones_before_delete() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM set_config('canopy.touched_zone_' || OLD.id, '', true);
+    -- The DELETE holds the zone's row lock already; touching the row being
+    -- deleted is not allowed, so write the departures here.
+    INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
+    SELECT m.user_id, m.scope, OLD.id, OLD.name, OLD.owner_id, u.record_name, nextval('canopy.change_seq')
+      FROM (SELECT OLD.owner_id AS user_id, 'PRIVATE' AS scope
+            UNION
+            SELECT p.user_id, 'SHARED' FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id
+             WHERE s.zone_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL) m
+      JOIN canopy.users u ON u.id = OLD.owner_id          -- none when the owner is being deleted
+     WHERE EXISTS (SELECT 1 FROM canopy.users gone WHERE gone.id = m.user_id);
+    PERFORM pg_notify('canopy_changes', OLD.id || ' ' || OLD.owner_id);
+    RETURN OLD;
+END
+$$;
+
+DROP TRIGGER IF EXISTS zones_before_delete ON canopy.zones;
+CREATE TRIGGER zones_before_delete BEFORE DELETE ON canopy.zones
+    FOR EACH ROW EXECUTE FUNCTION canopy.zones_before_delete();
+
+-- A zone created: its owner's databaseChanged subscriptions are told
+-- (changed_xid is the creating transaction's, by default).
+CREATE OR REPLACE FUNCTION canopy.zones_after_insert() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM pg_notify('canopy_changes', NEW.id || ' ' || NEW.owner_id);
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS zones_after_insert ON canopy.zones;
+CREATE TRIGGER zones_after_insert AFTER INSERT ON canopy.zones
+    FOR EACH ROW EXECUTE FUNCTION canopy.zones_after_insert();
+
+REVOKE ALL ON FUNCTION canopy.zones_before_delete() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.zones_after_insert() FROM PUBLIC, canopy_gateway;
