@@ -4,6 +4,9 @@ WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
+COPY Plugins ./Plugins
+COPY Tools ./Tools
+COPY schema ./schema
 RUN swift build -c release --product canopy --static-swift-stdlib
 
 FROM debian:bookworm-slim
@@ -12,8 +15,9 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/.build/release/canopy /usr/local/bin/canopy
 COPY migrations /app/migrations
+COPY sql /app/sql
 WORKDIR /app
-ENV CANOPY_MIGRATIONS_DIR=/app/migrations CANOPY_HOST=0.0.0.0 CANOPY_PORT=8080
+ENV CANOPY_MIGRATIONS_DIR=/app/migrations CANOPY_SQL_DIR=/app/sql CANOPY_HOST=0.0.0.0 CANOPY_PORT=8080
 EXPOSE 8080
 USER nobody
 CMD ["canopy", "serve"]

@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .target(
@@ -34,8 +36,21 @@ let package = Package(
                 .product(name: "GraphQL", package: "GraphQL"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "OrderedCollections", package: "swift-collections"),
             ],
+            swiftSettings: swiftSettings,
+            plugins: ["EmbedSDL"]
+        ),
+        // schema/canopy.graphql, compiled into CanopyQuery at build time.
+        .executableTarget(
+            name: "EmbedText",
+            path: "Tools/EmbedText",
             swiftSettings: swiftSettings
+        ),
+        .plugin(
+            name: "EmbedSDL",
+            capability: .buildTool(),
+            dependencies: ["EmbedText"]
         ),
         .target(
             name: "CanopyStore",
@@ -52,6 +67,9 @@ let package = Package(
             dependencies: [
                 "CanopyQuery",
                 "CanopyStore",
+                .product(name: "GraphQL", package: "GraphQL"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -68,9 +86,12 @@ let package = Package(
                 "CanopyQuery",
                 "CanopyStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -86,12 +107,12 @@ let package = Package(
         ),
         .testTarget(
             name: "CanopyQueryTests",
-            dependencies: ["CanopyQuery"],
+            dependencies: ["CanopyQuery", .product(name: "GraphQL", package: "GraphQL")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "CanopyStoreTests",
-            dependencies: ["CanopyStore", "CanopyTestSupport"],
+            dependencies: ["CanopyStore", "CanopyTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -101,6 +122,11 @@ let package = Package(
                 "CanopyQuery",
                 "CanopyStore",
                 "CanopyTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),

@@ -5,7 +5,7 @@ import Testing
 
 @Suite("The schema Canopy serves")
 struct SchemaTests {
-    @Test("schema/canopy.graphql is the compiled-in SDL, byte for byte")
+    @Test("the served SDL is schema/canopy.graphql, byte for byte (the build plugin embeds it)")
     func schemaFileMatches() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let file = try String(contentsOf: root.appendingPathComponent("schema/canopy.graphql"), encoding: .utf8)
@@ -109,7 +109,7 @@ struct MePlanTests {
     func goldenSQL() throws {
         let request = try ParsedRequest(query: "{ me { id: userRecordName email __typename } }")
         let plan = try MePlan(try request.rootFields()[0])
-        let query = plan.query
+        let query = plan.statement
         #expect(query.sql == "SELECT json_build_object($1::text, u.record_name, $2::text, u.email, $3::text, 'User')::text FROM canopy.users u WHERE u.id = canopy.current_user_id()")
         #expect(query.binds.count == 3)
     }
