@@ -9,7 +9,7 @@ import Prometheus
 /// starts before the server and stops after it.
 public func buildApplication(
     configuration: GatewayConfiguration,
-    database: GatewayDatabase,
+    database: RequestDatabase,
     logger: Logger,
     metricsRegistry: PrometheusCollectorRegistry? = nil
 ) -> some ApplicationProtocol {

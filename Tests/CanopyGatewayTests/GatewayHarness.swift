@@ -69,7 +69,7 @@ struct GatewayHarness: Sendable {
         _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         let logger = logs.logger()
-        let database = try GatewayDatabase(
+        let database = try RequestDatabase(
             endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),
             maximumConnections: 4, availabilityTimeout: availabilityTimeout,
             statementTimeout: configuration.statementTimeout, schemaMode: schemaMode, logger: logger

@@ -39,8 +39,8 @@ struct QueryPlanTests {
             let request = try ParsedRequest(query: document)
             let field = try request.rootFields()[0]
             let query = field.name == "records"
-                ? try RecordsPlan(field, request: request, schema: schema, secret: SigningKey(Data(repeating: 1, count: 32))).query
-                : try LookupPlan(field, request: request).query
+                ? try RecordsPlan(field, request: request, schema: schema, secret: SigningKey(Data(repeating: 1, count: 32))).statement
+                : try LookupPlan(field, request: request).statement
             let plan = try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { connection in
                 try await connection.asUser(owner.id) { connection in
                     try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN " + query.sql, binds: query.binds)).compactMap { $0 }.joined(separator: "\n")
@@ -102,7 +102,7 @@ struct QueryPlanTests {
         func explain(_ plan: RecordsPlan) async throws -> String {
             try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { connection in
                 try await connection.asUser(owner.id) { connection in
-                    try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + plan.query.sql, binds: plan.query.binds))
+                    try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + plan.statement.sql, binds: plan.statement.binds))
                         .compactMap { $0 }.joined(separator: "\n")
                 }
             }
@@ -131,18 +131,18 @@ struct QueryPlanTests {
             var seen = 0
             for _ in 0..<50 {
                 let page = try plan(arguments, cursor: cursor)
-                let row = try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { connection in
+                let decoded = try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { connection in
                     try await connection.asUser(owner.id) { connection in
-                        var decoded: (Bool, String?, String?, Bool)?
-                        for try await row in try await connection.query(PostgresQuery(unsafeSQL: page.query.sql, binds: page.query.binds), logger: TestDatabase.logger) {
-                            decoded = try row.decode((Bool, String?, String?, Bool).self)
+                        var decoded: RecordsPlan.Row?
+                        for try await row in try await connection.query(PostgresQuery(unsafeSQL: page.statement.sql, binds: page.statement.binds), logger: TestDatabase.logger) {
+                            decoded = try RecordsPlan.decode(row)
                         }
                         return decoded
                     }
                 }
-                let (_, records, lastKeys, more) = try #require(row)
-                seen += (try JSONSerialization.jsonObject(with: Data((records ?? "[]").utf8)) as? [Any])?.count ?? 0
-                let response = try page.response(records: records, lastKeys: lastKeys, more: more, secret: secret)
+                let row = try #require(decoded)
+                seen += (try JSONSerialization.jsonObject(with: Data((row.records ?? "[]").utf8)) as? [Any])?.count ?? 0
+                let response = try #require(try page.answer(row))
                 cursor = (try JSONSerialization.jsonObject(with: Data(response.utf8)) as? [String: Any])?["cursor"] as? String
             }
             #expect(seen == 5_000)

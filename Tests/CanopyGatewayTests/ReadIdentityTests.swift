@@ -18,7 +18,7 @@ struct ReadIdentityTests {
             var texts = Set<String>()
             for (user, key) in [(alice.id, "a"), (bob.id, "b"), (alice.id, "c")] {
                 let request = try ParsedRequest(query: "{ me { \(key): name } }")
-                let statement = try MePlan(try request.rootFields()[0]).query
+                let statement = try MePlan(try request.rootFields()[0]).statement
                 texts.insert(statement.sql)
                 answers.append(try await database.read(statement, as: user, logger: TestDatabase.logger) { rows in
                     try rows.first?.decode(String?.self) ?? nil
@@ -31,11 +31,11 @@ struct ReadIdentityTests {
 }
 
 /// Runs `body` with a gateway pool of one connection, as alice and bob.
-func withOneConnection(_ body: @Sendable (GatewayDatabase, UserSummary, UserSummary) async throws -> Void) async throws {
+func withOneConnection(_ body: @Sendable (RequestDatabase, UserSummary, UserSummary) async throws -> Void) async throws {
     let endpoint = try await TestDatabase.shared.migratedDatabase()
     let (alice, _) = try await addUser("alice", on: endpoint)
     let (bob, _) = try await addUser("bob", on: endpoint)
-    let database = try GatewayDatabase(endpoint: endpoint.asUser("canopy_gateway", password: nil), maximumConnections: 1, logger: TestDatabase.logger)
+    let database = try RequestDatabase(endpoint: endpoint.asUser("canopy_gateway", password: nil), maximumConnections: 1, logger: TestDatabase.logger)
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { await database.client.run() }
         defer { group.cancelAll() }
@@ -56,7 +56,7 @@ struct PreparedShapeTests {
             var sql: String?
             for (index, user) in [alice.id, bob.id, alice.id, bob.id, bob.id].enumerated() {
                 let request = try ParsedRequest(query: document)
-                let statement = try ZonesPlan(try request.rootFields()[0], request: request).query
+                let statement = try ZonesPlan(try request.rootFields()[0], request: request).statement
                 let json = try await database.read(statement, as: user, logger: TestDatabase.logger) { rows in
                     try rows.first?.decode(String?.self) ?? nil
                 }

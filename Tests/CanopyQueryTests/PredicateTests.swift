@@ -108,17 +108,17 @@ struct CompilerTests {
     func projections() throws {
         let names = try ParsedRequest(query: "{ lookup(scope: PRIVATE, zone: {zoneName: \"Z\"}, recordNames: [\"a\"]) { record { recordName } } }")
         let plan = try LookupPlan(try names.rootFields()[0], request: names)
-        #expect(!plan.query.sql.contains("r.fields"))
+        #expect(!plan.statement.sql.contains("r.fields"))
         let keys = try ParsedRequest(query: "{ lookup(scope: PRIVATE, zone: {zoneName: \"Z\"}, recordNames: [\"a\"]) { record { fields(keys: [\"x\"]) } } }")
         let keyed = try LookupPlan(try keys.rootFields()[0], request: keys)
-        #expect(keyed.query.sql.contains("jsonb_each(r.fields) f WHERE f.key = ANY("))
+        #expect(keyed.statement.sql.contains("jsonb_each(r.fields) f WHERE f.key = ANY("))
     }
 
     @Test("records: same shape, same SQL text; values only in binds")
     func shapes() throws {
         func sql(_ hours: Int) throws -> String {
             let request = try ParsedRequest(query: "query($a: JSON) { records(scope: PRIVATE, zone: {zoneName: \"Z\"}, recordType: \"Fast\", filter: \"hours > %@\", args: $a) { records { recordName } } }", variables: ["a": .array([.int(Int64(hours))])])
-            return try RecordsPlan(try request.rootFields()[0], request: request, schema: ["hours": .int64], secret: SigningKey(Data(repeating: 7, count: 32))).query.sql
+            return try RecordsPlan(try request.rootFields()[0], request: request, schema: ["hours": .int64], secret: SigningKey(Data(repeating: 7, count: 32))).statement.sql
         }
         #expect(try sql(1) == sql(2), "prepared statements can be reused by shape")
         #expect(!(try sql(12345)).contains("12345"))
@@ -138,7 +138,7 @@ struct CompilerTests {
         let plan = try ModifyRecordsPlan(try request.rootFields()[0], request: request)
         #expect(plan.writeQuery.sql.contains("canopy.modify_records"))
         #expect(plan.refused.map(\.recordName).sorted() == ["a", "b"])
-        #expect(plan.refused.allSatisfy { $0.code == "REFERENCE_VIOLATION" })
+        #expect(plan.refused.allSatisfy { $0.code == .referenceViolation })
     }
 
     @Test("a cursor signed by another key, or for another query, is refused")

@@ -4,34 +4,16 @@ import Foundation
 import Hummingbird
 import Logging
 
-/// The error codes of API.md §6.
-public enum APIErrorCode: String, Sendable, Codable, CaseIterable {
-    case badRequest = "BAD_REQUEST"
-    case notAuthenticated = "NOT_AUTHENTICATED"
-    case invalidArguments = "INVALID_ARGUMENTS"
-    case permissionFailure = "PERMISSION_FAILURE"
-    case zoneNotFound = "ZONE_NOT_FOUND"
-    case unknownItem = "UNKNOWN_ITEM"
-    case serverRecordChanged = "SERVER_RECORD_CHANGED"
-    case batchRequestFailed = "BATCH_REQUEST_FAILED"
-    case referenceViolation = "REFERENCE_VIOLATION"
-    case alreadyShared = "ALREADY_SHARED"
-    case changeTokenExpired = "CHANGE_TOKEN_EXPIRED"
-    case limitExceeded = "LIMIT_EXCEEDED"
-    case serviceUnavailable = "SERVICE_UNAVAILABLE"
-    case internalError = "INTERNAL_ERROR"
-}
-
 /// An error as a client sees it: an API code, a message for people, and
 /// where in the document it is. Every module's errors become one of these
 /// here, in `init(_:requestID:logger:)`, and nowhere else.
 public struct APIError: Error, Sendable {
-    public var code: APIErrorCode
+    public var code: ErrorCode
     public var message: String
     public var locations: [QueryError.Location]
     public var path: [String]
 
-    public init(_ code: APIErrorCode, _ message: String, locations: [QueryError.Location] = [], path: [String] = []) {
+    public init(_ code: ErrorCode, _ message: String, locations: [QueryError.Location] = [], path: [String] = []) {
         self.code = code
         self.message = message
         self.locations = locations
@@ -45,14 +27,7 @@ public struct APIError: Error, Sendable {
         case let error as APIError:
             self = error
         case let error as QueryError:
-            let code: APIErrorCode
-            switch error.code {
-            case .invalidArguments: code = .invalidArguments
-            case .limitExceeded: code = .limitExceeded
-            case .changeTokenExpired: code = .changeTokenExpired
-            default: code = .badRequest
-            }
-            self.init(code, error.message, locations: error.locations, path: error.path)
+            self.init(error.code, error.message, locations: error.locations, path: error.path)
         case let error as StoreError:
             switch error.code {
             case .notAuthenticated: self.init(.notAuthenticated, error.message)
@@ -84,25 +59,13 @@ public struct APIError: Error, Sendable {
         return internalError(ReportedError(sqlState: sqlState, description: message), requestID: requestID, logger: logger)
     }
 
-    /// SQLSTATEs raised by Canopy's own triggers (class CN) and PostgreSQL's
-    /// that mean something to a client.
+    /// A PostgreSQL error whose SQLSTATE means something to a client.
     static func fromSQLState(_ sqlState: String, _ error: any Error) -> APIError? {
         fromSQLState(sqlState, message: PostgresErrors.message(of: error))
     }
 
     static func fromSQLState(_ sqlState: String, message: String) -> APIError? {
-        switch sqlState {
-        case "CN001": return APIError(.referenceViolation, message)
-        case "CN002", "23P01": return APIError(.alreadyShared, sqlState == "CN002" ? message : "the zone already has a share of the other kind")
-        case "CN003": return APIError(.limitExceeded, message)
-        case "CN004", "23514", "22P02": return APIError(.invalidArguments, message)
-        case "CN005": return APIError(.permissionFailure, message)
-        case "42501": return APIError(.permissionFailure, "permission denied")
-        case "CN006": return APIError(.unknownItem, message)
-        case "57014": return APIError(.limitExceeded, "the request ran longer than the statement timeout")
-        case "40P01", "40001": return APIError(.serviceUnavailable, "the request collided with a concurrent one; try again")
-        default: return nil
-        }
+        ErrorCode.forSQLState(sqlState).map { APIError($0.code, $0.message ?? message) }
     }
 
     static func internalError(_ error: any Error, requestID: String, logger: Logger) -> APIError {

@@ -10,7 +10,7 @@ import PostgresNIO
 /// document, and answers each root field with one SQL statement run under
 /// the caller's identity.
 struct GraphQLController {
-    let database: GatewayDatabase
+    let database: RequestDatabase
     let configuration: GatewayConfiguration
 
     func register(on router: Router<CanopyRequestContext>) {
@@ -76,7 +76,7 @@ struct GraphQLController {
 
     /// Sets `context.userID`, or returns the 401 / 503 response.
     func authenticate(_ request: Request, context: inout CanopyRequestContext) async -> Response? {
-        guard let header = request.headers[.authorization], let token = Self.bearerToken(in: header) else {
+        guard let header = request.headers[.authorization], let token = BearerTokenReader.token(in: header) else {
             return GraphQLResponse.errors(
                 [APIError(.notAuthenticated, "send Authorization: Bearer <token> (canopy users token NAME issues one)")],
                 requestID: context.requestID, status: .unauthorized
@@ -96,17 +96,6 @@ struct GraphQLController {
             let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
             return GraphQLResponse.errors([apiError], requestID: context.requestID, status: apiError.httpStatus)
         }
-    }
-
-    /// The token of `Bearer <token>` (the scheme in any case, blanks around
-    /// the token ignored), or nil for any other header. Read byte by byte:
-    /// it runs on every request.
-    static func bearerToken(in header: String) -> String? {
-        let bytes = header.utf8
-        guard bytes.count > 7, bytes.prefix(7).elementsEqual("bearer ".utf8, by: { $0 | 0x20 == $1 }) else { return nil }
-        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        let token = bytes.dropFirst(7).drop(while: isBlank).reversed().drop(while: isBlank).reversed()
-        return String(decoding: token, as: UTF8.self)
     }
 
     func execute(_ graphQLRequest: GraphQLHTTPRequest, allowMutations: Bool, context: CanopyRequestContext) async -> Response {

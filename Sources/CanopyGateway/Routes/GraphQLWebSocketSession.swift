@@ -50,7 +50,7 @@ final class GraphQLWebSocketSession: Sendable {
         }
     }
 
-    let database: GatewayDatabase
+    let database: RequestDatabase
     let configuration: GatewayConfiguration
     let outbound: WebSocketOutboundWriter
     let headerToken: String?
@@ -59,7 +59,7 @@ final class GraphQLWebSocketSession: Sendable {
     private let state = Mutex(State())
 
     init(
-        database: GatewayDatabase, configuration: GatewayConfiguration, outbound: WebSocketOutboundWriter,
+        database: RequestDatabase, configuration: GatewayConfiguration, outbound: WebSocketOutboundWriter,
         headerToken: String?, requestID: String, logger: Logger
     ) {
         self.database = database
@@ -169,9 +169,8 @@ final class GraphQLWebSocketSession: Sendable {
                 if case .string(let value)? = fields[key] { header = value }
             }
         }
-        guard var token = header?.trimmingCharacters(in: .whitespaces) else { return nil }
-        if token.lowercased().hasPrefix("bearer ") { token = String(token.dropFirst("bearer ".count)) }
-        return try? await database.authenticate(token: token.trimmingCharacters(in: .whitespaces), logger: logger)
+        guard let token = header.flatMap({ BearerTokenReader.token(in: $0, schemeOptional: true) }) else { return nil }
+        return try? await database.authenticate(token: token, logger: logger)
     }
 
     private static func graphQLRequest(_ payload: JSONValue?) -> GraphQLHTTPRequest? {

@@ -3,7 +3,7 @@ import Hummingbird
 
 /// `GET /health`: 200 `{"status":"ok"}` when the database answers, else 503.
 struct HealthController {
-    let database: GatewayDatabase
+    let database: RequestDatabase
 
     func register(on router: Router<CanopyRequestContext>) {
         router.get("health") { _, context -> Response in

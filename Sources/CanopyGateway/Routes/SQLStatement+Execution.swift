@@ -5,8 +5,8 @@ import PostgresNIO
 
 /// Compiled statements run prepared by their shape, on the pool for reads
 /// and on the request's connection for writes.
-extension GatewayDatabase {
-    /// Runs a compiled read for `userID` (see ``GatewayDatabase/read(_:parameterTypes:as:logger:_:)``).
+extension RequestDatabase {
+    /// Runs a compiled read for `userID` (see ``RequestDatabase/read(_:parameterTypes:as:logger:_:)``).
     public func read<Result: Sendable>(
         _ statement: SQLStatement, as userID: Int64?, logger: Logger,
         _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result

@@ -8,7 +8,7 @@ import Hummingbird
 /// unknown one shows the same page without anything of the share's; both
 /// say how to open the link in an app (which calls `acceptShare(url:)`).
 struct SharePageController {
-    let database: GatewayDatabase
+    let database: RequestDatabase
     let configuration: GatewayConfiguration
 
     func register(on router: Router<CanopyRequestContext>) {

@@ -10,7 +10,7 @@ import HummingbirdWebSocket
 struct SubscriptionController {
     static let subprotocol = "graphql-transport-ws"
 
-    let database: GatewayDatabase
+    let database: RequestDatabase
     let configuration: GatewayConfiguration
 
     func register(on router: Router<CanopyRequestContext>) {

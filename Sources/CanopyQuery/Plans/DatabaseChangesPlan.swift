@@ -11,7 +11,7 @@ import PostgresNIO
 public struct DatabaseChangesPlan: Sendable {
     public static let maximumLimit = 400
 
-    public let query: SQLStatement
+    public let statement: SQLStatement
     let field: SelectedField
     let scope: DatabaseScope
     let userID: Int64
@@ -31,7 +31,12 @@ public struct DatabaseChangesPlan: Sendable {
         /// Departures before this time (ms) were purged; nil: none.
         public var purgedBefore: Int64?
 
-        public init(_ row: (String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?)) {
+        /// Decodes the statement's row (its SELECT list is `init`'s).
+        public static func decode(_ row: PostgresRow) throws -> Page {
+            Page(try row.decode((String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?).self))
+        }
+
+        init(_ row: (String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?)) {
             changed = row.0
             deleted = row.1
             moreComing = row.2
@@ -117,7 +122,7 @@ public struct DatabaseChangesPlan: Sendable {
             pg_current_snapshot()::text, (extract(epoch FROM clock_timestamp()) * 1000)::int8, \
             (SELECT (extract(epoch FROM f.departures_purged_before) * 1000)::int8 FROM canopy.feed_state f)
             """)
-        query = builder.query
+        statement = builder.query
     }
 
     /// Checks the token against what was purged and builds the

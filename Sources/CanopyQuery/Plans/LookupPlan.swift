@@ -5,12 +5,14 @@ import PostgresNIO
 /// asked, with UNKNOWN_ITEM for names the caller cannot see.
 public struct LookupPlan: Sendable {
     public static let maximumNames = 400
-    public let query: SQLStatement
+    public let statement: SQLStatement
+    let locations: [QueryError.Location]
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments)
         let zone = try ZoneReference(scope: scope, in: arguments)
+        locations = request.location(of: field.field)
         let names = try arguments.strings("recordNames")
         guard names.count <= Self.maximumNames else {
             throw QueryError(.limitExceeded, "lookup takes at most \(Self.maximumNames) recordNames, got \(names.count)", locations: arguments.location("recordNames"))
@@ -27,7 +29,7 @@ public struct LookupPlan: Sendable {
             case "error":
                 let error = try Projection.object(child.children, &builder) { part, builder in
                     switch part.name {
-                    case "code": return "'UNKNOWN_ITEM'"
+                    case "code": return builder.key(ErrorCode.unknownItem.rawValue)
                     case "message": return "'record ' || n.name || ' does not exist'"
                     case "serverRecord": return "NULL::json"
                     case "__typename": return "'Error'"
@@ -46,6 +48,13 @@ public struct LookupPlan: Sendable {
             FROM unnest(\(bound)::text[]) WITH ORDINALITY n(name, ord) \
             LEFT JOIN canopy.records r ON r.zone_id = (SELECT id FROM zone) AND r.record_name = n.name)::text
             """)
-        query = builder.query
+        statement = builder.query
+    }
+}
+
+extension LookupPlan: FieldPlan {
+    public func answer(_ row: ZoneJSONRow?) throws -> String? {
+        guard let row, row.zoneFound else { throw QueryError.zoneNotFound(at: locations) }
+        return row.json
     }
 }

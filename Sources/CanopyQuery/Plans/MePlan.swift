@@ -31,7 +31,7 @@ public struct MePlan: Sendable {
     }
 
     /// One row, one column: the `User` object as JSON text (no row: nobody).
-    public var query: SQLStatement {
+    public var statement: SQLStatement {
         var builder = SQLBuilder()
         let columns = Dictionary(self.columns.map { ($0.responseKey, $0.column) }, uniquingKeysWith: { first, _ in first })
         let fields = self.fields
@@ -42,5 +42,12 @@ public struct MePlan: Sendable {
         }) ?? "NULL"
         builder.append("SELECT \(object)::text FROM canopy.users u WHERE u.id = canopy.current_user_id()")
         return builder.query
+    }
+}
+
+extension MePlan: FieldPlan {
+    public func answer(_ row: JSONRow?) throws -> String? {
+        guard let json = row?.json else { throw QueryError(.notAuthenticated, "the token's user no longer exists") }
+        return json
     }
 }

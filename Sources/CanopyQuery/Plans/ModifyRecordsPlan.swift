@@ -19,11 +19,11 @@ public struct ModifyRecordsPlan: Sendable {
     /// A per-record failure, with its API code (the gateway maps SQLSTATEs).
     public struct RecordFailure: Sendable, Equatable {
         public var recordName: String
-        public var code: String
+        public var code: ErrorCode
         public var message: String
         public var serverRecordID: Int64?
 
-        public init(recordName: String, code: String, message: String, serverRecordID: Int64? = nil) {
+        public init(recordName: String, code: ErrorCode, message: String, serverRecordID: Int64? = nil) {
             self.recordName = recordName
             self.code = code
             self.message = message
@@ -47,7 +47,8 @@ public struct ModifyRecordsPlan: Sendable {
     public struct RawResult: Decodable, Sendable {
         public struct RawError: Decodable, Sendable {
             public var recordName: String
-            public var code: String?
+            /// The API code the function chose, or nil with a SQLSTATE.
+            public var code: ErrorCode?
             public var sqlstate: String?
             public var message: String
             public var serverRecordId: Int64?
@@ -102,11 +103,11 @@ public struct ModifyRecordsPlan: Sendable {
             }
             allNames.append(name)
             if let problem = Self.problem(with: record, policy: policy) {
-                refused.append(RecordFailure(recordName: name, code: "INVALID_ARGUMENTS", message: problem))
+                refused.append(RecordFailure(recordName: name, code: .invalidArguments, message: problem))
                 continue
             }
             guard seen.insert(name).inserted else {
-                refused.append(RecordFailure(recordName: name, code: "INVALID_ARGUMENTS", message: "record \(name) appears twice in the batch"))
+                refused.append(RecordFailure(recordName: name, code: .invalidArguments, message: "record \(name) appears twice in the batch"))
                 continue
             }
             if policy != .changedKeys, case .object(let fields)? = record["fields"] {
@@ -117,12 +118,12 @@ public struct ModifyRecordsPlan: Sendable {
         for name in deletes {
             allNames.append(name)
             if !seen.insert(name).inserted {
-                refused.append(RecordFailure(recordName: name, code: "INVALID_ARGUMENTS", message: "record \(name) appears twice in the batch"))
+                refused.append(RecordFailure(recordName: name, code: .invalidArguments, message: "record \(name) appears twice in the batch"))
             }
         }
         let (ordered, cyclic) = Self.parentsFirst(valid)
         for name in cyclic {
-            refused.append(RecordFailure(recordName: name, code: "REFERENCE_VIOLATION", message: "record \(name) is part of a cycle of parents"))
+            refused.append(RecordFailure(recordName: name, code: .referenceViolation, message: "record \(name) is part of a cycle of parents"))
         }
         self.saves = ordered
         self.refused = refused
@@ -197,6 +198,20 @@ public struct ModifyRecordsPlan: Sendable {
         return builder.query
     }
 
+    /// `writeQuery`'s row: whether the zone is there for the caller, and
+    /// what `canopy.modify_records` did (nil when the zone is not).
+    public static func decodeWritten(_ row: PostgresRow) throws -> (zoneFound: Bool, result: RawResult?) {
+        let (found, text) = try row.decode((Bool, String?).self)
+        return (found, try text.map { try JSONDecoder().decode(RawResult.self, from: Data($0.utf8)) })
+    }
+
+    /// A row of `readQuery`: a record's id, its JSON as saved, and its JSON
+    /// as a server record.
+    public static func decodeRecord(_ row: PostgresRow) throws -> (id: Int64, saved: String?, server: String?) {
+        let (id, saved, server) = try row.decode((Int64, String?, String?).self)
+        return (id, saved, server)
+    }
+
     /// Whether anything is left to write after validation.
     public var refusesWholeBatch: Bool { atomic && !refused.isEmpty }
 
@@ -228,7 +243,7 @@ public struct ModifyRecordsPlan: Sendable {
         if atomic && !failures.isEmpty {
             let failed = Set(failures.map(\.recordName))
             for name in allNames where !failed.contains(name) {
-                failures.append(RecordFailure(recordName: name, code: "BATCH_REQUEST_FAILED", message: "record \(name) was not saved because another record in the atomic batch failed"))
+                failures.append(RecordFailure(recordName: name, code: .batchRequestFailed, message: "record \(name) was not saved because another record in the atomic batch failed"))
             }
             return Outcome(saved: [], deleted: [], failures: failures)
         }
@@ -249,7 +264,7 @@ public struct ModifyRecordsPlan: Sendable {
                     child.jsonObject(typeName: "RecordError") { part in
                         switch part.name {
                         case "recordName": return JSONValue.string(failure.recordName).jsonText
-                        case "code": return JSONValue.string(failure.code).jsonText
+                        case "code": return JSONValue.string(failure.code.rawValue).jsonText
                         case "message": return JSONValue.string(failure.message).jsonText
                         default: return failure.serverRecordID.flatMap { records[$0]?.server } ?? "null"   // serverRecord
                         }

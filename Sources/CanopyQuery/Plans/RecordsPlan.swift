@@ -14,10 +14,12 @@ public struct RecordsPlan: Sendable {
         var descending: Bool
     }
 
-    public let query: SQLStatement
+    public let statement: SQLStatement
     public let limit: Int
     let field: SelectedField
     let fingerprint: String
+    let secret: SigningKey
+    let locations: [QueryError.Location]
 
     /// The record type a `records` field asks for, to fetch its schema first.
     public static func recordType(of field: SelectedField, request: ParsedRequest) throws -> String {
@@ -30,6 +32,8 @@ public struct RecordsPlan: Sendable {
     }
 
     public init(_ field: SelectedField, request: ParsedRequest, schema: RecordSchema, secret: SigningKey) throws {
+        self.secret = secret
+        locations = request.location(of: field.field)
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments)
         let zone = try ZoneReference(scope: scope, in: arguments)
@@ -83,7 +87,7 @@ public struct RecordsPlan: Sendable {
             (SELECT r.canopy_keys FROM page r WHERE r.canopy_ord = \(limitBind)::int8)::text, \
             (SELECT count(*) FROM page) > \(limitBind)::int8
             """)
-        query = builder.query
+        statement = builder.query
     }
 
     static func sortKeys(_ arguments: Arguments, checker: PredicateChecker) throws -> [SortKey] {
@@ -227,14 +231,32 @@ public struct RecordsPlan: Sendable {
         return condition
     }
 
+    /// The statement's row: whether the zone is there for the caller, the
+    /// page's records (JSON), the sort keys of its last record (JSON), and
+    /// whether more follow.
+    public struct Row: Sendable {
+        public var zoneFound: Bool
+        public var records: String?
+        public var lastKeys: String?
+        public var more: Bool
+    }
+}
+
+extension RecordsPlan: FieldPlan {
+    public static func decode(_ row: PostgresRow) throws -> Row {
+        let (found, records, lastKeys, more) = try row.decode((Bool, String?, String?, Bool).self)
+        return Row(zoneFound: found, records: records, lastKeys: lastKeys, more: more)
+    }
+
     /// The `RecordPage` JSON: the records, and a cursor when more follow.
-    public func response(records: String?, lastKeys: String?, more: Bool, secret: SigningKey) throws -> String {
-        field.jsonObject(typeName: "RecordPage") { child in
+    public func answer(_ row: Row?) throws -> String? {
+        guard let row, row.zoneFound else { throw QueryError.zoneNotFound(at: locations) }
+        return field.jsonObject(typeName: "RecordPage") { child in
             switch child.name {
             case "records":
-                return records ?? "[]"
+                return row.records ?? "[]"
             default:   // cursor
-                guard more, let lastKeys, case .array(let decoded)? = try? JSONValue(parsing: lastKeys) else {
+                guard row.more, let lastKeys = row.lastKeys, case .array(let decoded)? = try? JSONValue(parsing: lastKeys) else {
                     return "null"
                 }
                 return JSONValue.string(Cursor(fingerprint: fingerprint, keys: decoded).encoded(secret: secret)).jsonText

@@ -6,7 +6,8 @@ import Foundation
 /// `accept` is the statement `acceptShare` runs first.
 public struct ShareMetadataPlan: Sendable {
     public let token: String
-    public let query: SQLStatement
+    public let statement: SQLStatement
+    let locations: [QueryError.Location]
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -15,6 +16,7 @@ public struct ShareMetadataPlan: Sendable {
             throw arguments.invalid("url", "'\(url)' is not a share URL (…/share/<token>)")
         }
         self.token = token
+        locations = request.location(of: field.field)
         var builder = SQLBuilder()
         let bound = builder.bind(token)
         let json = try Projection.object(field.children, &builder) { child, builder in
@@ -33,7 +35,7 @@ public struct ShareMetadataPlan: Sendable {
             }
         }
         builder.append("SELECT \(json)::text FROM canopy.share_view(\(bound)) m")
-        query = builder.query
+        statement = builder.query
     }
 
     /// `SELECT canopy.accept_share(token)`.
@@ -57,7 +59,7 @@ public struct ShareMetadataPlan: Sendable {
 
 /// `discoverUser(email, phone)`: the user with that contact, or null.
 public struct DiscoverUserPlan: Sendable {
-    public let query: SQLStatement
+    public let statement: SQLStatement
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -70,7 +72,7 @@ public struct DiscoverUserPlan: Sendable {
         let user = try Projection.user(field.children, alias: "d", &builder)
         let boundEmail = builder.bind(email), boundPhone = builder.bind(phone)
         builder.append("SELECT \(user)::text FROM canopy.discover_user(\(boundEmail)::text, \(boundPhone)::text) d")
-        query = builder.query
+        statement = builder.query
     }
 }
 
@@ -85,4 +87,16 @@ public struct SharePagePlan: Sendable {
         builder.append("SELECT m.title, m.zone_name FROM canopy.share_view(\(builder.bind(token))) m")
         query = builder.query
     }
+}
+
+extension ShareMetadataPlan: FieldPlan {
+    /// No row: not a share the caller may open.
+    public func answer(_ row: JSONRow?) throws -> String? {
+        guard let json = row?.json else { throw QueryError.shareNotOpen(at: locations) }
+        return json
+    }
+}
+
+extension DiscoverUserPlan: FieldPlan {
+    public func answer(_ row: JSONRow?) throws -> String? { row?.json }
 }

@@ -1,12 +1,16 @@
+import PostgresNIO
+
 /// `share(scope, zone, rootRecordName)`: one statement returning whether
 /// the zone exists for the caller and the `Share` JSON (NULL: not shared,
 /// or not a share the caller may see).
 public struct SharePlan: Sendable {
-    public let query: SQLStatement
+    public let statement: SQLStatement
+    let locations: [QueryError.Location]
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
         let target = try ShareTarget(zone: ZoneReference(scope: DatabaseScope.read(arguments), in: arguments), in: arguments)
+        locations = request.location(of: field.field)
         var builder = SQLBuilder()
         let cte = target.zone.cte(&builder)
         let root = builder.bind(target.rootRecordName)
@@ -14,7 +18,7 @@ public struct SharePlan: Sendable {
             "\(s).id = (SELECT canopy.find_share(zone.id, \(root)::text) FROM zone)"
         }
         builder.append("WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \(share)::text")
-        query = builder.query
+        statement = builder.query
     }
 }
 
@@ -117,11 +121,24 @@ public struct ShareMutationPlan: Sendable {
     }
 
     /// The `Share` JSON of the share, as the caller now sees it.
+    /// `change`'s row: the share saved, or how many rows were deleted or
+    /// left (NULL for a participant change).
+    public static func decodeChanged(_ row: PostgresRow) throws -> Int64? {
+        try row.decode(Int64?.self)
+    }
+
     public func response(shareID: Int64) throws -> SQLStatement {
         var builder = SQLBuilder()
         let id = builder.bind(shareID)
         let share = try Projection.share(field.children, request: request, &builder) { s in "\(s).id = \(id)" }
         builder.append("SELECT \(share)::text")
         return builder.query
+    }
+}
+
+extension SharePlan: FieldPlan {
+    public func answer(_ row: ZoneJSONRow?) throws -> String? {
+        guard let row, row.zoneFound else { throw QueryError.zoneNotFound(at: locations) }
+        return row.json
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 
 /// Which share an operation is about: a zone (as a `ZoneReference`) and,
 /// for a record-rooted share, its root's recordName. Its statement locates
@@ -23,6 +24,12 @@ public struct ShareTarget: Sendable {
         let root = builder.bind(rootRecordName)
         builder.append("WITH \(cte) SELECT (SELECT id FROM zone), (SELECT canopy.find_share(zone.id, \(root)::text) FROM zone)")
         return builder.query
+    }
+
+    /// `locate`'s row.
+    public static func decodeLocated(_ row: PostgresRow) throws -> (zoneID: Int64?, shareID: Int64?) {
+        let (zone, share) = try row.decode((Int64?, Int64?).self)
+        return (zone, share)
     }
 
     /// What to call the share in a message.

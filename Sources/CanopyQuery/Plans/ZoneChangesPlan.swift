@@ -13,7 +13,7 @@ import PostgresNIO
 public struct ZoneChangesPlan: Sendable {
     public static let maximumLimit = 400
 
-    public let query: SQLStatement
+    public let statement: SQLStatement
     let field: SelectedField
     let scope: DatabaseScope
     let zoneName: String
@@ -33,7 +33,12 @@ public struct ZoneChangesPlan: Sendable {
         public var moreComing: Bool
         public var isEmpty: Bool { (changed ?? "[]") == "[]" && (deleted ?? "[]") == "[]" }
 
-        public init(_ row: (Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?)) {
+        /// Decodes the statement's row (its SELECT list is `init`'s).
+        public static func decode(_ row: PostgresRow) throws -> Page {
+            Page(try row.decode((Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?).self))
+        }
+
+        init(_ row: (Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?)) {
             zoneID = row.0
             purgedThrough = row.1 ?? 0
             departedAt = row.2
@@ -114,7 +119,7 @@ public struct ZoneChangesPlan: Sendable {
             (SELECT max(position) FROM inside), \
             EXISTS (SELECT 1 FROM events WHERE position > (SELECT position FROM bound))
             """)
-        query = builder.query
+        statement = builder.query
     }
 
     /// Checks the page against the token (expired?) and builds the

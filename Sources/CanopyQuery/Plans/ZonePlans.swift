@@ -2,7 +2,7 @@ import PostgresNIO
 
 /// `zones(scope)`: one statement, one JSON array.
 public struct ZonesPlan: Sendable {
-    public let query: SQLStatement
+    public let statement: SQLStatement
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let scope = try DatabaseScope.read(request.arguments(of: field))
@@ -15,13 +15,13 @@ public struct ZonesPlan: Sendable {
             SELECT coalesce(json_agg(\(zone) ORDER BY \(order)), '[]')::text \
             FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id WHERE \(filter)
             """)
-        query = builder.query
+        statement = builder.query
     }
 }
 
 /// `saveZone(zoneName)`: creates the caller's zone, or returns it if it exists.
 public struct SaveZonePlan: Sendable {
-    public let query: SQLStatement
+    public let statement: SQLStatement
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -39,7 +39,7 @@ public struct SaveZonePlan: Sendable {
             SELECT id, owner_id, name FROM canopy.zones WHERE owner_id = canopy.current_user_id() AND name = \(bound)) \
             SELECT \(zone)::text FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
             """)
-        query = builder.query
+        statement = builder.query
     }
 }
 
@@ -47,12 +47,14 @@ public struct SaveZonePlan: Sendable {
 /// and shares); in SHARED scope the caller leaves every share in it. The
 /// statement returns how many rows it touched: 0 is ZONE_NOT_FOUND.
 public struct DeleteZonePlan: Sendable {
-    public let query: SQLStatement
+    public let statement: SQLStatement
+    let locations: [QueryError.Location]
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments)
         let zone = try ZoneReference(scope: scope, in: arguments)
+        locations = request.location(of: field.field)
         if scope == .private && zone.zoneName == "_defaultZone" {
             throw arguments.invalid("zone", "the default zone cannot be deleted")
         }
@@ -67,6 +69,29 @@ public struct DeleteZonePlan: Sendable {
         case .shared:
             builder.append("WITH \(cte) SELECT coalesce((SELECT canopy.leave_shares(zone.id, NULL) FROM zone), 0)::int")
         }
-        query = builder.query
+        statement = builder.query
+    }
+}
+
+extension ZonesPlan: FieldPlan {
+    public func answer(_ row: JSONRow?) throws -> String? { row?.json }
+}
+
+extension SaveZonePlan: FieldPlan {
+    public static var writes: Bool { true }
+    public func answer(_ row: JSONRow?) throws -> String? { row?.json }
+}
+
+extension DeleteZonePlan: FieldPlan {
+    public static var writes: Bool { true }
+
+    /// How many zones the statement deleted or left.
+    public static func decode(_ row: PostgresRow) throws -> Int {
+        try row.decode(Int.self)
+    }
+
+    public func answer(_ row: Int?) throws -> String? {
+        guard (row ?? 0) > 0 else { throw QueryError.zoneNotFound(at: locations) }
+        return "true"
     }
 }

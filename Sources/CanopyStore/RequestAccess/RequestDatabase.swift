@@ -2,11 +2,12 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// The gateway's way into PostgreSQL: a pool of connections as
+/// Request-time access to PostgreSQL (what the HTTP gateway uses, hence
+/// the role's name): a pool of connections as
 /// `canopy_gateway` (no BYPASSRLS), and one rule for using them: every
 /// request runs in a transaction that first says who is asking with
 /// `set_config('canopy.user_id', …, true)`. Row-level security does the rest.
-public final class GatewayDatabase: Sendable {
+public final class RequestDatabase: Sendable {
     public let client: PostgresClient
     /// Signing keys, fetched from the database once.
     public let secrets: ServerSecrets

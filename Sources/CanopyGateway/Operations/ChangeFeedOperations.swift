@@ -1,0 +1,58 @@
+import CanopyQuery
+
+/// `zoneChanges`: one page of a zone's change feed.
+struct ZoneChangesOperation: RootOperation {
+    func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
+        try await executor.zoneChanges(field).json
+    }
+}
+
+/// `databaseChanges`: one page of a database's change feed.
+struct DatabaseChangesOperation: RootOperation {
+    func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
+        try await executor.databaseChanges(field).json
+    }
+}
+
+/// The feeds' pages, shared by the queries and the WebSocket subscriptions
+/// (`zoneChanged`, `databaseChanged`), which continue from the last token.
+extension OperationExecutor {
+    /// One page of a change feed: the field's JSON, the token it ends at,
+    /// whether more follow and whether it reported anything.
+    struct FeedPage: Sendable {
+        var json: String
+        var token: String
+        var moreComing: Bool
+        var isEmpty: Bool
+        /// For a zone feed, the zone's id (which notifications name).
+        var zoneID: Int64?
+    }
+
+    /// The key change tokens are signed with.
+    func changeTokenKey() async throws -> SigningKey {
+        SigningKey(try await database.secrets.key("change-token", logger: logger))
+    }
+
+    /// One page of a zone's change feed (`zoneChanges`, or a `zoneChanged`
+    /// subscription continuing from `overridingSince`).
+    func zoneChanges(_ field: SelectedField, overridingSince: String?? = .none) async throws -> FeedPage {
+        let secret = try await changeTokenKey()
+        let plan = try ZoneChangesPlan(field, request: request, userID: userID, secret: secret, overridingSince: overridingSince)
+        let page = try await read(plan.statement) { rows in try rows.first.map(ZoneChangesPlan.Page.decode) }
+        guard let page, page.zoneID != nil else { throw QueryError.zoneNotFound(at: request.location(of: field.field)) }
+        let (json, token) = try located(at: field) { try plan.response(page, secret: secret) }
+        return FeedPage(json: json, token: ChangeToken.zone(token).encoded(secret: secret), moreComing: page.moreComing,
+                        isEmpty: page.isEmpty, zoneID: page.zoneID)
+    }
+
+    /// One page of a database's change feed (`databaseChanges`, or a
+    /// `databaseChanged` subscription continuing from `overridingSince`).
+    func databaseChanges(_ field: SelectedField, overridingSince: String?? = .none) async throws -> FeedPage {
+        let secret = try await changeTokenKey()
+        let plan = try DatabaseChangesPlan(field, request: request, userID: userID, secret: secret, overridingSince: overridingSince)
+        let page = try await read(plan.statement) { rows in try rows.first.map(DatabaseChangesPlan.Page.decode) }
+        guard let page else { throw APIError(.internalError, "databaseChanges returned no row") }
+        let (json, token) = try located(at: field) { try plan.response(page, secret: secret) }
+        return FeedPage(json: json, token: token, moreComing: page.moreComing, isEmpty: page.isEmpty)
+    }
+}

@@ -1,0 +1,39 @@
+import CanopyQuery
+import GraphQL
+
+/// Every root field of `schema/canopy.graphql`'s Query and Mutation types,
+/// by name: where a new field is added (a test checks that none is missing).
+/// Subscriptions are served over WebSocket (`GraphQLWebSocketSession`).
+enum OperationTable {
+    static let queries: [String: any RootOperation] = [
+        "me": Planned { field, _ in try MePlan(field) },
+        "zones": Planned { try ZonesPlan($0, request: $1) },
+        "lookup": Planned { try LookupPlan($0, request: $1) },
+        "records": RecordsOperation(),
+        "zoneChanges": ZoneChangesOperation(),
+        "databaseChanges": DatabaseChangesOperation(),
+        "share": Planned { try SharePlan($0, request: $1) },
+        "shareMetadata": Planned { try ShareMetadataPlan($0, request: $1) },
+        "discoverUser": Planned { try DiscoverUserPlan($0, request: $1) },
+    ]
+
+    static let mutations: [String: any RootOperation] = [
+        "saveZone": Planned { try SaveZonePlan($0, request: $1) },
+        "deleteZone": Planned { try DeleteZonePlan($0, request: $1) },
+        "modifyRecords": ModifyRecordsOperation(),
+        "saveShare": ShareMutationOperation(),
+        "setParticipant": ShareMutationOperation(),
+        "removeParticipant": ShareMutationOperation(),
+        "deleteShare": ShareMutationOperation(),
+        "leaveShare": ShareMutationOperation(),
+        "acceptShare": AcceptShareOperation(),
+    ]
+
+    static func operation(_ kind: OperationType, named name: String) -> (any RootOperation)? {
+        switch kind {
+        case .query: return queries[name]
+        case .mutation: return mutations[name]
+        case .subscription: return nil
+        }
+    }
+}
