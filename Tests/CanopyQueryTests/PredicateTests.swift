@@ -13,7 +13,7 @@ struct PredicateTests {
     func sql(_ filter: String, args: JSONValue? = nil) throws -> (String, Int) {
         var builder = SQLBuilder()
         let text = PredicateSQL.write(try check(filter, args: args), &builder)
-        return (text, builder.binds.count)
+        return (text.text, builder.binds.count)
     }
 
     @Test("parses the grammar, keywords in any case, NSPredicate spellings")

@@ -78,7 +78,7 @@ public struct DatabaseChangesPlan: Sendable {
         let afterKind = builder.bind(since?.after.map { Int64($0[1]) })
         let afterID = builder.bind(since?.after.map { Int64($0[2]) })
         let limitBind = builder.bind(limit)
-        let inScope = scope == .private
+        let inScope: SQL = scope == .private
             ? "z.owner_id = canopy.current_user_id()"
             : "z.owner_id <> canopy.current_user_id()"
         let changedZones = try field.children.first { $0.name == "changedZones" }.map {

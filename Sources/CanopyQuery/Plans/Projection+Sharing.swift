@@ -6,8 +6,8 @@ extension Projection {
     /// A `Share` (or null) from the share row that `condition` picks; the
     /// condition gets the alias of `canopy.shares`.
     static func share(
-        _ fields: [SelectedField], request: ParsedRequest, _ builder: inout SQLBuilder, where condition: (String) -> String
-    ) throws -> String {
+        _ fields: [SelectedField], request: ParsedRequest, _ builder: inout SQLBuilder, where condition: (SQL) -> SQL
+    ) throws -> SQL {
         let s = builder.alias("s"), zone = builder.alias("sz"), owner = builder.alias("so"), root = builder.alias("sr")
         let json = try object(fields, &builder) { field, builder in
             switch field.name {
@@ -34,7 +34,7 @@ extension Projection {
 
     /// The owner's `Participant`, or the list of participants who are not
     /// REMOVED (owner first, then in the order they were added).
-    static func participants(_ fields: [SelectedField], of share: String, ownerOnly: Bool, _ builder: inout SQLBuilder) throws -> String {
+    static func participants(_ fields: [SelectedField], of share: SQL, ownerOnly: Bool, _ builder: inout SQLBuilder) throws -> SQL {
         let p = builder.alias("p"), user = builder.alias("pu")
         let json = try object(fields, &builder) { field, builder in
             switch field.name {
@@ -50,7 +50,7 @@ extension Projection {
             default: throw QueryError(.badRequest, "Participant has no field \(field.name)")
             }
         }
-        let from = "FROM canopy.participants \(p) LEFT JOIN canopy.users \(user) ON \(user).id = \(p).user_id WHERE \(p).share_id = \(share)"
+        let from: SQL = "FROM canopy.participants \(p) LEFT JOIN canopy.users \(user) ON \(user).id = \(p).user_id WHERE \(p).share_id = \(share)"
         if ownerOnly {
             return "(SELECT \(json) \(from) AND \(p).role = 'OWNER')"
         }
@@ -58,7 +58,7 @@ extension Projection {
     }
 
     /// A `User` from a `canopy.users` row (or a row with the same columns).
-    static func user(_ fields: [SelectedField], alias: String, _ builder: inout SQLBuilder) throws -> String {
+    static func user(_ fields: [SelectedField], alias: SQL, _ builder: inout SQLBuilder) throws -> SQL {
         try object(fields, &builder) { field, _ in
             switch field.name {
             case "userRecordName": return "\(alias).record_name"

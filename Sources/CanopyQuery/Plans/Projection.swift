@@ -4,8 +4,8 @@
 public enum Projection {
     /// A `Zone` from expressions for its id, name and owner's record name.
     static func zone(
-        _ fields: [SelectedField], id: String, name: String, ownerName: String, request: ParsedRequest, _ builder: inout SQLBuilder
-    ) throws -> String {
+        _ fields: [SelectedField], id: SQL, name: SQL, ownerName: SQL, request: ParsedRequest, _ builder: inout SQLBuilder
+    ) throws -> SQL {
         try object(fields, &builder) { field, builder in
             switch field.name {
             case "zoneName": return name
@@ -21,7 +21,7 @@ public enum Projection {
     }
 
     /// A `Record` from `canopy.records` aliased `r`; its zone from the `zone` CTE.
-    static func record(_ fields: [SelectedField], request: ParsedRequest, _ builder: inout SQLBuilder) throws -> String {
+    static func record(_ fields: [SelectedField], request: ParsedRequest, _ builder: inout SQLBuilder) throws -> SQL {
         try object(fields, &builder) { field, builder in
             switch field.name {
             case "recordName": return "r.record_name"
@@ -50,7 +50,7 @@ public enum Projection {
         }
     }
 
-    static func stamp(_ fields: [SelectedField], time: String, user: String, _ builder: inout SQLBuilder) throws -> String {
+    static func stamp(_ fields: [SelectedField], time: SQL, user: SQL, _ builder: inout SQLBuilder) throws -> SQL {
         try object(fields, &builder) { field, _ in
             switch field.name {
             case "timestamp": return "(extract(epoch FROM \(time)) * 1000)::float8"
@@ -64,9 +64,9 @@ public enum Projection {
     /// `json_build_object(key1, expr1, ...)` for the fields, in order.
     static func object(
         _ fields: [SelectedField], _ builder: inout SQLBuilder,
-        _ expression: (SelectedField, inout SQLBuilder) throws -> String
-    ) throws -> String {
-        var parts: [String] = []
+        _ expression: (SelectedField, inout SQLBuilder) throws -> SQL
+    ) throws -> SQL {
+        var parts: [SQL] = []
         for field in fields {
             let key = builder.key(field.responseKey)
             parts.append("\(key), \(try expression(field, &builder))")

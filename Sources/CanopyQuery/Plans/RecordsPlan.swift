@@ -12,6 +12,7 @@ public struct RecordsPlan: Sendable {
     struct SortKey: Sendable {
         var target: CheckedPredicate.Target
         var descending: Bool
+        var direction: SQL { descending ? "DESC" : "ASC" }
     }
 
     public let statement: SQLStatement
@@ -73,8 +74,8 @@ public struct RecordsPlan: Sendable {
         let limitBind = builder.bind(limit)
         // The record type is a literal (it matched the name grammar), so the
         // planner can match the partial indexes `canopy schema apply` builds.
-        let base = "FROM canopy.records r WHERE r.zone_id = (SELECT id FROM zone) AND r.record_type = '\(recordType)' AND \(filter)"
-        let page: String
+        let base: SQL = "FROM canopy.records r WHERE r.zone_id = (SELECT id FROM zone) AND r.record_type = \(SQL.literal(recordType)) AND \(filter)"
+        let page: SQL
         if sortKeys.count == 1 {
             page = try Self.singleKeyPage(sortKeys[0], predicate: predicate, after: after?.keys, base: base, limit: limitBind, &builder)
         } else {
@@ -126,13 +127,13 @@ public struct RecordsPlan: Sendable {
 
     /// Any number of sort keys: one ORDER BY over every key (missing values
     /// last), then recordName. Right for all; fast only without sort keys.
-    static func page(_ sortKeys: [SortKey], after keys: [JSONValue]?, base: String, limit: String, _ builder: inout SQLBuilder) throws -> String {
-        var order: [String] = []
-        var columns: [String] = []
+    static func page(_ sortKeys: [SortKey], after keys: [JSONValue]?, base: SQL, limit: SQL, _ builder: inout SQLBuilder) throws -> SQL {
+        var order: [SQL] = []
+        var columns: [SQL] = []
         for key in sortKeys {
             let expression = PredicateSQL.expression(key.target)
             order.append("(\(expression)) IS NULL")
-            order.append("\(expression) \(key.descending ? "DESC" : "ASC")")
+            order.append("\(expression) \(key.direction)")
             columns.append("(\(expression)) IS NULL")
             columns.append(expression)
         }
@@ -152,13 +153,13 @@ public struct RecordsPlan: Sendable {
     /// The key's value is computed once a row (`canopy_sort`), and the
     /// cursor's keys are built from it outside the parts.
     static func singleKeyPage(
-        _ key: SortKey, predicate: CheckedPredicate, after keys: [JSONValue]?, base: String, limit: String, _ builder: inout SQLBuilder
-    ) throws -> String {
+        _ key: SortKey, predicate: CheckedPredicate, after keys: [JSONValue]?, base: SQL, limit: SQL, _ builder: inout SQLBuilder
+    ) throws -> SQL {
         let expression = PredicateSQL.expression(key.target)
-        let name = "r.record_name COLLATE \"C\""
+        let name: SQL = "r.record_name COLLATE \"C\""
         var inMissingPart = false
-        var valueAfter: String?
-        var nameAfter: String?
+        var valueAfter: SQL?
+        var nameAfter: SQL?
         if let keys {
             guard keys.count == 3, case .bool(let wasNull) = keys[0], case .string(let last) = keys[2] else {
                 throw QueryError(.invalidArguments, "the cursor is damaged")
@@ -172,9 +173,9 @@ public struct RecordsPlan: Sendable {
         case .recordName, .creationDate, .modificationDate: neverMissing = true
         default: neverMissing = predicate.requiresValue(of: key.target)
         }
-        var parts: [String] = []
+        var parts: [SQL] = []
         if !inMissingPart {
-            var condition = "\(expression) IS NOT NULL"
+            var condition: SQL = "\(expression) IS NOT NULL"
             if let valueAfter, let nameAfter {
                 condition = key.descending
                     ? "\(expression) <= \(valueAfter) AND (\(expression) < \(valueAfter) OR \(name) > \(nameAfter))"
@@ -182,25 +183,25 @@ public struct RecordsPlan: Sendable {
             }
             parts.append("""
                 (SELECT r.*, 0 AS canopy_part, \(expression) AS canopy_sort \
-                \(base) AND \(condition) ORDER BY \(expression) \(key.descending ? "DESC" : "ASC"), \(name) LIMIT \(limit)::int8 + 1)
+                \(base) AND \(condition) ORDER BY \(expression) \(key.direction), \(name) LIMIT \(limit)::int8 + 1)
                 """)
         }
         if inMissingPart || !neverMissing {
-            let condition = nameAfter.map { "\(expression) IS NULL AND \(name) > \($0)" } ?? "\(expression) IS NULL"
+            let condition: SQL = nameAfter.map { "\(expression) IS NULL AND \(name) > \($0)" } ?? "\(expression) IS NULL"
             parts.append("""
                 (SELECT r.*, 1 AS canopy_part, NULL AS canopy_sort \
                 \(base) AND \(condition) ORDER BY \(name) LIMIT \(limit)::int8 + 1)
                 """)
         }
         return """
-            SELECT p.*, row_number() OVER (ORDER BY p.canopy_part, p.canopy_sort \(key.descending ? "DESC" : "ASC"), p.record_name COLLATE "C") AS canopy_ord, \
+            SELECT p.*, row_number() OVER (ORDER BY p.canopy_part, p.canopy_sort \(key.direction), p.record_name COLLATE "C") AS canopy_ord, \
             json_build_array(p.canopy_part = 1, p.canopy_sort, p.record_name) AS canopy_keys \
             FROM (\(parts.joined(separator: " UNION ALL "))) p
             """
     }
 
     /// A cursor's key value, bound as the type the key compares as.
-    static func bound(_ value: JSONValue, for type: FieldType, _ builder: inout SQLBuilder) throws -> String {
+    static func bound(_ value: JSONValue, for type: FieldType, _ builder: inout SQLBuilder) throws -> SQL {
         switch (type, value) {
         case (.string, .string(let text)), (.reference, .string(let text)): return "\(builder.bind(text))::text"
         case (.boolean, .bool(let flag)): return "\(builder.bind(flag))::boolean"
@@ -211,21 +212,21 @@ public struct RecordsPlan: Sendable {
     }
 
     /// Rows strictly after the cursor's keys in the sort order.
-    static func keyset(_ sortKeys: [SortKey], after keys: [JSONValue], _ builder: inout SQLBuilder) throws -> String {
+    static func keyset(_ sortKeys: [SortKey], after keys: [JSONValue], _ builder: inout SQLBuilder) throws -> SQL {
         guard case .string(let lastName) = keys.last! else { throw QueryError(.invalidArguments, "the cursor is damaged") }
-        var condition = "r.record_name COLLATE \"C\" > \(builder.bind(lastName))::text"
+        var condition: SQL = "r.record_name COLLATE \"C\" > \(builder.bind(lastName))::text"
         for (index, key) in sortKeys.enumerated().reversed() {
             let expression = PredicateSQL.expression(key.target)
             guard case .bool(let wasNull) = keys[index * 2] else { throw QueryError(.invalidArguments, "the cursor is damaged") }
             let value = keys[index * 2 + 1]
-            let nullFlag = "((\(expression)) IS NULL)"
+            let nullFlag: SQL = "((\(expression)) IS NULL)"
             if wasNull {
                 // After a missing value come only later missing values (by the next keys).
                 condition = "(\(nullFlag) AND \(condition))"
                 continue
             }
             let bound = try Self.bound(value, for: key.target.valueType, &builder)
-            let strictlyAfter = key.descending ? "\(expression) < \(bound)" : "\(expression) > \(bound)"
+            let strictlyAfter: SQL = key.descending ? "\(expression) < \(bound)" : "\(expression) > \(bound)"
             condition = "(\(nullFlag) OR coalesce(\(strictlyAfter), false) OR (coalesce(\(expression) = \(bound), false) AND \(condition)))"
         }
         return condition

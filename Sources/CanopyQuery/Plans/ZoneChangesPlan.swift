@@ -81,7 +81,7 @@ public struct ZoneChangesPlan: Sendable {
         let limitBind = builder.bind(limit)
         // Only a participant of record-rooted shares is told of records that
         // left them; the owner and zone-wide participants still see those records.
-        let leftShares = scope == .private
+        let leftShares: SQL = scope == .private
             ? "false"
             : "NOT ((SELECT id FROM zone) = ANY ((SELECT canopy.member_zone_ids(false))::bigint[]))"
         let changed = try field.children.first { $0.name == "changed" }.map {

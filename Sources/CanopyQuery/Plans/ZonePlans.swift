@@ -8,7 +8,7 @@ public struct ZonesPlan: Sendable {
         let scope = try DatabaseScope.read(request.arguments(of: field))
         var builder = SQLBuilder()
         let zone = try Projection.zone(field.children, id: "z.id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
-        let (filter, order) = scope == .private
+        let (filter, order): (SQL, SQL) = scope == .private
             ? ("z.owner_id = canopy.current_user_id()", "z.name")
             : ("z.owner_id <> canopy.current_user_id()", "u.record_name, z.name")
         builder.append("""

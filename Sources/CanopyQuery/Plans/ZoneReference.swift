@@ -46,10 +46,10 @@ public struct ZoneReference: Sendable, Equatable {
     }
 
     /// `zone AS (...)`, for a WITH clause.
-    func cte(_ builder: inout SQLBuilder) -> String {
+    func cte(_ builder: inout SQLBuilder) -> SQL {
         let name = builder.bind(zoneName)
         let owner = builder.bind(ownerName)
-        let ownership = visibleToCaller
+        let ownership: SQL = visibleToCaller
             ? "u.record_name = \(owner)"
             : scope == .private
             ? "z.owner_id = canopy.current_user_id() AND (\(owner)::text IS NULL OR u.record_name = \(owner))"

@@ -15,7 +15,7 @@ import Foundation
 /// only leakproof conditions reach an index, and `canopy schema apply`
 /// builds its indexes on the very expressions ``expression(_:qualifier:)`` writes.
 public enum PredicateSQL {
-    public static func write(_ predicate: CheckedPredicate, _ builder: inout SQLBuilder) -> String {
+    public static func write(_ predicate: CheckedPredicate, _ builder: inout SQLBuilder) -> SQL {
         switch predicate {
         case .all: return "TRUE"
         case .and(let left, let right): return "(\(write(left, &builder)) AND \(write(right, &builder)))"
@@ -26,14 +26,14 @@ public enum PredicateSQL {
     }
 
     /// The field name as a SQL literal; the name was checked against the grammar.
-    static func literal(_ name: String) -> String {
+    static func literal(_ name: String) -> SQL {
         precondition(Names.isFieldName(name), "unchecked field name")
-        return "'\(name)'"
+        return SQL.literal(name)
     }
 
     /// The SQL expression a target's values are compared as; `qualifier`
     /// is the table alias with its dot (`r.`, or nothing in an index).
-    public static func expression(_ target: CheckedPredicate.Target, qualifier: String = "r.") -> String {
+    public static func expression(_ target: CheckedPredicate.Target, qualifier: SQL = "r.") -> SQL {
         let q = qualifier
         switch target {
         case .recordName: return "\(q)record_name COLLATE \"C\""
@@ -55,16 +55,17 @@ public enum PredicateSQL {
     }
 
     /// A LIST<STRING> or LIST<REFERENCE> field as text[] (what its index holds).
-    public static func textList(_ name: String, qualifier: String = "r.") -> String {
+    public static func textList(_ name: String, qualifier: SQL = "r.") -> SQL {
         "canopy.text_list_field(\(qualifier)fields, \(literal(name)))"
     }
 
     /// The full-text document of the SEARCHABLE `fields` (what their index holds).
-    public static func searchDocument(_ fields: [String], qualifier: String = "r.") -> String {
-        "canopy.search_words(\(qualifier)fields, '{\(fields.map { literal($0).dropFirst().dropLast() }.joined(separator: ","))}'::text[])"
+    public static func searchDocument(_ fields: [String], qualifier: SQL = "r.") -> SQL {
+        precondition(fields.allSatisfy(Names.isFieldName), "unchecked field name")
+        return "canopy.search_words(\(qualifier)fields, \(SQL.literal("{" + fields.joined(separator: ",") + "}"))::text[])"
     }
 
-    static func bind(_ scalar: CheckedPredicate.Scalar, _ builder: inout SQLBuilder) -> String {
+    static func bind(_ scalar: CheckedPredicate.Scalar, _ builder: inout SQLBuilder) -> SQL {
         switch scalar {
         case .string(let text): return "\(builder.bind(text))::text"
         case .number(let number), .time(let number): return "\(builder.bind(number))::float8"
@@ -72,18 +73,18 @@ public enum PredicateSQL {
         }
     }
 
-    static func write(_ test: CheckedPredicate.Test, _ builder: inout SQLBuilder) -> String {
+    static func write(_ test: CheckedPredicate.Test, _ builder: inout SQLBuilder) -> SQL {
         let target = expression(test.target)
         switch test.kind {
         case .compare(let comparison, let value):
-            return "(\(target) \(comparison.rawValue) \(bind(value, &builder)))"
+            return "(\(target) \(unescaped: comparison.rawValue) \(bind(value, &builder)))"
         case .isNil(let isNil):
             guard case .field(let name, _) = test.target else { return isNil ? "FALSE" : "TRUE" }
             return isNil ? "(NOT (r.fields ? \(literal(name))))" : "(r.fields ? \(literal(name)))"
         case .between(let low, let high):
             return "(\(target) BETWEEN \(bind(low, &builder)) AND \(bind(high, &builder)))"
         case .in(let values):
-            let array: String
+            let array: SQL
             switch values.first {
             case .string?: array = "\(builder.bind(values.map { if case .string(let text) = $0 { return text }; return "" }))::text[]"
             case .bool?: array = "\(builder.bind(values.map { if case .bool(let flag) = $0 { return flag }; return false }))::boolean[]"
@@ -112,17 +113,18 @@ public enum PredicateSQL {
             return "(\(target) >= \(builder.bind(prefix))::text AND \(target) < \(builder.bind(upper))::text)"
         case .selfContains(let text, let fields):
             guard text.contains(where: { $0.isLetter || $0.isNumber }) else { return "TRUE" }
-            let query = "canopy.search_query(\(builder.bind(text))::text)"
+            let query: SQL = "canopy.search_query(\(builder.bind(text))::text)"
             guard let fields else { return "(canopy.search_document(r.fields) @@ \(query))" }
             return "(\(searchDocument(fields)) OPERATOR(canopy.@@) \(query))"
         case .distance(let latitude, let longitude, let orEqual, let kilometres):
-            let lat = "\(builder.bind(latitude))::float8"
-            let lon = "\(builder.bind(longitude))::float8"
-            let km = "\(builder.bind(kilometres))::float8"
-            let pointLat = "(\(target)->>'latitude')::float8"
-            let pointLon = "(\(target)->>'longitude')::float8"
-            let distance = "6371.0088 * 2 * asin(least(1, sqrt(power(sin(radians(\(pointLat) - \(lat)) / 2), 2) + cos(radians(\(lat))) * cos(radians(\(pointLat))) * power(sin(radians(\(pointLon) - \(lon)) / 2), 2))))"
-            return "(\(distance) \(orEqual ? "<=" : "<") \(km))"
+            let lat: SQL = "\(builder.bind(latitude))::float8"
+            let lon: SQL = "\(builder.bind(longitude))::float8"
+            let km: SQL = "\(builder.bind(kilometres))::float8"
+            let pointLat: SQL = "(\(target)->>'latitude')::float8"
+            let pointLon: SQL = "(\(target)->>'longitude')::float8"
+            let distance: SQL = "6371.0088 * 2 * asin(least(1, sqrt(power(sin(radians(\(pointLat) - \(lat)) / 2), 2) + cos(radians(\(lat))) * cos(radians(\(pointLat))) * power(sin(radians(\(pointLon) - \(lon)) / 2), 2))))"
+            let comparison: SQL = orEqual ? "<=" : "<"
+            return "(\(distance) \(comparison) \(km))"
         }
     }
 

@@ -1,7 +1,8 @@
 import PostgresNIO
 
-/// Builds one statement: SQL text written by the compiler, and every value
-/// from a client appended as a bind parameter (`$n`), never into the text.
+/// Builds one statement: SQL text made only of ``SQL`` fragments, and every
+/// value from a client appended as a bind parameter (`$n`), never into the
+/// text.
 public struct SQLBuilder: Sendable {
     public private(set) var sql = ""
     public private(set) var binds = PostgresBindings()
@@ -14,36 +15,36 @@ public struct SQLBuilder: Sendable {
 
     /// A table alias not used before in this statement, for subqueries
     /// that may nest (a share's zone's share).
-    public mutating func alias(_ base: String) -> String {
+    public mutating func alias(_ base: StaticString) -> SQL {
         aliases += 1
-        return "\(base)\(aliases)"
+        return SQL(unescaped: "\(base)\(aliases)")
     }
 
-    public mutating func append(_ text: String) {
-        sql += text
+    public mutating func append(_ fragment: SQL) {
+        sql += fragment.text
     }
 
     /// Binds a value; returns its placeholder.
-    public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value) -> String {
+    public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value) -> SQL {
         binds.append(value)
         parameterTypes.append(Value.psqlType)
         return "$\(binds.count)"
     }
 
     /// Binds an optional value (NULL when nil); returns its placeholder.
-    public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value?) -> String {
+    public mutating func bind<Value: PostgresNonThrowingEncodable>(_ value: Value?) -> SQL {
         binds.append(value)
         parameterTypes.append(Value.psqlType)
         return "$\(binds.count)"
     }
 
     /// Binds a JSON value (sent as text, cast to jsonb).
-    public mutating func bind(json value: JSONValue) -> String {
+    public mutating func bind(json value: JSONValue) -> SQL {
         "(\(bind(value.jsonText))::text)::jsonb"
     }
 
     /// Binds a response key (always text).
-    public mutating func key(_ name: String) -> String {
+    public mutating func key(_ name: String) -> SQL {
         "\(bind(name))::text"
     }
 

@@ -21,16 +21,17 @@ public struct SchemaIndex: Sendable, Equatable {
     public var recordType: String
     public var fieldName: String
     public var kind: Kind
-    /// `CREATE INDEX name ON ...`, without CONCURRENTLY.
+    /// `CREATE INDEX name ON ...`, without CONCURRENTLY (the text is also
+    /// what the catalog records and compares).
     public var definition: String
 
-    init(recordType: String, fieldName: String, kind: Kind, body: String) {
-        let digest = SHA256.hash(data: Data(body.utf8)).map { String(format: "%02x", $0) }.joined()
+    init(recordType: String, fieldName: String, kind: Kind, body: SQL) {
+        let digest = SHA256.hash(data: Data(body.text.utf8)).map { String(format: "%02x", $0) }.joined()
         self.name = "records_schema_" + digest.prefix(16)
         self.recordType = recordType
         self.fieldName = fieldName
         self.kind = kind
-        self.definition = "CREATE INDEX \(name) ON canopy.records \(body)"
+        self.definition = SQL("CREATE INDEX \(unescaped: name) ON canopy.records \(body)").text
     }
 
     /// Every index `document` asks for, in a stable order.
@@ -40,7 +41,7 @@ public struct SchemaIndex: Sendable, Equatable {
 
     public static func indexes(for recordType: RecordTypeDeclaration) -> [SchemaIndex] {
         precondition(Names.isRecordType(recordType.name), "unchecked record type")
-        let partial = "WHERE record_type = '\(recordType.name)'"
+        let partial: SQL = "WHERE record_type = \(SQL.literal(recordType.name))"
         var indexes: [SchemaIndex] = []
         for field in SchemaPrinter.ordered(recordType.fields) where field.schema.queryable || field.schema.sortable {
             guard let expression = expression(of: field) else { continue }
@@ -68,7 +69,7 @@ public struct SchemaIndex: Sendable, Equatable {
 
     /// The indexed expression for a field, or nil when it needs no index of
     /// its own (___recordID has one already) or its type has no order.
-    static func expression(of field: FieldDeclaration) -> String? {
+    static func expression(of field: FieldDeclaration) -> SQL? {
         let target: CheckedPredicate.Target
         switch SystemField(rawValue: field.name) {
         case .createTime?: target = .creationDate
