@@ -8,7 +8,7 @@ import PackagePlugin
 struct EmbedSDL: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {
         let input = context.package.directoryURL.appending(path: "schema/canopy.graphql")
-        let output = context.pluginWorkDirectoryURL.appending(path: "CanopySchemaSource.swift")
+        let output = context.pluginWorkDirectoryURL.appending(path: "GraphQLAPISource.swift")
         return [
             .buildCommand(
                 displayName: "Embedding schema/canopy.graphql",

@@ -9,7 +9,7 @@ import Testing
 struct OperationTableTests {
     @Test("every Query and Mutation field of the schema has an operation, and no operation lacks a field")
     func everyFieldServed() throws {
-        let schema = CanopySchema.schema
+        let schema = GraphQLAPI.schema
         let queries = try #require(schema.queryType).fields().keys.sorted()
         let mutations = try #require(schema.mutationType).fields().keys.sorted()
         #expect(OperationTable.queries.keys.sorted() == queries)

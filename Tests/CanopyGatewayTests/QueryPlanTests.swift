@@ -82,9 +82,9 @@ struct QueryPlanTests {
         try await TestDatabase.withConnection(endpoint) { connection in
             try await connection.query("ANALYZE canopy.records", logger: TestDatabase.logger)
         }
-        let document = try SchemaParser.parse(Self.declared)
-        let indexes = SchemaIndex.indexes(for: document)
-        func index(_ field: String, _ kind: SchemaIndex.Kind = .btree) -> String {
+        let document = try RecordTypesParser.parse(Self.declared)
+        let indexes = RecordTypeIndex.indexes(for: document)
+        func index(_ field: String, _ kind: RecordTypeIndex.Kind = .btree) -> String {
             indexes.first { $0.fieldName == field && $0.kind == kind }!.name
         }
         let schema = document[recordType: "Fast"]!.recordSchema(mode: .production)

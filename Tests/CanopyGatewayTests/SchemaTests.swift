@@ -62,9 +62,9 @@ struct SchemaTests {
         }
         let exported = try schemaCommand(["export"], on: harness.endpoint)
         #expect(exported.succeeded, "\(exported.output)")
-        let document = try SchemaParser.parse(exported.output)
+        let document = try RecordTypesParser.parse(exported.output)
         #expect(document[recordType: "Note"]?[field: "pinned"]?.schema.type == .boolean, "inferred types are exported:\n\(exported.output)")
-        #expect(document[recordType: "Fast"] == (try SchemaParser.parse(Self.schema))[recordType: "Fast"], "\(exported.output)")
+        #expect(document[recordType: "Fast"] == (try RecordTypesParser.parse(Self.schema))[recordType: "Fast"], "\(exported.output)")
 
         let again = try schemaCommand(["apply"], file: exported.output, on: harness.endpoint)
         #expect(again.succeeded, "\(again.output)")

@@ -9,14 +9,14 @@ struct SchemaTests {
     func schemaFileMatches() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let file = try String(contentsOf: root.appendingPathComponent("schema/canopy.graphql"), encoding: .utf8)
-        #expect(file == CanopySchemaSource.sdl)
+        #expect(file == GraphQLAPISource.sdl)
     }
 
     @Test("the SDL builds and has the contract's root fields")
     func builds() throws {
-        let query = try #require(CanopySchema.schema.queryType)
+        let query = try #require(GraphQLAPI.schema.queryType)
         #expect(try query.fields().keys.sorted() == ["databaseChanges", "discoverUser", "lookup", "me", "records", "share", "shareMetadata", "zoneChanges", "zones"])
-        #expect(try CanopySchema.schema.mutationType?.fields().count == 9)
+        #expect(try GraphQLAPI.schema.mutationType?.fields().count == 9)
     }
 }
 

@@ -85,7 +85,7 @@ struct SchemaLanguageTests {
 
     @Test("a cktool-shaped file parses, prints canonically, and reparses to the same document")
     func golden() throws {
-        let document = try SchemaParser.parse(Self.exported)
+        let document = try RecordTypesParser.parse(Self.exported)
         #expect(document.recordTypes.map(\.name) == ["Users", "Fast"])
         let fast = try #require(document[recordType: "Fast"])
         #expect(fast[field: "tags"]?.schema == FieldSchema(type: .list(.string), queryable: true, searchable: true))
@@ -96,18 +96,18 @@ struct SchemaLanguageTests {
             GrantDeclaration(privileges: [.create], role: "_icloud"),
             GrantDeclaration(privileges: [.read], role: "_world"),
         ])
-        let printed = SchemaPrinter.print(document)
+        let printed = RecordTypesPrinter.print(document)
         #expect(printed == Self.canonical)
-        #expect(try SchemaParser.parse(printed) == document)
-        #expect(SchemaPrinter.print(try SchemaParser.parse(printed)) == printed, "printing is a fixed point")
-        #expect(try SchemaParser.parse("") == SchemaDocument(), "an empty file is an empty schema")
+        #expect(try RecordTypesParser.parse(printed) == document)
+        #expect(RecordTypesPrinter.print(try RecordTypesParser.parse(printed)) == printed, "printing is a fixed point")
+        #expect(try RecordTypesParser.parse("") == RecordTypesDocument(), "an empty file is an empty schema")
     }
 
     @Test("the seed apps' schema file parses", arguments: ["schema/app.ckdb"])
     func seedFile(_ path: String) throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let text = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
-        let document = try SchemaParser.parse(text)
+        let document = try RecordTypesParser.parse(text)
         #expect(Set(document.recordTypes.map(\.name)) == ["Fast", "Contact"])
         #expect(document[recordType: "Fast"]?[field: SystemField.recordID.rawValue]?.schema.queryable == true)
     }
@@ -136,7 +136,7 @@ struct SchemaLanguageTests {
     ] as [(String, Int, Int, String)])
     func broken(_ source: String, _ line: Int, _ column: Int, _ message: String) throws {
         do {
-            _ = try SchemaParser.parse(source)
+            _ = try RecordTypesParser.parse(source)
             Issue.record("parsed: \(source)")
         } catch let error as QueryError {
             #expect(error.locations == [QueryError.Location(line: line, column: column)], "\(error.message)")
@@ -146,14 +146,14 @@ struct SchemaLanguageTests {
 
     @Test("changes between schemas; production refuses drops, retypes and removed indexes, naming each")
     func changes() throws {
-        let current = try SchemaParser.parse("""
+        let current = try RecordTypesParser.parse("""
             RECORD TYPE Fast (hours INT64 QUERYABLE, note STRING SEARCHABLE, mood STRING, GRANT READ TO "_world");
             RECORD TYPE Old (x STRING);
             """)
-        let desired = try SchemaParser.parse("""
+        let desired = try RecordTypesParser.parse("""
             RECORD TYPE Fast (hours INT64 SORTABLE, note STRING, mood INT64, endDate TIMESTAMP QUERYABLE, GRANT READ TO "_world");
             """)
-        let changes = SchemaChanges.between(current: current, desired: desired)
+        let changes = RecordTypesChanges.between(current: current, desired: desired)
         #expect(changes.changes.map(\.description) == [
             "add Fast.endDate TIMESTAMP QUERYABLE",
             "indexes of Fast.hours: QUERYABLE -> SORTABLE",
@@ -168,8 +168,8 @@ struct SchemaLanguageTests {
             "Fast.note would lose SEARCHABLE: a production schema is additive only",
             "Old.x (STRING) would be dropped: a production schema is additive only",
         ])
-        #expect(SchemaChanges.between(current: desired, desired: desired).isEmpty)
-        let additive = SchemaChanges.between(current: current, desired: try SchemaParser.parse("""
+        #expect(RecordTypesChanges.between(current: desired, desired: desired).isEmpty)
+        let additive = RecordTypesChanges.between(current: current, desired: try RecordTypesParser.parse("""
             RECORD TYPE Fast (hours INT64 QUERYABLE SORTABLE, note STRING SEARCHABLE, mood STRING QUERYABLE, GRANT READ TO "_world");
             RECORD TYPE Old (x STRING, y BYTES);
             RECORD TYPE New (z STRING);
@@ -179,12 +179,12 @@ struct SchemaLanguageTests {
 
     @Test("indexes are built on the very expressions the compiled filter uses")
     func indexExpressions() throws {
-        let document = try SchemaParser.parse("""
+        let document = try RecordTypesParser.parse("""
             RECORD TYPE Fast ("___createTime" TIMESTAMP SORTABLE, "___recordID" REFERENCE QUERYABLE, endDate TIMESTAMP SORTABLE,
                               note STRING QUERYABLE SEARCHABLE, tags LIST<STRING> QUERYABLE SEARCHABLE, place LOCATION QUERYABLE,
                               counts LIST<INT64> QUERYABLE);
             """)
-        let indexes = SchemaIndex.indexes(for: document)
+        let indexes = RecordTypeIndex.indexes(for: document)
         #expect(indexes.map(\.fieldName) == ["___createTime", "endDate", "note", "tags", "note"],
                 "___recordID has its index; LOCATION has no order; only string and reference lists get one for CONTAINS")
         #expect(indexes.map(\.kind) == [.btree, .btree, .btree, .list, .search])
@@ -196,6 +196,6 @@ struct SchemaLanguageTests {
         }
         #expect(indexes[4].definition.contains("canopy.search_words(fields, '{note,tags}'::text[]) canopy.search_words_ops"))
         #expect(Set(indexes.map(\.name)).count == 5, "names differ")
-        #expect(SchemaIndex.indexes(for: document) == indexes, "names are stable")
+        #expect(RecordTypeIndex.indexes(for: document) == indexes, "names are stable")
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 // Writes `schema/canopy.graphql` (argument 1) as the Swift source of
-// `CanopySchemaSource` (argument 2): a raw string literal, with as many `#`
+// `GraphQLAPISource` (argument 2): a raw string literal, with as many `#`
 // as it takes that the text cannot end it. Run by the EmbedSDL plugin.
 
 let arguments = CommandLine.arguments
@@ -21,7 +21,7 @@ while text.contains("\"" + hashes) || text.contains("\\" + hashes) { hashes += "
 // The newline before a closing delimiter is not part of the string: add one.
 let source = "// Generated at build time from schema/canopy.graphql by the EmbedSDL plugin. Do not edit.\n\n"
     + "/// The GraphQL schema Canopy serves: `schema/canopy.graphql`, compiled in.\n"
-    + "public enum CanopySchemaSource {\n"
+    + "public enum GraphQLAPISource {\n"
     + "    public static let sdl = \(hashes)\"\"\"\n"
     + text + "\n"
     + "\"\"\"\(hashes)\n"

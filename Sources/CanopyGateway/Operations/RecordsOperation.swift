@@ -21,7 +21,7 @@ struct RecordsOperation: RootOperation {
         let stored = try await executor.database.fieldTypes(of: recordType, refresh: refresh, logger: executor.logger)
         return RecordSchema(
             fields: stored.compactMapValues(\.fieldSchema),
-            mode: SchemaMode(rawValue: executor.database.schemaMode) ?? .development
+            mode: RecordTypesMode(rawValue: executor.database.schemaMode) ?? .development
         )
     }
 }

@@ -153,7 +153,7 @@ struct GraphQLController {
     /// Introspection, answered by GraphQLSwift's executor over the schema.
     func introspect(_ request: GraphQLHTTPRequest) async throws -> Response {
         let result = try await graphql(
-            schema: CanopySchema.schema, request: request.query,
+            schema: GraphQLAPI.schema, request: request.query,
             variableValues: (request.variables ?? [:]).mapValues(\.map), operationName: request.operationName
         )
         let data = try GraphQLJSONEncoder().encode(result)

@@ -69,7 +69,7 @@ public struct ParsedRequest: @unchecked Sendable {
         } catch let error as GraphQLError {
             throw QueryError(.badRequest, Self.firstLine(error.message), locations: error.positions.map(locator.location(ofUTF8Offset:)))
         }
-        let errors = validate(schema: CanopySchema.schema, ast: document)
+        let errors = validate(schema: GraphQLAPI.schema, ast: document)
         if let first = errors.first {
             throw QueryError(
                 .badRequest, first.message,

@@ -28,7 +28,7 @@ struct SchemaApply: AsyncParsableCommand {
     @OptionGroup var migrations: MigrationsOptions
 
     func run() async throws {
-        let desired = try SchemaFile.read(file)
+        let desired = try RecordTypesFile.read(file)
         CommandLogging.bootstrap(verbose: database.verbose)
         let logger = database.logger("canopy.schema")
         let migrator = migrations.migrator(logger: logger)
@@ -38,19 +38,19 @@ struct SchemaApply: AsyncParsableCommand {
         do {
             outcome = try await withAdminConnection(database, logger: logger) { connection, _ in
                 try await migrator.up(connection: connection) { _ in }
-                return try await SchemaCatalog.withApplyLock(connection: connection, logger: logger) {
-                    let current = StoredSchema.document(
-                        fields: try await SchemaCatalog.fields(connection: connection, logger: logger),
-                        grants: try await SchemaCatalog.grants(connection: connection, logger: logger)
+                return try await RecordTypeCatalog.withApplyLock(connection: connection, logger: logger) {
+                    let current = StoredRecordTypes.document(
+                        fields: try await RecordTypeCatalog.fields(connection: connection, logger: logger),
+                        grants: try await RecordTypeCatalog.grants(connection: connection, logger: logger)
                     )
-                    let changes = SchemaChanges.between(current: current, desired: desired)
+                    let changes = RecordTypesChanges.between(current: current, desired: desired)
                     var refusals = changes.refusals(in: mode)
                     // Dropping or retyping what records still hold would strand their values.
                     for change in changes.changes {
                         switch change {
                         case .dropField(let type, let field) where !field.isSystemField,
                              .retype(let type, _, let field) where !field.isSystemField:
-                            let holders = try await SchemaCatalog.holders(of: type, field: field.name, connection: connection, logger: logger)
+                            let holders = try await RecordTypeCatalog.holders(of: type, field: field.name, connection: connection, logger: logger)
                             if holders > 0 {
                                 refusals.append("\(type).\(field.name) is held by \(holders) record\(holders == 1 ? "" : "s"): \(change) would strand their values")
                             }
@@ -66,18 +66,18 @@ struct SchemaApply: AsyncParsableCommand {
                     for change in changes.changes {
                         switch change {
                         case .addField(let type, let field), .changeIndexes(let type, _, let field), .retype(let type, _, let field):
-                            upserts.append(StoredSchema.stored(field, of: type))
+                            upserts.append(StoredRecordTypes.stored(field, of: type))
                         case .dropField(let type, let field):
                             removed.append((type, field.name))
                         case .setGrants(let type, let list):
-                            grants[type] = StoredSchema.stored(list, of: type)
+                            grants[type] = StoredRecordTypes.stored(list, of: type)
                         }
                     }
-                    let indexes = SchemaIndex.indexes(for: desired).map(StoredSchema.stored)
-                    try await SchemaCatalog.write(
+                    let indexes = RecordTypeIndex.indexes(for: desired).map(StoredRecordTypes.stored)
+                    try await RecordTypeCatalog.write(
                         upserting: upserts, removing: removed, grants: grants, indexes: indexes, connection: connection, logger: logger
                     )
-                    let report = try await SchemaCatalog.buildIndexes(indexes, connection: connection, logger: logger) { print($0) }
+                    let report = try await RecordTypeCatalog.buildIndexes(indexes, connection: connection, logger: logger) { print($0) }
                     return Outcome(changes: changes, refusals: [], report: report)
                 }
             }
@@ -85,8 +85,8 @@ struct SchemaApply: AsyncParsableCommand {
             throw fail(error)
         }
         if !outcome.refusals.isEmpty {
-            for refusal in outcome.refusals { SchemaFile.printError("refused: \(refusal)") }
-            SchemaFile.printError("nothing was applied (\(mode.rawValue) mode)")
+            for refusal in outcome.refusals { RecordTypesFile.printError("refused: \(refusal)") }
+            RecordTypesFile.printError("nothing was applied (\(mode.rawValue) mode)")
             throw ExitCode.failure
         }
         let count = outcome.changes.changes.count
@@ -99,8 +99,8 @@ struct SchemaApply: AsyncParsableCommand {
     }
 
     struct Outcome: Sendable {
-        var changes: SchemaChanges
+        var changes: RecordTypesChanges
         var refusals: [String]
-        var report: SchemaCatalog.IndexReport?
+        var report: RecordTypeCatalog.IndexReport?
     }
 }

@@ -12,9 +12,9 @@ struct SchemaCheck: AsyncParsableCommand {
     var file: String
 
     func run() async throws {
-        let document = try SchemaFile.read(file)
+        let document = try RecordTypesFile.read(file)
         let fields = document.recordTypes.reduce(0) { $0 + $1.fields.count }
-        let indexes = SchemaIndex.indexes(for: document).count
+        let indexes = RecordTypeIndex.indexes(for: document).count
         print("\(file): \(document.recordTypes.count) record types, \(fields) fields, \(indexes) indexes: ok")
     }
 }

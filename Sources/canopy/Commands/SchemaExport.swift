@@ -17,18 +17,18 @@ struct SchemaExport: AsyncParsableCommand {
         CommandLogging.bootstrap(verbose: database.verbose)
         let logger = database.logger("canopy.schema")
         let migrator = migrations.migrator(logger: logger)
-        let document: SchemaDocument
+        let document: RecordTypesDocument
         do {
             document = try await withAdminConnection(database, logger: logger) { connection, _ in
                 try await migrator.up(connection: connection) { _ in }
-                return StoredSchema.document(
-                    fields: try await SchemaCatalog.fields(connection: connection, logger: logger),
-                    grants: try await SchemaCatalog.grants(connection: connection, logger: logger)
+                return StoredRecordTypes.document(
+                    fields: try await RecordTypeCatalog.fields(connection: connection, logger: logger),
+                    grants: try await RecordTypeCatalog.grants(connection: connection, logger: logger)
                 )
             }
         } catch {
             throw fail(error)
         }
-        print(SchemaPrinter.print(document), terminator: "")
+        print(RecordTypesPrinter.print(document), terminator: "")
     }
 }

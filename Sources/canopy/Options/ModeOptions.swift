@@ -2,7 +2,7 @@ import ArgumentParser
 import CanopyQuery
 import Foundation
 
-extension SchemaMode: ExpressibleByArgument {}
+extension RecordTypesMode: ExpressibleByArgument {}
 
 /// Development or production, for the commands whose rules differ: `serve`
 /// (what a save may declare, what a query may use) and `schema apply`
@@ -12,5 +12,5 @@ struct ModeOptions: ParsableArguments {
         "development: unknown record types and fields are created at first save. production: saves and queries must fit the applied schema, and schema changes are additive only (env CANOPY_MODE).",
         valueName: "mode"
     ))
-    var mode: SchemaMode = SchemaMode(rawValue: ProcessInfo.processInfo.environment["CANOPY_MODE"] ?? "") ?? .development
+    var mode: RecordTypesMode = RecordTypesMode(rawValue: ProcessInfo.processInfo.environment["CANOPY_MODE"] ?? "") ?? .development
 }

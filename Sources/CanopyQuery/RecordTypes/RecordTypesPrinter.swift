@@ -1,14 +1,14 @@
-/// Writes a ``SchemaDocument`` back in the schema language, in one
+/// Writes a ``RecordTypesDocument`` back in the schema language, in one
 /// canonical layout (record types by name; system fields, then fields by
 /// name; grants as declared), so that what it prints parses to the same
 /// document and `canopy schema export | canopy schema apply -` changes nothing.
-public enum SchemaPrinter {
+public enum RecordTypesPrinter {
     static let keywords: Set<String> = [
         "DEFINE", "SCHEMA", "RECORD", "TYPE", "GRANT", "TO", "READ", "WRITE", "CREATE",
         "QUERYABLE", "SORTABLE", "SEARCHABLE", "LIST",
     ]
 
-    public static func print(_ document: SchemaDocument) -> String {
+    public static func print(_ document: RecordTypesDocument) -> String {
         var out = "DEFINE SCHEMA\n"
         for recordType in document.recordTypes.sorted(by: { precedes($0.name, $1.name) }) {
             out += "\n    RECORD TYPE \(recordType.name) (\n"

@@ -3,15 +3,15 @@
 /// mode it runs in. Production mode turns a missing index into an error.
 public struct RecordSchema: Sendable, Equatable {
     public var fields: [String: FieldSchema]
-    public var mode: SchemaMode
+    public var mode: RecordTypesMode
 
-    public init(fields: [String: FieldSchema] = [:], mode: SchemaMode = .development) {
+    public init(fields: [String: FieldSchema] = [:], mode: RecordTypesMode = .development) {
         self.fields = fields
         self.mode = mode
     }
 
     /// A schema of plain types, no indexes (tests, and types only ever inferred).
-    public init(types: [String: FieldType], mode: SchemaMode = .development) {
+    public init(types: [String: FieldType], mode: RecordTypesMode = .development) {
         self.init(fields: types.mapValues { FieldSchema(type: $0) }, mode: mode)
     }
 
@@ -42,7 +42,7 @@ public struct FieldSchema: Sendable, Equatable {
 /// CloudKit's two environments. Development creates types and fields at
 /// first save; production refuses what the schema does not declare, and
 /// queries the schema has no index for.
-public enum SchemaMode: String, Sendable, CaseIterable {
+public enum RecordTypesMode: String, Sendable, CaseIterable {
     case development, production
 }
 

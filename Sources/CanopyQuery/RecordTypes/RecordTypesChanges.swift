@@ -1,7 +1,7 @@
 /// What applying a schema file changes in the schema the database holds:
 /// computed before anything is written, so `apply` can refuse as a whole
 /// (production mode is additive only) and report what it did line by line.
-public struct SchemaChanges: Sendable, Equatable {
+public struct RecordTypesChanges: Sendable, Equatable {
     public enum Change: Sendable, Equatable, CustomStringConvertible {
         case addField(recordType: String, FieldDeclaration)
         case changeIndexes(recordType: String, from: FieldDeclaration, to: FieldDeclaration)
@@ -46,13 +46,13 @@ public struct SchemaChanges: Sendable, Equatable {
 
     /// The changes that turn `current` into `desired`: record types and
     /// fields absent from `desired` are dropped, as CloudKit's import does.
-    public static func between(current: SchemaDocument, desired: SchemaDocument) -> SchemaChanges {
+    public static func between(current: RecordTypesDocument, desired: RecordTypesDocument) -> RecordTypesChanges {
         var changes: [Change] = []
         let names = Set(current.recordTypes.map(\.name)).union(desired.recordTypes.map(\.name))
-        for name in names.sorted(by: SchemaPrinter.precedes) {
+        for name in names.sorted(by: RecordTypesPrinter.precedes) {
             let old = current[recordType: name] ?? RecordTypeDeclaration(name: name)
             let new = desired[recordType: name] ?? RecordTypeDeclaration(name: name)
-            for field in SchemaPrinter.ordered(new.fields) {
+            for field in RecordTypesPrinter.ordered(new.fields) {
                 guard let before = old[field: field.name] else {
                     changes.append(.addField(recordType: name, field))
                     continue
@@ -63,14 +63,14 @@ public struct SchemaChanges: Sendable, Equatable {
                     changes.append(.changeIndexes(recordType: name, from: before, to: field))
                 }
             }
-            for field in SchemaPrinter.ordered(old.fields) where new[field: field.name] == nil {
+            for field in RecordTypesPrinter.ordered(old.fields) where new[field: field.name] == nil {
                 changes.append(.dropField(recordType: name, field))
             }
             if old.grants != new.grants {
                 changes.append(.setGrants(recordType: name, new.grants))
             }
         }
-        return SchemaChanges(changes: changes)
+        return RecordTypesChanges(changes: changes)
     }
 
     public var isEmpty: Bool { changes.isEmpty }
@@ -78,7 +78,7 @@ public struct SchemaChanges: Sendable, Equatable {
     /// Why these changes cannot be applied in `mode`, one line each: a
     /// production schema only grows (no field dropped or retyped, no index
     /// removed: deployed apps may be running queries on it).
-    public func refusals(in mode: SchemaMode) -> [String] {
+    public func refusals(in mode: RecordTypesMode) -> [String] {
         guard mode == .production else { return [] }
         return changes.compactMap { change in
             switch change {

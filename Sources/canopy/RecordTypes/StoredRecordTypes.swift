@@ -4,8 +4,8 @@ import CanopyStore
 
 /// Converts between the schema language's document and the rows the
 /// database keeps, in both directions, so `export` prints what `apply` stored.
-enum StoredSchema {
-    static func document(fields: [StoredField], grants: [StoredGrant]) -> SchemaDocument {
+enum StoredRecordTypes {
+    static func document(fields: [StoredField], grants: [StoredGrant]) -> RecordTypesDocument {
         var types: [String: RecordTypeDeclaration] = [:]
         for field in fields {
             guard let schema = field.fieldSchema else { continue }
@@ -21,7 +21,7 @@ enum StoredSchema {
             }
             types[grant.recordType] = declaration
         }
-        return SchemaDocument(recordTypes: types.values.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) })
+        return RecordTypesDocument(recordTypes: types.values.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) })
     }
 
     static func stored(_ field: FieldDeclaration, of recordType: String) -> StoredField {
@@ -37,7 +37,7 @@ enum StoredSchema {
         }
     }
 
-    static func stored(_ index: SchemaIndex) -> StoredIndex {
+    static func stored(_ index: RecordTypeIndex) -> StoredIndex {
         StoredIndex(name: index.name, recordType: index.recordType, fieldName: index.fieldName, kind: index.kind.rawValue, definition: index.definition)
     }
 }

@@ -1,6 +1,6 @@
 /// Splits a schema file into words, quoted names and punctuation, each with
 /// its line and column, skipping `//`, `--` and `/* */` comments.
-struct SchemaLexer {
+struct RecordTypesLexer {
     enum Kind: Equatable {
         /// A bare word: a keyword or an unquoted name.
         case word(String)
@@ -54,18 +54,18 @@ struct SchemaLexer {
                 advance()
                 advance()
                 while peek() != nil && !(peek() == "*" && peek(1) == "/") { advance() }
-                guard peek() != nil else { throw SchemaParser.error(location, "this comment is never closed (*/)") }
+                guard peek() != nil else { throw RecordTypesParser.error(location, "this comment is never closed (*/)") }
                 advance()
                 advance()
             } else if character == "\"" {
                 advance()
                 var name = ""
                 while let next = peek(), next != "\"" {
-                    guard next != "\n" else { throw SchemaParser.error(location, "this quoted name is never closed (\")") }
+                    guard next != "\n" else { throw RecordTypesParser.error(location, "this quoted name is never closed (\")") }
                     name.append(next)
                     advance()
                 }
-                guard peek() != nil else { throw SchemaParser.error(location, "this quoted name is never closed (\")") }
+                guard peek() != nil else { throw RecordTypesParser.error(location, "this quoted name is never closed (\")") }
                 advance()
                 tokens.append(Token(kind: .quoted(name), location: location))
             } else if character.isLetter || character == "_" || character.isNumber {
@@ -79,7 +79,7 @@ struct SchemaLexer {
                 advance()
                 tokens.append(Token(kind: .symbol(character), location: location))
             } else {
-                throw SchemaParser.error(location, "unexpected character '\(character)'")
+                throw RecordTypesParser.error(location, "unexpected character '\(character)'")
             }
         }
         tokens.append(Token(kind: .end, location: QueryError.Location(line: line, column: column)))

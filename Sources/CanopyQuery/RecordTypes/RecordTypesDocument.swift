@@ -1,7 +1,7 @@
 /// A schema file in CloudKit's schema language (what `cktool
 /// export-schema` writes): record types, their fields with indexes, and
 /// grants. `canopy schema` reads, applies and prints it.
-public struct SchemaDocument: Sendable, Equatable {
+public struct RecordTypesDocument: Sendable, Equatable {
     public var recordTypes: [RecordTypeDeclaration]
 
     public init(recordTypes: [RecordTypeDeclaration] = []) {
@@ -38,7 +38,7 @@ public struct RecordTypeDeclaration: Sendable, Equatable {
     }
 
     /// What the query compiler needs of this declaration.
-    public func recordSchema(mode: SchemaMode = .development) -> RecordSchema {
+    public func recordSchema(mode: RecordTypesMode = .development) -> RecordSchema {
         RecordSchema(fields: Dictionary(fields.map { ($0.name, $0.schema) }) { first, _ in first }, mode: mode)
     }
 

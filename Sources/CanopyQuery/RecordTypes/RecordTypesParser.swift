@@ -1,4 +1,4 @@
-/// Reads CloudKit's schema language into a ``SchemaDocument`` and checks it:
+/// Reads CloudKit's schema language into a ``RecordTypesDocument`` and checks it:
 ///
 /// ```
 /// DEFINE SCHEMA
@@ -13,18 +13,18 @@
 ///
 /// Keywords are case-insensitive. Every error carries the line and column
 /// it was found at.
-public struct SchemaParser {
-    private var tokens: [SchemaLexer.Token]
+public struct RecordTypesParser {
+    private var tokens: [RecordTypesLexer.Token]
     private var position = 0
 
-    public static func parse(_ source: String) throws -> SchemaDocument {
-        var parser = SchemaParser(tokens: try SchemaLexer.tokens(source))
+    public static func parse(_ source: String) throws -> RecordTypesDocument {
+        var parser = RecordTypesParser(tokens: try RecordTypesLexer.tokens(source))
         let document = try parser.document()
-        try SchemaParser.check(document)
+        try RecordTypesParser.check(document)
         return document
     }
 
-    private init(tokens: [SchemaLexer.Token]) {
+    private init(tokens: [RecordTypesLexer.Token]) {
         self.tokens = tokens
     }
 
@@ -32,14 +32,14 @@ public struct SchemaParser {
         QueryError(.invalidArguments, message, locations: location.map { [$0] } ?? [])
     }
 
-    private var current: SchemaLexer.Token { tokens[position] }
+    private var current: RecordTypesLexer.Token { tokens[position] }
 
-    private mutating func next() -> SchemaLexer.Token {
+    private mutating func next() -> RecordTypesLexer.Token {
         defer { if position < tokens.count - 1 { position += 1 } }
         return tokens[position]
     }
 
-    private func isKeyword(_ keyword: String, _ token: SchemaLexer.Token? = nil) -> Bool {
+    private func isKeyword(_ keyword: String, _ token: RecordTypesLexer.Token? = nil) -> Bool {
         if case .word(let word) = (token ?? current).kind { return word.uppercased() == keyword }
         return false
     }
@@ -56,8 +56,8 @@ public struct SchemaParser {
         _ = next()
     }
 
-    private mutating func document() throws -> SchemaDocument {
-        var document = SchemaDocument()
+    private mutating func document() throws -> RecordTypesDocument {
+        var document = RecordTypesDocument()
         if isKeyword("DEFINE") {
             _ = next()
             try expect(keyword: "SCHEMA", "SCHEMA after DEFINE")
@@ -164,7 +164,7 @@ public struct SchemaParser {
     /// What the grammar lets through but a schema cannot mean: a name
     /// declared twice, a system field with the wrong type, an index its
     /// type cannot have.
-    static func check(_ document: SchemaDocument) throws {
+    static func check(_ document: RecordTypesDocument) throws {
         var types: Set<String> = []
         for recordType in document.recordTypes {
             guard types.insert(recordType.name).inserted else {

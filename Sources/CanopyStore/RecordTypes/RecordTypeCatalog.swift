@@ -39,7 +39,7 @@ public struct StoredIndex: Sendable, Equatable {
 /// The declared schema in the database, read and written by `canopy
 /// schema` over an administrator connection: field types and indexes
 /// (`canopy.field_types`), grants, and the indexes built for them.
-public enum SchemaCatalog {
+public enum RecordTypeCatalog {
     /// Key of the session advisory lock one `apply` holds from start to end.
     static let applyLock: Int64 = 0x6361_6E6F_7079_7363   // "canopysc"
 

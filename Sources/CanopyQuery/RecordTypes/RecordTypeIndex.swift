@@ -12,7 +12,7 @@ import Foundation
 ///   elements with the zone (btree_gin), for CONTAINS;
 /// - the SEARCHABLE fields of a record type: one GIN full-text index over
 ///   their words, with the zone (btree_gin), for `self CONTAINS`.
-public struct SchemaIndex: Sendable, Equatable {
+public struct RecordTypeIndex: Sendable, Equatable {
     public enum Kind: String, Sendable {
         case btree, search, list
     }
@@ -35,31 +35,31 @@ public struct SchemaIndex: Sendable, Equatable {
     }
 
     /// Every index `document` asks for, in a stable order.
-    public static func indexes(for document: SchemaDocument) -> [SchemaIndex] {
+    public static func indexes(for document: RecordTypesDocument) -> [RecordTypeIndex] {
         document.recordTypes.flatMap(indexes(for:))
     }
 
-    public static func indexes(for recordType: RecordTypeDeclaration) -> [SchemaIndex] {
+    public static func indexes(for recordType: RecordTypeDeclaration) -> [RecordTypeIndex] {
         precondition(Names.isRecordType(recordType.name), "unchecked record type")
         let partial: SQL = "WHERE record_type = \(SQL.literal(recordType.name))"
-        var indexes: [SchemaIndex] = []
-        for field in SchemaPrinter.ordered(recordType.fields) where field.schema.queryable || field.schema.sortable {
+        var indexes: [RecordTypeIndex] = []
+        for field in RecordTypesPrinter.ordered(recordType.fields) where field.schema.queryable || field.schema.sortable {
             guard let expression = expression(of: field) else { continue }
-            indexes.append(SchemaIndex(
+            indexes.append(RecordTypeIndex(
                 recordType: recordType.name, fieldName: field.name, kind: .btree,
                 body: "(zone_id, (\(expression)), (record_name COLLATE \"C\")) \(partial)"
             ))
         }
-        for field in SchemaPrinter.ordered(recordType.fields) where field.schema.queryable && !field.isSystemField
+        for field in RecordTypesPrinter.ordered(recordType.fields) where field.schema.queryable && !field.isSystemField
             && (field.schema.type == .list(.string) || field.schema.type == .list(.reference)) {
-            indexes.append(SchemaIndex(
+            indexes.append(RecordTypeIndex(
                 recordType: recordType.name, fieldName: field.name, kind: .list,
                 body: "USING gin (zone_id, \(PredicateSQL.textList(field.name, qualifier: "")) canopy.text_list_ops) \(partial)"
             ))
         }
         let searchable = recordType.recordSchema().searchableFields
         if let first = searchable.first {
-            indexes.append(SchemaIndex(
+            indexes.append(RecordTypeIndex(
                 recordType: recordType.name, fieldName: first, kind: .search,
                 body: "USING gin (zone_id, \(PredicateSQL.searchDocument(searchable, qualifier: "")) canopy.search_words_ops) \(partial)"
             ))

@@ -5,8 +5,8 @@ import Foundation
 /// A schema file named on the command line (`-` for standard input), read
 /// and parsed; a fault is printed as `file:line:column: message`, the way
 /// compilers print theirs, so editors can jump to it.
-enum SchemaFile {
-    static func read(_ path: String) throws -> SchemaDocument {
+enum RecordTypesFile {
+    static func read(_ path: String) throws -> RecordTypesDocument {
         let source: String
         if path == "-" {
             source = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
@@ -17,7 +17,7 @@ enum SchemaFile {
             source = String(decoding: data, as: UTF8.self)
         }
         do {
-            return try SchemaParser.parse(source)
+            return try RecordTypesParser.parse(source)
         } catch let error as QueryError {
             let name = path == "-" ? "<stdin>" : path
             let place = error.locations.first.map { "\($0.line):\($0.column): " } ?? ""
