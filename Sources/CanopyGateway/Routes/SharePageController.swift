@@ -17,11 +17,8 @@ struct SharePageController {
             let token = ShareMetadataPlan.token(in: raw)
             var title: String?
             if let token {
-                let found = try await database.read(SharePagePlan(token: token).query, as: nil, logger: context.logger) { rows in
-                    try rows.first.map { try $0.decode((String?, String).self) }
-                }
-                if let (shareTitle, zoneName) = found {
-                    title = shareTitle ?? zoneName
+                title = try await database.read(SharePagePlan(token: token).statement, as: nil, logger: context.logger) { rows in
+                    try rows.first.map(SharePagePlan.title)
                 }
             }
             let base = configuration.publicURL.hasSuffix("/") ? String(configuration.publicURL.dropLast()) : configuration.publicURL

@@ -142,12 +142,13 @@ public struct DatabaseChangesPlan: Sendable {
             next = .init(user: userID, scope: scope.rawValue, since: passEnd, sinceTime: passEndTime)
         }
         let token = ChangeToken.database(next).encoded(secret: secret)
-        let json = field.jsonObject(typeName: "DatabaseChanges") { child in
+        let json = try field.jsonObject(typeName: "DatabaseChanges") { child in
             switch child.name {
             case "changedZones": return page.changed ?? "[]"
             case "deletedZones": return page.deleted ?? "[]"
             case "token": return JSONValue.string(token).jsonText
-            default: return "\(page.moreComing)"   // moreComing
+            case "moreComing": return "\(page.moreComing)"
+            default: throw QueryError.noField(child, of: "DatabaseChanges")
             }
         }
         return (json, token)

@@ -57,6 +57,13 @@ extension QueryError {
         QueryError(.zoneNotFound, "the zone does not exist", locations: locations)
     }
 
+    /// A selected field the type does not have. Validation against the SDL
+    /// stops these first; a field added to the SDL but not to the plan that
+    /// answers it ends here instead of in a wrong answer.
+    public static func noField(_ field: SelectedField, of typeName: String) -> QueryError {
+        QueryError(.badRequest, "\(typeName) has no field \(field.name)")
+    }
+
     /// The same answer for a share the caller may not open as for a URL
     /// that leads nowhere.
     public static func shareNotOpen(at locations: [Location]) -> QueryError {

@@ -253,24 +253,27 @@ public struct ModifyRecordsPlan: Sendable {
     /// The `ModifyResult` JSON for the selection, from the outcome and the
     /// records read back (id → (saved JSON, server-record JSON)).
     public func response(_ outcome: Outcome, records: [Int64: (saved: String?, server: String?)]) throws -> String {
-        field.jsonObject(typeName: "ModifyResult") { child in
+        try field.jsonObject(typeName: "ModifyResult") { child in
             switch child.name {
             case "saved":
                 return "[\(outcome.saved.compactMap { records[$0]?.saved }.joined(separator: ","))]"
             case "deleted":
                 return JSONValue.array(outcome.deleted.map(JSONValue.string)).jsonText
-            default:   // errors
-                let errors = outcome.failures.map { failure in
-                    child.jsonObject(typeName: "RecordError") { part in
+            case "errors":
+                let errors = try outcome.failures.map { failure in
+                    try child.jsonObject(typeName: "RecordError") { part in
                         switch part.name {
                         case "recordName": return JSONValue.string(failure.recordName).jsonText
                         case "code": return JSONValue.string(failure.code.rawValue).jsonText
                         case "message": return JSONValue.string(failure.message).jsonText
-                        default: return failure.serverRecordID.flatMap { records[$0]?.server } ?? "null"   // serverRecord
+                        case "serverRecord": return failure.serverRecordID.flatMap { records[$0]?.server } ?? "null"
+                        default: throw QueryError.noField(part, of: "RecordError")
                         }
                     }
                 }
                 return "[\(errors.joined(separator: ","))]"
+            default:
+                throw QueryError.noField(child, of: "ModifyResult")
             }
         }
     }

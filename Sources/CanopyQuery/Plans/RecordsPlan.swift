@@ -252,15 +252,17 @@ extension RecordsPlan: FieldPlan {
     /// The `RecordPage` JSON: the records, and a cursor when more follow.
     public func answer(_ row: Row?) throws -> String? {
         guard let row, row.zoneFound else { throw QueryError.zoneNotFound(at: locations) }
-        return field.jsonObject(typeName: "RecordPage") { child in
+        return try field.jsonObject(typeName: "RecordPage") { child in
             switch child.name {
             case "records":
                 return row.records ?? "[]"
-            default:   // cursor
+            case "cursor":
                 guard row.more, let lastKeys = row.lastKeys, case .array(let decoded)? = try? JSONValue(parsing: lastKeys) else {
                     return "null"
                 }
                 return JSONValue.string(Cursor(fingerprint: fingerprint, keys: decoded).encoded(secret: secret)).jsonText
+            default:
+                throw QueryError.noField(child, of: "RecordPage")
             }
         }
     }

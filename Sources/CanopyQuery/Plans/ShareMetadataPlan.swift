@@ -1,4 +1,5 @@
 import Foundation
+import PostgresNIO
 
 /// `shareMetadata(url)` and `acceptShare(url)`: what the share at a URL
 /// shows the caller, read through `canopy.share_view` (no row: not a share
@@ -80,12 +81,18 @@ public struct DiscoverUserPlan: Sendable {
 /// shows a title only for a share whose public permission is not NONE.
 /// One row (title, zone name) or none.
 public struct SharePagePlan: Sendable {
-    public let query: SQLStatement
+    public let statement: SQLStatement
 
     public init(token: String) {
         var builder = SQLBuilder()
         builder.append("SELECT m.title, m.zone_name FROM canopy.share_view(\(builder.bind(token))) m")
-        query = builder.query
+        statement = builder.query
+    }
+
+    /// What the page shows: the share's title, else its zone's name.
+    public static func title(_ row: PostgresRow) throws -> String {
+        let (title, zoneName) = try row.decode((String?, String).self)
+        return title ?? zoneName
     }
 }
 

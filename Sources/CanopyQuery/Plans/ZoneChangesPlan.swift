@@ -144,12 +144,13 @@ public struct ZoneChangesPlan: Sendable {
             user: userID, scope: scope.rawValue, zoneID: zoneID, zoneName: zoneName,
             after: page.lastPosition ?? since?.after ?? 0, floor: since?.floor ?? page.floor
         )
-        let json = field.jsonObject(typeName: "ZoneChanges") { child in
+        let json = try field.jsonObject(typeName: "ZoneChanges") { child in
             switch child.name {
             case "changed": return page.changed ?? "[]"
             case "deleted": return page.deleted ?? "[]"
             case "token": return JSONValue.string(ChangeToken.zone(token).encoded(secret: secret)).jsonText
-            default: return "\(page.moreComing)"   // moreComing
+            case "moreComing": return "\(page.moreComing)"
+            default: throw QueryError.noField(child, of: "ZoneChanges")
             }
         }
         return (json, token)
