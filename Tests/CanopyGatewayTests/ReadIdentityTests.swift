@@ -108,3 +108,39 @@ struct PooledIdentityTests {
         }
     }
 }
+
+/// Plans own their rows: each plan's statement, run as the gateway runs it,
+/// decodes with the plan's own `decode` and answers through `answer`.
+@Suite("Plans decode their own rows")
+struct PlanRowTests {
+    func run<Plan: FieldPlan>(_ plan: Plan, as user: Int64, _ database: RequestDatabase) async throws -> String? {
+        let row = try await database.read(plan.statement, as: user, logger: TestDatabase.logger) { rows in
+            try rows.first.map(Plan.decode)
+        }
+        return try plan.answer(row)
+    }
+
+    @Test("me, zones and lookup answer from their rows; an unknown zone is ZONE_NOT_FOUND at the field")
+    func rows() async throws {
+        try await withOneConnection { database, alice, _ in
+            let me = try ParsedRequest(query: "{ me { name } }")
+            #expect(try await run(MePlan(try me.rootFields()[0]), as: alice.id, database) == "{\"name\" : \"alice\"}")
+
+            let zones = try ParsedRequest(query: "{ zones(scope: PRIVATE) { zoneName } }")
+            #expect(try await run(ZonesPlan(try zones.rootFields()[0], request: zones), as: alice.id, database) == "[{\"zoneName\" : \"_defaultZone\"}]")
+
+            let lookup = try ParsedRequest(query: "{\n  lookup(scope: PRIVATE, zone: {zoneName: \"Nowhere\"}, recordNames: [\"a\"]) { recordName } }")
+            do {
+                _ = try await run(LookupPlan(try lookup.rootFields()[0], request: lookup), as: alice.id, database)
+                Issue.record("a zone that does not exist must not answer")
+            } catch let error as QueryError {
+                #expect(error.code == .zoneNotFound)
+                #expect(error.locations == [QueryError.Location(line: 2, column: 3)])
+            }
+
+            let found = try ParsedRequest(query: "{ lookup(scope: PRIVATE, zone: {zoneName: \"_defaultZone\"}, recordNames: [\"a\"]) { recordName error { code } } }")
+            let answer = try await run(LookupPlan(try found.rootFields()[0], request: found), as: alice.id, database)
+            #expect(answer?.contains("\"UNKNOWN_ITEM\"") == true, "\(answer ?? "nil")")
+        }
+    }
+}
