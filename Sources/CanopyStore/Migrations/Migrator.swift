@@ -235,37 +235,26 @@ public struct Migrator: Sendable {
     /// needed; true if it applied it.
     private func apply(_ file: MigrationFile, need: Need, connection: PostgresConnection) async throws -> Bool {
         let script = SQLScript(file.text)
-        do {
-            return try await connection.inTransaction(logger: logger) { connection in
-                try await lockAndBootstrap(connection)
-                let applied = try await rows("SELECT name, checksum, applied_at FROM canopy.schema_migrations", connection)
-                if let row = applied[file.name] {
-                    guard row.checksum == file.checksum else {
-                        throw StoreError(.migrationEdited, "migration \(file.name) was edited after it was applied")
-                    }
-                    return false
+        let whatStays = "Nothing of \(file.name) was applied."
+        return try await lockedTransaction(connection, "migration \(file.name)", whatStays: whatStays) { connection in
+            let applied = try await rows("SELECT name, checksum, applied_at FROM canopy.schema_migrations", connection)
+            if let row = applied[file.name] {
+                guard row.checksum == file.checksum else {
+                    throw StoreError(.migrationEdited, "migration \(file.name) was edited after it was applied")
                 }
-                guard need.holds(recorded: Set(applied.keys)) else { return false }
-                try await run(script, connection) { error, statement in
-                    Self.located(error, name: file.name, statement: statement, whatStays: "Nothing of \(file.name) was applied.")
-                }
-                // A file may SET LOCAL ROLE; the record is the migrator's own.
-                try await connection.query("RESET ROLE", logger: logger)
-                try await connection.query(
-                    "INSERT INTO canopy.schema_migrations (name, checksum) VALUES (\(file.name), \(file.checksum))",
-                    logger: logger
-                )
-                return true
+                return false
             }
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            // A deferred constraint fails at COMMIT, after the last statement.
-            throw StoreError(
-                .migrationFailed,
-                "migration \(file.name) failed at commit: \(PostgresErrors.message(of: error))\nNothing of \(file.name) was applied.",
-                sqlState: PostgresErrors.sqlState(of: error), underlying: error
+            guard need.holds(recorded: Set(applied.keys)) else { return false }
+            try await run(script, connection) { error, statement in
+                Self.located(error, name: file.name, statement: statement, whatStays: whatStays)
+            }
+            // A file may SET LOCAL ROLE; the record is the migrator's own.
+            try await connection.query("RESET ROLE", logger: logger)
+            try await connection.query(
+                "INSERT INTO canopy.schema_migrations (name, checksum) VALUES (\(file.name), \(file.checksum))",
+                logger: logger
             )
+            return true
         }
     }
 
@@ -275,38 +264,50 @@ public struct Migrator: Sendable {
     private func apply(_ code: [RepeatableFile], connection: PostgresConnection) async throws -> [(String, Duration)] {
         guard !code.isEmpty else { return [] }
         let whatStays = "Nothing of sql/ was applied: the database's code is as it was."
+        return try await lockedTransaction(connection, "the files of sql/", whatStays: whatStays) { connection in
+            let exists = try await connection.query("SELECT to_regclass('canopy.schema_repeatables') IS NOT NULL", logger: logger)
+            for try await present in exists.decode(Bool.self) where !present {
+                throw StoreError(.migrationMissing, "canopy.schema_repeatables does not exist: no versioned migration created it, so the files of sql/ cannot be recorded")
+            }
+            let recorded = try await repeatablesRecorded(connection)
+            var applied: [(String, Duration)] = []
+            for file in code where recorded[file.path]?.checksum != file.checksum {
+                let start = ContinuousClock.now
+                try await run(SQLScript(file.text), connection) { error, statement in
+                    Self.located(error, name: "sql/\(file.path)", statement: statement, whatStays: whatStays)
+                }
+                try await connection.query("RESET ROLE", logger: logger)
+                try await connection.query(
+                    """
+                    INSERT INTO canopy.schema_repeatables (path, checksum) VALUES (\(file.path), \(file.checksum))
+                    ON CONFLICT (path) DO UPDATE SET checksum = excluded.checksum, applied_at = now()
+                    """,
+                    logger: logger
+                )
+                applied.append((file.path, ContinuousClock.now - start))
+            }
+            return applied
+        }
+    }
+
+    /// Runs `body` in a transaction that holds the migrators' lock. A
+    /// failure at COMMIT (a deferred constraint, after the last statement)
+    /// names `what` and says what stays.
+    private func lockedTransaction<T: Sendable>(
+        _ connection: PostgresConnection, _ what: String, whatStays: String,
+        _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
         do {
             return try await connection.inTransaction(logger: logger) { connection in
                 try await lockAndBootstrap(connection)
-                let exists = try await connection.query("SELECT to_regclass('canopy.schema_repeatables') IS NOT NULL", logger: logger)
-                for try await present in exists.decode(Bool.self) where !present {
-                    throw StoreError(.migrationMissing, "canopy.schema_repeatables does not exist: no versioned migration created it, so the files of sql/ cannot be recorded")
-                }
-                let recorded = try await repeatablesRecorded(connection)
-                var applied: [(String, Duration)] = []
-                for file in code where recorded[file.path]?.checksum != file.checksum {
-                    let start = ContinuousClock.now
-                    try await run(SQLScript(file.text), connection) { error, statement in
-                        Self.located(error, name: "sql/\(file.path)", statement: statement, whatStays: whatStays)
-                    }
-                    try await connection.query("RESET ROLE", logger: logger)
-                    try await connection.query(
-                        """
-                        INSERT INTO canopy.schema_repeatables (path, checksum) VALUES (\(file.path), \(file.checksum))
-                        ON CONFLICT (path) DO UPDATE SET checksum = excluded.checksum, applied_at = now()
-                        """,
-                        logger: logger
-                    )
-                    applied.append((file.path, ContinuousClock.now - start))
-                }
-                return applied
+                return try await body(connection)
             }
         } catch let error as StoreError {
             throw error
         } catch {
             throw StoreError(
                 .migrationFailed,
-                "the files of sql/ failed at commit: \(PostgresErrors.message(of: error))\n\(whatStays)",
+                "\(what) failed at commit: \(PostgresErrors.message(of: error))\n\(whatStays)",
                 sqlState: PostgresErrors.sqlState(of: error), underlying: error
             )
         }
