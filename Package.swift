@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "CanopyGateway", targets: ["CanopyGateway"]),
         .library(name: "CanopyStore", targets: ["CanopyStore"]),
         .library(name: "CanopyQuery", targets: ["CanopyQuery"]),
+        .library(name: "CanopyIdentity", targets: ["CanopyIdentity"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -23,7 +24,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.7.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
@@ -62,9 +65,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Sign-in with OpenID Connect providers: JWT verification (jwt-kit)
+        // against key sets fetched over HTTP (async-http-client).
+        .target(
+            name: "CanopyIdentity",
+            dependencies: [
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "CanopyGateway",
             dependencies: [
+                "CanopyIdentity",
                 "CanopyQuery",
                 "CanopyStore",
                 .product(name: "GraphQL", package: "GraphQL"),
@@ -83,6 +100,7 @@ let package = Package(
             name: "canopy",
             dependencies: [
                 "CanopyGateway",
+                "CanopyIdentity",
                 "CanopyQuery",
                 "CanopyStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -111,6 +129,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "CanopyIdentityTests",
+            dependencies: ["CanopyIdentity"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "CanopyStoreTests",
             dependencies: ["CanopyStore", "CanopyTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
             swiftSettings: swiftSettings
@@ -119,6 +142,8 @@ let package = Package(
             name: "CanopyGatewayTests",
             dependencies: [
                 "CanopyGateway",
+                "CanopyIdentity",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 "CanopyQuery",
                 "CanopyStore",
                 "CanopyTestSupport",

@@ -1,3 +1,4 @@
+import CanopyIdentity
 import CanopyStore
 import Hummingbird
 import HummingbirdWebSocket
@@ -7,18 +8,25 @@ import Prometheus
 /// Builds the gateway: the same function `canopy serve` and the tests use.
 /// The database pool runs as one of the application's services, so it
 /// starts before the server and stops after it.
+///
+/// - Parameter identity: verifies identity-provider tokens (`--auth-config`);
+///   without it only Canopy tokens authenticate.
 public func buildApplication(
     configuration: GatewayConfiguration,
     database: RequestDatabase,
+    identity: TokenVerifier? = nil,
     logger: Logger,
     metricsRegistry: PrometheusCollectorRegistry? = nil
 ) -> some ApplicationProtocol {
+    let authenticator = Authenticator(database: database, verifier: identity)
     let router = Router(context: CanopyRequestContext.self)
+    router.add(middleware: CrossOriginMiddleware(policy: configuration.crossOrigin))
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: LogRequestsMiddleware(.info))
     router.add(middleware: MetricsMiddleware())
+    router.add(middleware: GraphQLMediaTypeMiddleware())
     HealthController(database: database).register(on: router)
-    GraphQLController(database: database, configuration: configuration).register(on: router)
+    GraphQLController(database: database, configuration: configuration, authenticator: authenticator).register(on: router)
     SharePageController(database: database, configuration: configuration).register(on: router)
     if let metricsRegistry {
         router.get("metrics") { _, _ -> Response in
@@ -32,7 +40,7 @@ public func buildApplication(
     // WebSocket upgrades of /graphql (subscriptions) have a router of their own.
     let webSocketRouter = Router(context: CanopyRequestContext.self)
     webSocketRouter.add(middleware: RequestIDMiddleware())
-    SubscriptionController(database: database, configuration: configuration).register(on: webSocketRouter)
+    SubscriptionController(database: database, configuration: configuration, authenticator: authenticator).register(on: webSocketRouter)
     return Application(
         router: router,
         server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: .init(maxFrameSize: 1 << 20))),

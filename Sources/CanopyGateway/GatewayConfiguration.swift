@@ -10,6 +10,8 @@
 ///   default 30 days): how long tombstones and zone departures are kept;
 ///   older change tokens are CHANGE_TOKEN_EXPIRED
 /// - `purgeInterval`: how often that history is purged (default hourly)
+/// - `crossOrigin` (`--cors-origin`, repeatable; `CANOPY_CORS_ORIGINS`,
+///   comma-separated): the browser origins allowed to call (none by default)
 public struct GatewayConfiguration: Sendable {
     public var host: String
     public var port: Int
@@ -20,6 +22,7 @@ public struct GatewayConfiguration: Sendable {
     public var maximumAliases: Int
     public var changeRetention: Duration
     public var purgeInterval: Duration
+    public var crossOrigin: CrossOriginPolicy
 
     public init(
         host: String = "127.0.0.1",
@@ -30,7 +33,8 @@ public struct GatewayConfiguration: Sendable {
         maximumDepth: Int = 12,
         maximumAliases: Int = 30,
         changeRetention: Duration = .seconds(30 * 24 * 3600),
-        purgeInterval: Duration = .seconds(3600)
+        purgeInterval: Duration = .seconds(3600),
+        crossOrigin: CrossOriginPolicy = .none
     ) {
         self.host = host
         self.port = port
@@ -41,5 +45,6 @@ public struct GatewayConfiguration: Sendable {
         self.maximumAliases = maximumAliases
         self.changeRetention = changeRetention
         self.purgeInterval = purgeInterval
+        self.crossOrigin = crossOrigin
     }
 }

@@ -1,4 +1,5 @@
 import CanopyGateway
+import CanopyIdentity
 import CanopyStore
 import CanopyTestSupport
 import Foundation
@@ -66,6 +67,7 @@ struct GatewayHarness: Sendable {
         live: Bool = false,
         availabilityTimeout: Duration = .seconds(10),
         schemaMode: String = "development",
+        identity: TokenVerifier? = nil,
         _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         let logger = logs.logger()
@@ -74,7 +76,7 @@ struct GatewayHarness: Sendable {
             maximumConnections: 4, availabilityTimeout: availabilityTimeout,
             statementTimeout: configuration.statementTimeout, schemaMode: schemaMode, logger: logger
         )
-        let app = buildApplication(configuration: configuration, database: database, logger: logger)
+        let app = buildApplication(configuration: configuration, database: database, identity: identity, logger: logger)
         return try await app.test(live ? .live : .router, body)
     }
 }

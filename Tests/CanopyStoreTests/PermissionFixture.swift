@@ -83,6 +83,8 @@ struct PermissionFixture: Sendable {
                 """)
             try await run("DELETE FROM canopy.records WHERE record_name IN ('gone', 'gone2')")
             try await run("SELECT set_config('canopy.user_id', '', false)")
+            // Alice also signs in with an identity provider.
+            try await run("INSERT INTO canopy.identities (user_id, issuer, subject, provider) VALUES (\(alice), 'https://idp.example', 'alice-at-idp', 'idp')")
         }
         try await TestDatabase.withConnection(endpoint) { connection in
             for try await (name, id) in try await connection.query(

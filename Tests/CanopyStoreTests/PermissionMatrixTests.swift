@@ -196,6 +196,20 @@ let permissionCases: [PermissionCase] =
     + cases("api_tokens: issue", "INSERT INTO canopy.api_tokens (user_id, selector, secret_hash) VALUES ({me}, '0123456789abcdef', '\\x00') RETURNING id::text", [
         ("alice", .denied), ("stranger", .denied),
     ])
+    // identities: your own sign-ins; written only by canopy.sign_in
+    + cases("identities: select", "SELECT subject FROM canopy.identities", [("alice", .rows(["alice-at-idp"])), ("stranger", none), ("admin", none)])
+    + cases("identities: claim someone's", "INSERT INTO canopy.identities (user_id, issuer, subject, provider) VALUES ({me}, 'https://idp.example', 'x', 'idp') RETURNING id::text", [
+        ("alice", .denied), ("stranger", .denied),
+    ])
+    + cases("identities: move one", count("UPDATE canopy.identities SET user_id = {me}"), [("stranger", .denied), ("alice", .denied)])
+    + cases("identities: delete", count("DELETE FROM canopy.identities"), [("alice", .denied)])
+    + cases("api_tokens: un-revoke", count("UPDATE canopy.api_tokens SET revoked_at = NULL"), [("alice", .denied)])
+    + cases("users: sign in as a new person makes a new user, never alice", "SELECT (canopy.sign_in('https://idp.example', 'new-person', 'idp', NULL, 'alice@example.com', NULL) <> {alice})::text", [
+        ("stranger", .rows(["true"])),
+    ])
+    + cases("users: sign in as alice's identity is alice (the gateway verified the token)", "SELECT (canopy.sign_in('https://idp.example', 'alice-at-idp', 'idp', NULL, NULL, NULL) = {alice})::text", [
+        ("stranger", .rows(["true"])),
+    ])
     // tombstones
     + cases("tombstones: select", "SELECT record_name FROM canopy.tombstones ORDER BY 1", [
         ("alice", .rows(["gone", "gone2"])), ("reader", .rows(["gone"])), ("writer", .rows(["gone"])), ("public", .rows(["gone"])),

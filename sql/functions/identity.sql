@@ -1,6 +1,7 @@
 -- Who is asking: canopy.current_user_id(), the default of
--- canopy.records.created_by / modified_by that calls it, and bearer-token
--- lookup (canopy.token_for_selector).
+-- canopy.records.created_by / modified_by that calls it, bearer-token
+-- lookup (canopy.token_for_selector, canopy.note_token_use) and sign-in with
+-- an identity provider (canopy.sign_in, migrations/0013).
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -30,10 +31,85 @@ ALTER TABLE canopy.records
 CREATE OR REPLACE FUNCTION canopy.token_for_selector(p_selector text, OUT user_id bigint, OUT secret_hash bytea)
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT t.user_id, t.secret_hash FROM canopy.api_tokens t WHERE t.selector = p_selector
+    SELECT t.user_id, t.secret_hash FROM canopy.api_tokens t
+     WHERE t.selector = p_selector AND t.revoked_at IS NULL
 $$;
+
+-- The gateway calls this after a token it looked up matched: `canopy users
+-- tokens` shows when each was last used. At most one write a minute a token.
+CREATE OR REPLACE FUNCTION canopy.note_token_use(p_selector text) RETURNS void
+    LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    UPDATE canopy.api_tokens SET last_used_at = now()
+     WHERE selector = p_selector AND revoked_at IS NULL
+       AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+$$;
+COMMENT ON FUNCTION canopy.note_token_use(text) IS 'Records that a token was used (at most once a minute); called by the gateway after the secret matched.';
+
+-- Sign-in with an identity provider (API.md §10). The gateway has verified
+-- the token (signature, iss, aud, exp, nbf); this finds the user of
+-- (issuer, subject) or creates it, with its _defaultZone (the users
+-- trigger), exactly once however many first requests race: they queue on an
+-- advisory lock of the identity, and each statement below sees what the one
+-- before it committed.
+--
+-- p_email and p_phone are passed only when the provider marked them
+-- verified; they are what share invitations match. A verified address that
+-- another user already holds stays that user's: the signing-in user is not
+-- given it (and keeps whatever address it had). Accounts are never merged by
+-- address (docs/IDENTITY.md, "When an address is already taken").
+CREATE OR REPLACE FUNCTION canopy.sign_in(
+    p_issuer text, p_subject text, p_provider text, p_display_name text, p_email text, p_phone text
+) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    found_user bigint;
+    person text := p_issuer || chr(10) || p_subject;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended('canopy.sign_in' || chr(10) || person, 0));
+    SELECT i.user_id INTO found_user FROM canopy.identities i
+     WHERE i.issuer = p_issuer AND i.subject = p_subject;
+    IF found_user IS NULL THEN
+        -- The handle the CLI finds the user by: the provider and a hash of
+        -- who they are there (stable, and no personal data in it).
+        INSERT INTO canopy.users (name, display_name)
+        VALUES (p_provider || '.' || left(encode(sha256(convert_to(person, 'UTF8')), 'hex'), 16), p_display_name)
+        RETURNING id INTO found_user;
+        INSERT INTO canopy.identities (user_id, issuer, subject, provider)
+        VALUES (found_user, p_issuer, p_subject, p_provider);
+    ELSE
+        UPDATE canopy.identities SET last_seen_at = now()
+         WHERE issuer = p_issuer AND subject = p_subject AND last_seen_at < now() - interval '1 minute';
+        IF p_display_name IS NOT NULL THEN
+            UPDATE canopy.users SET display_name = p_display_name
+             WHERE id = found_user AND display_name IS DISTINCT FROM p_display_name;
+        END IF;
+    END IF;
+    IF p_email IS NOT NULL AND NOT EXISTS (SELECT 1 FROM canopy.users u WHERE u.email = p_email) THEN
+        BEGIN
+            UPDATE canopy.users SET email = p_email WHERE id = found_user;
+        EXCEPTION WHEN unique_violation THEN
+            NULL;   -- taken by a concurrent sign-in a moment ago: theirs
+        END;
+    END IF;
+    IF p_phone IS NOT NULL AND NOT EXISTS (SELECT 1 FROM canopy.users u WHERE u.phone = p_phone) THEN
+        BEGIN
+            UPDATE canopy.users SET phone = p_phone WHERE id = found_user;
+        EXCEPTION WHEN unique_violation THEN
+            NULL;
+        END;
+    END IF;
+    RETURN found_user;
+END
+$$;
+COMMENT ON FUNCTION canopy.sign_in(text, text, text, text, text, text) IS 'The user of a verified identity-provider token, created with its _defaultZone on the first sign-in; verified email/phone become the user''s when no other user holds them.';
 
 REVOKE ALL ON FUNCTION canopy.current_user_id() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_for_selector(text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.note_token_use(text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.sign_in(text, text, text, text, text, text) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.current_user_id() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.token_for_selector(text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.note_token_use(text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.sign_in(text, text, text, text, text, text) TO canopy_gateway;

@@ -23,4 +23,4 @@ CREATE POLICY api_tokens_delete ON canopy.api_tokens FOR DELETE TO canopy_gatewa
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.api_tokens FROM canopy_gateway;
-GRANT SELECT (id, user_id, selector, created_at), DELETE ON canopy.api_tokens TO canopy_gateway;
+GRANT SELECT (id, user_id, selector, created_at, last_used_at, revoked_at), DELETE ON canopy.api_tokens TO canopy_gateway;

@@ -26,11 +26,12 @@ DROP POLICY IF EXISTS canopy_owner_all ON canopy.users;
 CREATE POLICY canopy_owner_all ON canopy.users TO canopy_owner USING (true) WITH CHECK (true);
 
 -- users: yourself, and the users of shares you take part in. Accounts are
--- created by `canopy users add` (an administrator), never by the gateway.
+-- created by `canopy users add` (an administrator) or by canopy.sign_in
+-- (SECURITY DEFINER), never by the gateway's own INSERT.
 DROP POLICY IF EXISTS users_select ON canopy.users;
 CREATE POLICY users_select ON canopy.users FOR SELECT TO canopy_gateway
     USING (id = (SELECT canopy.current_user_id()) OR id = ANY ((SELECT canopy.visible_user_ids())::bigint[]));
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.users FROM canopy_gateway;
-GRANT SELECT (id, record_name, name, email, phone) ON canopy.users TO canopy_gateway;
+GRANT SELECT (id, record_name, name, display_name, email, phone) ON canopy.users TO canopy_gateway;

@@ -1,3 +1,4 @@
+import CanopyIdentity
 import CanopyQuery
 import CanopyStore
 import Foundation
@@ -28,6 +29,8 @@ public struct APIError: Error, Sendable {
             self = error
         case let error as QueryError:
             self.init(error.code, error.message, locations: error.locations, path: error.path)
+        case let error as IdentityError where error.kind == .refused:
+            self.init(.notAuthenticated, error.message)
         case let error as StoreError:
             switch error.code {
             case .notAuthenticated: self.init(.notAuthenticated, error.message)

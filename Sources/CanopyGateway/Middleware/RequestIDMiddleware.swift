@@ -15,4 +15,7 @@ struct RequestIDMiddleware: RouterMiddleware {
 
 extension HTTPField.Name {
     static let requestID = Self("X-Request-ID")!
+    /// The raw nonce the app gave its identity provider; a JWT's `nonce`
+    /// claim must then be it or its SHA-256 (API.md §10).
+    static let canopyNonce = Self("Canopy-Nonce")!
 }

@@ -12,6 +12,7 @@ import PostgresNIO
 struct GraphQLController {
     let database: RequestDatabase
     let configuration: GatewayConfiguration
+    let authenticator: Authenticator
 
     func register(on router: Router<CanopyRequestContext>) {
         router.post("graphql") { request, context in
@@ -49,15 +50,20 @@ struct GraphQLController {
     func handleGet(_ request: Request, context: CanopyRequestContext) async throws -> Response {
         var context = context
         if let failure = await authenticate(request, context: &context) { return failure }
-        let parameters = request.uri.queryParameters
-        guard let query = parameters.get("query") else {
+        let parameters: FormEncodedQuery
+        do {
+            parameters = try FormEncodedQuery(request.uri.query.map { Substring($0) } ?? "")
+        } catch {
+            return GraphQLResponse.errors([APIError(.badRequest, error.message)], requestID: context.requestID, status: .badRequest)
+        }
+        guard let query = parameters["query"] else {
             return GraphQLResponse.errors(
                 [APIError(.badRequest, "GET /graphql needs a query parameter")],
                 requestID: context.requestID, status: .badRequest
             )
         }
         var variables: [String: JSONValue] = [:]
-        if let text = parameters.get("variables"), !text.isEmpty {
+        if let text = parameters["variables"], !text.isEmpty {
             let problem: String
             switch Result(catching: { () throws(QueryError) in try JSONValue(parsing: text) }) {
             case .success(.object(let decoded)):
@@ -70,7 +76,7 @@ struct GraphQLController {
                 return GraphQLResponse.errors([APIError(.badRequest, problem)], requestID: context.requestID, status: .badRequest)
             }
         }
-        let graphQLRequest = GraphQLHTTPRequest(query: query, variables: variables, operationName: parameters.get("operationName"))
+        let graphQLRequest = GraphQLHTTPRequest(query: query, variables: variables, operationName: parameters["operationName"])
         return await execute(graphQLRequest, allowMutations: false, context: context)
     }
 
@@ -78,19 +84,14 @@ struct GraphQLController {
     func authenticate(_ request: Request, context: inout CanopyRequestContext) async -> Response? {
         guard let header = request.headers[.authorization], let token = BearerTokenReader.token(in: header) else {
             return GraphQLResponse.errors(
-                [APIError(.notAuthenticated, "send Authorization: Bearer <token> (canopy users token NAME issues one)")],
+                [APIError(.notAuthenticated, "send Authorization: Bearer <token>: a Canopy token (canopy users token NAME issues one) or an identity provider's JWT")],
                 requestID: context.requestID, status: .unauthorized
             )
         }
         do {
-            guard let userID = try await database.authenticate(token: token, logger: context.logger) else {
-                return GraphQLResponse.errors(
-                    [APIError(.notAuthenticated, "the bearer token is not valid")],
-                    requestID: context.requestID, status: .unauthorized
-                )
-            }
-            context.userID = userID
-            context.logger[metadataKey: "canopy.user.id"] = .stringConvertible(userID)
+            let caller = try await authenticator.caller(token: token, nonce: request.headers[.canopyNonce], logger: context.logger)
+            context.userID = caller.userID
+            context.logger[metadataKey: "canopy.user.id"] = .stringConvertible(caller.userID)
             return nil
         } catch {
             let apiError = APIError(error, requestID: context.requestID, logger: context.logger)

@@ -1,3 +1,4 @@
+import CanopyIdentity
 import CanopyQuery
 import CanopyStore
 import Foundation
@@ -6,7 +7,10 @@ import Logging
 import Synchronization
 
 /// One WebSocket speaking `graphql-transport-ws`: authenticates once
-/// (`connection_init`), then runs each `subscribe` as a task that follows
+/// (`connection_init`) and checks that credential again every second (a
+/// revoked Canopy token or an expired JWT closes the socket with 4403
+/// within the token cache's 4 s and that second), then runs each
+/// `subscribe` as a task that follows
 /// its change feed as the subscriber's user and sends a `next` for every
 /// page with changes. Commits wake the tasks through the gateway's one
 /// `LISTEN` connection ([ChangeNotifier]); the pages themselves are read
@@ -17,6 +21,8 @@ final class GraphQLWebSocketSession: Sendable {
     static let initialisationTimeout: Duration = .seconds(10)
     /// Subscriptions one socket may hold at once.
     static let maximumSubscriptions = 64
+    /// How often the socket's credential is checked again.
+    static let credentialCheckInterval: Duration = .seconds(1)
 
     private struct Running {
         var generation: Int
@@ -52,20 +58,25 @@ final class GraphQLWebSocketSession: Sendable {
 
     let database: RequestDatabase
     let configuration: GatewayConfiguration
+    let authenticator: Authenticator
     let outbound: WebSocketOutboundWriter
     let headerToken: String?
+    let headerNonce: String?
     let requestID: String
     let logger: Logger
     private let state = Mutex(State())
+    private let credentialWatch = Mutex<Task<Void, Never>?>(nil)
 
     init(
-        database: RequestDatabase, configuration: GatewayConfiguration, outbound: WebSocketOutboundWriter,
-        headerToken: String?, requestID: String, logger: Logger
+        database: RequestDatabase, configuration: GatewayConfiguration, authenticator: Authenticator,
+        outbound: WebSocketOutboundWriter, headerToken: String?, headerNonce: String?, requestID: String, logger: Logger
     ) {
         self.database = database
         self.configuration = configuration
+        self.authenticator = authenticator
         self.outbound = outbound
         self.headerToken = headerToken
+        self.headerNonce = headerNonce
         self.requestID = requestID
         self.logger = logger
     }
@@ -77,7 +88,10 @@ final class GraphQLWebSocketSession: Sendable {
                 await close(4408, "Connection initialisation timeout")
             }
         }
-        defer { timeout.cancel() }
+        defer {
+            timeout.cancel()
+            credentialWatch.withLock { $0 }?.cancel()
+        }
         do {
             for try await message in inbound.messages(maxSize: 1 << 20) {
                 guard case .text(let text) = message else {
@@ -112,11 +126,18 @@ final class GraphQLWebSocketSession: Sendable {
                 await close(4429, "Too many initialisation requests")
                 return false
             }
-            guard let userID = await authenticate(message.payload) else {
-                await close(4403, "Forbidden: send a valid bearer token in the Authorization header or in connection_init's payload")
+            let (token, nonce) = credential(message.payload)
+            let caller: Authenticator.Caller
+            do {
+                guard let token else { throw APIError(.notAuthenticated, "send a bearer token in the Authorization header or in connection_init's payload") }
+                caller = try await authenticator.caller(token: token, nonce: nonce, logger: logger)
+            } catch {
+                let apiError = APIError(error, requestID: requestID, logger: logger)
+                await close(4403, "Forbidden: \(apiError.message)")
                 return false
             }
-            state.withLock { $0.userID = userID }
+            state.withLock { $0.userID = caller.userID }
+            if let token { watchCredential(token: token, nonce: nonce, caller: caller) }
             return await send("{\"type\":\"connection_ack\"}")
         case "ping":
             return await send("{\"type\":\"pong\"}")
@@ -162,15 +183,48 @@ final class GraphQLWebSocketSession: Sendable {
         }
     }
 
-    private func authenticate(_ payload: JSONValue?) async -> Int64? {
+    /// The token and nonce: the upgrade's headers, or `connection_init`'s
+    /// payload (for browsers, which cannot set headers on a WebSocket).
+    private func credential(_ payload: JSONValue?) -> (token: String?, nonce: String?) {
         var header = headerToken
+        var nonce = headerNonce
         if case .object(let fields)? = payload {
             for key in ["Authorization", "authorization", "authToken", "token"] {
                 if case .string(let value)? = fields[key] { header = value }
             }
+            if case .string(let value)? = fields["nonce"] { nonce = value }
         }
-        guard let token = header.flatMap({ BearerTokenReader.token(in: $0, schemeOptional: true) }) else { return nil }
-        return try? await database.authenticate(token: token, logger: logger)
+        return (header.flatMap { BearerTokenReader.token(in: $0, schemeOptional: true) }, nonce)
+    }
+
+    /// Every second: a JWT past its `exp` (with the verifier's leeway), or a
+    /// Canopy token that no longer authenticates as the same user, closes
+    /// the socket. A database that does not answer is not a refusal.
+    private func watchCredential(token: String, nonce: String?, caller: Authenticator.Caller) {
+        let task = Task { [self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.credentialCheckInterval)
+                if Task.isCancelled { return }
+                if let expires = caller.expires {
+                    if Date().timeIntervalSince(expires) > TokenVerifier.leeway {
+                        await close(4403, "Forbidden: the token expired; connect again with a fresh one")
+                        return
+                    }
+                    continue
+                }
+                do {
+                    let now = try await authenticator.caller(token: token, nonce: nonce, logger: logger)
+                    if now.userID != caller.userID { throw APIError(.notAuthenticated, "the token now belongs to another user") }
+                } catch {
+                    let apiError = APIError(error, requestID: requestID, logger: logger)
+                    guard apiError.code == .notAuthenticated else { continue }
+                    logger.info("closing a websocket whose token no longer authenticates", metadata: ["canopy.reason": "\(apiError.message)"])
+                    await close(4403, "Forbidden: \(apiError.message)")
+                    return
+                }
+            }
+        }
+        credentialWatch.withLock { $0 = task }
     }
 
     private static func graphQLRequest(_ payload: JSONValue?) -> GraphQLHTTPRequest? {
@@ -275,6 +329,8 @@ final class GraphQLWebSocketSession: Sendable {
             return !state.closed
         }
         guard first else { return }
-        try? await outbound.close(.unknown(code), reason: reason)
+        // A close frame's reason holds at most 123 bytes.
+        let fitting = reason.utf8.count <= 123 ? reason : String(decoding: reason.utf8.prefix(120), as: UTF8.self) + "…"
+        try? await outbound.close(.unknown(code), reason: String(fitting.utf8.count <= 123 ? fitting : String(fitting.prefix(40))))
     }
 }

@@ -12,6 +12,7 @@ struct SubscriptionController {
 
     let database: RequestDatabase
     let configuration: GatewayConfiguration
+    let authenticator: Authenticator
 
     func register(on router: Router<CanopyRequestContext>) {
         router.ws("graphql") { request, _ in
@@ -22,8 +23,9 @@ struct SubscriptionController {
             return .upgrade([.secWebSocketProtocol: Self.subprotocol])
         } onUpgrade: { inbound, outbound, context in
             let session = GraphQLWebSocketSession(
-                database: database, configuration: configuration, outbound: outbound,
-                headerToken: context.request.headers[.authorization], requestID: context.requestContext.requestID,
+                database: database, configuration: configuration, authenticator: authenticator, outbound: outbound,
+                headerToken: context.request.headers[.authorization], headerNonce: context.request.headers[.canopyNonce],
+                requestID: context.requestContext.requestID,
                 logger: context.logger
             )
             await session.run(inbound)

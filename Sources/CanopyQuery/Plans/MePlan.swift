@@ -38,7 +38,12 @@ public struct MePlan: Sendable {
         // The columns were checked in init; the closure cannot fail.
         let object = (try? Projection.object(fields, &builder) { field, _ in
             let column = columns[field.responseKey]!
-            return column == .typename ? "'User'" : "u.\(unescaped: column.rawValue)"
+            switch column {
+            case .typename: return "'User'"
+            // Set for people who signed in with a provider (their name there).
+            case .name: return "coalesce(u.display_name, u.name)"
+            default: return "u.\(unescaped: column.rawValue)"
+            }
         }) ?? "NULL"
         builder.append("SELECT \(object)::text FROM canopy.users u WHERE u.id = canopy.current_user_id()")
         return builder.query

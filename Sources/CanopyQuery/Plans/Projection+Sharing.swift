@@ -62,7 +62,7 @@ extension Projection {
         try object(fields, &builder) { field, _ in
             switch field.name {
             case "userRecordName": return "\(alias).record_name"
-            case "name": return "\(alias).name"
+            case "name": return "coalesce(\(alias).display_name, \(alias).name)"
             case "email": return "\(alias).email"
             case "phone": return "\(alias).phone"
             case "__typename": return "'User'"

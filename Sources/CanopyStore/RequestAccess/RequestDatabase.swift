@@ -17,6 +17,7 @@ public final class RequestDatabase: Sendable {
     /// How long a request waits for the database before it is 503.
     let availabilityTimeout: Duration
     let tokens: TokenCache
+    let signIns = SignInCache(timeToLive: .seconds(60))
     let recordTypes: RecordTypeFields
     /// `production` or `development`: said to the database in every write
     /// transaction (`canopy.schema_mode`), where a trigger refuses undeclared
@@ -25,12 +26,13 @@ public final class RequestDatabase: Sendable {
 
     /// - Parameters:
     ///   - statementTimeout: every statement's limit (`statement_timeout`, set per connection)
-    ///   - tokenCacheTime: how long a looked-up token is remembered (0: never)
+    ///   - tokenCacheTime: how long a looked-up token is remembered (0: never);
+    ///     a revoked token keeps working at most this long (API.md §10: 5 s)
     ///   - schemaCacheTime: how long a record type's fields are remembered (0: never)
     ///   - schemaMode: `development` or `production`
     public init(
         endpoint: DatabaseEndpoint, maximumConnections: Int = 20, availabilityTimeout: Duration = .seconds(5),
-        statementTimeout: Duration = .seconds(10), tokenCacheTime: Duration = .seconds(5),
+        statementTimeout: Duration = .seconds(10), tokenCacheTime: Duration = .seconds(4),
         schemaCacheTime: Duration = .seconds(1), schemaMode: String = "development", logger: Logger
     ) throws {
         var configuration = try endpoint.clientConfiguration()
@@ -66,7 +68,33 @@ public final class RequestDatabase: Sendable {
         }
         guard let (userID, storedHash) = stored else { return nil }
         await tokens.store(presented.selector, userID: userID, hash: Array(storedHash))
-        return BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) ? userID : nil
+        guard BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) else { return nil }
+        // `canopy users tokens` shows when a token was last used; off the
+        // request's path, and at most a write a minute (the function checks).
+        Task { [client, selector = presented.selector] in
+            _ = try? await client.query("SELECT canopy.note_token_use(\(selector))", logger: logger)
+        }
+        return userID
+    }
+
+    /// The user of a verified identity-provider token: found by (issuer,
+    /// subject), or created with its `_defaultZone` on the first sign-in
+    /// (once, however many first requests race; `canopy.sign_in`).
+    public func userID(signingIn signIn: SignIn, logger: Logger) async throws -> Int64 {
+        if let cached = await signIns.lookup(signIn) { return cached }
+        let client = self.client
+        let userID: Int64 = try await withTimeout(availabilityTimeout) {
+            let rows = try await client.query(
+                """
+                SELECT canopy.sign_in(\(signIn.issuer), \(signIn.subject), \(signIn.provider), \(signIn.displayName), \(signIn.email), \(signIn.phone))
+                """,
+                logger: logger
+            )
+            for try await (id) in rows.decode(Int64.self) { return id }
+            throw StoreError(.query, "canopy.sign_in returned no user")
+        }
+        await signIns.store(signIn, userID: userID)
+        return userID
     }
 
     /// Runs `body` in one transaction acting for `userID` (for writes).

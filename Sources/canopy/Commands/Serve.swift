@@ -1,5 +1,6 @@
 import ArgumentParser
 import CanopyGateway
+import CanopyIdentity
 import CanopyStore
 import Foundation
 import Hummingbird
@@ -26,6 +27,17 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("change-retention-days"), help: "Days tombstones and zone departures are kept for change feeds; older change tokens are CHANGE_TOKEN_EXPIRED (env CANOPY_CHANGE_RETENTION_DAYS).")
     var changeRetentionDays: Double = Double(ProcessInfo.processInfo.environment["CANOPY_CHANGE_RETENTION_DAYS"] ?? "") ?? 30
 
+    @Option(name: .customLong("auth-config"), help: ArgumentHelp(
+        "JSON file of the identity providers whose JWTs sign people in (env CANOPY_AUTH_CONFIG); see docs/IDENTITY.md.",
+        valueName: "file"))
+    var authConfig: String?
+
+    @Option(name: .customLong("cors-origin"), help: ArgumentHelp(
+        "A browser origin allowed to call /graphql, e.g. https://app.example.com; repeat for more; none by default (env CANOPY_CORS_ORIGINS, comma-separated).",
+        valueName: "origin"))
+    var corsOrigins: [String] = (ProcessInfo.processInfo.environment["CANOPY_CORS_ORIGINS"] ?? "")
+        .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+
     @OptionGroup var mode: ModeOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var migrations: MigrationsOptions
@@ -33,6 +45,11 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard changeRetentionDays >= 0, changeRetentionDays.isFinite else {
             throw ValidationError("--change-retention-days must be 0 or more, got \(changeRetentionDays)")
+        }
+        do {
+            _ = try CrossOriginPolicy(origins: corsOrigins)
+        } catch {
+            throw ValidationError("\(error)")
         }
     }
 
@@ -45,6 +62,17 @@ struct Serve: AsyncParsableCommand {
             logger.logLevel = database.verbose ? .debug : .info
             return logger
         }()
+        // The identity providers first: a configuration that cannot work
+        // stops here, before anything is migrated or served.
+        let authConfiguration: AuthConfiguration?
+        let crossOrigin: CrossOriginPolicy
+        do {
+            let path = authConfig ?? ProcessInfo.processInfo.environment["CANOPY_AUTH_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+            authConfiguration = try path.map { path throws(IdentityError) in try AuthConfiguration.load(path: path) }
+            crossOrigin = try CrossOriginPolicy(origins: corsOrigins)
+        } catch {
+            throw fail(error)
+        }
         let resolved: DatabaseSetup.Resolved
         do {
             let migrator = migrations.migrator(logger: logger)
@@ -67,12 +95,20 @@ struct Serve: AsyncParsableCommand {
         let configuration = GatewayConfiguration(
             host: host, port: port,
             publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"],
-            changeRetention: .seconds(changeRetentionDays * 24 * 3600)
+            changeRetention: .seconds(changeRetentionDays * 24 * 3600),
+            crossOrigin: crossOrigin
         )
+        var verifier: TokenVerifier?
+        if let authConfiguration {
+            let identity = await TokenVerifier(configuration: authConfiguration, logger: logger)
+            await identity.prefetchKeys()
+            logger.info("identity providers", metadata: ["canopy.providers": "\(authConfiguration.providers.map(\.name))"])
+            verifier = identity
+        }
         let gatewayDatabase = try RequestDatabase(
             endpoint: resolved.gateway, statementTimeout: configuration.statementTimeout, schemaMode: mode.mode.rawValue, logger: logger
         )
-        let app = buildApplication(configuration: configuration, database: gatewayDatabase, logger: logger, metricsRegistry: registry)
+        let app = buildApplication(configuration: configuration, database: gatewayDatabase, identity: verifier, logger: logger, metricsRegistry: registry)
         var groupConfiguration = ServiceGroupConfiguration(
             services: [.init(service: app)],
             gracefulShutdownSignals: [.sigterm, .sigint],

@@ -1,0 +1,44 @@
+import CanopyIdentity
+import CanopyStore
+import Foundation
+import Logging
+
+/// Who is asking, from the token a request presents: a Canopy token
+/// (`cnp_…`, looked up in the database) or an identity provider's JWT
+/// (verified by ``TokenVerifier``, then signed in: the first sign-in
+/// creates the user). One place for HTTP and WebSocket alike.
+struct Authenticator: Sendable {
+    /// An authenticated caller, and until when the credential holds (a
+    /// JWT's `exp`; nil for a Canopy token, which holds until revoked).
+    struct Caller: Sendable {
+        var userID: Int64
+        var expires: Date?
+    }
+
+    let database: RequestDatabase
+    let verifier: TokenVerifier?
+
+    /// The caller, or an ``APIError`` `NOT_AUTHENTICATED` whose message says
+    /// which check failed (never the token itself).
+    func caller(token: String, nonce: String?, logger: Logger) async throws -> Caller {
+        if token.hasPrefix(BearerToken.prefix) {
+            guard let userID = try await database.authenticate(token: token, logger: logger) else {
+                throw APIError(.notAuthenticated, "the bearer token is not valid: unknown or revoked")
+            }
+            return Caller(userID: userID, expires: nil)
+        }
+        guard TokenVerifier.looksLikeJWT(token) else {
+            throw APIError(.notAuthenticated, "the bearer token is neither a Canopy token (cnp_…) nor a JWT")
+        }
+        guard let verifier else {
+            throw APIError(.notAuthenticated, "this server accepts no identity-provider tokens (it was started without --auth-config)")
+        }
+        let identity = try await verifier.verify(token, nonce: nonce)
+        let signIn = SignIn(
+            issuer: identity.issuer, subject: identity.subject, provider: identity.provider,
+            displayName: identity.name, email: identity.email, phone: identity.phone
+        )
+        let userID = try await database.userID(signingIn: signIn, logger: logger)
+        return Caller(userID: userID, expires: identity.expires)
+    }
+}

@@ -1,0 +1,38 @@
+/// One identity provider of the auth configuration: whose tokens (issuer),
+/// for which apps (audiences), verified with which keys.
+public struct IdentityProvider: Sendable {
+    /// Where the provider's keys come from.
+    public enum KeySource: Sendable {
+        /// A JWKS fetched over HTTP(S), cached, and fetched again for an
+        /// unknown `kid` (at most once a minute).
+        case jwksURL(String)
+        /// A JWKS read once from a file at start.
+        case jwksFile(path: String, keys: KeySet)
+        /// A shared HS256 secret: only when configured explicitly.
+        case hs256Secret([UInt8])
+    }
+
+    /// How the configuration and the users' handles name it (`apple`).
+    public let name: String
+    /// The `iss` its tokens carry, compared exactly.
+    public let issuer: String
+    /// The `aud` values accepted: a token must name at least one.
+    public let audiences: [String]
+    public let keySource: KeySource
+
+    public init(name: String, issuer: String, audiences: [String], keySource: KeySource) {
+        self.name = name
+        self.issuer = issuer
+        self.audiences = audiences
+        self.keySource = keySource
+    }
+
+    /// The algorithms its tokens may use: RS256 and ES256 for a key set,
+    /// HS256 for a shared secret only.
+    var algorithms: Set<String> {
+        switch keySource {
+        case .jwksURL, .jwksFile: ["RS256", "ES256"]
+        case .hs256Secret: ["HS256"]
+        }
+    }
+}

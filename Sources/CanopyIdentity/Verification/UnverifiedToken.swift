@@ -1,0 +1,56 @@
+import Foundation
+
+/// A compact JWS split into its parts, header and claims decoded but
+/// nothing trusted yet: the claims only pick the provider (`iss`) and the
+/// header the key (`kid`, `alg`).
+struct UnverifiedToken {
+    let header: [String: Any]
+    let claims: [String: Any]
+
+    init(_ token: String) throws(IdentityError) {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else {
+            throw .refused("the bearer token is not a JWT (a JWT has three dot-separated parts)")
+        }
+        guard let header = Self.object(parts[0]) else { throw .refused("the JWT's header is not base64url-encoded JSON") }
+        guard let claims = Self.object(parts[1]) else { throw .refused("the JWT's payload is not base64url-encoded JSON") }
+        self.header = header
+        self.claims = claims
+    }
+
+    var algorithm: String? { header["alg"] as? String }
+    var kid: String? { header["kid"] as? String }
+
+    /// A string claim, or nil when absent or of another type.
+    func string(_ name: String) -> String? { claims[name] as? String }
+
+    /// A NumericDate claim (seconds since 1970), or nil.
+    func date(_ name: String) -> Date? {
+        guard let number = claims[name] as? NSNumber else { return nil }
+        return Date(timeIntervalSince1970: number.doubleValue)
+    }
+
+    /// `aud`: one string or an array of strings.
+    var audiences: [String] {
+        if let one = claims["aud"] as? String { return [one] }
+        return (claims["aud"] as? [Any])?.compactMap { $0 as? String } ?? []
+    }
+
+    /// A boolean claim; Sign in with Apple sends some as the strings
+    /// `"true"` / `"false"`.
+    func flag(_ name: String) -> Bool {
+        switch claims[name] {
+        case let value as Bool: value
+        case let value as String: value.lowercased() == "true"
+        default: false
+        }
+    }
+
+    private static func object(_ part: Substring) -> [String: Any]? {
+        var base64 = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        guard !base64.contains("=") else { return nil }
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64) else { return nil }
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+    }
+}
