@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import CanopyGateway
 import CanopyIdentity
 import CanopyStore
@@ -6,6 +7,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import NIOCore
 import PostgresNIO
 import Testing
 
@@ -153,11 +155,25 @@ struct IdentityTests {
         let verifier = await provider.verifier(logger: harness.logs.logger())
         let token = try await provider.mint("ec1", Provider.claims("crowd", ["email": "crowd@example.com", "email_verified": true]))
         try await provider.publish(["rsa1", "ec1"])
+        // 24 connections of their own (the test client would send them one
+        // after another on one connection).
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 24
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let names = try await harness.test(live: true, identity: verifier) { client in
-            try await withThrowingTaskGroup(of: String?.self) { group in
+            let port = try #require(client.port)
+            return try await withThrowingTaskGroup(of: String?.self) { group in
                 for _ in 0..<24 {
                     group.addTask {
-                        try await client.call("me", "{ me { userRecordName } }", token: token).object["userRecordName"] as? String
+                        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/graphql")
+                        request.method = .POST
+                        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+                        request.headers.add(name: "Content-Type", value: "application/json")
+                        request.body = .bytes(ByteBuffer(string: #"{"query": "{ me { userRecordName } }"}"#))
+                        let response = try await http.execute(request, timeout: .seconds(30))
+                        let body = try await response.body.collect(upTo: 1 << 16)
+                        let json = try JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]
+                        return ((json?["data"] as? [String: Any])?["me"] as? [String: Any])?["userRecordName"] as? String
                     }
                 }
                 var names: [String?] = []
@@ -165,6 +181,7 @@ struct IdentityTests {
                 return names
             }
         }
+        try await http.shutdown()
         #expect(names.count == 24 && names.allSatisfy { $0 != nil }, "\(names)")
         #expect(Set(names).count == 1)
         try await TestDatabase.withConnection(harness.endpoint) { connection in
