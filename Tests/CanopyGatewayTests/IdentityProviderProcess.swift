@@ -51,7 +51,7 @@ final class IdentityProviderProcess: Sendable {
     /// A configuration with this provider (by its JWKS URL) and any others.
     func configuration(extra: [IdentityProvider] = []) -> AuthConfiguration {
         AuthConfiguration(providers: [
-            IdentityProvider(name: "idp", issuer: Self.issuer, audiences: [Self.audience, "web"], keySource: .jwksURL(jwksURL)),
+            IdentityProvider(name: "idp", issuer: Self.issuer, otherIssuers: ["idp.canopy.test"], audiences: [Self.audience, "web"], keySource: .jwksURL(jwksURL)),
         ] + extra)
     }
 

@@ -63,6 +63,7 @@ struct AuthConfigurationTests {
             (#"{"providers": [{\#(provider), "hs256Secret": "short"}]}"#, "hs256Secret must be at least 32 bytes"),
             (#"{"providers": [{"name": "staff", "issuer": "https://sso.example.com", "jwksURL": "https://a/k"}]}"#, "provider 'staff': needs \"audiences\""),
             (#"{"providers": [{\#(provider), "jwksURL": "https://a/k"}, {"name": "staff2", "issuer": "https://sso.example.com", "audiences": ["x"], "jwksURL": "https://a/k"}]}"#, "issuer https://sso.example.com is already provider 'staff''s"),
+            (#"{"providers": [{\#(provider), "jwksURL": "https://a/k"}, {"name": "g", "issuer": "https://g", "otherIssuers": ["https://sso.example.com"], "audiences": ["x"], "jwksURL": "https://a/k"}]}"#, "provider 'g': issuer https://sso.example.com is already provider 'staff''s"),
             (#"{"providers": [{"name": "bad name", "issuer": "i", "audiences": ["x"], "jwksURL": "https://a/k"}]}"#, "provider 'bad name': the name must be"),
         ]
         for (index, entry) in cases.enumerated() {

@@ -2,6 +2,7 @@ import CanopyIdentity
 import CanopyStore
 import Foundation
 import Logging
+import Metrics
 
 /// Who is asking, from the token a request presents: a Canopy token
 /// (`cnp_…`, looked up in the database) or an identity provider's JWT
@@ -18,22 +19,37 @@ struct Authenticator: Sendable {
     let database: RequestDatabase
     let verifier: TokenVerifier?
 
+    /// Refused credentials by kind (`canopy`, `jwt`, `other`), for /metrics:
+    /// a rise in `jwt` is often a provider's key rotation or a wrong audience.
+    static let refusedCanopyTokens = Counter(label: "canopy_auth_refusals_total", dimensions: [("credential", "canopy")])
+    static let refusedJWTs = Counter(label: "canopy_auth_refusals_total", dimensions: [("credential", "jwt")])
+    static let refusedOthers = Counter(label: "canopy_auth_refusals_total", dimensions: [("credential", "other")])
+
     /// The caller, or an ``APIError`` `NOT_AUTHENTICATED` whose message says
     /// which check failed (never the token itself).
     func caller(token: String, nonce: String?, logger: Logger) async throws -> Caller {
         if token.hasPrefix(BearerToken.prefix) {
             guard let userID = try await database.authenticate(token: token, logger: logger) else {
+                Self.refusedCanopyTokens.increment()
                 throw APIError(.notAuthenticated, "the bearer token is not valid: unknown or revoked")
             }
             return Caller(userID: userID, expires: nil)
         }
         guard TokenVerifier.looksLikeJWT(token) else {
+            Self.refusedOthers.increment()
             throw APIError(.notAuthenticated, "the bearer token is neither a Canopy token (cnp_…) nor a JWT")
         }
         guard let verifier else {
             throw APIError(.notAuthenticated, "this server accepts no identity-provider tokens (it was started without --auth-config)")
         }
-        let identity = try await verifier.verify(token, nonce: nonce)
+        let identity: VerifiedIdentity
+        do {
+            identity = try await verifier.verify(token, nonce: nonce)
+        } catch {
+            Self.refusedJWTs.increment()
+            logger.debug("refused a JWT", metadata: ["canopy.reason": "\(error.message)"])
+            throw error
+        }
         let signIn = SignIn(
             issuer: identity.issuer, subject: identity.subject, provider: identity.provider,
             displayName: identity.name, email: identity.email, phone: identity.phone

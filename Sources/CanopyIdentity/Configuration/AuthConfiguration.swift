@@ -58,8 +58,10 @@ public struct AuthConfiguration: Sendable {
             if providers.contains(where: { $0.name == provider.name }) {
                 throw fault("provider '\(provider.name)': the name is used twice")
             }
-            if let other = providers.first(where: { $0.issuer == provider.issuer }) {
-                throw fault("provider '\(provider.name)': issuer \(provider.issuer) is already provider '\(other.name)''s")
+            for issuer in provider.issuers {
+                if let other = providers.first(where: { $0.issuers.contains(issuer) }) {
+                    throw fault("provider '\(provider.name)': issuer \(issuer) is already provider '\(other.name)''s")
+                }
             }
             providers.append(provider)
         }
@@ -77,7 +79,7 @@ public struct AuthConfiguration: Sendable {
 
 /// One element of `providers`, checked key by key.
 private struct ProviderEntry {
-    static let keys: Set<String> = ["name", "issuer", "audiences", "jwksURL", "jwksFile", "hs256Secret"]
+    static let keys: Set<String> = ["name", "issuer", "otherIssuers", "audiences", "jwksURL", "jwksFile", "hs256Secret"]
     let provider: IdentityProvider
 
     init(_ entry: Any, index: Int, folder: URL, fault: (String) -> IdentityError) throws(IdentityError) {
@@ -94,6 +96,10 @@ private struct ProviderEntry {
         }
         guard let issuer = object["issuer"] as? String, !issuer.isEmpty else {
             throw providerFault("needs an \"issuer\": the iss its tokens carry, e.g. \"https://accounts.google.com\"")
+        }
+        let otherIssuers = object["otherIssuers"] as? [String] ?? []
+        if object["otherIssuers"] != nil, !(object["otherIssuers"] is [String]) || otherIssuers.contains(where: \.isEmpty) {
+            throw providerFault("otherIssuers must be an array of issuer strings")
         }
         guard let audiences = object["audiences"] as? [String], !audiences.isEmpty, !audiences.contains(where: \.isEmpty) else {
             throw providerFault("needs \"audiences\": a non-empty array of the client ids its tokens are for")
@@ -136,6 +142,6 @@ private struct ProviderEntry {
             }
             keySource = .hs256Secret(Array(secret.utf8))
         }
-        provider = IdentityProvider(name: name, issuer: issuer, audiences: audiences, keySource: keySource)
+        provider = IdentityProvider(name: name, issuer: issuer, otherIssuers: otherIssuers, audiences: audiences, keySource: keySource)
     }
 }

@@ -14,21 +14,29 @@ public struct IdentityProvider: Sendable {
 
     /// How the configuration and the users' handles name it (`apple`).
     public let name: String
-    /// The `iss` its tokens carry, compared exactly.
+    /// The `iss` its tokens carry, compared exactly; what identities are
+    /// stored under.
     public let issuer: String
+    /// Other spellings of the same issuer (Google's `accounts.google.com`
+    /// beside `https://accounts.google.com`): accepted as `iss`, and the
+    /// person is the same as under ``issuer``.
+    public let otherIssuers: [String]
     /// The `aud` values accepted: a token must name at least one.
     public let audiences: [String]
     public let keySource: KeySource
 
-    public init(name: String, issuer: String, audiences: [String], keySource: KeySource) {
+    public init(name: String, issuer: String, otherIssuers: [String] = [], audiences: [String], keySource: KeySource) {
         self.name = name
         self.issuer = issuer
+        self.otherIssuers = otherIssuers
         self.audiences = audiences
         self.keySource = keySource
     }
 
     /// The algorithms its tokens may use: RS256 and ES256 for a key set,
     /// HS256 for a shared secret only.
+    var issuers: [String] { [issuer] + otherIssuers }
+
     var algorithms: Set<String> {
         switch keySource {
         case .jwksURL, .jwksFile: ["RS256", "ES256"]

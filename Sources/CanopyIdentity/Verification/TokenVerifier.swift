@@ -22,7 +22,9 @@ public final class TokenVerifier: Sendable {
     public static let leeway: TimeInterval = 60
 
     public let providers: [IdentityProvider]
+    /// By every issuer spelling.
     private let keys: [String: ProviderKeys]
+    private let everyProvider: [ProviderKeys]
     let logger: Logger
 
     /// - Parameter keyRefetchInterval: the least time between two fetches of
@@ -33,10 +35,14 @@ public final class TokenVerifier: Sendable {
     ) async {
         providers = configuration.providers
         var keys: [String: ProviderKeys] = [:]
+        var everyProvider: [ProviderKeys] = []
         for provider in configuration.providers {
-            keys[provider.issuer] = await ProviderKeys(provider: provider, fetcher: fetcher, refetchInterval: keyRefetchInterval, logger: logger)
+            let providerKeys = await ProviderKeys(provider: provider, fetcher: fetcher, refetchInterval: keyRefetchInterval, logger: logger)
+            for issuer in provider.issuers { keys[issuer] = providerKeys }
+            everyProvider.append(providerKeys)
         }
         self.keys = keys
+        self.everyProvider = everyProvider
         self.logger = logger
     }
 
@@ -45,7 +51,7 @@ public final class TokenVerifier: Sendable {
     /// fatal: its keys are fetched again when a token needs them.
     public func prefetchKeys() async {
         await withTaskGroup(of: Void.self) { group in
-            for keys in keys.values {
+            for keys in everyProvider {
                 group.addTask { await keys.refresh() }
             }
         }
@@ -102,7 +108,7 @@ public final class TokenVerifier: Sendable {
             guard claimed == nonce || claimed == hashed else { throw .refused("the token's nonce is not the one the request sent") }
         }
         return VerifiedIdentity(
-            provider: provider.name, issuer: issuer, subject: subject,
+            provider: provider.name, issuer: provider.issuer, subject: subject,
             name: Self.name(parsed),
             email: parsed.flag("email_verified") ? parsed.string("email").flatMap(Self.email) : nil,
             phone: parsed.flag("phone_number_verified") ? parsed.string("phone_number").flatMap(Self.phone) : nil,

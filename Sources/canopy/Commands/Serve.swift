@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// `canopy serve`: migrates, then serves `/graphql` until SIGINT or SIGTERM.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Migrate, then serve /graphql and /health; stops gracefully on SIGINT/SIGTERM."
+        abstract: "Check the identity providers, migrate, then serve /graphql, /health and /metrics; stops gracefully on SIGINT/SIGTERM."
     )
 
     @Option(help: "Address to listen on (env CANOPY_HOST).")
