@@ -260,6 +260,43 @@ struct IdentityTests {
         }
     }
 
+    @Test("issueToken trades a provider's short-lived JWT for a Canopy token of the same user; revokeToken signs it out, and nobody else's")
+    func sessionTokens() async throws {
+        let harness = try await GatewayHarness.make()
+        let provider = try Provider()
+        let verifier = await provider.verifier(logger: harness.logs.logger())
+        try await harness.test(identity: verifier) { client in
+            let jwt = try await provider.mint("rsa1", Provider.claims("session-1"))
+            let me = try await client.call("me", "{ me { userRecordName } }", token: jwt)
+            let issued = try await client.call("issueToken", "mutation { issueToken { token prefix kind: __typename } }", token: jwt)
+            let token = try #require(issued.object["token"] as? String, "\(issued.body)")
+            let prefix = try #require(issued.object["prefix"] as? String)
+            #expect(token.hasPrefix(prefix + "_") && prefix.count == 20)
+            #expect(issued.object["kind"] as? String == "IssuedToken")
+            let same = try await client.call("me", "{ me { userRecordName } }", token: token)
+            #expect(same.object["userRecordName"] as? String == me.object["userRecordName"] as? String, "\(same.body)")
+
+            // Another user cannot revoke it; a malformed prefix is named.
+            let stranger = try await client.call("revokeToken", "mutation { revokeToken(prefix: \"\(prefix)\") }", token: harness.bobToken)
+            #expect(stranger.data as? Bool == false, "\(stranger.body)")
+            let malformed = try await client.call("revokeToken", "mutation { revokeToken(prefix: \"cnp_12\") }", token: token)
+            #expect(malformed.code == "INVALID_ARGUMENTS" && malformed.message.contains("prefix must be cnp_ and 16 hex digits"), "\(malformed.body)")
+            #expect(try await client.call("me", "{ me { name } }", token: token).code == nil)
+
+            let revoked = try await client.call("revokeToken", "mutation { revokeToken(prefix: \"\(prefix)\") }", token: jwt)
+            #expect(revoked.data as? Bool == true, "\(revoked.body)")
+            let signedOut = ContinuousClock.now
+            var refused = false
+            while !refused, ContinuousClock.now - signedOut < .seconds(10) {
+                refused = try await client.call("me", "{ me { name } }", token: token).code == "NOT_AUTHENTICATED"
+                if !refused { try await Task.sleep(for: .milliseconds(200)) }
+            }
+            #expect(refused && ContinuousClock.now - signedOut < .milliseconds(5_800))
+            let twice = try await client.call("revokeToken", "mutation { revokeToken(prefix: \"\(prefix)\") }", token: jwt)
+            #expect(twice.data as? Bool == false)
+        }
+    }
+
     @Test("a key set from a file verifies without any fetch")
     func keySetFile() async throws {
         let harness = try await GatewayHarness.make()

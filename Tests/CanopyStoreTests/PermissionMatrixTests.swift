@@ -203,6 +203,12 @@ let permissionCases: [PermissionCase] =
     ])
     + cases("identities: move one", count("UPDATE canopy.identities SET user_id = {me}"), [("stranger", .denied), ("alice", .denied)])
     + cases("identities: delete", count("DELETE FROM canopy.identities"), [("alice", .denied)])
+    + cases("api_tokens: issue one's own through canopy.issue_token", "SELECT canopy.issue_token('00112233445566aa', decode(repeat('00', 32), 'hex'))", [
+        ("stranger", .rows(["cnp_00112233445566aa"])),
+    ])
+    + cases("api_tokens: revoke one's own through canopy.revoke_own_token (nobody else's)", "SELECT canopy.revoke_own_token('cnp_' || (SELECT selector FROM canopy.api_tokens LIMIT 1))::text", [
+        ("alice", .rows(["1"])), ("stranger", .rows(["1"])),
+    ])
     + cases("api_tokens: un-revoke", count("UPDATE canopy.api_tokens SET revoked_at = NULL"), [("alice", .denied)])
     + cases("users: sign in as a new person makes a new user, never alice", "SELECT (canopy.sign_in('https://idp.example', 'new-person', 'idp', NULL, 'alice@example.com', NULL) <> {alice})::text", [
         ("stranger", .rows(["true"])),

@@ -46,6 +46,34 @@ AS $$
 $$;
 COMMENT ON FUNCTION canopy.note_token_use(text) IS 'Records that a token was used (at most once a minute); called by the gateway after the secret matched.';
 
+-- A signed-in person's own tokens (Canopy's addition to the API:
+-- issueToken / revokeToken): an app that signed in with a provider's
+-- short-lived JWT trades it for a Canopy token, and signs out by revoking
+-- it. Only for canopy.current_user_id(); the gateway generates the token
+-- and passes the selector and the secret's SHA-256, never the secret.
+CREATE OR REPLACE FUNCTION canopy.issue_token(p_selector text, p_secret_hash bytea) RETURNS text
+    LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    INSERT INTO canopy.api_tokens (user_id, selector, secret_hash)
+    SELECT canopy.current_user_id(), p_selector, p_secret_hash WHERE canopy.current_user_id() IS NOT NULL
+    RETURNING 'cnp_' || selector
+$$;
+COMMENT ON FUNCTION canopy.issue_token(text, bytea) IS 'Stores a new token (selector, SHA-256 of its secret) for the current user; returns its prefix, or NULL for nobody.';
+
+-- Revokes one of the caller's live tokens by its whole prefix (cnp_ and 16
+-- hex digits); another user's token is never touched. The count is 0 or 1.
+CREATE OR REPLACE FUNCTION canopy.revoke_own_token(p_prefix text) RETURNS integer
+    LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH revoked AS (
+        UPDATE canopy.api_tokens SET revoked_at = now()
+         WHERE 'cnp_' || selector = p_prefix AND user_id = canopy.current_user_id() AND revoked_at IS NULL
+        RETURNING 1
+    )
+    SELECT count(*)::int FROM revoked
+$$;
+COMMENT ON FUNCTION canopy.revoke_own_token(text) IS 'Revokes the current user''s live token with this prefix (cnp_ and 16 hex digits); returns how many (0 or 1).';
+
 -- Sign-in with an identity provider (API.md §10). The gateway has verified
 -- the token (signature, iss, aud, exp, nbf); this finds the user of
 -- (issuer, subject) or creates it, with its _defaultZone (the users
@@ -109,7 +137,11 @@ REVOKE ALL ON FUNCTION canopy.current_user_id() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_for_selector(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.note_token_use(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.sign_in(text, text, text, text, text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.issue_token(text, bytea) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.revoke_own_token(text) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.current_user_id() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.token_for_selector(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.note_token_use(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.sign_in(text, text, text, text, text, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.issue_token(text, bytea) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.revoke_own_token(text) TO canopy_gateway;

@@ -27,6 +27,8 @@ enum OperationTable {
         "deleteShare": ShareMutationOperation(),
         "leaveShare": ShareMutationOperation(),
         "acceptShare": AcceptShareOperation(),
+        "issueToken": IssueTokenOperation(),
+        "revokeToken": Planned { try RevokeTokenPlan($0, request: $1) },
     ]
 
     static func operation(_ kind: OperationType, named name: String) -> (any RootOperation)? {

@@ -16,8 +16,11 @@ public final class RequestDatabase: Sendable {
     let logger: Logger
     /// How long a request waits for the database before it is 503.
     let availabilityTimeout: Duration
-    let tokens: TokenCache
-    let signIns = SignInCache(timeToLive: .seconds(60))
+    /// Looked-up tokens by selector: the user and the stored hash.
+    let tokens: ExpiringCache<String, (userID: Int64, hash: [UInt8])>
+    /// Sign-ins already written, for a minute: a person's requests need no
+    /// round trip until their claims change (changed claims are another key).
+    let signIns = ExpiringCache<SignIn, Int64>(timeToLive: .seconds(60))
     let recordTypes: RecordTypeFields
     /// `production` or `development`: said to the database in every write
     /// transaction (`canopy.schema_mode`), where a trigger refuses undeclared
@@ -40,7 +43,7 @@ public final class RequestDatabase: Sendable {
         configuration.options.connectTimeout = availabilityTimeout
         let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
         configuration.options.additionalStartupParameters = [("statement_timeout", String(max(1, milliseconds)))]
-        self.tokens = TokenCache(timeToLive: tokenCacheTime)
+        self.tokens = ExpiringCache(timeToLive: tokenCacheTime)
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.secrets = ServerSecrets(client: client)
         self.notifier = ChangeNotifier(client: client, logger: logger)
@@ -54,7 +57,7 @@ public final class RequestDatabase: Sendable {
     /// token. The stored hash is compared here, in constant time.
     public func authenticate(token: String, logger: Logger) async throws -> Int64? {
         guard let presented = BearerToken(parsing: token) else { return nil }
-        if let cached = await tokens.lookup(presented.selector) {
+        if let cached = await tokens.value(for: presented.selector) {
             return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.userID : nil
         }
         let client = self.client
@@ -67,7 +70,7 @@ public final class RequestDatabase: Sendable {
             return nil
         }
         guard let (userID, storedHash) = stored else { return nil }
-        await tokens.store(presented.selector, userID: userID, hash: Array(storedHash))
+        await tokens.store((userID, Array(storedHash)), for: presented.selector)
         guard BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) else { return nil }
         // `canopy users tokens` shows when a token was last used; off the
         // request's path, and at most a write a minute (the function checks).
@@ -81,7 +84,7 @@ public final class RequestDatabase: Sendable {
     /// subject), or created with its `_defaultZone` on the first sign-in
     /// (once, however many first requests race; `canopy.sign_in`).
     public func userID(signingIn signIn: SignIn, logger: Logger) async throws -> Int64 {
-        if let cached = await signIns.lookup(signIn) { return cached }
+        if let cached = await signIns.value(for: signIn) { return cached }
         let client = self.client
         let userID: Int64 = try await withTimeout(availabilityTimeout) {
             let rows = try await client.query(
@@ -93,7 +96,7 @@ public final class RequestDatabase: Sendable {
             for try await (id) in rows.decode(Int64.self) { return id }
             throw StoreError(.query, "canopy.sign_in returned no user")
         }
-        await signIns.store(signIn, userID: userID)
+        await signIns.store(userID, for: signIn)
         return userID
     }
 

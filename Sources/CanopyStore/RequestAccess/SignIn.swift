@@ -19,25 +19,3 @@ public struct SignIn: Sendable, Hashable {
         self.phone = phone
     }
 }
-
-/// Sign-ins already written to the database, for a minute: a person's
-/// requests need no round trip to find their user until their claims
-/// change (a changed name or address is a different key, so it is written).
-actor SignInCache {
-    private var entries: [SignIn: (userID: Int64, expires: ContinuousClock.Instant)] = [:]
-    let timeToLive: Duration
-
-    init(timeToLive: Duration) {
-        self.timeToLive = timeToLive
-    }
-
-    func lookup(_ signIn: SignIn) -> Int64? {
-        guard let entry = entries[signIn], entry.expires > .now else { return nil }
-        return entry.userID
-    }
-
-    func store(_ signIn: SignIn, userID: Int64) {
-        if entries.count > 10_000 { entries.removeAll() }
-        entries[signIn] = (userID, .now + timeToLive)
-    }
-}

@@ -1,0 +1,13 @@
+import CanopyQuery
+import CanopyStore
+
+/// `issueToken`: the one operation whose statement needs a value made in
+/// Swift first, a fresh token from the system's secure random source
+/// (``BearerToken/generate()``); the database stores only its hash.
+struct IssueTokenOperation: RootOperation {
+    func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
+        let token = BearerToken.generate()
+        let plan = try IssueTokenPlan(field, token: token.string, selector: token.selector, secretHash: token.secretHash)
+        return try await executor.run(plan)
+    }
+}
