@@ -32,12 +32,14 @@ bench: postgres
 	@scripts/ensure-bench-tools.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build -c release --product canopy
+	$(SWIFT) build -c release --product canopy-floor
 	python3 scripts/bench/bench.py --records 200000 --scales 20000,200000 --runs 3 --seconds 6
 
 bench-full: postgres
 	@scripts/ensure-bench-tools.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build -c release --product canopy
+	$(SWIFT) build -c release --product canopy-floor
 	python3 scripts/bench/bench.py --records 1000000 --scales 100000,1000000,5000000 --runs 5 --seconds 20
 
 run: postgres build

@@ -10,6 +10,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "canopy", targets: ["canopy"]),
+        .executable(name: "canopy-floor", targets: ["canopy-floor"]),
         .library(name: "CanopyGateway", targets: ["CanopyGateway"]),
         .library(name: "CanopyStore", targets: ["CanopyStore"]),
         .library(name: "CanopyQuery", targets: ["CanopyQuery"]),
@@ -111,6 +112,19 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // The stack's floor for `make bench` (issue 18): Hummingbird and
+        // PostgresNIO running one captured statement, nothing else.
+        .executableTarget(
+            name: "canopy-floor",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Benchmarks/Floor",
             swiftSettings: swiftSettings
         ),
         .target(

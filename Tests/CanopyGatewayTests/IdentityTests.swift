@@ -24,6 +24,11 @@ struct IdentityTests {
         let provider = try Provider()
         let verifier = await provider.verifier(logger: harness.logs.logger())
         try await harness.test(identity: verifier) { client in
+            // A name with a NUL and a newline, longer than the database keeps: cleaned, cut, stored.
+            let long = try await provider.mint("rsa1", Provider.claims("long-name", ["name": "Ann\u{0}\nBell" + String(repeating: "e\u{301}", count: 200)]))
+            let cleaned = try await client.call("me", "{ me { name } }", token: long)
+            let name = try #require(cleaned.object["name"] as? String, "\(cleaned.body)")
+            #expect(name.hasPrefix("AnnBell") && name.unicodeScalars.count == 255, "\(name.unicodeScalars.count)")
             let first = try await provider.mint("rsa1", Provider.claims("jane-1", ["name": "Jane Appleseed", "email": "Jane@Example.com", "email_verified": true]))
             let me = try await client.call("me", "{ me { userRecordName name email } }", token: first)
             #expect(me.status == .ok && me.code == nil, "\(me.body)")
@@ -241,11 +246,17 @@ struct IdentityTests {
         try await harness.test(identity: verifier) { client in
             let hashed = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"   // SHA-256("abc")
             let token = try await provider.mint("rsa1", Provider.claims("nonce-user", ["nonce": hashed]))
-            for (nonce, passes) in [("abc", true), ("abd", false)] {
+            // The raw nonce in the header passes; another, or the claim itself sent back, does not.
+            for (nonce, passes) in [("abc", true), ("abd", false), (hashed, false)] {
                 let (status, body) = try await client.graphqlWithHeaders("{ me { userRecordName } }", headers: [.authorization: "Bearer \(token)", HTTPField.Name("Canopy-Nonce")!: nonce])
                 #expect((status == .ok) == passes, "nonce \(nonce): \(body)")
                 if !passes { #expect((firstError(body)["message"] as? String)?.contains("nonce") == true) }
             }
+            let withoutHeader = try await client.call("me", "{ me { userRecordName } }", token: token)
+            #expect(withoutHeader.message.contains("send the raw nonce in the Canopy-Nonce header"), "\(withoutHeader.body)")
+            let noClaim = try await provider.mint("rsa1", Provider.claims("nonce-user"))
+            let (status, body) = try await client.graphqlWithHeaders("{ me { userRecordName } }", headers: [.authorization: "Bearer \(noClaim)", HTTPField.Name("Canopy-Nonce")!: "abc"])
+            #expect(status == .unauthorized && (firstError(body)["message"] as? String)?.contains("has no nonce claim") == true, "\(body)")
             let claims = ["iss": supabase.issuer, "aud": "authenticated", "sub": "s-1", "exp": Int(Date().timeIntervalSince1970) + 600] as [String: Any]
             let good = try await provider.mint("hs-secret:\(secret)", claims)
             #expect(try await client.call("me", "{ me { userRecordName } }", token: good).code == nil)

@@ -48,6 +48,7 @@ struct AuthConfigurationTests {
     func faults() throws {
         let folder = try Folder()
         _ = try folder.write("private.json", #"{"keys": [{"kty":"RSA","kid":"p","n":"AQAB","e":"AQAB","d":"AQAB"}]}"#)
+        _ = try folder.write("hidden.json", #"{"keys": [\#(Self.rsaKey), {"kty":"oct","kid":"h","k":"c2VjcmV0","use":"enc"}]}"#)
         _ = try folder.write("garbled.json", #"{"keys": [{"kty":"RSA","kid":"g","n":"!!","e":"AQAB"}]}"#)
         let provider = #""name": "staff", "issuer": "https://sso.example.com", "audiences": ["canopy"]"#
         let cases: [(text: String, says: String)] = [
@@ -59,6 +60,7 @@ struct AuthConfigurationTests {
             (#"{"providers": [{\#(provider), "jwksURL": "http://sso.example.com/keys"}]}"#, "must be https (http only on loopback)"),
             (#"{"providers": [{\#(provider), "jwksFile": "missing.json"}]}"#, "provider 'staff': jwksFile \(folder.url.path)/missing.json cannot be read"),
             (#"{"providers": [{\#(provider), "jwksFile": "private.json"}]}"#, "key 'p' is a private or secret key"),
+            (#"{"providers": [{\#(provider), "jwksFile": "hidden.json"}]}"#, "key 'h' is a private or secret key"),
             (#"{"providers": [{\#(provider), "jwksFile": "garbled.json"}]}"#, "key 'g' is not a valid RS256 public key"),
             (#"{"providers": [{\#(provider), "hs256Secret": "short"}]}"#, "hs256Secret must be at least 32 bytes"),
             (#"{"providers": [{"name": "staff", "issuer": "https://sso.example.com", "jwksURL": "https://a/k"}]}"#, "provider 'staff': needs \"audiences\""),

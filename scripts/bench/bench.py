@@ -15,6 +15,12 @@ at several table sizes; and the gateway's peak memory and p99 under 64
 connections. The record type's schema (schema/bench.ckdb's text below) is
 applied with `canopy schema apply`, so the declared fields are indexed.
 
+Issue 18 adds the stack's floor: `canopy-floor` (Benchmarks/Floor), a
+minimal Hummingbird 2 + PostgresNIO program that answers by running the
+statement the gateway sends for W1 (and for W2's first page) with the same
+parameters and writing its JSON; it is driven by the same wrk script. The
+gateway's and the floor's CPU time per request come from /proc/PID/stat.
+
 usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--output FILE]
 (make bench: quick; make bench-full: larger). Needs wrk and pgbench.
 """
@@ -36,6 +42,8 @@ import population
 
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = Path(os.environ.get("CANOPY_BENCH_BINARY", ROOT / ".build" / "release" / "canopy"))
+FLOOR = Path(os.environ.get("CANOPY_BENCH_FLOOR", ROOT / ".build" / "release" / "canopy-floor"))
+FLOOR_PORT = 18090
 DATA = ROOT / ".bench"
 PORT = 18080
 URL = f"http://127.0.0.1:{PORT}/graphql"
@@ -96,6 +104,44 @@ class Gateway:
     def __exit__(self, *_):
         self.process.send_signal(signal.SIGTERM)
         self.process.wait(timeout=30)
+
+
+class Floor:
+    """`canopy-floor` (release build) running one captured statement."""
+
+    def __init__(self, cluster, name, key, statement, port):
+        self.cluster, self.name, self.key, self.port = cluster, name, key, port
+        self.sql, parameters = statement
+        count = max([int(n) for n in re.findall(r"\$(\d+)", self.sql)] or [0])
+        self.parameters = ["NULL" if parameters.get(n) is None else parameters[n] for n in range(1, count + 1)]
+        self.url = f"http://127.0.0.1:{port}/graphql"
+
+    def __enter__(self):
+        statement = DATA / f"floor-{self.name}.sql"
+        statement.write_text(self.sql)
+        log = open(DATA / f"floor-{self.name}.log", "a")
+        self.process = subprocess.Popen([str(FLOOR), str(self.port), self.cluster.socket, self.cluster.port, str(statement),
+                                         self.key] + self.parameters, stdout=log, stderr=subprocess.STDOUT)
+        for _ in range(300):
+            try:
+                request = urllib.request.Request(self.url, data=b"{}", method="POST")
+                answer = json.load(urllib.request.urlopen(request, timeout=1))
+                if answer["data"][self.key] is None:
+                    sys.exit(f"the floor's {self.name} statement answered null")
+                return self
+            except OSError:
+                time.sleep(0.1)
+        sys.exit(f"canopy-floor ({self.name}) did not answer; see {DATA}/floor-{self.name}.log")
+
+    def __exit__(self, *_):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=30)
+
+
+def cpu_seconds(process):
+    """User + system CPU time a running process has used (/proc/PID/stat)."""
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def graphql(token, query, variables=None):
@@ -257,11 +303,11 @@ def run_pgbench(cluster, script, defines, clients, seconds, header=""):
         return tps, percentile(latencies, 0.5), percentile(latencies, 0.99)
 
 
-def run_wrk(lua, clients, seconds, environment):
+def run_wrk(lua, clients, seconds, environment, url=URL):
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "script.lua"
         path.write_text(lua)
-        out = run(["wrk", "-t", "2", "-c", clients, "-d", f"{seconds}s", "--timeout", "60s", "--latency", "-s", path, URL],
+        out = run(["wrk", "-t", "2", "-c", clients, "-d", f"{seconds}s", "--timeout", "60s", "--latency", "-s", path, url],
                   env={**os.environ, **environment})
         if "Non-2xx" in out:
             sys.exit(f"wrk saw errors: {out}")
@@ -405,8 +451,8 @@ def main():
     for tool in ("wrk", "pgbench", "psql"):
         if not shutil.which(tool):
             sys.exit(f"{tool} is needed (apt-get install wrk postgresql-client)")
-    if not BINARY.exists():
-        sys.exit("build first: swift build -c release --product canopy")
+    if not BINARY.exists() or not FLOOR.exists():
+        sys.exit("build first: swift build -c release --product canopy && swift build -c release --product canopy-floor")
 
     if DATA.exists():
         subprocess.run([str(BINARY), "cluster", "stop", "--data-dir", str(DATA)], capture_output=True)
@@ -504,11 +550,15 @@ def main():
         workloads.append((f"W6 the W2 first page, zone of {scale:,} records", "requests/s", 1,
                           wrk_script(token, records_query(zone), RECORDS_ARGS), {}) + reader(f"scale{scale}"))
 
+    # The floor answers W1 and W2's first page with the gateway's own statements.
+    floors = {workloads[0][0]: Floor(cluster, "lookup", "lookup", statements["lookup"][0], FLOOR_PORT),
+              workloads[1][0]: Floor(cluster, "records", "records", statements["records"][0], FLOOR_PORT + 1)}
+    floor_rows = []
     rows = []
-    with Gateway() as gateway:
+    with Gateway() as gateway, floors[workloads[0][0]], floors[workloads[1][0]]:
         for name, unit, scale, lua, template, (script, defines), header in workloads:
             say(f"{name}: {options.runs} runs of {options.seconds} s each side, {options.clients} clients")
-            gateway_runs, ceiling_runs = [], []
+            gateway_runs, ceiling_runs, floor_runs, gateway_cpu_runs, floor_cpu_runs = [], [], [], [], []
             for run_number in range(options.runs):
                 # A fresh run id each run (W3's record names): reusing one made
                 # every later run's names collide with the first's, so those
@@ -532,9 +582,23 @@ def main():
                                  f"{saved} records were saved; the gateway refused records (see its answers)")
                     gateway_runs.append((saved / scale / (time.monotonic() - started), p50, p99))
                 else:
+                    cpu_before = cpu_seconds(gateway.process)
                     gateway_runs.append(run_wrk(lua, options.clients, options.seconds, environment))
+                    gateway_cpu_runs.append((cpu_seconds(gateway.process) - cpu_before) / (gateway_runs[-1][0] * options.seconds))
                 ceiling_runs.append(run_pgbench(cluster, script, defines, options.clients, options.seconds, header))
+                if name in floors:
+                    floor = floors[name]
+                    cpu_before = cpu_seconds(floor.process)
+                    floor_runs.append(run_wrk(lua, options.clients, options.seconds, environment, url=floor.url))
+                    floor_cpu_runs.append((cpu_seconds(floor.process) - cpu_before) / (floor_runs[-1][0] * options.seconds))
             median = lambda runs, i: statistics.median(r[i] for r in runs)
+            if name in floors:
+                floor_median = [median(floor_runs, i) for i in range(3)]
+                floor_rows.append((name, median(gateway_runs, 0), floor_median[0], median(ceiling_runs, 0),
+                                   statistics.median(gateway_cpu_runs) * 1e6, statistics.median(floor_cpu_runs) * 1e6,
+                                   median(gateway_runs, 1), floor_median[1]))
+                say(f"  floor {floor_median[0]:,.0f} {unit}; gateway / floor {floor_rows[-1][1] / floor_median[0]:.2f}; "
+                    f"CPU per request: gateway {floor_rows[-1][4]:.0f} µs, floor {floor_rows[-1][5]:.0f} µs")
             gateway_median = [median(gateway_runs, i) for i in range(3)]
             ceiling = [median(ceiling_runs, i) for i in range(3)]
             rows.append((name, unit, gateway_median[0] * scale, ceiling[0] * scale, gateway_median[1], ceiling[1], gateway_median[2], ceiling[2]))
@@ -586,6 +650,18 @@ def main():
     for name, unit, g, c, g50, c50, g99, c99 in rows:
         lines.append(f"| {name} | {unit} | {g:,.0f} | {c:,.0f} | {g / c:.2f} | {g50:.2f} | {c50:.2f} | {g99:.2f} | {c99:.2f} |")
 
+    lines += [
+        "", "## The stack's floor and the gateway's CPU (issue 18)", "",
+        "The floor is `canopy-floor` (Benchmarks/Floor): Hummingbird 2 and PostgresNIO, release build, answering by "
+        "running the statement the gateway sends for the workload (captured above, parameters included) and writing "
+        "its JSON; no GraphQL, authentication, logs or metrics. Same wrk script and clients. CPU per request is the "
+        "process's user + system time over a run divided by the requests answered (/proc/PID/stat), median of the runs.", "",
+        "| workload | gateway req/s | floor req/s | pgbench tps | gateway / floor | gateway CPU µs/request | floor CPU µs/request | p50 gateway | p50 floor |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, g, f, c, gcpu, fcpu, g50, f50 in floor_rows:
+        lines.append(f"| {name} | {g:,.0f} | {f:,.0f} | {c:,.0f} | {g / f:.2f} | {gcpu:.0f} | {fcpu:.0f} | {g50:.2f} | {f50:.2f} |")
+
     def goal(text, met):
         return f"| {text} | {'met' if met else '**not met**'} |"
 
@@ -616,7 +692,15 @@ def main():
         f"{'met' if scale_rows[-1][4] <= 1.3 * scale_rows[0][4] else '**not met**'} |",
         f"| p99 at 64 connections within 3× of p50 | {wide[2] / wide[1]:.2f}× | {'met' if wide[2] <= 3 * wide[1] else '**not met**'} |",
         f"| gateway RSS under 150 MB | {memory:.0f} MB | {'met' if memory < 150 else '**not met**'} |",
+        "", "## The goals of issue 18, measured in this run", "",
+        "| goal | measured | |", "|---|---|---|",
     ]
+    for name, g, f, c, gcpu, fcpu, g50, f50 in floor_rows:
+        short = name.split(":")[0].split(" ")[0]
+        lines += [
+            f"| {short} ≥ 0.7× the floor's throughput | {g / f:.2f} | {'met' if g >= 0.7 * f else '**not met**'} |",
+            f"| {short} ≤ 120 µs of gateway CPU a request | {gcpu:.0f} µs | {'met' if gcpu <= 120 else '**not met**'} |",
+        ]
     notes_path = ROOT / "docs" / "BENCHMARK_NOTES.md"
     lines += ["", f"What the numbers mean and what stands in the way: [docs/BENCHMARK_NOTES.md](docs/BENCHMARK_NOTES.md)."
               if notes_path.exists() else ""]

@@ -39,7 +39,7 @@ CREATE OR REPLACE FUNCTION canopy.discover_user(p_email text, p_phone text)
     RETURNS TABLE (record_name text, name text, email text, phone text)
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT u.record_name, coalesce(u.display_name, u.name),
+    SELECT u.record_name, u.name,
            CASE WHEN p_email IS NOT NULL THEN u.email END,
            CASE WHEN p_phone IS NOT NULL THEN u.phone END
       FROM canopy.users u

@@ -323,14 +323,24 @@ final class GraphQLWebSocketSession: Sendable {
         }
     }
 
+    /// A close frame's reason holds at most 123 bytes of UTF-8: whole
+    /// characters, with "…" when cut.
+    static func closeReason(_ reason: String) -> String {
+        guard reason.utf8.count > 123 else { return reason }
+        var kept = ""
+        for character in reason {
+            guard kept.utf8.count + character.utf8.count <= 120 else { break }
+            kept.append(character)
+        }
+        return kept + "…"
+    }
+
     private func close(_ code: UInt16, _ reason: String) async {
         let first = state.withLock { state -> Bool in
             defer { state.closed = true }
             return !state.closed
         }
         guard first else { return }
-        // A close frame's reason holds at most 123 bytes.
-        let fitting = reason.utf8.count <= 123 ? reason : String(decoding: reason.utf8.prefix(120), as: UTF8.self) + "…"
-        try? await outbound.close(.unknown(code), reason: String(fitting.utf8.count <= 123 ? fitting : String(fitting.prefix(40))))
+        try? await outbound.close(.unknown(code), reason: Self.closeReason(reason))
     }
 }

@@ -34,12 +34,14 @@ public struct KeySet: Sendable {
             let kid = entry["kid"] as? String
             let label = kid.map { "key \(quoted($0))" } ?? "keys[\(index)]"
             let type = entry["kty"] as? String ?? ""
+            // Before anything is skipped: a set that holds private or secret
+            // material is refused whole, whatever the key is for.
+            if ["d", "k", "p", "q", "dp", "dq", "qi"].contains(where: { entry[$0] != nil }) {
+                throw fault("\(label) is a private or secret key; a key set must hold public keys only")
+            }
             if let use = entry["use"] as? String, use != "sig" {
                 skipped.append("\(label): use \(quoted(use)) is not for signatures")
                 continue
-            }
-            if entry["d"] != nil || entry["k"] != nil {
-                throw fault("\(label) is a private or secret key; a key set must hold public keys only")
             }
             let algorithm: String
             switch (type, entry["alg"] as? String, entry["crv"] as? String) {

@@ -14,6 +14,13 @@ actor ProviderKeys {
         let algorithm: String
         let label: String
         let keys: JWTKeyCollection
+        let kid: String?
+    }
+
+    /// Whether the set comes by URL (and so can be fetched again).
+    var isFetched: Bool {
+        if case .jwksURL = provider.keySource { return true }
+        return false
     }
 
     static let maximumAge: Duration = .seconds(3600)
@@ -39,6 +46,7 @@ actor ProviderKeys {
         switch provider.keySource {
         case .jwksFile(_, let keys):
             keySet = keys
+            collections = await Self.collections(for: keys)
             secret = nil
         case .hs256Secret(let bytes):
             let collection = JWTKeyCollection()
@@ -53,7 +61,7 @@ actor ProviderKeys {
     /// there is none.
     func key(kid: String?, algorithm: String) async throws(IdentityError) -> Selected {
         if let secret {
-            return Selected(algorithm: "HS256", label: "the shared secret", keys: secret)
+            return Selected(algorithm: "HS256", label: "the shared secret", keys: secret, kid: nil)
         }
         var key = keySet?.key(for: kid)
         if case .jwksURL = provider.keySource, key == nil || isStale {
@@ -71,7 +79,10 @@ actor ProviderKeys {
         guard key.algorithm == algorithm else {
             throw .refused("alg \(quoted(algorithm)) is not allowed for \(label) of provider '\(provider.name)', which is a \(key.algorithm) key")
         }
-        return Selected(algorithm: key.algorithm, label: label, keys: await collection(for: key))
+        guard let collection = collections[key.kid ?? ""] else {
+            throw .refused("the keys of provider '\(provider.name)' are being replaced; try again")
+        }
+        return Selected(algorithm: key.algorithm, label: label, keys: collection, kid: key.kid)
     }
 
     /// Fetches the key set now, unless a fetch ran less than a minute ago.
@@ -98,10 +109,14 @@ actor ProviderKeys {
         do {
             let data = try await fetcher.fetch(url)
             let fetched = try KeySet(parsing: data)
+            let built = await Self.collections(for: fetched)
+            // The set and its collections change together, with no
+            // suspension between: a verification never pairs a kid with a
+            // key of the set before.
             keySet = fetched
+            collections = built
             fetchedAt = .now
             lastFailure = nil
-            collections = [:]
             logger.info("fetched the key set of an identity provider", metadata: [
                 "canopy.provider": "\(provider.name)", "canopy.keys": "\(fetched.keys.map { $0.kid ?? "-" })",
             ])
@@ -118,13 +133,16 @@ actor ProviderKeys {
         }
     }
 
-    private func collection(for key: KeySet.Key) async -> JWTKeyCollection {
-        let name = key.kid ?? ""
-        if let existing = collections[name] { return existing }
-        let collection = JWTKeyCollection()
-        // The JWK was checked when the set was read; adding cannot fail.
-        _ = try? await collection.add(jwk: key.jwk, isDefault: true)
-        collections[name] = collection
-        return collection
+    /// One jwt-kit collection per key, each holding that key alone, built
+    /// before the set is put in use.
+    private static func collections(for keySet: KeySet) async -> [String: JWTKeyCollection] {
+        var built: [String: JWTKeyCollection] = [:]
+        for key in keySet.keys {
+            let collection = JWTKeyCollection()
+            // The JWK was checked when the set was read; adding cannot fail.
+            _ = try? await collection.add(jwk: key.jwk, isDefault: true)
+            built[key.kid ?? ""] = collection
+        }
+        return built
     }
 }

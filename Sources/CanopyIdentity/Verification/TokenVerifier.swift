@@ -64,8 +64,10 @@ public final class TokenVerifier: Sendable {
     }
 
     /// The identity a token proves, or the refusal naming the failed check.
-    /// - Parameter nonce: the nonce the request sent (`Canopy-Nonce`); when
-    ///   given, the token's `nonce` claim must be it or its SHA-256 in hex.
+    /// - Parameter nonce: the raw nonce the request sent (`Canopy-Nonce`).
+    ///   A token that carries a `nonce` claim needs it, and the claim must
+    ///   be its SHA-256 in hex; a request that sends one needs a token with
+    ///   a nonce.
     public func verify(_ token: String, nonce: String? = nil, now: Date = Date()) async throws(IdentityError) -> VerifiedIdentity {
         let parsed = try UnverifiedToken(token)
         guard let algorithm = parsed.algorithm else { throw .refused("the JWT's header has no alg") }
@@ -78,14 +80,34 @@ public final class TokenVerifier: Sendable {
         guard provider.algorithms.contains(algorithm) else {
             throw .refused("alg \(quoted(algorithm)) is not allowed for provider '\(provider.name)' (allowed: \(provider.algorithms.sorted().joined(separator: ", ")))")
         }
-        let key = try await providerKeys.key(kid: parsed.kid, algorithm: algorithm)
+        var key = try await providerKeys.key(kid: parsed.kid, algorithm: algorithm)
+        if try await !Self.signatureVerifies(token, with: key, of: provider) {
+            // A set whose one key has no kid cannot say it rotated: fetch it
+            // again (at most once per interval) and try the key it holds then.
+            if key.kid == nil, await providerKeys.isFetched {
+                await providerKeys.refresh()
+                key = try await providerKeys.key(kid: parsed.kid, algorithm: algorithm)
+                if try await Self.signatureVerifies(token, with: key, of: provider) { return try identity(parsed, provider: provider, issuer: issuer, nonce: nonce, now: now) }
+            }
+            throw .refused("the signature does not verify with \(key.label) of provider '\(provider.name)'")
+        }
+        return try identity(parsed, provider: provider, issuer: issuer, nonce: nonce, now: now)
+    }
+
+    /// True when the signature verifies; a token jwt-kit cannot read is a refusal.
+    private static func signatureVerifies(_ token: String, with key: ProviderKeys.Selected, of provider: IdentityProvider) async throws(IdentityError) -> Bool {
         do {
             _ = try await key.keys.verify(token, as: SignedPayload.self)
+            return true
         } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
-            throw .refused("the signature does not verify with \(key.label) of provider '\(provider.name)'")
+            return false
         } catch {
             throw .refused("the token could not be verified with \(key.label) of provider '\(provider.name)' (malformed signature or payload)")
         }
+    }
+
+    /// The checks after the signature: audience, times, subject, nonce.
+    private func identity(_ parsed: UnverifiedToken, provider: IdentityProvider, issuer: String, nonce: String?, now: Date) throws(IdentityError) -> VerifiedIdentity {
         // The signature covers the claims read below.
         let audiences = parsed.audiences
         guard audiences.contains(where: provider.audiences.contains) else {
@@ -99,13 +121,23 @@ public final class TokenVerifier: Sendable {
         if let notBefore = parsed.date("nbf"), notBefore.timeIntervalSince(now) > Self.leeway {
             throw .refused("the token is not valid before \(Self.format(notBefore)) (nbf)")
         }
-        guard let subject = parsed.string("sub"), !subject.isEmpty, subject.utf8.count <= 255 else {
-            throw .refused("the token has no sub (subject) claim of 1 to 255 bytes")
+        guard let subject = parsed.string("sub"), !subject.isEmpty, subject.utf8.count <= 255,
+              !subject.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw .refused("the token has no sub (subject) claim of 1 to 255 bytes without control characters")
         }
-        if let nonce {
-            guard let claimed = parsed.string("nonce") else { throw .refused("the request sent a nonce but the token has no nonce claim") }
-            let hashed = SHA256.hash(data: Data(nonce.utf8)).map { String(format: "%02x", $0) }.joined()
-            guard claimed == nonce || claimed == hashed else { throw .refused("the token's nonce is not the one the request sent") }
+        switch (parsed.claims["nonce"], nonce) {
+        case (nil, nil):
+            break
+        case (nil, .some):
+            throw .refused("the request sent a nonce but the token has no nonce claim")
+        case (.some, nil):
+            throw .refused("the token carries a nonce: send the raw nonce in the Canopy-Nonce header")
+        case (let claimed?, let raw?):
+            // The claim is SHA-256(raw nonce) in hex, as Sign in with Apple
+            // and Firebase do it; never the raw value itself, which anyone
+            // holding the token could read from it and send back.
+            let hashed = SHA256.hash(data: Data(raw.utf8)).map { String(format: "%02x", $0) }.joined()
+            guard (claimed as? String)?.lowercased() == hashed else { throw .refused("the token's nonce is not the SHA-256 of the nonce the request sent") }
         }
         return VerifiedIdentity(
             provider: provider.name, issuer: provider.issuer, subject: subject,
@@ -118,13 +150,17 @@ public final class TokenVerifier: Sendable {
 
     static func name(_ token: UnverifiedToken) -> String? {
         let full = token.string("name") ?? [token.string("given_name"), token.string("family_name")].compactMap { $0 }.joined(separator: " ")
-        let trimmed = full.trimmingCharacters(in: .whitespacesAndNewlines)
-        return trimmed.isEmpty ? nil : String(trimmed.prefix(255))
+        // PostgreSQL counts code points and stores no NUL: 255 scalars, no
+        // control characters (a name is for people; a newline is not part of it).
+        let scalars = full.unicodeScalars.filter { $0.properties.generalCategory != .control }.prefix(255)
+        let trimmed = String(String.UnicodeScalarView(scalars)).trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? nil : trimmed
     }
 
     /// Lower case, and shaped like an address, else nil.
     static func email(_ value: String) -> String? {
         let email = value.trimmingCharacters(in: .whitespaces).lowercased()
+        guard email.utf8.count <= 320, !email.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return nil }
         return email.range(of: "^[^@\\s]+@[^@\\s]+$", options: .regularExpression) == nil ? nil : email
     }
 

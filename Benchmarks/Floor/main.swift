@@ -1,0 +1,55 @@
+// The stack's floor (issue 18): Hummingbird 2 and PostgresNIO doing the
+// least a gateway request can do on this machine. One route, POST any path:
+// runs one statement (the one the gateway sends for a workload, captured by
+// scripts/bench/bench.py, identity and all) with fixed parameters, and
+// writes its first column as `{"data":{KEY:…}}`. No GraphQL, no
+// authentication, no logs or metrics: what is left is the HTTP server, the
+// pool, one round trip and the JSON.
+//
+//   canopy-floor PORT SOCKET_DIR PG_PORT STATEMENT_FILE KEY [PARAMETER ...]
+//
+// It connects as canopy_gateway (no password) to database canopy through
+// the Unix socket in SOCKET_DIR, as `canopy serve` and pgbench do with the
+// embedded cluster.
+// STATEMENT_FILE holds the SQL text with $1…$n; each PARAMETER is bound as
+// text (as pgbench binds them); the word NULL binds NULL.
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import PostgresNIO
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 6, let port = Int(arguments[1]), let pgPort = Int(arguments[3]) else {
+    FileHandle.standardError.write(Data("usage: canopy-floor PORT SOCKET_DIR PG_PORT STATEMENT_FILE KEY [PARAMETER ...]\n".utf8))
+    exit(2)
+}
+let sql = try String(contentsOfFile: arguments[4], encoding: .utf8)
+let key = arguments[5]
+let parameters: [String?] = arguments.dropFirst(6).map { $0 == "NULL" ? nil : $0 }
+let prefix = ByteBuffer(string: "{\"data\":{\"\(key)\":")
+let suffix = ByteBuffer(string: "}}")
+
+var logger = Logger(label: "canopy-floor")
+logger.logLevel = .warning
+var configuration = PostgresClient.Configuration(
+    unixSocketPath: "\(arguments[2])/.s.PGSQL.\(pgPort)", username: "canopy_gateway", password: nil, database: "canopy"
+)
+configuration.options.maximumConnections = 20
+let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+
+let router = Router()
+router.post("**") { request, _ -> Response in
+    _ = try await request.body.collect(upTo: 1 << 20)
+    var binds = PostgresBindings()
+    for parameter in parameters { binds.append(parameter) }
+    let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+    var body = prefix
+    for try await (json) in rows.decode(String?.self) {
+        body.writeString(json ?? "null")
+    }
+    body.writeImmutableBuffer(suffix)
+    return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
+}
+let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), services: [client], logger: logger)
+try await app.runService()
