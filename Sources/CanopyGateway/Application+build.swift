@@ -22,7 +22,9 @@ public func buildApplication(
     let router = Router(context: CanopyRequestContext.self)
     router.add(middleware: CrossOriginMiddleware(policy: configuration.crossOrigin))
     router.add(middleware: RequestIDMiddleware())
-    router.add(middleware: LogRequestsMiddleware(.info))
+    if configuration.accessLog {
+        router.add(middleware: LogRequestsMiddleware(.info))
+    }
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: GraphQLMediaTypeMiddleware())
     HealthController(database: database).register(on: router)

@@ -10,6 +10,9 @@
 ///   default 30 days): how long tombstones and zone departures are kept;
 ///   older change tokens are CHANGE_TOKEN_EXPIRED
 /// - `purgeInterval`: how often that history is purged (default hourly)
+/// - `accessLog` (`--access-log`, `CANOPY_ACCESS_LOG=1`): a log line per
+///   request at info (off by default: a synchronous write on every
+///   request's path; errors and slow requests are logged either way)
 /// - `crossOrigin` (`--cors-origin`, repeatable; `CANOPY_CORS_ORIGINS`,
 ///   comma-separated): the browser origins allowed to call (none by default)
 public struct GatewayConfiguration: Sendable {
@@ -23,6 +26,7 @@ public struct GatewayConfiguration: Sendable {
     public var changeRetention: Duration
     public var purgeInterval: Duration
     public var crossOrigin: CrossOriginPolicy
+    public var accessLog: Bool
 
     public init(
         host: String = "127.0.0.1",
@@ -34,7 +38,8 @@ public struct GatewayConfiguration: Sendable {
         maximumAliases: Int = 30,
         changeRetention: Duration = .seconds(30 * 24 * 3600),
         purgeInterval: Duration = .seconds(3600),
-        crossOrigin: CrossOriginPolicy = .none
+        crossOrigin: CrossOriginPolicy = .none,
+        accessLog: Bool = false
     ) {
         self.host = host
         self.port = port
@@ -46,5 +51,6 @@ public struct GatewayConfiguration: Sendable {
         self.changeRetention = changeRetention
         self.purgeInterval = purgeInterval
         self.crossOrigin = crossOrigin
+        self.accessLog = accessLog
     }
 }

@@ -193,7 +193,7 @@ struct GatewayTests {
     func tokenSecrecy() async throws {
         let harness = try await GatewayHarness.make()
         let secret = String(harness.aliceToken.split(separator: "_", maxSplits: 2)[2])
-        try await harness.test { client in
+        try await harness.test(configuration: GatewayConfiguration(accessLog: true)) { client in
             _ = try await client.graphql("{ me { name } }", token: harness.aliceToken)
             _ = try await client.graphql("{ me { nme } }", token: harness.aliceToken)
             _ = try await client.graphql("{ me { name } }", token: harness.aliceToken + "x")
@@ -218,7 +218,7 @@ struct GatewayTests {
     @Test("errors carry the request id that the X-Request-ID header and the logs carry")
     func requestIDs() async throws {
         let harness = try await GatewayHarness.make()
-        try await harness.test { client in
+        try await harness.test(configuration: GatewayConfiguration(accessLog: true)) { client in
             let response = try await client.execute(
                 uri: "/graphql", method: .post, headers: [.contentType: "application/json"],
                 body: ByteBuffer(string: "{\"query\": \"{ me { name } }\"}")
@@ -229,5 +229,11 @@ struct GatewayTests {
             #expect(header != nil && header == id)
             #expect(harness.logs.text.contains(id ?? "?"), "the request id is in the logs")
         }
+        // Without --access-log, a request that succeeds writes no log line.
+        let quiet = try await GatewayHarness.make()
+        try await quiet.test { client in
+            _ = try await client.graphql("{ me { name } }", token: quiet.aliceToken)
+        }
+        #expect(!quiet.logs.text.contains("/graphql"), "\(quiet.logs.text)")
     }
 }

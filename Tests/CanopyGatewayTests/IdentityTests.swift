@@ -118,7 +118,8 @@ struct IdentityTests {
     func keyRotation() async throws {
         let harness = try await GatewayHarness.make()
         let provider = try Provider()
-        let verifier = await provider.verifier(refetchInterval: .seconds(2), logger: harness.logs.logger())
+        let interval: Duration = .seconds(4)
+        let verifier = await provider.verifier(refetchInterval: interval, logger: harness.logs.logger())
         try await harness.test(identity: verifier) { client in
             let rsa = try await provider.mint("rsa1", Provider.claims("rotating"))
             let before = try await client.call("me", "{ me { userRecordName } }", token: rsa)
@@ -127,9 +128,10 @@ struct IdentityTests {
 
             // The provider rotates to an EC key; two tokens with the new kid
             // arrive at once: one fetch between them.
-            try await Task.sleep(for: .seconds(2.5))
+            try await Task.sleep(for: interval + .milliseconds(500))
             try await provider.publish(["ec1"])
             let ec = try await provider.mint("ec1", Provider.claims("rotating"))
+            let rotated = ContinuousClock.now
             async let first = client.call("me", "{ me { userRecordName } }", token: ec)
             async let second = client.call("me", "{ me { userRecordName } }", token: ec)
             let answers = try await [first, second]
@@ -140,12 +142,16 @@ struct IdentityTests {
             let stranger = try await provider.mint("rsa2", Provider.claims("rotating"))
             let refused = try await client.call("me", "{ me { userRecordName } }", token: stranger)
             #expect(refused.message.contains("no key with kid 'rsa2'"), "\(refused.body)")
-            #expect(try await provider.fetches() == fetchedOnce + 1, "no second fetch within the interval")
+            // (Only checkable while the interval lasts: the full suite can
+            // slow this machine down past it.)
+            if ContinuousClock.now - rotated < interval {
+                #expect(try await provider.fetches() == fetchedOnce + 1, "no second fetch within the interval")
+            }
 
             // The provider goes down: the key held keeps verifying; a new
             // kid is refused, and the failed fetch is logged.
             try await provider.stopKeyServer()
-            try await Task.sleep(for: .seconds(2.5))
+            try await Task.sleep(for: interval + .milliseconds(500))
             let unknown = try await client.call("me", "{ me { userRecordName } }", token: stranger)
             #expect(unknown.code == "NOT_AUTHENTICATED" && unknown.message.contains("no key with kid 'rsa2'"), "\(unknown.body)")
             let still = try await client.call("me", "{ me { userRecordName } }", token: try await provider.mint("ec1", Provider.claims("rotating")))

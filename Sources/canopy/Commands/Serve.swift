@@ -38,6 +38,9 @@ struct Serve: AsyncParsableCommand {
     var corsOrigins: [String] = (ProcessInfo.processInfo.environment["CANOPY_CORS_ORIGINS"] ?? "")
         .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
 
+    @Flag(name: .customLong("access-log"), help: "Log a line for every request, at info (env CANOPY_ACCESS_LOG=1). Off by default: errors are logged either way.")
+    var accessLog = false
+
     @OptionGroup var mode: ModeOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var migrations: MigrationsOptions
@@ -96,7 +99,8 @@ struct Serve: AsyncParsableCommand {
             host: host, port: port,
             publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"],
             changeRetention: .seconds(changeRetentionDays * 24 * 3600),
-            crossOrigin: crossOrigin
+            crossOrigin: crossOrigin,
+            accessLog: accessLog || ProcessInfo.processInfo.environment["CANOPY_ACCESS_LOG"] == "1"
         )
         var verifier: TokenVerifier?
         if let authConfiguration {
