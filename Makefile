@@ -1,7 +1,8 @@
 # Canopy: the commands the README names.
 #   make run    build, start the embedded PostgreSQL cluster, migrate, serve,
 #               and print a first request
-#   make test   install PostgreSQL if missing, build, run every test suite
+#   make test   install PostgreSQL and headless Chromium if missing, build,
+#               run every test suite
 #   make bench  release build; the gateway against pgbench; BENCHMARKS.md
 # Both install PostgreSQL from Debian's packages when it is missing (as root).
 
@@ -18,6 +19,7 @@ build:
 	$(SWIFT) build --product canopy
 
 test: postgres
+	@scripts/ensure-browser.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build --build-tests
 	$(SWIFT) test

@@ -2,7 +2,7 @@
 // least a gateway request can do on this machine. One route, POST any path:
 // runs one statement (the one the gateway sends for a workload, captured by
 // scripts/bench/bench.py, identity and all) with fixed parameters, and
-// writes its first column as `{"data":{KEY:…}}`. No GraphQL, no
+// writes its first text column (the answer's JSON) as `{"data":{KEY:…}}`. No GraphQL, no
 // authentication, no logs or metrics: what is left is the HTTP server, the
 // pool, one round trip and the JSON.
 //
@@ -12,21 +12,46 @@
 // the Unix socket in SOCKET_DIR, as `canopy serve` and pgbench do with the
 // embedded cluster.
 // STATEMENT_FILE holds the SQL text with $1…$n; each PARAMETER is bound as
-// text (as pgbench binds them); the word NULL binds NULL.
+// text (as pgbench binds them); the word NULL binds NULL. The statement is
+// prepared on each connection once (as the gateway prepares its shapes),
+// and Swift concurrency runs on NIO's event loops (as in `canopy serve`).
 import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 import PostgresNIO
+
+// As `canopy serve` does: Swift concurrency on NIO's event loops.
+NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 6, let port = Int(arguments[1]), let pgPort = Int(arguments[3]) else {
     FileHandle.standardError.write(Data("usage: canopy-floor PORT SOCKET_DIR PG_PORT STATEMENT_FILE KEY [PARAMETER ...]\n".utf8))
     exit(2)
 }
-let sql = try String(contentsOfFile: arguments[4], encoding: .utf8)
 let key = arguments[5]
-let parameters: [String?] = arguments.dropFirst(6).map { $0 == "NULL" ? nil : $0 }
+
+/// The captured statement, prepared once per connection and then only
+/// bound, as the gateway runs its statements (StatementShapes).
+struct CapturedStatement: PostgresPreparedStatement {
+    static let sql = (try? String(contentsOfFile: CommandLine.arguments[4], encoding: .utf8)) ?? "SELECT NULL::text"
+    static let parameters: [String?] = CommandLine.arguments.dropFirst(6).map { $0 == "NULL" ? nil : $0 }
+    typealias Row = String?
+
+    func makeBindings() throws -> PostgresBindings {
+        var binds = PostgresBindings()
+        for parameter in Self.parameters { binds.append(parameter) }
+        return binds
+    }
+
+    /// The answer's JSON is the first text column (the gateway's reads put
+    /// a zone-found flag before it, and paging columns after it).
+    func decodeRow(_ row: PostgresRow) throws -> String? {
+        guard let cell = row.first(where: { [.text, .json, .jsonb].contains($0.dataType) }) else { return nil }
+        return try cell.decode(String?.self)
+    }
+}
 let prefix = ByteBuffer(string: "{\"data\":{\"\(key)\":")
 let suffix = ByteBuffer(string: "}}")
 
@@ -41,11 +66,8 @@ let client = PostgresClient(configuration: configuration, backgroundLogger: logg
 let router = Router()
 router.post("**") { request, _ -> Response in
     _ = try await request.body.collect(upTo: 1 << 20)
-    var binds = PostgresBindings()
-    for parameter in parameters { binds.append(parameter) }
-    let rows = try await client.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
     var body = prefix
-    for try await (json) in rows.decode(String?.self) {
+    for try await json in try await client.execute(CapturedStatement(), logger: logger) {
         body.writeString(json ?? "null")
     }
     body.writeImmutableBuffer(suffix)

@@ -56,6 +56,29 @@ struct BrowserAccessTests {
         }
     }
 
+    @Test("a real headless Chromium calls /graphql from an allowed origin (preflight, Authorization, JSON); from another origin the browser blocks it")
+    func realBrowser() async throws {
+        let harness = try await GatewayHarness.make()
+        let allowedPort = Int.random(in: 30_000...34_999), refusedPort = Int.random(in: 35_000...39_999)
+        let configuration = GatewayConfiguration(port: 0, crossOrigin: try CrossOriginPolicy(origins: ["http://127.0.0.1:\(allowedPort)"]))
+        let script = "\(TestDatabase.packageRoot)/Tests/python/browser_cors.py"
+        try await harness.test(configuration: configuration, live: true) { client in
+            let port = try #require(client.port)
+            let result = try await Subprocess.start("/usr/bin/env", [
+                "python3", script, "http://127.0.0.1:\(port)/graphql", harness.aliceToken, String(allowedPort), String(refusedPort),
+            ]).finished()
+            #expect(result.succeeded, "\(result.output)")
+            let line = result.output.split(separator: "\n").last.map(String.init) ?? ""
+            let seen = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+            let allowed = seen["allowed"] as? [String: Any]
+            #expect(allowed?["status"] as? Int == 200, "\(result.output)")
+            #expect((((allowed?["body"] as? [String: Any])?["data"] as? [String: Any])?["me"] as? [String: Any])?["name"] as? String == "alice")
+            #expect(allowed?["requestId"] is String, "X-Request-ID is exposed to the page")
+            let refused = seen["refused"] as? [String: Any]
+            #expect((refused?["error"] as? String)?.contains("Failed to fetch") == true, "\(result.output)")
+        }
+    }
+
     @Test("--cors-origin refuses a wildcard, null and anything with a path")
     func originList() {
         for bad in ["*", "null", "https://app.example.com/", "app.example.com", "https://app.example.com/path"] {

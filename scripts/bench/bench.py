@@ -122,16 +122,24 @@ class Floor:
         log = open(DATA / f"floor-{self.name}.log", "a")
         self.process = subprocess.Popen([str(FLOOR), str(self.port), self.cluster.socket, self.cluster.port, str(statement),
                                          self.key] + self.parameters, stdout=log, stderr=subprocess.STDOUT)
+        problem = "it did not answer"
         for _ in range(300):
             try:
                 request = urllib.request.Request(self.url, data=b"{}", method="POST")
                 answer = json.load(urllib.request.urlopen(request, timeout=1))
-                if answer["data"][self.key] is None:
-                    sys.exit(f"the floor's {self.name} statement answered null")
-                return self
+                if answer["data"][self.key] is not None:
+                    return self
+                problem = "its statement answered null"
+                break
             except OSError:
                 time.sleep(0.1)
-        sys.exit(f"canopy-floor ({self.name}) did not answer; see {DATA}/floor-{self.name}.log")
+            except ValueError as error:
+                problem = f"it answered something that is not JSON ({error})"
+                break
+        # Not left running: its port would refuse the next run's floor.
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        sys.exit(f"canopy-floor ({self.name}): {problem}; see {DATA}/floor-{self.name}.log")
 
     def __exit__(self, *_):
         self.process.send_signal(signal.SIGTERM)

@@ -120,9 +120,11 @@ public struct EmbeddedCluster: Sendable {
 
             # Added by canopy: the embedded cluster listens on a Unix socket in
             # its data directory and on loopback; the port is chosen at start.
+            # 400 connections: the test suite, all suites at once, opened up
+            # to 165 of the former 200.
             listen_addresses = '127.0.0.1'
             unix_socket_directories = '\(socketDirectory)'
-            max_connections = 200
+            max_connections = 400
             shared_buffers = 256MB
             log_min_messages = warning
             log_line_prefix = '%m [%p] %q%u@%d '
