@@ -32,18 +32,47 @@ public struct Cursor: Sendable, Equatable {
         return Cursor(fingerprint: fingerprint, keys: keys)
     }
 
+    /// Base64url without padding, byte by byte: it runs for every page, and
+    /// Foundation's `replacingOccurrences` cost 5% of a W2 request (issue 18).
     static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        var bytes = Array(data.base64EncodedString().utf8)
+        while bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        for index in bytes.indices {
+            switch bytes[index] {
+            case UInt8(ascii: "+"): bytes[index] = UInt8(ascii: "-")
+            case UInt8(ascii: "/"): bytes[index] = UInt8(ascii: "_")
+            default: break
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func data(fromBase64URL text: String) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64)
+        var bytes = Array(text.utf8)
+        for index in bytes.indices {
+            switch bytes[index] {
+            case UInt8(ascii: "-"): bytes[index] = UInt8(ascii: "+")
+            case UInt8(ascii: "_"): bytes[index] = UInt8(ascii: "/")
+            default: break
+            }
+        }
+        while bytes.count % 4 != 0 { bytes.append(UInt8(ascii: "=")) }
+        return Data(base64Encoded: Data(bytes))
+    }
+
+    /// Lower-case hex, without `String(format:)` (2% of a W2 request).
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// A stable digest of what defines a query's order and rows.
     public static func fingerprint(_ parts: [String]) -> String {
-        SHA256.hash(data: Data(parts.joined(separator: "\u{1F}").utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
+        hex(SHA256.hash(data: Data(parts.joined(separator: "\u{1F}").utf8)).prefix(12))
     }
 }

@@ -108,7 +108,7 @@ public struct PredicateParser {
             let kilometres = try parseValue()
             return .init(key: key, keyColumn: column, kind: .distance(location: location, op: op, kilometres: kilometres))
         }
-        guard word.range(of: "^[A-Za-z][A-Za-z0-9_]*$", options: .regularExpression) != nil else {
+        guard Self.isFieldName(word) else {
             throw error("'\(word)' is not a field name", at: keyColumn)
         }
         if case .op(let op) = current.kind {
@@ -195,5 +195,18 @@ public struct PredicateParser {
         default:
             throw error("expected a value, found \(describe(token))")
         }
+    }
+
+    /// `[A-Za-z][A-Za-z0-9_]*`, byte by byte (a regular expression here was
+    /// 4% of a filtered W2 request).
+    static func isFieldName(_ word: String) -> Bool {
+        var bytes = word.utf8.makeIterator()
+        guard let first = bytes.next(), (first | 0x20) >= UInt8(ascii: "a"), (first | 0x20) <= UInt8(ascii: "z") else { return false }
+        while let byte = bytes.next() {
+            let letter = (byte | 0x20) >= UInt8(ascii: "a") && (byte | 0x20) <= UInt8(ascii: "z")
+            let digit = byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+            guard letter || digit || byte == UInt8(ascii: "_") else { return false }
+        }
+        return true
     }
 }

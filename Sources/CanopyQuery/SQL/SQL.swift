@@ -28,7 +28,15 @@ public struct SQL: Sendable, Hashable, CustomStringConvertible, ExpressibleByStr
     /// checked against its grammar: needed where PostgreSQL wants a constant,
     /// as in an expression index (`canopy.string_field(fields, 'name')`).
     public static func literal(_ name: String) -> SQL {
-        SQL(unescaped: "'" + name.replacingOccurrences(of: "'", with: "''") + "'")
+        // Quotes doubled byte by byte (Foundation's replacingOccurrences was
+        // 1.5% of a filtered W2 request).
+        var text: [UInt8] = [UInt8(ascii: "'")]
+        for byte in name.utf8 {
+            text.append(byte)
+            if byte == UInt8(ascii: "'") { text.append(byte) }
+        }
+        text.append(UInt8(ascii: "'"))
+        return SQL(unescaped: String(decoding: text, as: UTF8.self))
     }
 
     public var isEmpty: Bool { text.isEmpty }
