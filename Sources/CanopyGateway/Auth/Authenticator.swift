@@ -52,7 +52,9 @@ struct Authenticator: Sendable {
         }
         let signIn = SignIn(
             issuer: identity.issuer, subject: identity.subject, provider: identity.provider,
-            displayName: identity.name, email: identity.email, phone: identity.phone
+            displayName: identity.name,
+            // An address that cannot be stored is as good as none.
+            email: identity.email.flatMap(ContactForm.email), phone: identity.phone.flatMap(ContactForm.phone)
         )
         let userID = try await database.userID(signingIn: signIn, logger: logger)
         return Caller(userID: userID, expires: identity.expires)

@@ -142,8 +142,8 @@ public final class TokenVerifier: Sendable {
         return VerifiedIdentity(
             provider: provider.name, issuer: provider.issuer, subject: subject,
             name: Self.name(parsed),
-            email: parsed.flag("email_verified") ? parsed.string("email").flatMap(Self.email) : nil,
-            phone: parsed.flag("phone_number_verified") ? parsed.string("phone_number").flatMap(Self.phone) : nil,
+            email: parsed.flag("email_verified") ? parsed.string("email") : nil,
+            phone: parsed.flag("phone_number_verified") ? parsed.string("phone_number") : nil,
             expires: expires
         )
     }
@@ -155,19 +155,6 @@ public final class TokenVerifier: Sendable {
         let scalars = full.unicodeScalars.filter { $0.properties.generalCategory != .control }.prefix(255)
         let trimmed = String(String.UnicodeScalarView(scalars)).trimmingCharacters(in: .whitespacesAndNewlines)
         return trimmed.isEmpty ? nil : trimmed
-    }
-
-    /// Lower case, and shaped like an address, else nil.
-    static func email(_ value: String) -> String? {
-        let email = value.trimmingCharacters(in: .whitespaces).lowercased()
-        guard email.utf8.count <= 320, !email.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return nil }
-        return email.range(of: "^[^@\\s]+@[^@\\s]+$", options: .regularExpression) == nil ? nil : email
-    }
-
-    /// Digits with an optional leading + (spaces, dashes, parentheses dropped), else nil.
-    static func phone(_ value: String) -> String? {
-        let phone = value.filter { !$0.isWhitespace && $0 != "-" && $0 != "(" && $0 != ")" }
-        return phone.range(of: "^\\+?[0-9]{3,20}$", options: .regularExpression) == nil ? nil : phone
     }
 
     static func format(_ date: Date) -> String {

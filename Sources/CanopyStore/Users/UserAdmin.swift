@@ -22,8 +22,8 @@ public struct UserAdmin: Sendable {
 
     /// Creates a user (with its _defaultZone) and a first token.
     public func add(name: String, email: String?, phone: String?, connection: PostgresConnection) async throws -> (UserSummary, BearerToken) {
-        let email = email.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-        let phone = phone.map { $0.filter { !$0.isWhitespace && $0 != "-" && $0 != "(" && $0 != ")" } }
+        let email = email.map(ContactForm.normalizedEmail)
+        let phone = phone.map(ContactForm.normalizedPhone)
         try Self.validate(name: name, email: email, phone: phone)
         do {
             return try await connection.inTransaction(logger: logger) { connection in
@@ -87,10 +87,10 @@ public struct UserAdmin: Sendable {
         if name.range(of: "^[A-Za-z0-9][A-Za-z0-9_.@-]{0,62}$", options: .regularExpression) == nil {
             throw StoreError(.invalidInput, "user name '\(name)' must be 1-63 of letters, digits and _.@-, starting with a letter or digit")
         }
-        if let email, email.range(of: "^[^@\\s]+@[^@\\s]+$", options: .regularExpression) == nil {
+        if let email, !ContactForm.isEmail(email) {
             throw StoreError(.invalidInput, "email '\(email)' is not an email address")
         }
-        if let phone, phone.range(of: "^\\+?[0-9]{3,20}$", options: .regularExpression) == nil {
+        if let phone, !ContactForm.isPhone(phone) {
             throw StoreError(.invalidInput, "phone '\(phone)' must be 3-20 digits with an optional leading +")
         }
     }
