@@ -196,6 +196,21 @@ let permissionCases: [PermissionCase] =
     + cases("api_tokens: issue", "INSERT INTO canopy.api_tokens (user_id, selector, secret_hash) VALUES ({me}, '0123456789abcdef', '\\x00') RETURNING id::text", [
         ("alice", .denied), ("stranger", .denied),
     ])
+    // memberships: your own rows, written only by triggers (migrations/0014)
+    + cases("memberships: select one's own", "SELECT count(*)::text FROM canopy.memberships WHERE user_id = {me}", [
+        ("alice", .rows(["5"])), ("reader", .rows(["3"])), ("public", .rows(["3"])), ("pending", .rows(["1"])),
+        ("removed", .rows(["1"])), ("stranger", .rows(["1"])),
+    ])
+    + cases("memberships: select someone else's", "SELECT count(*)::text FROM canopy.memberships WHERE user_id <> {me}", [
+        ("alice", .rows(["0"])), ("admin", .rows(["0"])), ("reader", .rows(["0"])), ("stranger", .rows(["0"])),
+    ])
+    + cases("memberships: grant oneself a zone",
+            "INSERT INTO canopy.memberships (user_id, zone_id, owner_id, role, can_write) VALUES ({me}, {zone:Family}, {alice}, 'OWNER', true) RETURNING id::text", [
+        ("stranger", .denied), ("reader", .denied),
+    ])
+    + cases("memberships: upgrade to writing", count("UPDATE canopy.memberships SET can_write = true"), [("reader", .denied), ("public", .denied)])
+    + cases("memberships: delete", count("DELETE FROM canopy.memberships"), [("alice", .denied), ("reader", .denied)])
+    + cases("memberships: rebuild", "SELECT canopy.rebuild_memberships()::text", [("alice", .denied), ("stranger", .denied)])
     // identities: your own sign-ins; written only by canopy.sign_in
     + cases("identities: select", "SELECT subject FROM canopy.identities", [("alice", .rows(["alice-at-idp"])), ("stranger", none), ("admin", none)])
     + cases("identities: claim someone's", "INSERT INTO canopy.identities (user_id, issuer, subject, provider) VALUES ({me}, 'https://idp.example', 'x', 'idp') RETURNING id::text", [

@@ -20,8 +20,11 @@ minimal Hummingbird 2 + PostgresNIO program that answers by running the
 statement the gateway sends for W1 (and for W2's first page) with the same
 parameters and writing its JSON; it is driven by the same wrk script. The
 gateway's and the floor's CPU time per request come from /proc/PID/stat.
+It also compares the zone's owner with the guest, a participant of 1,000
+shares (--guest-shares), running the same statements through pgbench: the
+cost of row-level security as a user's memberships grow.
 
-usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--output FILE]
+usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--guest-shares N] [--output FILE]
 (make bench: quick; make bench-full: larger). Needs wrk and pgbench.
 """
 import argparse
@@ -219,7 +222,13 @@ def records_query(zone="Bench", scope="PRIVATE", owner=None):
             'limit: 100, cursor: $c) { records { recordName fields } cursor } }')
 
 
-LOOKUP = '{ lookup(scope: PRIVATE, zone: {zoneName: "Bench"}, recordNames: ["r4242"]) { recordName record { recordName fields recordChangeTag } } }'
+def lookup_query(scope="PRIVATE", owner=None):
+    owner_name = f', ownerName: "{owner}"' if owner else ""
+    return ('{ lookup(scope: ' + scope + ', zone: {zoneName: "Bench"' + owner_name + '}, recordNames: ["r4242"]) '
+            '{ recordName record { recordName fields recordChangeTag } } }')
+
+
+LOOKUP = lookup_query()
 RECORDS_ARGS = {"a": [{"type": "TIMESTAMP", "value": 1700000000000 + 5000 * 60000},
                       {"type": "TIMESTAMP", "value": 1700000000000 + 900000000 * 60000}]}
 CHANGES = ('query($since: String) { zoneChanges(scope: PRIVATE, zone: {zoneName: "Bench"}, since: $since, limit: 400) '
@@ -453,6 +462,8 @@ def main():
     parser.add_argument("--owners", type=int, default=1000, help="the background population's owners")
     parser.add_argument("--population", type=int, default=None,
                         help="records in the population's zones (default: half of --records)")
+    parser.add_argument("--guest-shares", type=int, default=1000,
+                        help="shares of the population the guest (W5, the membership comparison) accepted")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     options = parser.parse_args()
     scales = [int(n) for n in options.scales.split(",") if n]
@@ -479,7 +490,7 @@ def main():
     people = population.seed_population(cluster.psql, cluster.copy_in, options.owners, population_records)
     # The benchmark's users are members of other people's shares too, so
     # their row-level security walks realistic lists of shares.
-    population.join_shares(cluster.psql, guest_id, 40)
+    population.join_shares(cluster.psql, guest_id, options.guest_shares)
     population.join_shares(cluster.psql, owner_id, 20, seed=23)
     say(f"  {people['zones']:,} zones (largest {people['largest_zone']:,} records), {people['zone_shares']} zone-wide and "
         f"{people['record_shares']} record-hierarchy shares, {people['participants']:,} participants, in {people['seconds']:.1f} s")
@@ -521,12 +532,15 @@ def main():
     deep_args = {**RECORDS_ARGS, "c": cursor}
     shared_query = records_query(scope="SHARED", owner=owner["userRecordName"])
 
+    guest_shares = int(cluster.psql(f"SELECT count(*) FROM canopy.memberships WHERE user_id = {guest_id} "
+                                    "AND share_id IS NOT NULL"))
     say("capturing the statements the gateway sends")
     requests = [
         ("lookup", token, LOOKUP, {}, ["unnest("]),
         ("records", token, records_query(), RECORDS_ARGS, ["canopy_ord"]),
         ("deep", token, records_query(), deep_args, ["canopy_ord"]),
         ("shared", guest["token"], shared_query, RECORDS_ARGS, ["canopy_ord"]),
+        ("shared lookup", guest["token"], lookup_query(scope="SHARED", owner=owner["userRecordName"]), {}, ["unnest("]),
         ("changes", token, CHANGES, {"since": tokens[len(tokens) // 2]}, ["floor AS"]),
         ("modify", token, MODIFY, {"s": batch("W3PREFIX")}, ["canopy.modify_records(", "r.id = ANY("]),
     ] + [(f"scale{scale}", token, records_query(zone), RECORDS_ARGS, ["canopy_ord"]) for scale, zone in scale_zones.items()]
@@ -621,6 +635,20 @@ def main():
         memory = peak_memory_mb(gateway.process)
         say(f"  {wide[0]:,.0f} requests/s, p50 {wide[1]:.2f} ms, p99 {wide[2]:.2f} ms; gateway peak RSS {memory:.0f} MB")
 
+        say(f"row-level security and memberships: the owner and the guest (accepted {guest_shares} shares), "
+            f"pgbench, {options.runs} runs of {options.seconds} s each")
+        membership_rows = []
+        for label, owner_statement, guest_statement in (("one record (W1's lookup)", "lookup", "shared lookup"),
+                                                        ("W2's first page", "records", "shared")):
+            sides = []
+            for statement in (owner_statement, guest_statement):
+                script, defines = reader(statement)[0]
+                runs = [run_pgbench(cluster, script, defines, options.clients, options.seconds) for _ in range(options.runs)]
+                sides.append((statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)))
+            membership_rows.append((label, *sides[0], *sides[1]))
+            say(f"  {label}: owner {sides[0][0]:,.0f} tps, guest {sides[1][0]:,.0f} tps, "
+                f"owner / guest {sides[0][0] / sides[1][0]:.2f}")
+
         say(f"subscription latency: {options.runs} runs of 50 commits")
         latency_runs = [notification_latency(token) for _ in range(options.runs)]
         latency = (statistics.median(statistics.median(r) for r in latency_runs),
@@ -651,7 +679,7 @@ def main():
         f"{people['zones']:,} zones of skewed sizes holding {people['records']:,} records (largest {people['largest_zone']:,}), "
         f"{people['zone_shares']} zone-wide and {people['record_shares']} record-hierarchy shares, "
         f"{people['participants']:,} participants of every role and status; the benchmark's owner is an accepted "
-        "participant in 20 of those shares and its guest in 40.", "",
+        f"participant in 20 of those shares and its guest in {guest_shares - 1:,} (and in the owner's Bench share).", "",
         "| workload | unit | gateway | pgbench | ratio | p50 gateway | p50 pgbench | p99 gateway | p99 pgbench |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -669,6 +697,18 @@ def main():
     ]
     for name, g, f, c, gcpu, fcpu, g50, f50 in floor_rows:
         lines.append(f"| {name} | {g:,.0f} | {f:,.0f} | {c:,.0f} | {g / f:.2f} | {gcpu:.0f} | {fcpu:.0f} | {g50:.2f} | {f50:.2f} |")
+
+    lines += [
+        "", "## Row-level security and memberships (issue 18)", "",
+        f"The same statement shape run by pgbench as `canopy_gateway` for the zone's owner (PRIVATE scope) and for "
+        f"the guest, an accepted READ_ONLY participant of the zone's share and of {guest_shares - 1:,} other shares "
+        "(SHARED scope); the statements are the gateway's own, captured above. Medians of the runs.", "",
+        "| read | owner tps | guest tps | guest cost / owner's | owner p50 | guest p50 |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, owner_tps, owner_p50, guest_tps, guest_p50 in membership_rows:
+        lines.append(f"| {label} | {owner_tps:,.0f} | {guest_tps:,.0f} | {owner_tps / guest_tps:.2f}× | "
+                     f"{owner_p50:.3f} | {guest_p50:.3f} |")
 
     def goal(text, met):
         return f"| {text} | {'met' if met else '**not met**'} |"
@@ -703,6 +743,11 @@ def main():
         "", "## The goals of issue 18, measured in this run", "",
         "| goal | measured | |", "|---|---|---|",
     ]
+    for label, owner_tps, _, guest_tps, _ in membership_rows:
+        lines.append(f"| {label}: a participant of {guest_shares:,} shares within 1.3× of the owner (pgbench) | "
+                     f"{owner_tps / guest_tps:.2f}× | {'met' if owner_tps <= 1.3 * guest_tps else '**not met**'} |")
+    lines.append(f"| W5 (the guest, {guest_shares:,} shares, through the gateway) p50 within 1.15× of the owner's W2 | "
+                 f"{participant[4] / owner_row[4]:.2f}× | {'met' if participant[4] <= 1.15 * owner_row[4] else '**not met**'} |")
     for name, g, f, c, gcpu, fcpu, g50, f50 in floor_rows:
         short = name.split(":")[0].split(" ")[0]
         lines += [

@@ -133,12 +133,8 @@ CREATE OR REPLACE FUNCTION canopy.lock_zone_for_write(p_zone_id bigint) RETURNS 
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM canopy.zones z
-                WHERE z.id = p_zone_id
-                  AND (z.owner_id = canopy.current_user_id()
-                       OR z.id = ANY (canopy.member_zone_ids(true))
-                       OR EXISTS (SELECT 1 FROM canopy.shares s
-                                   WHERE s.zone_id = z.id AND s.id = ANY (canopy.member_record_share_ids(true))))) THEN
+    IF EXISTS (SELECT 1 FROM canopy.memberships m
+                WHERE m.user_id = canopy.current_user_id() AND m.zone_id = p_zone_id AND m.can_write) THEN
         PERFORM 1 FROM canopy.zones WHERE id = p_zone_id FOR NO KEY UPDATE;
     END IF;
     RETURN true;
@@ -159,7 +155,7 @@ AS $$
         0)
       FROM canopy.zones z
      WHERE z.id = p_zone_id
-       AND (z.owner_id = canopy.current_user_id() OR z.id = ANY (canopy.member_any_zone_ids()))
+       AND EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id)
 $$;
 
 REVOKE ALL ON FUNCTION canopy.touch_zone(bigint) FROM PUBLIC, canopy_gateway;

@@ -1,10 +1,16 @@
 -- The row-level security helpers: the SECURITY DEFINER functions the
--- policies call as `column = ANY ((SELECT canopy.f()))`, each computing, for
--- canopy.current_user_id(), the ids the caller may reach.
+-- policies of shares and participants (and a few functions) call as
+-- `column = ANY ((SELECT canopy.f()))`, each computing, for
+-- canopy.current_user_id(), the ids the caller may reach; since
+-- migrations/0014 they read canopy.memberships instead of joining
+-- participants and shares. The hot policies (records, tombstones, zones,
+-- users) probe canopy.memberships row by row instead.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
 -- definitions in archive/0004, 0009 and 0011.
+-- canopy.visible_user_ids() (archive/0011) is gone: migrations/0014 drops
+-- it; users_select calls canopy.shares_managed_with() instead.
 --
 -- * The policies' helper functions become PL/pgSQL with the same bodies,
 --   rights and search_path: a SQL-language function with SET is planned
@@ -43,10 +49,10 @@ CREATE OR REPLACE FUNCTION canopy.member_share_ids(p_write boolean) RETURNS bigi
 AS $$
 BEGIN
     RETURN (
-        SELECT coalesce(array_agg(p.share_id), '{}')
-          FROM canopy.participants p
-         WHERE p.user_id = canopy.current_user_id() AND p.status = 'ACCEPTED' AND p.role <> 'OWNER'
-           AND (NOT p_write OR p.permission = 'READ_WRITE')
+        SELECT coalesce(array_agg(m.share_id), '{}')
+          FROM canopy.memberships m
+         WHERE m.user_id = canopy.current_user_id() AND m.share_id IS NOT NULL AND m.role <> 'OWNER'
+           AND (NOT p_write OR m.can_write)
     );
 END
 $$;
@@ -57,9 +63,9 @@ CREATE OR REPLACE FUNCTION canopy.admin_share_ids() RETURNS bigint[]
 AS $$
 BEGIN
     RETURN (
-        SELECT coalesce(array_agg(p.share_id), '{}')
-          FROM canopy.participants p
-         WHERE p.user_id = canopy.current_user_id() AND p.status = 'ACCEPTED' AND p.role = 'ADMINISTRATOR'
+        SELECT coalesce(array_agg(m.share_id), '{}')
+          FROM canopy.memberships m
+         WHERE m.user_id = canopy.current_user_id() AND m.role = 'ADMINISTRATOR'
     );
 END
 $$;
@@ -70,11 +76,11 @@ CREATE OR REPLACE FUNCTION canopy.member_zone_ids(p_write boolean) RETURNS bigin
 AS $$
 BEGIN
     RETURN (
-        SELECT coalesce(array_agg(s.zone_id), '{}')
-          FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id
-         WHERE p.user_id = canopy.current_user_id() AND p.status = 'ACCEPTED' AND p.role <> 'OWNER'
-           AND s.root_record_id IS NULL
-           AND (NOT p_write OR p.permission = 'READ_WRITE')
+        SELECT coalesce(array_agg(m.zone_id), '{}')
+          FROM canopy.memberships m
+         WHERE m.user_id = canopy.current_user_id() AND m.share_id IS NOT NULL AND m.role <> 'OWNER'
+           AND m.root_record_id IS NULL
+           AND (NOT p_write OR m.can_write)
     );
 END
 $$;
@@ -85,11 +91,11 @@ CREATE OR REPLACE FUNCTION canopy.member_record_share_ids(p_write boolean) RETUR
 AS $$
 BEGIN
     RETURN (
-        SELECT coalesce(array_agg(s.id), '{}')
-          FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id
-         WHERE p.user_id = canopy.current_user_id() AND p.status = 'ACCEPTED' AND p.role <> 'OWNER'
-           AND s.root_record_id IS NOT NULL
-           AND (NOT p_write OR p.permission = 'READ_WRITE')
+        SELECT coalesce(array_agg(m.share_id), '{}')
+          FROM canopy.memberships m
+         WHERE m.user_id = canopy.current_user_id() AND m.role <> 'OWNER'
+           AND m.root_record_id IS NOT NULL
+           AND (NOT p_write OR m.can_write)
     );
 END
 $$;
@@ -100,9 +106,9 @@ CREATE OR REPLACE FUNCTION canopy.member_any_zone_ids() RETURNS bigint[]
 AS $$
 BEGIN
     RETURN (
-        SELECT coalesce(array_agg(DISTINCT s.zone_id), '{}')
-          FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id
-         WHERE p.user_id = canopy.current_user_id() AND p.status = 'ACCEPTED' AND p.role <> 'OWNER'
+        SELECT coalesce(array_agg(DISTINCT m.zone_id), '{}')
+          FROM canopy.memberships m
+         WHERE m.user_id = canopy.current_user_id() AND m.share_id IS NOT NULL AND m.role <> 'OWNER'
     );
 END
 $$;
@@ -114,37 +120,31 @@ CREATE OR REPLACE FUNCTION canopy.member_root_record_ids() RETURNS bigint[]
 AS $$
 BEGIN
     RETURN (
-        SELECT coalesce(array_agg(s.root_record_id), '{}')
-          FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id
-         WHERE p.user_id = canopy.current_user_id() AND p.status = 'ACCEPTED' AND p.role <> 'OWNER'
-           AND s.root_record_id IS NOT NULL
+        SELECT coalesce(array_agg(m.root_record_id), '{}')
+          FROM canopy.memberships m
+         WHERE m.user_id = canopy.current_user_id() AND m.role <> 'OWNER'
+           AND m.root_record_id IS NOT NULL
     );
 END
 $$;
 
--- Users the caller may see besides themselves: everyone listed in the
--- participant rows the caller may see (owners of shares they accepted,
--- everyone in shares they own or administer).
---
--- canopy.visible_user_ids() (0009) called its three helpers inside its
--- WHERE clause, where PostgreSQL evaluates a STABLE function once per
--- participant row it filters: with a population of a few thousand
--- participants (make bench), a member of 40 shares paid about 8 ms for it
--- on every read that joins canopy.users, such as naming a zone's owner in
--- SHARED scope (issue 7, W5). Same result, the helpers called once each.
-CREATE OR REPLACE FUNCTION canopy.visible_user_ids() RETURNS bigint[]
+-- Whether p_user_id takes part, in any status, in a share the caller owns
+-- or administers: the half of users_select (sql/policies/users.sql) that
+-- needs participants, which the gateway's own policies would make costly to
+-- read there. Driven by the other user's participant rows, each probing the
+-- caller's memberships by share. Replaces canopy.visible_user_ids()
+-- (archive/0011), which gathered every user the caller could see in each
+-- statement (dropped by migrations/0014).
+CREATE OR REPLACE FUNCTION canopy.shares_managed_with(p_user_id bigint) RETURNS boolean
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    managed bigint[] := canopy.owned_share_ids() || canopy.admin_share_ids();
-    joined bigint[] := canopy.member_share_ids(false);
 BEGIN
-    RETURN (
-        SELECT coalesce(array_agg(DISTINCT p.user_id), '{}')
-          FROM canopy.participants p
-         WHERE p.user_id IS NOT NULL
-           AND (p.share_id = ANY (managed)
-                OR (p.share_id = ANY (joined) AND p.role = 'OWNER'))
+    RETURN EXISTS (
+        SELECT 1 FROM canopy.participants p
+         WHERE p.user_id = p_user_id
+           AND EXISTS (SELECT 1 FROM canopy.memberships mine
+                        WHERE mine.user_id = canopy.current_user_id() AND mine.share_id = p.share_id
+                          AND mine.role IN ('OWNER', 'ADMINISTRATOR'))
     );
 END
 $$;
@@ -157,7 +157,7 @@ REVOKE ALL ON FUNCTION canopy.member_zone_ids(boolean) FROM PUBLIC, canopy_gatew
 REVOKE ALL ON FUNCTION canopy.member_record_share_ids(boolean) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.member_any_zone_ids() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.member_root_record_ids() FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.visible_user_ids() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.shares_managed_with(bigint) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.owned_zone_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.owned_share_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.member_share_ids(boolean) TO canopy_gateway;
@@ -166,4 +166,4 @@ GRANT EXECUTE ON FUNCTION canopy.member_zone_ids(boolean) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.member_record_share_ids(boolean) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.member_any_zone_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.member_root_record_ids() TO canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.visible_user_ids() TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.shares_managed_with(bigint) TO canopy_gateway;

@@ -16,33 +16,50 @@ CREATE POLICY canopy_owner_all ON canopy.records TO canopy_owner USING (true) WI
 -- records: the owner of the zone; accepted participants of a zone-wide share
 -- of the zone or of the record-rooted share the record is in (share_id);
 -- writing needs READ_WRITE; only the owner deletes a share's root.
+--
+-- Each check is one probe of canopy.memberships (migrations/0014) by
+-- (caller, zone), whatever the number of shares the caller accepted: the
+-- earlier policies (archive/0004, then the arrays of policy_helpers.sql)
+-- gathered every zone and share of the caller's in each statement, which
+-- cost a participant of 1,000 shares 13 times the owner's time for one
+-- record (docs/BENCHMARK_NOTES.md, issue 18).
+--
+-- OFFSET 0 keeps each probe a probe: without it PostgreSQL may plan the
+-- EXISTS as a hashed subplan that first reads all the caller's memberships
+-- (it did, for one row, once the table had statistics), which is the cost
+-- growing with shares that the table is here to remove. A scan of many
+-- rows pays one index probe a row instead; the gateway's statements all
+-- read records by zone and name or by a zone's index.
 DROP POLICY IF EXISTS records_select ON canopy.records;
 CREATE POLICY records_select ON canopy.records FOR SELECT TO canopy_gateway
-    USING (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[])
-        OR zone_id = ANY ((SELECT canopy.member_zone_ids(false))::bigint[])
-        OR share_id = ANY ((SELECT canopy.member_record_share_ids(false))::bigint[]));
+    USING (EXISTS (SELECT 1 FROM canopy.memberships m
+                    WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
+                      AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0));
 
 DROP POLICY IF EXISTS records_insert ON canopy.records;
 CREATE POLICY records_insert ON canopy.records FOR INSERT TO canopy_gateway
-    WITH CHECK (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[])
-        OR zone_id = ANY ((SELECT canopy.member_zone_ids(true))::bigint[])
-        OR share_id = ANY ((SELECT canopy.member_record_share_ids(true))::bigint[]));
+    WITH CHECK (EXISTS (SELECT 1 FROM canopy.memberships m
+                         WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
+                           AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0));
 
 DROP POLICY IF EXISTS records_update ON canopy.records;
 CREATE POLICY records_update ON canopy.records FOR UPDATE TO canopy_gateway
-    USING (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[])
-        OR zone_id = ANY ((SELECT canopy.member_zone_ids(true))::bigint[])
-        OR share_id = ANY ((SELECT canopy.member_record_share_ids(true))::bigint[]))
-    WITH CHECK (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[])
-        OR zone_id = ANY ((SELECT canopy.member_zone_ids(true))::bigint[])
-        OR share_id = ANY ((SELECT canopy.member_record_share_ids(true))::bigint[]));
+    USING (EXISTS (SELECT 1 FROM canopy.memberships m
+                    WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
+                      AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0))
+    WITH CHECK (EXISTS (SELECT 1 FROM canopy.memberships m
+                         WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
+                           AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0));
 
+-- A share's root: the zone owner's row (share_id NULL) reaches it, a
+-- participant's row of that share does not.
 DROP POLICY IF EXISTS records_delete ON canopy.records;
 CREATE POLICY records_delete ON canopy.records FOR DELETE TO canopy_gateway
-    USING (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[])
-        OR ((zone_id = ANY ((SELECT canopy.member_zone_ids(true))::bigint[])
-             OR share_id = ANY ((SELECT canopy.member_record_share_ids(true))::bigint[]))
-            AND id <> ALL ((SELECT canopy.member_root_record_ids())::bigint[])));
+    USING (EXISTS (SELECT 1 FROM canopy.memberships m
+                    WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
+                      AND m.can_write
+                      AND (m.share_id IS NULL OR m.root_record_id IS NULL
+                           OR (m.share_id = records.share_id AND records.id <> m.root_record_id)) OFFSET 0));
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.records FROM canopy_gateway;

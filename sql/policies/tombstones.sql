@@ -12,12 +12,13 @@ SET LOCAL ROLE canopy_owner;
 DROP POLICY IF EXISTS canopy_owner_all ON canopy.tombstones;
 CREATE POLICY canopy_owner_all ON canopy.tombstones TO canopy_owner USING (true) WITH CHECK (true);
 
--- tombstones: whoever could read the record. Written by trigger only.
+-- tombstones: whoever could read the record (records_select's probe of
+-- canopy.memberships). Written by trigger only.
 DROP POLICY IF EXISTS tombstones_select ON canopy.tombstones;
 CREATE POLICY tombstones_select ON canopy.tombstones FOR SELECT TO canopy_gateway
-    USING (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[])
-        OR zone_id = ANY ((SELECT canopy.member_zone_ids(false))::bigint[])
-        OR share_id = ANY ((SELECT canopy.member_record_share_ids(false))::bigint[]));
+    USING (EXISTS (SELECT 1 FROM canopy.memberships m
+                    WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = tombstones.zone_id
+                      AND (m.root_record_id IS NULL OR m.share_id = tombstones.share_id) OFFSET 0));
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.tombstones FROM canopy_gateway;

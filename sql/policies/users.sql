@@ -7,11 +7,16 @@
 --
 -- Row-level security: the permission table of API.md §1, enforced here.
 --
--- Every policy for the gateway is written as `column = ANY ((SELECT f()))`:
--- the uncorrelated subquery becomes an InitPlan that runs once per
--- statement, and `=` on bigint is leakproof, so PostgreSQL can use it as an
--- index condition. The f() are SECURITY DEFINER functions that compute, for
--- canopy.current_user_id(), the ids the caller may reach; they read the
+-- Two shapes of policy for the gateway. On the tables a request reads most
+-- (records, tombstones, zones, users) a correlated `EXISTS (SELECT 1 FROM
+-- canopy.memberships m WHERE m.user_id = (SELECT canopy.current_user_id())
+-- AND ...)`: one index probe a row, whatever the number of shares the caller
+-- accepted (migrations/0014; the gateway reads its caller's own membership
+-- rows). Elsewhere `column = ANY ((SELECT f()))`: the uncorrelated subquery
+-- becomes an InitPlan that runs once per statement, and `=` on bigint is
+-- leakproof, so PostgreSQL can use it as an index condition. The f() are
+-- SECURITY DEFINER functions (functions/policy_helpers.sql) that compute,
+-- for canopy.current_user_id(), the ids the caller may reach; they read the
 -- tables as canopy_owner, so no policy ever recurses into another.
 --
 -- Policies for canopy_gateway implement the API; the canopy_owner_all
@@ -25,12 +30,17 @@ SET LOCAL ROLE canopy_owner;
 DROP POLICY IF EXISTS canopy_owner_all ON canopy.users;
 CREATE POLICY canopy_owner_all ON canopy.users TO canopy_owner USING (true) WITH CHECK (true);
 
--- users: yourself, and the users of shares you take part in. Accounts are
--- created by `canopy users add` (an administrator) or by canopy.sign_in
--- (SECURITY DEFINER), never by the gateway's own INSERT.
+-- users: yourself, the owners of zones whose shares you accepted (one probe
+-- of canopy.memberships by owner), and everyone taking part in a share you
+-- own or administer (canopy.shares_managed_with). Accounts are created by
+-- `canopy users add` (an administrator) or by canopy.sign_in (SECURITY
+-- DEFINER), never by the gateway's own INSERT.
 DROP POLICY IF EXISTS users_select ON canopy.users;
 CREATE POLICY users_select ON canopy.users FOR SELECT TO canopy_gateway
-    USING (id = (SELECT canopy.current_user_id()) OR id = ANY ((SELECT canopy.visible_user_ids())::bigint[]));
+    USING (id = (SELECT canopy.current_user_id())
+        OR EXISTS (SELECT 1 FROM canopy.memberships m
+                    WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.owner_id = users.id OFFSET 0)
+        OR canopy.shares_managed_with(id));
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.users FROM canopy_gateway;

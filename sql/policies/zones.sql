@@ -14,10 +14,13 @@ DROP POLICY IF EXISTS canopy_owner_all ON canopy.zones;
 CREATE POLICY canopy_owner_all ON canopy.zones TO canopy_owner USING (true) WITH CHECK (true);
 
 -- zones: owners do everything but delete their _defaultZone; accepted
--- participants of any share in the zone see it.
+-- participants of any share in the zone see it (one probe of
+-- canopy.memberships, migrations/0014).
 DROP POLICY IF EXISTS zones_select ON canopy.zones;
 CREATE POLICY zones_select ON canopy.zones FOR SELECT TO canopy_gateway
-    USING (owner_id = (SELECT canopy.current_user_id()) OR id = ANY ((SELECT canopy.member_any_zone_ids())::bigint[]));
+    USING (owner_id = (SELECT canopy.current_user_id())
+        OR EXISTS (SELECT 1 FROM canopy.memberships m
+                    WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = zones.id OFFSET 0));
 
 DROP POLICY IF EXISTS zones_insert ON canopy.zones;
 CREATE POLICY zones_insert ON canopy.zones FOR INSERT TO canopy_gateway

@@ -83,7 +83,10 @@ public struct ZoneChangesPlan: Sendable {
         // left them; the owner and zone-wide participants still see those records.
         let leftShares: SQL = scope == .private
             ? "false"
-            : "NOT ((SELECT id FROM zone) = ANY ((SELECT canopy.member_zone_ids(false))::bigint[]))"
+            : """
+                NOT EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() \
+                AND m.zone_id = (SELECT id FROM zone) AND m.root_record_id IS NULL)
+                """
         let changed = try field.children.first { $0.name == "changed" }.map {
             try Projection.record($0.children, request: request, &builder)
         } ?? "NULL::json"

@@ -1,0 +1,77 @@
+-- Keeping canopy.memberships (migrations/0014) equal to what zones and
+-- participants say: triggers zones_membership and participants_membership,
+-- and canopy.rebuild_memberships() for rows loaded with triggers off.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent.
+--
+-- Deletions need no trigger: a membership row goes with its zone, share,
+-- participant or user (ON DELETE CASCADE).
+
+SET LOCAL ROLE canopy_owner;
+
+-- A new zone: its owner's row. A zone's owner never changes.
+CREATE OR REPLACE FUNCTION canopy.zones_membership() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    INSERT INTO canopy.memberships (user_id, zone_id, owner_id, role, can_write)
+    VALUES (NEW.owner_id, NEW.id, NEW.owner_id, 'OWNER', true);
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS zones_membership ON canopy.zones;
+CREATE TRIGGER zones_membership AFTER INSERT ON canopy.zones
+    FOR EACH ROW EXECUTE FUNCTION canopy.zones_membership();
+
+-- A participant added or changed: their row while they are ACCEPTED and
+-- have an account, none otherwise. A share's zone and root never change.
+CREATE OR REPLACE FUNCTION canopy.participants_membership() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.status = 'ACCEPTED' AND NEW.user_id IS NOT NULL THEN
+        INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
+        SELECT NEW.user_id, s.zone_id, z.owner_id, s.id, NEW.id, s.root_record_id, NEW.role, NEW.permission = 'READ_WRITE'
+          FROM canopy.shares s JOIN canopy.zones z ON z.id = s.zone_id
+         WHERE s.id = NEW.share_id
+        ON CONFLICT (participant_id) DO UPDATE
+            SET user_id = EXCLUDED.user_id, role = EXCLUDED.role, can_write = EXCLUDED.can_write;
+    ELSIF TG_OP = 'UPDATE' THEN
+        DELETE FROM canopy.memberships WHERE participant_id = NEW.id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS participants_membership ON canopy.participants;
+CREATE TRIGGER participants_membership AFTER INSERT OR UPDATE OF user_id, role, permission, status ON canopy.participants
+    FOR EACH ROW EXECUTE FUNCTION canopy.participants_membership();
+
+-- Memberships made anew from zones and participants, for data loaded with
+-- triggers off (session_replication_role = replica, as the benchmark's
+-- population loader does) or restored table by table. Administrators only.
+CREATE OR REPLACE FUNCTION canopy.rebuild_memberships() RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    total bigint;
+BEGIN
+    LOCK TABLE canopy.zones, canopy.participants IN SHARE MODE;
+    DELETE FROM canopy.memberships;
+    INSERT INTO canopy.memberships (user_id, zone_id, owner_id, role, can_write)
+    SELECT z.owner_id, z.id, z.owner_id, 'OWNER', true FROM canopy.zones z;
+    INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
+    SELECT p.user_id, s.zone_id, z.owner_id, s.id, p.id, s.root_record_id, p.role, p.permission = 'READ_WRITE'
+      FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id JOIN canopy.zones z ON z.id = s.zone_id
+     WHERE p.status = 'ACCEPTED' AND p.user_id IS NOT NULL;
+    SELECT count(*) INTO total FROM canopy.memberships;
+    RETURN total;
+END
+$$;
+COMMENT ON FUNCTION canopy.rebuild_memberships() IS 'Recomputes canopy.memberships from zones and participants (after loading rows with triggers off); returns the rows it holds.';
+
+REVOKE ALL ON FUNCTION canopy.zones_membership() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.participants_membership() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.rebuild_memberships() FROM PUBLIC, canopy_gateway;
