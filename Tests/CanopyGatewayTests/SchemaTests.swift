@@ -107,6 +107,47 @@ struct SchemaTests {
         #expect(held.output.contains("nothing was applied"), "\(held.output)")
     }
 
+    @Test("schema indexes lists every index on records with what it serves, and counts the scans of the one a query used")
+    func indexUsage() async throws {
+        let harness = try await GatewayHarness.make()
+        #expect(try schemaCommand(["apply"], file: Self.schema, on: harness.endpoint).succeeded)
+        func report() throws -> [[String: Any]] {
+            let listed = try schemaCommand(["indexes", "--json"], on: harness.endpoint)
+            #expect(listed.succeeded, "\(listed.output)")
+            let object = try JSONSerialization.jsonObject(with: Data(listed.output.utf8)) as? [String: Any]
+            return object?["indexes"] as? [[String: Any]] ?? []
+        }
+        let before = try report()
+        let declared = before.filter { $0["origin"] as? String == "declared" }
+            .map { "\($0["recordType"] ?? "").\($0["fieldName"] ?? "") \($0["kind"] ?? "")" }
+        #expect(declared == ["Fast.___createTime btree", "Fast.endDate btree", "Fast.hours btree", "Fast.note search"], "\(before)")
+        let base = Set(before.filter { $0["origin"] as? String == "base" }.compactMap { $0["name"] as? String })
+        #expect(base.isSuperset(of: ["records_pkey", "records_zone_id_record_name_key", "records_zone_change_idx"]), "\(base)")
+        #expect(!base.contains("records_fields_idx"), "the GIN over all fields is gone (migrations/0015)")
+        #expect(before.allSatisfy { ($0["purpose"] as? String)?.hasPrefix("not Canopy's") != true }, "\(before)")
+
+        func scans(_ field: String, in report: [[String: Any]]) -> Int {
+            (report.first { $0["fieldName"] as? String == field }?["scans"] as? Int) ?? -1
+        }
+        try await TestDatabase.withConnection(harness.endpoint) { connection in
+            _ = try await connection.texts("SET enable_seqscan = off")
+            _ = try await connection.texts("""
+                SELECT record_name FROM canopy.records WHERE zone_id = 1 AND record_type = 'Fast'
+                   AND canopy.timestamp_field(fields, 'endDate') IS NOT NULL
+                 ORDER BY canopy.timestamp_field(fields, 'endDate') LIMIT 1
+                """)
+            _ = try await connection.texts("SELECT pg_stat_force_next_flush()::text")
+            _ = try await connection.texts("SELECT 'flushed'")
+        }
+        let after = try report()
+        #expect(scans("endDate", in: after) == scans("endDate", in: before) + 1, "\(after)")
+        #expect(scans("hours", in: after) == scans("hours", in: before))
+
+        let text = try schemaCommand(["indexes"], on: harness.endpoint)
+        #expect(text.output.contains("Fast.endDate: QUERYABLE/SORTABLE"), "\(text.output)")
+        #expect(text.output.contains("declared but never scanned: Fast.___createTime, Fast.hours, Fast.note"), "\(text.output)")
+    }
+
     @Test("production apply is additive only: drops, retypes and removed indexes are refused, each named, nothing written")
     func productionApply() async throws {
         let endpoint = try await TestDatabase.shared.migratedDatabase()
