@@ -14,16 +14,13 @@
 // STATEMENT_FILE holds the SQL text with $1…$n; each PARAMETER is bound as
 // text (as pgbench binds them); the word NULL binds NULL. The statement is
 // prepared on each connection once (as the gateway prepares its shapes),
-// and Swift concurrency runs on NIO's event loops (as in `canopy serve`).
+// and Swift concurrency runs on its default executor (as in `canopy serve`).
 import Foundation
 import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
-
-// As `canopy serve` does: Swift concurrency on NIO's event loops.
-NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 6, let port = Int(arguments[1]), let pgPort = Int(arguments[3]) else {

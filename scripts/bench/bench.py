@@ -106,7 +106,23 @@ class Gateway:
 
     def __exit__(self, *_):
         self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout=30)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            # Keep what explains it, then stop it, so the run's figures are
+            # still written (they say the gateway did not stop).
+            report = DATA / "gateway-hang.txt"
+            with open(report, "w") as out:
+                out.write("canopy serve did not stop within 30 s of SIGTERM\n")
+                if shutil.which("gdb"):
+                    subprocess.run(["gdb", "-p", str(self.process.pid), "-batch", "-ex", "set complaints 0",
+                                    "-ex", "thread apply all bt 30"], stdout=out, stderr=subprocess.DEVNULL, timeout=120)
+            self.process.kill()
+            self.process.wait()
+            Gateway.hung = True
+            say(f"WARNING: the gateway did not stop within 30 s of SIGTERM; killed it (threads in {report})")
+
+    hung = False
 
 
 class Floor:
@@ -819,6 +835,9 @@ def main():
             f"| {short} ≥ 0.7× the floor's throughput | {g / f:.2f} | {'met' if g >= 0.7 * f else '**not met**'} |",
             f"| {short} ≤ 120 µs of gateway CPU a request | {gcpu:.0f} µs | {'met' if gcpu <= 120 else '**not met**'} |",
         ]
+    if Gateway.hung:
+        lines += ["", "**The gateway did not stop within 30 s of SIGTERM in this run** (killed; its threads are in "
+                  "`.bench/gateway-hang.txt`)."]
     notes_path = ROOT / "docs" / "BENCHMARK_NOTES.md"
     lines += ["", f"What the numbers mean and what stands in the way: [docs/BENCHMARK_NOTES.md](docs/BENCHMARK_NOTES.md)."
               if notes_path.exists() else ""]
