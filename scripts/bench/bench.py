@@ -692,6 +692,17 @@ def main():
                 statistics.median(r[2] for r in wide_runs))
         memory = peak_memory_mb(gateway.process)
         tails = [r[2] / r[1] for r in wide_runs]
+        # The same load on the floor and on PostgreSQL alone: what the stack
+        # and the machine do to the tail without the gateway's own work.
+        floor_wide = [run_wrk(workloads[1][3], 64, options.seconds, {}, url=floors[workloads[1][0]].url)
+                      for _ in range(options.runs)]
+        records_script, records_defines = reader("records")[0]
+        pgbench_wide = [run_pgbench(cluster, records_script, records_defines, 64, options.seconds)
+                        for _ in range(options.runs)]
+        floor_tails = [r[2] / r[1] for r in floor_wide]
+        pgbench_tails = [r[2] / r[1] for r in pgbench_wide]
+        say(f"  the floor at 64: p99 / p50 by run {', '.join(f'{t:.2f}' for t in floor_tails)}; "
+            f"pgbench at 64: {', '.join(f'{t:.2f}' for t in pgbench_tails)}")
         say(f"  {wide[0]:,.0f} requests/s, p50 {wide[1]:.2f} ms, p99 {wide[2]:.2f} ms; p99 / p50 by run: "
             f"{', '.join(f'{t:.2f}' for t in tails)}; gateway peak RSS {memory:.0f} MB")
 
@@ -794,7 +805,10 @@ def main():
         "(counted in the database from the run's start until its last batch committed), not what wrk counted. W3's ceiling runs the same transaction: identity, the write (names made unique per "
         "transaction with `replace()`), and the read-back of the saved ids taken from the write's answer with `\\gset`.", "",
         f"Under 64 connections (the W2 first page): {wide[0]:,.0f} requests/s, p50 {wide[1]:.2f} ms, p99 {wide[2]:.2f} ms "
-        f"(p99 / p50 in each run: {', '.join(f'{t:.2f}×' for t in tails)}); "
+        f"(p99 / p50 in each run: {', '.join(f'{t:.2f}×' for t in tails)}; the floor under the same load: "
+        f"{', '.join(f'{t:.2f}×' for t in floor_tails)}, p50 {statistics.median(r[1] for r in floor_wide):.2f} ms; "
+        f"pgbench with 64 clients: {', '.join(f'{t:.2f}×' for t in pgbench_tails)}, "
+        f"p50 {statistics.median(r[1] for r in pgbench_wide):.2f} ms); "
         f"the gateway's peak RSS over the whole run: {memory:.0f} MB.", "",
         "Live notifications: from a commit's HTTP answer to the `zoneChanged` subscriber's `next` "
         f"(50 commits a run, medians of {options.runs} runs; issue 5 asks for under 100 ms): "
