@@ -40,14 +40,24 @@ COMMENT ON COLUMN canopy.memberships.root_record_id IS 'The root record of a rec
 COMMENT ON COLUMN canopy.memberships.role IS 'The participant''s role; OWNER on the zone owner''s rows.';
 COMMENT ON COLUMN canopy.memberships.can_write IS 'READ_WRITE permission (always true for the owner).';
 
--- The first filling (before row-level security is on: its policies come
--- with the repeatable files), as canopy.rebuild_memberships() (sql/triggers/memberships.sql) does it.
-INSERT INTO canopy.memberships (user_id, zone_id, owner_id, role, can_write)
-SELECT z.owner_id, z.id, z.owner_id, 'OWNER', true FROM canopy.zones z;
-INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
+-- What the table must hold, derived from zones and participants: the one
+-- definition of a membership, read by the triggers that keep the table
+-- (one zone or participant at a time), by canopy.rebuild_memberships() and
+-- by the tests that compare the two.
+CREATE VIEW canopy.membership_derivation WITH (security_invoker = true) AS
+SELECT z.owner_id AS user_id, z.id AS zone_id, z.owner_id, NULL::bigint AS share_id, NULL::bigint AS participant_id,
+       NULL::bigint AS root_record_id, 'OWNER'::text AS role, true AS can_write
+  FROM canopy.zones z
+UNION ALL
 SELECT p.user_id, s.zone_id, z.owner_id, s.id, p.id, s.root_record_id, p.role, p.permission = 'READ_WRITE'
   FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id JOIN canopy.zones z ON z.id = s.zone_id
  WHERE p.status = 'ACCEPTED' AND p.user_id IS NOT NULL;
+COMMENT ON VIEW canopy.membership_derivation IS 'What canopy.memberships must hold: a row per zone for its owner, a row per ACCEPTED participant with an account.';
+
+-- The first filling (before row-level security is on: its policies come
+-- with the repeatable files).
+INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
+SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write FROM canopy.membership_derivation;
 
 -- users_select now probes memberships and calls canopy.shares_managed_with()
 -- (sql/policies/users.sql, re-applied after this file); the function it

@@ -17,4 +17,20 @@
 -- A setting of the role, so the gateway, pgbench as canopy_gateway (the
 -- benchmark's ceiling) and the floor program plan alike. Roles belong to
 -- the cluster, so this holds for every database the role connects to.
-ALTER ROLE canopy_gateway SET plan_cache_mode = force_generic_plan;
+--
+-- Several databases of one cluster may be migrated at once (tests do), and
+-- concurrent ALTERs of one role collide ("tuple concurrently updated"): set
+-- only when missing, and let a concurrent setter win.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole
+                    WHERE r.rolname = 'canopy_gateway' AND s.setdatabase = 0
+                      AND 'plan_cache_mode=force_generic_plan' = ANY (s.setconfig)) THEN
+        BEGIN
+            ALTER ROLE canopy_gateway SET plan_cache_mode = force_generic_plan;
+        EXCEPTION WHEN unique_violation OR internal_error THEN
+            NULL;
+        END;
+    END IF;
+END
+$$;

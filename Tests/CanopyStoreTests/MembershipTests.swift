@@ -16,7 +16,8 @@ struct MembershipTests {
                           owner_id, role, can_write), E'\\n' ORDER BY user_id, zone_id, share_id NULLS FIRST, role)
           FROM canopy.memberships
         """
-    /// The same, derived from zones, shares and participants.
+    /// The same, derived from zones, shares and participants here, not
+    /// through the view the triggers use (canopy.membership_derivation).
     static let derived = """
         SELECT string_agg(concat_ws(' ', user_id, zone_id, coalesce(share_id::text, '-'), coalesce(root_record_id::text, '-'),
                           owner_id, role, can_write), E'\\n' ORDER BY user_id, zone_id, share_id NULLS FIRST, role)

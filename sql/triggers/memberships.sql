@@ -1,5 +1,5 @@
 -- Keeping canopy.memberships (migrations/0014) equal to what zones and
--- participants say: triggers zones_membership and participants_membership,
+-- participants say (canopy.membership_derivation, the view of 0014): triggers zones_membership and participants_membership,
 -- and canopy.rebuild_memberships() for rows loaded with triggers off.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
@@ -15,8 +15,9 @@ CREATE OR REPLACE FUNCTION canopy.zones_membership() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    INSERT INTO canopy.memberships (user_id, zone_id, owner_id, role, can_write)
-    VALUES (NEW.owner_id, NEW.id, NEW.owner_id, 'OWNER', true);
+    INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
+    SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write
+      FROM canopy.membership_derivation WHERE zone_id = NEW.id AND share_id IS NULL;
     RETURN NULL;
 END
 $$;
@@ -33,9 +34,8 @@ AS $$
 BEGIN
     IF NEW.status = 'ACCEPTED' AND NEW.user_id IS NOT NULL THEN
         INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
-        SELECT NEW.user_id, s.zone_id, z.owner_id, s.id, NEW.id, s.root_record_id, NEW.role, NEW.permission = 'READ_WRITE'
-          FROM canopy.shares s JOIN canopy.zones z ON z.id = s.zone_id
-         WHERE s.id = NEW.share_id
+        SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write
+          FROM canopy.membership_derivation WHERE participant_id = NEW.id
         ON CONFLICT (participant_id) DO UPDATE
             SET user_id = EXCLUDED.user_id, role = EXCLUDED.role, can_write = EXCLUDED.can_write;
     ELSIF TG_OP = 'UPDATE' THEN
@@ -60,12 +60,8 @@ DECLARE
 BEGIN
     LOCK TABLE canopy.zones, canopy.participants IN SHARE MODE;
     DELETE FROM canopy.memberships;
-    INSERT INTO canopy.memberships (user_id, zone_id, owner_id, role, can_write)
-    SELECT z.owner_id, z.id, z.owner_id, 'OWNER', true FROM canopy.zones z;
     INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
-    SELECT p.user_id, s.zone_id, z.owner_id, s.id, p.id, s.root_record_id, p.role, p.permission = 'READ_WRITE'
-      FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id JOIN canopy.zones z ON z.id = s.zone_id
-     WHERE p.status = 'ACCEPTED' AND p.user_id IS NOT NULL;
+    SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write FROM canopy.membership_derivation;
     SELECT count(*) INTO total FROM canopy.memberships;
     RETURN total;
 END
