@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "CanopyStore", targets: ["CanopyStore"]),
         .library(name: "CanopyQuery", targets: ["CanopyQuery"]),
         .library(name: "CanopyIdentity", targets: ["CanopyIdentity"]),
+        .library(name: "CanopyAssets", targets: ["CanopyAssets"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -79,9 +80,21 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Assets' bytes (API.md §11): content-addressed stores behind one
+        // protocol, streamed and hashed (swift-crypto) through NIO's file system.
+        .target(
+            name: "CanopyAssets",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "_NIOFileSystem", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "CanopyGateway",
             dependencies: [
+                "CanopyAssets",
                 "CanopyIdentity",
                 "CanopyQuery",
                 "CanopyStore",
@@ -94,12 +107,14 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "canopy",
             dependencies: [
+                "CanopyAssets",
                 "CanopyGateway",
                 "CanopyIdentity",
                 "CanopyQuery",
@@ -111,8 +126,6 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -146,6 +159,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "CanopyAssetsTests",
+            dependencies: ["CanopyAssets", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "CanopyIdentityTests",
             dependencies: ["CanopyIdentity"],
             swiftSettings: swiftSettings
@@ -158,6 +176,7 @@ let package = Package(
         .testTarget(
             name: "CanopyGatewayTests",
             dependencies: [
+                "CanopyAssets",
                 "CanopyGateway",
                 "CanopyIdentity",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -30,6 +30,9 @@ public func buildApplication(
     HealthController(database: database).register(on: router)
     GraphQLController(database: database, configuration: configuration, authenticator: authenticator).register(on: router)
     SharePageController(database: database, configuration: configuration).register(on: router)
+    if let assets = configuration.assets {
+        AssetController(database: database, settings: assets, authenticator: authenticator).register(on: router)
+    }
     if let metricsRegistry {
         router.get("metrics") { _, _ -> Response in
             Response(

@@ -15,6 +15,9 @@
 ///   request's path; errors and slow requests are logged either way)
 /// - `crossOrigin` (`--cors-origin`, repeatable; `CANOPY_CORS_ORIGINS`,
 ///   comma-separated): the browser origins allowed to call (none by default)
+/// - `assets` (`--asset-dir`, `CANOPY_ASSET_DIR`, default `<data dir>/assets`;
+///   `--max-asset-size`, `CANOPY_MAX_ASSET_SIZE`, default 50 MiB): where
+///   `POST /assets` keeps uploads; nil: no `/assets` route
 public struct GatewayConfiguration: Sendable {
     public var host: String
     public var port: Int
@@ -27,6 +30,7 @@ public struct GatewayConfiguration: Sendable {
     public var purgeInterval: Duration
     public var crossOrigin: CrossOriginPolicy
     public var accessLog: Bool
+    public var assets: AssetSettings?
 
     public init(
         host: String = "127.0.0.1",
@@ -39,7 +43,8 @@ public struct GatewayConfiguration: Sendable {
         changeRetention: Duration = .seconds(30 * 24 * 3600),
         purgeInterval: Duration = .seconds(3600),
         crossOrigin: CrossOriginPolicy = .none,
-        accessLog: Bool = false
+        accessLog: Bool = false,
+        assets: AssetSettings? = nil
     ) {
         self.host = host
         self.port = port
@@ -52,5 +57,6 @@ public struct GatewayConfiguration: Sendable {
         self.purgeInterval = purgeInterval
         self.crossOrigin = crossOrigin
         self.accessLog = accessLog
+        self.assets = assets
     }
 }

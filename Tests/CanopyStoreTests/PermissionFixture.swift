@@ -83,6 +83,8 @@ struct PermissionFixture: Sendable {
                 """)
             try await run("DELETE FROM canopy.records WHERE record_name IN ('gone', 'gone2')")
             try await run("SELECT set_config('canopy.user_id', '', false)")
+            // Alice has an upload waiting to be attached.
+            try await run("INSERT INTO canopy.uploads (user_id, token_hash, sha256, size, content_type) VALUES (\(alice), sha256('t1'), repeat('a', 64), 3, 'image/png')")
             // Alice also signs in with an identity provider.
             try await run("INSERT INTO canopy.identities (user_id, issuer, subject, provider) VALUES (\(alice), 'https://idp.example', 'alice-at-idp', 'idp')")
         }

@@ -211,6 +211,19 @@ let permissionCases: [PermissionCase] =
     + cases("memberships: upgrade to writing", count("UPDATE canopy.memberships SET can_write = true"), [("reader", .denied), ("public", .denied)])
     + cases("memberships: delete", count("DELETE FROM canopy.memberships"), [("alice", .denied), ("reader", .denied)])
     + cases("memberships: rebuild", "SELECT canopy.rebuild_memberships()::text", [("alice", .denied), ("stranger", .denied)])
+    // uploads: your own (API.md §11); recorded as yourself, the token's hash never readable
+    + cases("uploads: select", "SELECT sha256 FROM canopy.uploads", [
+        ("alice", .rows([String(repeating: "a", count: 64)])), ("bob", none), ("stranger", none),
+    ])
+    + cases("uploads: read a token's hash", "SELECT encode(token_hash, 'hex') FROM canopy.uploads", [("alice", .denied)])
+    + cases("uploads: record one's own", "INSERT INTO canopy.uploads (token_hash, sha256, size, content_type) VALUES (sha256('t2'), repeat('b', 64), 1, 'text/plain') RETURNING size::text", [
+        ("stranger", .rows(["1"])),
+    ])
+    + cases("uploads: record one as someone else", "INSERT INTO canopy.uploads (user_id, token_hash, sha256, size, content_type) VALUES ({alice}, sha256('t3'), repeat('b', 64), 1, 'text/plain') RETURNING size::text", [
+        ("stranger", .denied), ("bob", .denied),
+    ])
+    + cases("uploads: mark one used", count("UPDATE canopy.uploads SET used_at = now()"), [("alice", .denied)])
+    + cases("uploads: delete", count("DELETE FROM canopy.uploads"), [("alice", .denied)])
     // identities: your own sign-ins; written only by canopy.sign_in
     + cases("identities: select", "SELECT subject FROM canopy.identities", [("alice", .rows(["alice-at-idp"])), ("stranger", none), ("admin", none)])
     + cases("identities: claim someone's", "INSERT INTO canopy.identities (user_id, issuer, subject, provider) VALUES ({me}, 'https://idp.example', 'x', 'idp') RETURNING id::text", [

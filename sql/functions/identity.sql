@@ -19,11 +19,13 @@ CREATE OR REPLACE FUNCTION canopy.current_user_id() RETURNS bigint
 AS $$ SELECT nullif(current_setting('canopy.user_id', true), '')::bigint $$;
 COMMENT ON FUNCTION canopy.current_user_id() IS 'The canopy.users.id the current transaction acts for, from set_config(''canopy.user_id'', …, true); NULL for nobody.';
 
--- The column defaults that call it (the tables, in the baseline, are
--- created without them because they are code).
+-- The column defaults that call it (the tables, in the baseline and
+-- migrations/0017, are created without them because they are code).
 ALTER TABLE canopy.records
     ALTER COLUMN created_by SET DEFAULT canopy.current_user_id(),
     ALTER COLUMN modified_by SET DEFAULT canopy.current_user_id();
+ALTER TABLE canopy.uploads
+    ALTER COLUMN user_id SET DEFAULT canopy.current_user_id();
 
 -- Authentication: the gateway looks a bearer token up by its public selector
 -- and compares the secret's SHA-256 itself, in constant time. It cannot read

@@ -1,3 +1,4 @@
+import CanopyAssets
 import CanopyIdentity
 import CanopyQuery
 import CanopyStore
@@ -29,6 +30,11 @@ public struct APIError: Error, Sendable {
             self = error
         case let error as QueryError:
             self.init(error.code, error.message, locations: error.locations, path: error.path)
+        case let error as AssetError:
+            switch error.kind {
+            case .tooLarge: self.init(.limitExceeded, error.message)
+            case .storage: self = Self.internalError(error, requestID: requestID, logger: logger)
+            }
         case let error as IdentityError where error.kind == .refused:
             self.init(.notAuthenticated, error.message)
         case let error as StoreError:

@@ -25,7 +25,7 @@ struct GraphQLController {
 
     func handlePost(_ request: Request, context: CanopyRequestContext) async throws -> Response {
         var context = context
-        if let failure = await authenticate(request, context: &context) { return failure }
+        if let failure = await authenticator.authenticate(request, context: &context) { return failure }
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: configuration.maximumBodySize)
@@ -49,7 +49,7 @@ struct GraphQLController {
 
     func handleGet(_ request: Request, context: CanopyRequestContext) async throws -> Response {
         var context = context
-        if let failure = await authenticate(request, context: &context) { return failure }
+        if let failure = await authenticator.authenticate(request, context: &context) { return failure }
         let parameters: FormEncodedQuery
         do {
             parameters = try FormEncodedQuery(request.uri.query.map { Substring($0) } ?? "")
@@ -78,25 +78,6 @@ struct GraphQLController {
         }
         let graphQLRequest = GraphQLHTTPRequest(query: query, variables: variables, operationName: parameters["operationName"])
         return await execute(graphQLRequest, allowMutations: false, context: context)
-    }
-
-    /// Sets `context.userID`, or returns the 401 / 503 response.
-    func authenticate(_ request: Request, context: inout CanopyRequestContext) async -> Response? {
-        guard let header = request.headers[.authorization], let token = BearerTokenReader.token(in: header) else {
-            return GraphQLResponse.errors(
-                [APIError(.notAuthenticated, "send Authorization: Bearer <token>: a Canopy token (canopy users token NAME issues one) or an identity provider's JWT")],
-                requestID: context.requestID, status: .unauthorized
-            )
-        }
-        do {
-            let caller = try await authenticator.caller(token: token, nonce: request.headers[.canopyNonce], logger: context.logger)
-            context.userID = caller.userID
-            context.logger[metadataKey: "canopy.user.id"] = .stringConvertible(caller.userID)
-            return nil
-        } catch {
-            let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
-            return GraphQLResponse.errors([apiError], requestID: context.requestID, status: apiError.httpStatus)
-        }
     }
 
     func execute(_ graphQLRequest: GraphQLHTTPRequest, allowMutations: Bool, context: CanopyRequestContext) async -> Response {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CanopyAssets
 import CanopyGateway
 import CanopyIdentity
 import CanopyStore
@@ -38,6 +39,16 @@ struct Serve: AsyncParsableCommand {
     var corsOrigins: [String] = (ProcessInfo.processInfo.environment["CANOPY_CORS_ORIGINS"] ?? "")
         .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
 
+    @Option(name: .customLong("asset-dir"), help: ArgumentHelp(
+        "Where uploaded assets' bytes are kept, content-addressed (env CANOPY_ASSET_DIR; default: assets in the data directory). Back it up with the database; see docs/ASSETS.md.",
+        valueName: "dir"))
+    var assetDirectory: String?
+
+    @Option(name: .customLong("max-asset-size"), help: ArgumentHelp(
+        "The largest upload accepted, in bytes (env CANOPY_MAX_ASSET_SIZE; default 52428800, CloudKit's 50 MB); larger ones are HTTP 413 and nothing is kept.",
+        valueName: "bytes"))
+    var maximumAssetSize: Int64 = Int64(ProcessInfo.processInfo.environment["CANOPY_MAX_ASSET_SIZE"] ?? "") ?? AssetSettings.defaultMaximumSize
+
     @Flag(name: .customLong("access-log"), help: "Log a line for every request, at info (env CANOPY_ACCESS_LOG=1). Off by default: errors are logged either way.")
     var accessLog = false
 
@@ -48,6 +59,9 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard changeRetentionDays >= 0, changeRetentionDays.isFinite else {
             throw ValidationError("--change-retention-days must be 0 or more, got \(changeRetentionDays)")
+        }
+        guard maximumAssetSize > 0 else {
+            throw ValidationError("--max-asset-size must be a positive number of bytes, not \(maximumAssetSize)")
         }
         do {
             _ = try CrossOriginPolicy(origins: corsOrigins)
@@ -76,6 +90,14 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw fail(error)
         }
+        let assets: AssetSettings
+        do {
+            let directory = assetDirectory ?? ProcessInfo.processInfo.environment["CANOPY_ASSET_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? URL(fileURLWithPath: database.setup.dataDirectory).appendingPathComponent("assets").path
+            assets = AssetSettings(store: try await FileAssetStore(directory: directory), maximumSize: maximumAssetSize)
+        } catch {
+            throw fail(error)
+        }
         let resolved: DatabaseSetup.Resolved
         do {
             let migrator = migrations.migrator(logger: logger)
@@ -100,7 +122,8 @@ struct Serve: AsyncParsableCommand {
             publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"],
             changeRetention: .seconds(changeRetentionDays * 24 * 3600),
             crossOrigin: crossOrigin,
-            accessLog: accessLog || ProcessInfo.processInfo.environment["CANOPY_ACCESS_LOG"] == "1"
+            accessLog: accessLog || ProcessInfo.processInfo.environment["CANOPY_ACCESS_LOG"] == "1",
+            assets: assets
         )
         var verifier: TokenVerifier?
         if let authConfiguration {

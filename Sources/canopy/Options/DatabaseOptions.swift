@@ -1,4 +1,5 @@
 import ArgumentParser
+import CanopyAssets
 import CanopyIdentity
 import CanopyStore
 import Foundation
@@ -50,7 +51,8 @@ struct MigrationsOptions: ParsableArguments {
 
 /// Prints a failure the way a person wants to read it and exits non-zero.
 func fail(_ error: any Error) -> ExitCode {
-    let message = (error as? StoreError)?.message ?? (error as? IdentityError)?.message ?? PostgresErrors.message(of: error)
+    let message = (error as? StoreError)?.message ?? (error as? IdentityError)?.message ?? (error as? AssetError)?.message
+        ?? PostgresErrors.message(of: error)
     FileHandle.standardError.write(Data("canopy: \(message)\n".utf8))
     return ExitCode.failure
 }

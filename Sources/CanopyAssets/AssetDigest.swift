@@ -1,0 +1,29 @@
+import Crypto
+
+/// The SHA-256 of an asset's bytes, as 64 lowercase hex digits: the bytes'
+/// name in every store (so the same bytes are kept once), the download's
+/// `ETag`, and the `sha256` a client checks what it received against.
+public struct AssetDigest: Hashable, Sendable, CustomStringConvertible {
+    public let hex: String
+
+    /// A digest a client or the database spelled; nil unless 64 lowercase hex digits.
+    public init?(hex: String) {
+        guard hex.utf8.count == 64, hex.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            return nil
+        }
+        self.hex = hex
+    }
+
+    init(_ digest: SHA256.Digest) {
+        let digits = Array("0123456789abcdef".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(64)
+        for byte in digest {
+            bytes.append(digits[Int(byte >> 4)])
+            bytes.append(digits[Int(byte & 0x0f)])
+        }
+        self.hex = String(decoding: bytes, as: UTF8.self)
+    }
+
+    public var description: String { hex }
+}
