@@ -170,7 +170,11 @@ let package = Package(
         ),
         .testTarget(
             name: "CanopyStoreTests",
-            dependencies: ["CanopyStore", "CanopyTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")],
+            dependencies: [
+                "CanopyAssets", "CanopyStore", "CanopyTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -65,6 +65,8 @@ public struct FileAssetStore: AssetStore {
         do {
             if try await FileSystem.shared.info(forFileAt: final, infoAboutSymbolicLink: false) != nil {
                 _ = try await FileSystem.shared.removeItem(at: temporary)
+                // Uploaded again: the collector's grace period starts anew.
+                try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: final.string)
                 return stored
             }
             let folder = final.removingLastComponent()
