@@ -24,7 +24,7 @@ struct AssetsCollect: AsyncParsableCommand {
         valueName: "dir"))
     var assetDirectory: String?
 
-    @Option(name: .customLong("grace-hours"), help: "Keep anything written within this many hours (default 24).")
+    @Option(name: .customLong("grace-hours"), help: "Keep anything written within this many hours.")
     var graceHours: Double = 24
 
     @Flag(name: .customLong("dry-run"), help: "Say what would be removed; remove nothing.")
