@@ -19,7 +19,7 @@ struct AssetCollectTests {
         try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-hours * 3600)], ofItemAtPath: path)
     }
 
-    @Test("removes unreferenced bytes and unfinished uploads past the grace period; keeps live uploads' bytes and recent ones")
+    @Test("removes unreferenced bytes and unfinished uploads past the grace period; keeps records' assets, live uploads' bytes and recent ones")
     func collect() async throws {
         let endpoint = try await TestDatabase.shared.migratedDatabase()
         let (alice, _) = try await addUser("alice", on: endpoint)
@@ -30,8 +30,9 @@ struct AssetCollectTests {
         let expired = try await put(store, "held by an expired upload")
         let recent = try await put(store, "nobody's, but new")
         let old = try await put(store, "nobody's, and old")
+        let attached = try await put(store, "held by a record")
         func blob(_ asset: StoredAsset) -> String { "\(directory)/blobs/\(asset.digest.hex.prefix(2))/\(asset.digest.hex)" }
-        for asset in [live, expired, old] { try age(blob(asset), hours: 2) }
+        for asset in [live, expired, old, attached] { try age(blob(asset), hours: 2) }
         try Data([1]).write(to: URL(fileURLWithPath: "\(directory)/incoming/stale.part"))
         try age("\(directory)/incoming/stale.part", hours: 2)
         try Data([2]).write(to: URL(fileURLWithPath: "\(directory)/incoming/fresh.part"))
@@ -41,6 +42,16 @@ struct AssetCollectTests {
                     (\(alice.id), sha256('a'), '\(live.digest.hex)', \(live.size), 'text/plain', now() + interval '20 hours'),
                     (\(alice.id), sha256('b'), '\(expired.digest.hex)', \(expired.size), 'text/plain', now() - interval '1 hour')
                 """))
+            // A record holding an asset in a list (its upload used long ago), loaded with triggers off.
+            _ = try await connection.texts("BEGIN")
+            _ = try await connection.texts("SET LOCAL session_replication_role = replica")
+            _ = try await connection.texts(PostgresQuery(unsafeSQL: """
+                INSERT INTO canopy.records (zone_id, record_name, record_type, fields, created_by, modified_by, change_seq, change_tag)
+                SELECT id, 'folder', 'Folder', '{"pages": [{"type": "ASSET", "sha256": "\(attached.digest.hex)", "size": \(attached.size), "contentType": "text/plain"}]}',
+                       \(alice.id), \(alice.id), 1, '1'
+                  FROM canopy.zones WHERE owner_id = \(alice.id)
+                """))
+            _ = try await connection.texts("COMMIT")
         }
         let arguments = ["assets", "collect", "--asset-dir", directory, "--grace-hours", "1",
                          "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory]
@@ -54,9 +65,10 @@ struct AssetCollectTests {
 
         let real = try CanopyBinary.run(arguments)
         #expect(real.succeeded, "\(real.output)")
-        #expect(real.output.contains("removed 2 unreferenced (\(expired.size + old.size) bytes) and 1 unfinished; kept 1 referenced and 1 within 1.0 h"),
+        #expect(real.output.contains("removed 2 unreferenced (\(expired.size + old.size) bytes) and 1 unfinished; kept 2 referenced and 1 within 1.0 h"),
                 "\(real.output)")
         #expect(try await store.size(of: live.digest) == live.size)
+        #expect(try await store.size(of: attached.digest) == attached.size, "a record's asset is never collected")
         #expect(try await store.size(of: recent.digest) == recent.size)
         #expect(try await store.size(of: expired.digest) == nil)
         #expect(try await store.size(of: old.digest) == nil)

@@ -76,8 +76,18 @@ BEGIN
                OR (p_value - 'type' - 'base64') <> '{}' THEN
                 RAISE EXCEPTION 'field %: BYTES are {"type":"BYTES","base64":"..."} with valid base64', p_field USING ERRCODE = 'CN004';
             END IF;
+        WHEN 'ASSET' THEN
+            -- Stored form only: canopy.records_attach_assets (BEFORE the
+            -- write) has turned an uploadToken into it, or checked it is
+            -- an asset the record already held.
+            IF p_value->>'sha256' !~ '^[0-9a-f]{64}$' OR jsonb_typeof(p_value->'size') IS DISTINCT FROM 'number'
+               OR jsonb_typeof(p_value->'contentType') IS DISTINCT FROM 'string'
+               OR (p_value - 'type' - 'sha256' - 'size' - 'contentType') <> '{}' THEN
+                RAISE EXCEPTION 'field %: an ASSET is saved as {"type":"ASSET","uploadToken":"upl_…"} (POST /assets answers the token)', p_field
+                    USING ERRCODE = 'CN004';
+            END IF;
         ELSE
-            RAISE EXCEPTION 'field %: an object value must have "type" TIMESTAMP, REFERENCE, LOCATION or BYTES', p_field USING ERRCODE = 'CN004';
+            RAISE EXCEPTION 'field %: an object value must have "type" TIMESTAMP, REFERENCE, LOCATION, BYTES or ASSET', p_field USING ERRCODE = 'CN004';
         END CASE;
         RETURN p_value->>'type';
     ELSE

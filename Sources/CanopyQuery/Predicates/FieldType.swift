@@ -2,7 +2,7 @@
 /// `canopy.field_types` stores it.
 public indirect enum FieldType: Sendable, Equatable, CustomStringConvertible {
     case string, int64, double, boolean, timestamp, reference, location, bytes
-    /// A schema file's ASSET: declared and exported, but no value can be saved to it (Canopy stores no assets).
+    /// A file (API.md §11): saved with an upload token from `POST /assets`, stored as its digest, size and type.
     case asset
     case list(FieldType)
 
