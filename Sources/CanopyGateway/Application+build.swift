@@ -1,4 +1,5 @@
 import CanopyIdentity
+import Crypto
 import CanopyStore
 import Hummingbird
 import HummingbirdWebSocket
@@ -19,6 +20,15 @@ public func buildApplication(
     metricsRegistry: PrometheusCollectorRegistry? = nil
 ) -> some ApplicationProtocol {
     let authenticator = Authenticator(database: database, verifier: identity)
+    var assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
+    if let assets = configuration.assets {
+        let publicURL = configuration.publicURL
+        let lifetime = assets.downloadLifetime
+        assetURLs = { @Sendable logger in
+            let key = try await database.secrets.key("asset-url", logger: logger)
+            return AssetURLSigner(key: SymmetricKey(data: key), publicURL: publicURL, lifetime: lifetime)
+        }
+    }
     let router = Router(context: CanopyRequestContext.self)
     router.add(middleware: CrossOriginMiddleware(policy: configuration.crossOrigin))
     router.add(middleware: RequestIDMiddleware())
@@ -28,10 +38,10 @@ public func buildApplication(
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: GraphQLMediaTypeMiddleware())
     HealthController(database: database).register(on: router)
-    GraphQLController(database: database, configuration: configuration, authenticator: authenticator).register(on: router)
+    GraphQLController(database: database, configuration: configuration, authenticator: authenticator, assetURLs: assetURLs).register(on: router)
     SharePageController(database: database, configuration: configuration).register(on: router)
-    if let assets = configuration.assets {
-        AssetController(database: database, settings: assets, authenticator: authenticator).register(on: router)
+    if let assets = configuration.assets, let assetURLs {
+        AssetController(database: database, settings: assets, authenticator: authenticator, signer: assetURLs).register(on: router)
     }
     if let metricsRegistry {
         router.get("metrics") { _, _ -> Response in

@@ -105,7 +105,8 @@ struct AssetAttachTests {
                 ["recordName": "item", "recordType": "Item", "fields": ["name": "lamp 2", "photo": readBack]],
             ], token: harness.aliceToken, policy: "ALL_KEYS")
             #expect(resaved.errors.isEmpty, "\(resaved.message)")
-            #expect((resaved.saved["item"]?["photo"] as? [String: Any])?["downloadURL"] == nil)
+            let url = (resaved.saved["item"]?["photo"] as? [String: Any])?["downloadURL"] as? String
+            #expect(url?.hasPrefix("\(configuration.publicURL)/assets/\(digest)?") == true, "the client's URL is not kept: \(url ?? "none")")
             #expect((resaved.saved["item"]?["photo"] as? [String: Any])?["sha256"] as? String == digest)
 
             // An expired token.

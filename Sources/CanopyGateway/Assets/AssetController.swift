@@ -3,20 +3,78 @@ import CanopyStore
 import Crypto
 import Foundation
 import Hummingbird
+import Logging
 
 /// `POST /assets` (API.md §11): the request body streams into the asset
 /// store, hashed on the way, never held whole in memory; the answer is an
 /// upload token the uploader attaches to a record by saving it in an
-/// `ASSET` field.
+/// `ASSET` field. `GET /assets/<sha256>?…`: a signed download URL, as reads
+/// of records hand them out, streamed from the store with ranges and ETags.
 struct AssetController {
     let database: RequestDatabase
     let settings: AssetSettings
     let authenticator: Authenticator
+    let signer: @Sendable (_ logger: Logger) async throws -> AssetURLSigner
 
     func register(on router: Router<CanopyRequestContext>) {
         router.post("assets") { request, context in
             try await upload(request, context: context)
         }
+        router.get("assets/:sha256") { request, context in
+            try await download(request, context: context)
+        }
+    }
+
+    func download(_ request: Request, context: CanopyRequestContext) async throws -> Response {
+        let query = request.uri.queryParameters
+        guard let digest = context.parameters.get("sha256").flatMap(AssetDigest.init(hex:)),
+              let contentType = query.get("type"), let expires = query.get("expires").flatMap(Int64.init),
+              let signature = query.get("signature")
+        else {
+            return try failure(APIError(.badRequest, "a download URL is /assets/<sha256>?type=…&expires=…&signature=…, as a record's downloadURL gives it"),
+                               context, status: .badRequest)
+        }
+        let signer: AssetURLSigner
+        do {
+            signer = try await self.signer(context.logger)
+        } catch {
+            let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
+            return try failure(apiError, context, status: apiError.httpStatus)
+        }
+        guard signer.verify(sha256: digest.hex, contentType: contentType, expires: expires, signature: signature) else {
+            return try failure(APIError(.permissionFailure, "the download URL's signature is not valid or it expired; read the record again for a new one"),
+                               context, status: .forbidden)
+        }
+        guard let size = try await settings.store.size(of: digest) else {
+            return try failure(APIError(.unknownItem, "no such asset"), context, status: .notFound)
+        }
+        var headers: HTTPFields = [.eTag: "\"\(digest.hex)\"", .acceptRanges: "bytes", .cacheControl: "private, max-age=3600"]
+        if let match = request.headers[.ifNoneMatch],
+           match == "*" || match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "\"\(digest.hex)\"" }) {
+            return Response(status: .notModified, headers: headers)
+        }
+        headers[.contentType] = contentType
+        var range: Range<Int64> = 0..<size
+        var status: HTTPResponse.Status = .ok
+        if let header = request.headers[.range] {
+            switch ByteRange.parse(header, size: size) {
+            case .whole:
+                break
+            case .unsatisfiable:
+                headers[.contentRange] = "bytes */\(size)"
+                return Response(status: .rangeNotSatisfiable, headers: headers)
+            case .part(let part):
+                range = part
+                status = .partialContent
+                headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(size)"
+            }
+        }
+        let store = settings.store
+        let selected = range
+        return Response(status: status, headers: headers, body: ResponseBody(contentLength: Int(selected.count)) { writer in
+            try await store.read(digest, range: selected) { try await writer.write($0) }
+            try await writer.finish(nil)
+        })
     }
 
     func upload(_ request: Request, context: CanopyRequestContext) async throws -> Response {
@@ -82,16 +140,43 @@ struct UploadToken {
     }
 }
 
-/// Where uploads go and how large they may be.
+/// Where uploads go, how large they may be, and how long a download URL lasts.
 public struct AssetSettings: Sendable {
     public var store: any AssetStore
     public var maximumSize: Int64
+    public var downloadLifetime: TimeInterval
 
     /// CloudKit's limit for an asset: 50 MB.
     public static let defaultMaximumSize: Int64 = 50 * 1024 * 1024
 
-    public init(store: any AssetStore, maximumSize: Int64 = AssetSettings.defaultMaximumSize) {
+    public init(store: any AssetStore, maximumSize: Int64 = AssetSettings.defaultMaximumSize, downloadLifetime: TimeInterval = 3600) {
         self.store = store
         self.maximumSize = maximumSize
+        self.downloadLifetime = downloadLifetime
+    }
+}
+
+/// One `Range: bytes=…` header against a body of `size` bytes (RFC 9110
+/// §14.1.2): a single range, or the whole body for what it does not serve
+/// (several ranges, other units), or unsatisfiable.
+enum ByteRange: Equatable {
+    case whole
+    case part(Range<Int64>)
+    case unsatisfiable
+
+    static func parse(_ header: String, size: Int64) -> ByteRange {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return .whole }
+        let spec = header.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let sides = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard sides.count == 2 else { return .whole }
+        if sides[0].isEmpty {
+            guard let suffix = Int64(sides[1]), suffix > 0 else { return .unsatisfiable }
+            return size == 0 ? .unsatisfiable : .part(max(0, size - suffix)..<size)
+        }
+        guard let first = Int64(sides[0]) else { return .whole }
+        let last = sides[1].isEmpty ? size - 1 : (Int64(sides[1]) ?? -1)
+        guard last >= first else { return sides[1].isEmpty ? .unsatisfiable : .whole }
+        guard first < size else { return .unsatisfiable }
+        return .part(first..<(min(last, size - 1) + 1))
     }
 }

@@ -13,6 +13,8 @@ struct GraphQLController {
     let database: RequestDatabase
     let configuration: GatewayConfiguration
     let authenticator: Authenticator
+    /// Signs asset download URLs into answers that hold assets (nil: no asset store).
+    let assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
 
     func register(on router: Router<CanopyRequestContext>) {
         router.post("graphql") { request, context in
@@ -113,7 +115,11 @@ struct GraphQLController {
             var errors: [APIError] = []
             for field in fields {
                 do {
-                    entries.append((field.responseKey, try await executor.resolve(field)))
+                    var json = try await executor.resolve(field)
+                    if let assetURLs, let text = json, text.contains("\"ASSET\"") {
+                        json = try await assetURLs(context.logger).addingDownloadURLs(to: text)
+                    }
+                    entries.append((field.responseKey, json))
                 } catch {
                     var apiError = APIError(error, requestID: context.requestID, logger: context.logger)
                     if apiError.code == .serviceUnavailable {

@@ -1,0 +1,65 @@
+import CanopyAssets
+import Crypto
+import Foundation
+
+/// Signed, expiring download URLs (API.md §11): `<public URL>/assets/<sha256>
+/// ?type=<content type>&expires=<unix seconds>&signature=<hex>`, the
+/// signature an HMAC-SHA256, with the server secret `asset-url`, of the
+/// digest, content type and expiry. Whoever may read a record gets its URLs;
+/// the URL alone then fetches the bytes (an `<img src>` sends no token).
+struct AssetURLSigner: Sendable {
+    let key: SymmetricKey
+    let publicURL: String
+    let lifetime: TimeInterval
+
+    func signature(sha256: String, contentType: String, expires: Int64) -> String {
+        let message = Data("\(sha256)\n\(contentType)\n\(expires)".utf8)
+        let code = HMAC<SHA256>.authenticationCode(for: message, using: key)
+        return code.map { String(format: "%02x", $0) }.joined()
+    }
+
+    func url(sha256: String, contentType: String, now: Date = Date()) -> String {
+        let expires = Int64(now.timeIntervalSince1970 + lifetime)
+        var components = URLComponents()
+        components.queryItems = [
+            URLQueryItem(name: "type", value: contentType),
+            URLQueryItem(name: "expires", value: String(expires)),
+            URLQueryItem(name: "signature", value: signature(sha256: sha256, contentType: contentType, expires: expires)),
+        ]
+        let query = (components.percentEncodedQuery ?? "").replacingOccurrences(of: "+", with: "%2B")
+        return "\(publicURL)/assets/\(sha256)?\(query)"
+    }
+
+    /// Whether a request's parameters are a valid, unexpired signature for `sha256`.
+    func verify(sha256: String, contentType: String, expires: Int64, signature given: String, now: Date = Date()) -> Bool {
+        guard Double(expires) > now.timeIntervalSince1970 else { return false }
+        let expected = Array(signature(sha256: sha256, contentType: contentType, expires: expires).utf8)
+        let actual = Array(given.utf8)
+        guard expected.count == actual.count else { return false }
+        return zip(expected, actual).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    /// `json` (a root field's answer) with a `downloadURL` in every asset
+    /// value; unchanged, without parsing, when it holds none.
+    func addingDownloadURLs(to json: String) -> String {
+        guard json.contains("\"ASSET\"") else { return json }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed]) else { return json }
+        let signed = sign(object)
+        guard let data = try? JSONSerialization.data(withJSONObject: signed, options: [.fragmentsAllowed, .withoutEscapingSlashes]) else {
+            return json
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private func sign(_ value: Any) -> Any {
+        if var object = value as? [String: Any] {
+            if object["type"] as? String == "ASSET", let sha256 = object["sha256"] as? String, AssetDigest(hex: sha256) != nil {
+                object["downloadURL"] = url(sha256: sha256, contentType: object["contentType"] as? String ?? "application/octet-stream")
+                return object
+            }
+            return object.mapValues(sign)
+        }
+        if let array = value as? [Any] { return array.map(sign) }
+        return value
+    }
+}

@@ -1,0 +1,142 @@
+import CanopyAssets
+import CanopyGateway
+import CanopyStore
+import CanopyTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Download URLs (API.md §11) over real HTTP: handed out with a record to
+/// whoever may read it, signed and expiring, and served from the store
+/// with `Range`, `ETag` and `If-None-Match`, without `Authorization`.
+@Suite("Downloading assets")
+struct AssetDownloadTests {
+    static let text = "0123456789abcdefghij"
+
+    func setUp(lifetime: TimeInterval = 3600) async throws -> (GatewayHarness, GatewayConfiguration, URL) {
+        let harness = try await GatewayHarness.make()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-download-\(UUID().uuidString)")
+        let store = try await FileAssetStore(directory: directory.path)
+        return (harness, GatewayConfiguration(assets: AssetSettings(store: store, downloadLifetime: lifetime)), directory)
+    }
+
+    /// Alice's record `doc` in zone Z holding an upload of `text`; Bob, a
+    /// READ_ONLY participant of Z. Returns the sha256.
+    func seed(_ client: any TestClientProtocol, _ harness: GatewayHarness) async throws -> String {
+        _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Z\") { zoneName } }", token: harness.aliceToken)
+        let uploaded = try await client.execute(uri: "/assets", method: .post,
+                                                headers: [.authorization: "Bearer \(harness.aliceToken)", .contentType: "text/plain; charset=utf-8"],
+                                                body: ByteBuffer(string: Self.text))
+        let json = try responseJSON(uploaded.body)
+        _ = try await save(client, token: harness.aliceToken, zone: "Z", [
+            ["recordName": "doc", "recordType": "Doc", "fields": ["file": ["type": "ASSET", "uploadToken": json["uploadToken"] as? String ?? ""]]],
+        ])
+        let share = try await client.call("saveShare", """
+            mutation { saveShare(zoneName: "Z", participants: [{userRecordName: "\(harness.bob.userRecordName)", permission: READ_ONLY}]) { url } }
+            """, token: harness.aliceToken)
+        _ = try await client.call("acceptShare", "mutation($u: String!) { acceptShare(url: $u) { status } }",
+                                  ["u": share.object["url"] as? String ?? ""], token: harness.bobToken)
+        return json["sha256"] as? String ?? ""
+    }
+
+    /// The record's asset value as `token` reads it (nil: not readable).
+    func read(_ client: any TestClientProtocol, _ harness: GatewayHarness, token: String, shared: Bool = false) async throws -> [String: Any]? {
+        let zone = shared ? "{zoneName: \"Z\", ownerName: \"\(harness.alice.userRecordName)\"}" : "{zoneName: \"Z\"}"
+        let answer = try await client.call("lookup", """
+            { lookup(scope: \(shared ? "SHARED" : "PRIVATE"), zone: \(zone), recordNames: ["doc"]) { record { fields } } }
+            """, token: token)
+        let record = answer.list.first?["record"] as? [String: Any]
+        return (record?["fields"] as? [String: Any])?["file"] as? [String: Any]
+    }
+
+    /// The path and query of a download URL (the test server's port differs from the public URL's).
+    func path(_ url: String) -> String {
+        guard let range = url.range(of: "/assets/") else { return url }
+        return String(url[range.lowerBound...])
+    }
+
+    struct Fetched: Sendable {
+        var status: HTTPResponse.Status
+        var headers: HTTPFields
+        var body: String
+    }
+
+    func get(_ client: any TestClientProtocol, _ uri: String, headers: HTTPFields = [:]) async throws -> Fetched {
+        let response = try await client.execute(uri: uri, method: .get, headers: headers)
+        return Fetched(status: response.status, headers: response.headers, body: String(buffer: response.body))
+    }
+
+    @Test("whoever may read the record gets a URL that serves the bytes without a token, with Range, ETag and 304; a stranger gets none")
+    func download() async throws {
+        let (harness, configuration, directory) = try await setUp()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (stranger, strangerToken) = try await addUser("stranger", on: harness.endpoint)
+        _ = stranger
+        try await harness.test(configuration: configuration, live: true) { client in
+            let digest = try await seed(client, harness)
+            let asset = try #require(try await read(client, harness, token: harness.aliceToken))
+            let url = try #require(asset["downloadURL"] as? String)
+            #expect(url.hasPrefix("\(configuration.publicURL)/assets/\(digest)?"), "\(url)")
+            #expect(asset["sha256"] as? String == digest && asset["size"] as? Int == Self.text.utf8.count)
+
+            let whole = try await get(client, path(url))
+            #expect(whole.status == .ok)
+            #expect(whole.body == Self.text)
+            #expect(whole.headers[.contentType] == "text/plain; charset=utf-8")
+            #expect(whole.headers[.eTag] == "\"\(digest)\"")
+            #expect(whole.headers[.contentLength] == String(Self.text.utf8.count))
+
+            let part = try await get(client, path(url), headers: [.range: "bytes=2-4"])
+            #expect(part.status == .partialContent)
+            #expect(part.body == "234")
+            #expect(part.headers[.contentRange] == "bytes 2-4/20")
+            let tail = try await get(client, path(url), headers: [.range: "bytes=-3"])
+            #expect(tail.status == .partialContent && tail.body == "hij")
+            let outside = try await get(client, path(url), headers: [.range: "bytes=20-30"])
+            #expect(outside.status == .rangeNotSatisfiable)
+            #expect(outside.headers[.contentRange] == "bytes */20")
+            let cached = try await get(client, path(url), headers: [.ifNoneMatch: "\"\(digest)\""])
+            #expect(cached.status == .notModified && cached.body.isEmpty)
+
+            // Bob, a READ_ONLY participant, reads the record and downloads.
+            let bobs = try #require(try await read(client, harness, token: harness.bobToken, shared: true)?["downloadURL"] as? String)
+            #expect(try await get(client, path(bobs)).body == Self.text)
+            // A stranger cannot read the record, so gets no URL.
+            let lookup = try await client.call("lookup", """
+                { lookup(scope: SHARED, zone: {zoneName: "Z", ownerName: "\(harness.alice.userRecordName)"}, recordNames: ["doc"]) { record { fields } } }
+                """, token: strangerToken.string)
+            #expect(!"\(lookup.body)".contains("downloadURL"), "\(lookup.body)")
+        }
+    }
+
+    @Test("a URL with its signature, expiry, type or digest changed, or none, is refused; an expired one too")
+    func refused() async throws {
+        let (harness, configuration, directory) = try await setUp()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await harness.test(configuration: configuration, live: true) { client in
+            let digest = try await seed(client, harness)
+            let url = path(try #require(try await read(client, harness, token: harness.aliceToken)?["downloadURL"] as? String))
+            let signature = try #require(url.split(separator: "signature=").last.map(String.init))
+            let flipped = String(signature.dropLast()) + (signature.hasSuffix("0") ? "1" : "0")
+            let expires = try #require(url.split(separator: "expires=").last?.split(separator: "&").first.map(String.init))
+            for changed in [
+                url.replacingOccurrences(of: signature, with: flipped),
+                url.replacingOccurrences(of: "expires=\(expires)", with: "expires=\(Int64(expires)! + 3600)"),
+                url.replacingOccurrences(of: "type=text", with: "type=image"),
+                url.replacingOccurrences(of: digest, with: String(repeating: "0", count: 64)),
+            ] {
+                #expect(try await get(client, changed).status == .forbidden, "\(changed)")
+            }
+            #expect(try await get(client, "/assets/\(digest)").status == .badRequest)
+        }
+        let (expiredHarness, expiredConfiguration, expiredDirectory) = try await setUp(lifetime: -1)
+        defer { try? FileManager.default.removeItem(at: expiredDirectory) }
+        try await expiredHarness.test(configuration: expiredConfiguration, live: true) { client in
+            _ = try await seed(client, expiredHarness)
+            let url = path(try #require(try await read(client, expiredHarness, token: expiredHarness.aliceToken)?["downloadURL"] as? String))
+            #expect(try await get(client, url).status == .forbidden)
+        }
+    }
+}
