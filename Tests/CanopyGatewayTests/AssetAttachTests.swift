@@ -109,6 +109,18 @@ struct AssetAttachTests {
             #expect(url?.hasPrefix("\(configuration.publicURL)/assets/\(digest)?") == true, "the client's URL is not kept: \(url ?? "none")")
             #expect((resaved.saved["item"]?["photo"] as? [String: Any])?["sha256"] as? String == digest)
 
+            // CHANGED_KEYS: other fields change, the asset stays; a new token replaces it.
+            let renamed = try await modify(client, [["recordName": "item", "recordType": "Item", "fields": ["name": "lamp 3"]]],
+                                           token: harness.aliceToken, policy: "CHANGED_KEYS")
+            #expect(renamed.errors.isEmpty, "\(renamed.message)")
+            #expect((renamed.saved["item"]?["photo"] as? [String: Any])?["sha256"] as? String == digest)
+            let (newPhoto, newDigest) = try await upload(client, "another photo", token: harness.aliceToken)
+            let replaced = try await modify(client, [["recordName": "item", "recordType": "Item", "fields": ["photo": asset(newPhoto)]]],
+                                            token: harness.aliceToken, policy: "CHANGED_KEYS")
+            #expect(replaced.errors.isEmpty, "\(replaced.message)")
+            #expect((replaced.saved["item"]?["photo"] as? [String: Any])?["sha256"] as? String == newDigest)
+            #expect(replaced.saved["item"]?["name"] as? String == "lamp 3")
+
             // An expired token.
             let (late, _) = try await upload(client, "too late", token: harness.aliceToken)
             try await TestDatabase.withConnection(harness.endpoint) { connection in
@@ -120,7 +132,7 @@ struct AssetAttachTests {
             #expect(expired.message.contains("expired"), "\(expired.message)")
         }
         let used = try await usedUploads(harness)
-            #expect(used == ["7 true", "8 true", "9 true", "10 false", "8 false"], "\(used)")
+            #expect(used == ["7 true", "8 true", "9 true", "10 false", "13 true", "8 false"], "\(used)")
     }
 
     @Test("an atomic batch that fails leaves its uploads unused and usable; a READ_ONLY participant cannot attach")

@@ -85,6 +85,14 @@ struct PermissionFixture: Sendable {
             try await run("SELECT set_config('canopy.user_id', '', false)")
             // Alice has an upload waiting to be attached.
             try await run("INSERT INTO canopy.uploads (user_id, token_hash, sha256, size, content_type) VALUES (\(alice), sha256('t1'), repeat('a', 64), 3, 'image/png')")
+            // and a second one attached to log1 (the zone-wide shared zone).
+            try await run("INSERT INTO canopy.uploads (user_id, token_hash, sha256, size, content_type) VALUES (\(alice), sha256('t2'), repeat('c', 64), 5, 'image/png')")
+            try await run("SELECT set_config('canopy.user_id', '\(alice)', false)")
+            try await run("""
+                UPDATE canopy.records SET fields = fields || '{"img": {"type": "ASSET", "uploadToken": "t2"}}'
+                 WHERE record_name = 'log1'
+                """)
+            try await run("SELECT set_config('canopy.user_id', '', false)")
             // Alice also signs in with an identity provider.
             try await run("INSERT INTO canopy.identities (user_id, issuer, subject, provider) VALUES (\(alice), 'https://idp.example', 'alice-at-idp', 'idp')")
         }

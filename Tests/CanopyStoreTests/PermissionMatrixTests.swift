@@ -212,11 +212,15 @@ let permissionCases: [PermissionCase] =
     + cases("memberships: delete", count("DELETE FROM canopy.memberships"), [("alice", .denied), ("reader", .denied)])
     + cases("memberships: rebuild", "SELECT canopy.rebuild_memberships()::text", [("alice", .denied), ("stranger", .denied)])
     // uploads: your own (API.md §11); recorded as yourself, the token's hash never readable
-    + cases("uploads: select", "SELECT sha256 FROM canopy.uploads", [
-        ("alice", .rows([String(repeating: "a", count: 64)])), ("bob", none), ("stranger", none),
+    + cases("uploads: select", "SELECT left(sha256, 3) || (used_at IS NOT NULL)::text FROM canopy.uploads ORDER BY id", [
+        ("alice", .rows(["aaafalse", "ccctrue"])), ("bob", none), ("stranger", none),
+    ])
+    + cases("record_assets: select (the assets of the records one may read)", "SELECT record_name || ':' || field_name || ':' || left(sha256, 3) FROM canopy.record_assets", [
+        ("alice", .rows(["log1:img:ccc"])), ("reader", .rows(["log1:img:ccc"])), ("public", .rows(["log1:img:ccc"])),
+        ("bob", none), ("pending", none), ("removed", none), ("stranger", none),
     ])
     + cases("uploads: read a token's hash", "SELECT encode(token_hash, 'hex') FROM canopy.uploads", [("alice", .denied)])
-    + cases("uploads: record one's own", "INSERT INTO canopy.uploads (token_hash, sha256, size, content_type) VALUES (sha256('t2'), repeat('b', 64), 1, 'text/plain') RETURNING size::text", [
+    + cases("uploads: record one's own", "INSERT INTO canopy.uploads (token_hash, sha256, size, content_type) VALUES (sha256('t9'), repeat('b', 64), 1, 'text/plain') RETURNING size::text", [
         ("stranger", .rows(["1"])),
     ])
     + cases("uploads: record one as someone else", "INSERT INTO canopy.uploads (user_id, token_hash, sha256, size, content_type) VALUES ({alice}, sha256('t3'), repeat('b', 64), 1, 'text/plain') RETURNING size::text", [
