@@ -135,6 +135,32 @@ struct AssetAttachTests {
             #expect(used == ["7 true", "8 true", "9 true", "10 false", "13 true", "8 false"], "\(used)")
     }
 
+    @Test("declared ASSET and LIST<ASSET> fields in production mode: saved by token, exported as declared; another type refused")
+    func declared() async throws {
+        let (harness, configuration, directory) = try await setUp()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let schema = """
+            DEFINE SCHEMA
+                RECORD TYPE Item (name STRING QUERYABLE, photo ASSET, scans LIST<ASSET>);
+            """
+        let applied = try schemaCommand(["apply"], file: schema, on: harness.endpoint, mode: "production")
+        #expect(applied.succeeded, "\(applied.output)")
+        try await harness.test(configuration: configuration, live: true, schemaMode: "production") { client in
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Z\") { zoneName } }", token: harness.aliceToken)
+            let (photo, _) = try await upload(client, "a photo", token: harness.aliceToken)
+            let (scan, _) = try await upload(client, "a scan", token: harness.aliceToken)
+            let saved = try await modify(client, [
+                ["recordName": "lamp", "recordType": "Item", "fields": ["name": "lamp", "photo": asset(photo), "scans": [asset(scan)]]],
+                ["recordName": "bad", "recordType": "Item", "fields": ["photo": "not a file"]],
+            ], token: harness.aliceToken)
+            #expect(saved.errors == ["bad": "INVALID_ARGUMENTS"], "\(saved.message)")
+            #expect((saved.saved["lamp"]?["scans"] as? [[String: Any]])?.first?["size"] as? Int == 6)
+        }
+        let exported = try schemaCommand(["export"], on: harness.endpoint)
+        #expect(exported.output.contains("photo ASSET"), "\(exported.output)")
+        #expect(exported.output.contains("scans LIST<ASSET>"), "\(exported.output)")
+    }
+
     @Test("an atomic batch that fails leaves its uploads unused and usable; a READ_ONLY participant cannot attach")
     func failuresLeaveUploads() async throws {
         let (harness, configuration, directory) = try await setUp()

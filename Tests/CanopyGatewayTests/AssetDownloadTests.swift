@@ -100,6 +100,14 @@ struct AssetDownloadTests {
             let cached = try await get(client, path(url), headers: [.ifNoneMatch: "\"\(digest)\""])
             #expect(cached.status == .notModified && cached.body.isEmpty)
 
+            // The change feed hands the record out with its URL too.
+            let changes = try await client.call("zoneChanges", """
+                { zoneChanges(scope: PRIVATE, zone: {zoneName: "Z"}) { changed { recordName fields } } }
+                """, token: harness.aliceToken)
+            let changed = (changes.object["changed"] as? [[String: Any]])?.first { $0["recordName"] as? String == "doc" }
+            let fed = ((changed?["fields"] as? [String: Any])?["file"] as? [String: Any])?["downloadURL"] as? String
+            #expect(try await get(client, path(fed ?? "")).body == Self.text, "\(changes.body)")
+
             // Bob, a READ_ONLY participant, reads the record and downloads.
             let bobs = try #require(try await read(client, harness, token: harness.bobToken, shared: true)?["downloadURL"] as? String)
             #expect(try await get(client, path(bobs)).body == Self.text)
