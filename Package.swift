@@ -35,9 +35,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
+        // Hex and base64url, written once for every module.
+        .target(
+            name: "CanopyEncoding",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "CanopyQuery",
             dependencies: [
+                "CanopyEncoding",
                 .product(name: "GraphQL", package: "GraphQL"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -60,6 +66,7 @@ let package = Package(
         .target(
             name: "CanopyStore",
             dependencies: [
+                "CanopyEncoding",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -72,6 +79,7 @@ let package = Package(
         .target(
             name: "CanopyIdentity",
             dependencies: [
+                "CanopyEncoding",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -85,6 +93,7 @@ let package = Package(
         .target(
             name: "CanopyAssets",
             dependencies: [
+                "CanopyEncoding",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
@@ -95,6 +104,7 @@ let package = Package(
             name: "CanopyGateway",
             dependencies: [
                 "CanopyAssets",
+                "CanopyEncoding",
                 "CanopyIdentity",
                 "CanopyQuery",
                 "CanopyStore",
@@ -155,7 +165,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CanopyQueryTests",
-            dependencies: ["CanopyQuery", .product(name: "GraphQL", package: "GraphQL")],
+            dependencies: ["CanopyEncoding", "CanopyQuery", .product(name: "GraphQL", package: "GraphQL")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import CanopyEncoding
 import Crypto
 
 /// The SHA-256 of an asset's bytes, as 64 lowercase hex digits: the bytes'
@@ -15,14 +16,7 @@ public struct AssetDigest: Hashable, Sendable, CustomStringConvertible {
     }
 
     init(_ digest: SHA256.Digest) {
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(64)
-        for byte in digest {
-            bytes.append(digits[Int(byte >> 4)])
-            bytes.append(digits[Int(byte & 0x0f)])
-        }
-        self.hex = String(decoding: bytes, as: UTF8.self)
+        self.hex = Hex.encode(digest)
     }
 
     public var description: String { hex }

@@ -1,4 +1,5 @@
 import CanopyAssets
+import CanopyEncoding
 import CanopyStore
 import Crypto
 import Foundation
@@ -129,14 +130,7 @@ struct UploadToken {
 
     static func make() -> UploadToken {
         var generator = SystemRandomNumberGenerator()
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes = Array("upl_".utf8)
-        for _ in 0..<32 {
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            bytes.append(digits[Int(byte >> 4)])
-            bytes.append(digits[Int(byte & 0x0f)])
-        }
-        return UploadToken(text: String(decoding: bytes, as: UTF8.self))
+        return UploadToken(text: "upl_" + Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
     }
 }
 

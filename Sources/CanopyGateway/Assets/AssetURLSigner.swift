@@ -1,4 +1,5 @@
 import CanopyAssets
+import CanopyEncoding
 import Crypto
 import Foundation
 
@@ -15,7 +16,7 @@ struct AssetURLSigner: Sendable {
     func signature(sha256: String, contentType: String, expires: Int64) -> String {
         let message = Data("\(sha256)\n\(contentType)\n\(expires)".utf8)
         let code = HMAC<SHA256>.authenticationCode(for: message, using: key)
-        return code.map { String(format: "%02x", $0) }.joined()
+        return Hex.encode(code)
     }
 
     func url(sha256: String, contentType: String, now: Date = Date()) -> String {

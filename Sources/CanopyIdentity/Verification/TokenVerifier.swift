@@ -1,3 +1,4 @@
+import CanopyEncoding
 import Crypto
 import Foundation
 import JWTKit
@@ -136,7 +137,7 @@ public final class TokenVerifier: Sendable {
             // The claim is SHA-256(raw nonce) in hex, as Sign in with Apple
             // and Firebase do it; never the raw value itself, which anyone
             // holding the token could read from it and send back.
-            let hashed = SHA256.hash(data: Data(raw.utf8)).map { String(format: "%02x", $0) }.joined()
+            let hashed = Hex.encode(SHA256.hash(data: Data(raw.utf8)))
             guard (claimed as? String)?.lowercased() == hashed else { throw .refused("the token's nonce is not the SHA-256 of the nonce the request sent") }
         }
         return VerifiedIdentity(

@@ -1,3 +1,4 @@
+import CanopyEncoding
 import Foundation
 
 /// A compact JWS split into its parts, header and claims decoded but
@@ -47,10 +48,7 @@ struct UnverifiedToken {
     }
 
     private static func object(_ part: Substring) -> [String: Any]? {
-        var base64 = part.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard !base64.contains("=") else { return nil }
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64) else { return nil }
+        guard let data = Base64URL.decode(part) else { return nil }
         return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
     }
 }

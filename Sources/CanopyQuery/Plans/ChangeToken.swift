@@ -1,3 +1,4 @@
+import CanopyEncoding
 import Crypto
 import Foundation
 
@@ -90,13 +91,13 @@ public enum ChangeToken: Sendable, Equatable {
         }
         let json = (try? JSONEncoder().encode(envelope)) ?? Data()
         let sealed = (try? ChaChaPoly.seal(json, using: secret.symmetricKey).combined) ?? Data()
-        return "ct2.\(Cursor.base64URL(sealed))"
+        return "ct2.\(Base64URL.encode(sealed))"
     }
 
     /// Decodes and verifies; nil for anything this server did not issue.
     public static func decode(_ text: String, secret: SigningKey) -> ChangeToken? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0] == "ct2", let sealed = Cursor.data(fromBase64URL: String(parts[1])),
+        guard parts.count == 2, parts[0] == "ct2", let sealed = Base64URL.decode(parts[1]),
               let box = try? ChaChaPoly.SealedBox(combined: sealed),
               let json = try? ChaChaPoly.open(box, using: secret.symmetricKey),
               let envelope = try? JSONDecoder().decode(Envelope.self, from: json)

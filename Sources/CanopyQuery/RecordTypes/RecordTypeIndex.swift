@@ -1,3 +1,4 @@
+import CanopyEncoding
 import Crypto
 import Foundation
 
@@ -26,7 +27,7 @@ public struct RecordTypeIndex: Sendable, Equatable {
     public var definition: String
 
     init(recordType: String, fieldName: String, kind: Kind, body: SQL) {
-        let digest = SHA256.hash(data: Data(body.text.utf8)).map { String(format: "%02x", $0) }.joined()
+        let digest = Hex.encode(SHA256.hash(data: Data(body.text.utf8)))
         self.name = "records_schema_" + digest.prefix(16)
         self.recordType = recordType
         self.fieldName = fieldName

@@ -1,3 +1,4 @@
+import CanopyEncoding
 import Crypto
 import Foundation
 import Logging
@@ -39,7 +40,7 @@ public struct EmbeddedCluster: Sendable {
         let preferred = "\(dataDirectory)/run"
         // sockaddr_un holds 108 bytes, including the file name and a NUL.
         if "\(preferred)/.s.PGSQL.65535".utf8.count < 104 { return preferred }
-        let digest = SHA256.hash(data: Data(dataDirectory.utf8)).map { String(format: "%02x", $0) }.joined()
+        let digest = Hex.encode(SHA256.hash(data: Data(dataDirectory.utf8)))
         return "/tmp/canopy-\(digest.prefix(16))"
     }
 

@@ -1,3 +1,4 @@
+import CanopyEncoding
 import Crypto
 import Foundation
 
@@ -17,7 +18,7 @@ public struct MigrationFile: Sendable, Equatable {
         self.name = name
         self.version = version
         self.text = text
-        self.checksum = SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        self.checksum = Hex.encode(SHA256.hash(data: Data(text.utf8)))
     }
 
     static func version(of name: String) -> Int? {

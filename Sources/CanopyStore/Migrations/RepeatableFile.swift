@@ -1,3 +1,4 @@
+import CanopyEncoding
 import Crypto
 import Foundation
 
@@ -15,7 +16,7 @@ public struct RepeatableFile: Sendable, Equatable {
     public init(path: String, text: String) {
         self.path = path
         self.text = text
-        self.checksum = SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        self.checksum = Hex.encode(SHA256.hash(data: Data(text.utf8)))
     }
 
     /// The manifest that states the order files are applied in.

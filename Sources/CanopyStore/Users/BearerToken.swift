@@ -1,3 +1,4 @@
+import CanopyEncoding
 import Crypto
 import Foundation
 
@@ -21,11 +22,8 @@ public struct BearerToken: Sendable {
         let selectorBytes = (0..<8).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let secretBytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         return BearerToken(
-            selector: selectorBytes.map { String(format: "%02x", $0) }.joined(),
-            secret: Data(secretBytes).base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-")
-                .replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: "")
+            selector: Hex.encode(selectorBytes),
+            secret: Base64URL.encode(Data(secretBytes))
         )
     }
 
