@@ -170,7 +170,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CanopyAssetsTests",
-            dependencies: ["CanopyAssets", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["CanopyAssets", "CanopyTestSupport", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import CanopyAssets
+import CanopyTestSupport
 import Foundation
 import NIOCore
 import Testing
@@ -33,27 +34,7 @@ struct FileAssetStoreTests {
         }
     }
 
-    func files(under directory: URL) -> [String] {
-        let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey])
-        var found: [String] = []
-        while let url = enumerator?.nextObject() as? URL {
-            if (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
-                found.append(url.path.replacingOccurrences(of: directory.path + "/", with: ""))
-            }
-        }
-        return found.sorted()
-    }
-
-    func sha256sum(_ path: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        process.arguments = [path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        process.waitUntilExit()
-        return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
-    }
+    func files(under directory: URL) -> [String] { regularFiles(under: directory) }
 
     static let bytes: [UInt8] = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 7) }
 
@@ -64,7 +45,7 @@ struct FileAssetStoreTests {
         let stored = try await store.store(body(Self.bytes), limit: 1_000_000)
         #expect(stored.size == Int64(Self.bytes.count))
         let path = directory.appendingPathComponent("blobs/\(stored.digest.hex.prefix(2))/\(stored.digest.hex)").path
-        #expect(try sha256sum(path) == stored.digest.hex)
+        #expect(try sha256sum(file: path) == stored.digest.hex)
         #expect(files(under: directory) == ["blobs/\(stored.digest.hex.prefix(2))/\(stored.digest.hex)"], "nothing left in incoming/")
 
         let again = try await store.store(body(Self.bytes, chunkSize: 1_000), limit: 1_000_000)

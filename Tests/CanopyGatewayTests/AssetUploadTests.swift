@@ -40,12 +40,7 @@ struct AssetUploadTests {
     }
 
     func files(under directory: URL) -> [String] {
-        let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isRegularFileKey])
-        var found: [String] = []
-        while let url = enumerator?.nextObject() as? URL {
-            if (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true { found.append(url.lastPathComponent) }
-        }
-        return found
+        regularFiles(under: directory).map { URL(fileURLWithPath: $0).lastPathComponent }
     }
 
     /// SHA-256 by `sha256sum`, not by the code under test.
@@ -53,14 +48,7 @@ struct AssetUploadTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-sum-\(UUID().uuidString)")
         try Data(bytes).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        process.arguments = [file.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        process.waitUntilExit()
-        return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+        return try CanopyTestSupport.sha256sum(file: file.path)
     }
 
     func uploads(_ harness: GatewayHarness) async throws -> [String] {

@@ -62,13 +62,7 @@ struct AssetServeProcessTests {
     }
 
     func files(_ directory: String, _ folder: String) -> [String] {
-        let root = URL(fileURLWithPath: directory).appendingPathComponent(folder)
-        let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: [.isRegularFileKey])
-        var found: [String] = []
-        while let url = enumerator?.nextObject() as? URL {
-            if (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true { found.append(url.lastPathComponent) }
-        }
-        return found
+        regularFiles(under: URL(fileURLWithPath: directory).appendingPathComponent(folder)).map { URL(fileURLWithPath: $0).lastPathComponent }
     }
 
     @Test("a 48 MB upload keeps the server's memory far below its size; a kill mid-upload leaves no digest file and no row")

@@ -40,10 +40,31 @@ struct AssetURLSigner: Sendable {
         return zip(expected, actual).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 
-    /// `json` (a root field's answer) with a `downloadURL` in every asset
-    /// value; unchanged, without parsing, when it holds none.
+    /// Whether `json` (a root field's answer) may hold an asset value: a
+    /// byte search, run on every answer, that lets all others through
+    /// without parsing them or fetching the signing key.
+    static func mayHoldAssets(_ json: String) -> Bool {
+        var json = json
+        return json.withUTF8 { bytes in
+            guard bytes.count >= marker.count else { return false }
+            var index = 0
+            let last = bytes.count - marker.count
+            while index <= last {
+                if bytes[index] == 0x22, bytes[index + 1] == 0x41, marker.indices.allSatisfy({ bytes[index + $0] == marker[$0] }) {
+                    return true
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+
+    private static let marker = Array("\"ASSET\"".utf8)
+
+    /// `json` with a `downloadURL` in every asset value; unchanged, without
+    /// parsing, when it holds none.
     func addingDownloadURLs(to json: String) -> String {
-        guard json.contains("\"ASSET\"") else { return json }
+        guard Self.mayHoldAssets(json) else { return json }
         guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed]) else { return json }
         let signed = sign(object)
         guard let data = try? JSONSerialization.data(withJSONObject: signed, options: [.fragmentsAllowed, .withoutEscapingSlashes]) else {

@@ -116,7 +116,7 @@ struct GraphQLController {
             for field in fields {
                 do {
                     var json = try await executor.resolve(field)
-                    if let assetURLs, let text = json, text.contains("\"ASSET\"") {
+                    if let assetURLs, let text = json, AssetURLSigner.mayHoldAssets(text) {
                         json = try await assetURLs(context.logger).addingDownloadURLs(to: text)
                     }
                     entries.append((field.responseKey, json))

@@ -3,8 +3,8 @@ import CanopyAssets
 import CanopyStore
 import Foundation
 
-/// `canopy assets collect`: removes bytes no live upload (and, once records
-/// hold assets, no record) references, after a grace period.
+/// `canopy assets collect`: removes bytes no live upload and no record
+/// references, after a grace period.
 struct AssetsCollect: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "collect",
@@ -19,10 +19,7 @@ struct AssetsCollect: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var migrations: MigrationsOptions
 
-    @Option(name: .customLong("asset-dir"), help: ArgumentHelp(
-        "The asset directory (env CANOPY_ASSET_DIR; default: assets in the data directory), as given to canopy serve.",
-        valueName: "dir"))
-    var assetDirectory: String?
+    @OptionGroup var assets: AssetDirectoryOptions
 
     @Option(name: .customLong("grace-hours"), help: "Keep anything written within this many hours.")
     var graceHours: Double = 24
@@ -39,8 +36,7 @@ struct AssetsCollect: AsyncParsableCommand {
     func run() async throws {
         CommandLogging.bootstrap(verbose: database.verbose)
         let logger = database.logger("canopy.assets")
-        let directory = assetDirectory ?? ProcessInfo.processInfo.environment["CANOPY_ASSET_DIR"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? URL(fileURLWithPath: database.setup.dataDirectory).appendingPathComponent("assets").path
+        let directory = assets.directory(database)
         let migrator = migrations.migrator(logger: logger)
         let report: CollectionReport
         do {

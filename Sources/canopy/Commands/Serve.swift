@@ -39,10 +39,7 @@ struct Serve: AsyncParsableCommand {
     var corsOrigins: [String] = (ProcessInfo.processInfo.environment["CANOPY_CORS_ORIGINS"] ?? "")
         .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
 
-    @Option(name: .customLong("asset-dir"), help: ArgumentHelp(
-        "Where uploaded assets' bytes are kept, content-addressed (env CANOPY_ASSET_DIR; default: assets in the data directory). Back it up with the database; see docs/ASSETS.md.",
-        valueName: "dir"))
-    var assetDirectory: String?
+    @OptionGroup var assets: AssetDirectoryOptions
 
     @Option(name: .customLong("max-asset-size"), help: ArgumentHelp(
         "The largest upload accepted, in bytes (env CANOPY_MAX_ASSET_SIZE; default 52428800, CloudKit's 50 MB); larger ones are HTTP 413 and nothing is kept.",
@@ -90,11 +87,10 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw fail(error)
         }
-        let assets: AssetSettings
+        let assetSettings: AssetSettings
         do {
-            let directory = assetDirectory ?? ProcessInfo.processInfo.environment["CANOPY_ASSET_DIR"].flatMap { $0.isEmpty ? nil : $0 }
-                ?? URL(fileURLWithPath: database.setup.dataDirectory).appendingPathComponent("assets").path
-            assets = AssetSettings(store: try await FileAssetStore(directory: directory), maximumSize: maximumAssetSize)
+            let directory = self.assets.directory(database)
+            assetSettings = AssetSettings(store: try await FileAssetStore(directory: directory), maximumSize: maximumAssetSize)
         } catch {
             throw fail(error)
         }
@@ -123,7 +119,7 @@ struct Serve: AsyncParsableCommand {
             changeRetention: .seconds(changeRetentionDays * 24 * 3600),
             crossOrigin: crossOrigin,
             accessLog: accessLog || ProcessInfo.processInfo.environment["CANOPY_ACCESS_LOG"] == "1",
-            assets: assets
+            assets: assetSettings
         )
         var verifier: TokenVerifier?
         if let authConfiguration {
