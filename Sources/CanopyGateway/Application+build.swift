@@ -39,7 +39,10 @@ public func buildApplication(
     router.add(middleware: GraphQLMediaTypeMiddleware())
     HealthController(database: database).register(on: router)
     GraphQLController(database: database, configuration: configuration, authenticator: authenticator, assetURLs: assetURLs).register(on: router)
-    SharePageController(database: database, configuration: configuration).register(on: router)
+    InvitationPageController(database: database, configuration: configuration).register(on: router)
+    if let console = configuration.console {
+        ConsoleController(files: console).register(on: router)
+    }
     if let assets = configuration.assets, let assetURLs {
         AssetController(database: database, settings: assets, authenticator: authenticator, signer: assetURLs).register(on: router)
     }

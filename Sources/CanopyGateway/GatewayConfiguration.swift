@@ -18,6 +18,10 @@
 /// - `assets` (`--asset-dir`, `CANOPY_ASSET_DIR`, default `<data dir>/assets`;
 ///   `--max-asset-size`, `CANOPY_MAX_ASSET_SIZE`, default 50 MiB): where
 ///   `POST /assets` keeps uploads; nil: no `/assets` route
+/// - `console` (`--web-dir`, `CANOPY_WEB_DIR`, default `web` beside the
+///   migrations directory; `--no-console`): the web console's files,
+///   served at `/` and `/console/`; nil: no console (the invitation page
+///   at `/share/<token>` is served either way)
 public struct GatewayConfiguration: Sendable {
     public var host: String
     public var port: Int
@@ -31,6 +35,7 @@ public struct GatewayConfiguration: Sendable {
     public var crossOrigin: CrossOriginPolicy
     public var accessLog: Bool
     public var assets: AssetSettings?
+    public var console: ConsoleFiles?
 
     public init(
         host: String = "127.0.0.1",
@@ -44,7 +49,8 @@ public struct GatewayConfiguration: Sendable {
         purgeInterval: Duration = .seconds(3600),
         crossOrigin: CrossOriginPolicy = .none,
         accessLog: Bool = false,
-        assets: AssetSettings? = nil
+        assets: AssetSettings? = nil,
+        console: ConsoleFiles? = nil
     ) {
         self.host = host
         self.port = port
@@ -58,5 +64,6 @@ public struct GatewayConfiguration: Sendable {
         self.crossOrigin = crossOrigin
         self.accessLog = accessLog
         self.assets = assets
+        self.console = console
     }
 }

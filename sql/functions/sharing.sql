@@ -234,15 +234,21 @@ $$;
 -- phone counts), or anyone when its public permission is not NONE; no row
 -- otherwise, the same as for a token that does not exist. permission is
 -- what the caller has (or would get by accepting the public link).
-CREATE OR REPLACE FUNCTION canopy.share_view(p_token text)
+-- owner_display_name (the owner's name, as CKShare.Metadata's ownerIdentity
+-- carries it) is what an invitation page shows; it was added after the
+-- other columns, and a function's result type cannot be replaced in place.
+DROP FUNCTION IF EXISTS canopy.share_view(text);
+CREATE FUNCTION canopy.share_view(p_token text)
     RETURNS TABLE (share_id bigint, zone_id bigint, zone_name text, owner_name text, root_record_name text,
-                   title text, public_permission text, url_token text, role text, permission text, status text)
+                   title text, public_permission text, url_token text, role text, permission text, status text,
+                   owner_display_name text)
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT s.id, z.id, z.name, owner.record_name, root.record_name, s.title, s.public_permission, s.url_token,
            me.role,
            CASE WHEN me.status = 'REMOVED' THEN 'NONE' ELSE coalesce(me.permission, s.public_permission) END,
-           me.status
+           me.status,
+           coalesce(owner.display_name, owner.name)
       FROM canopy.shares s
       JOIN canopy.zones z ON z.id = s.zone_id
       JOIN canopy.users owner ON owner.id = z.owner_id

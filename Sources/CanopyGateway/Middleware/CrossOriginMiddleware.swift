@@ -13,10 +13,10 @@ public struct CrossOriginPolicy: Sendable, Equatable {
         for origin in origins {
             let lowered = origin.lowercased()
             if lowered == "*" || lowered == "null" {
-                throw CrossOriginPolicyError(message: "--cors-origin \(origin): list each origin the pages are served from (e.g. https://app.example.com); a wildcard or null is never allowed")
+                throw GatewayConfigurationError(message: "--cors-origin \(origin): list each origin the pages are served from (e.g. https://app.example.com); a wildcard or null is never allowed")
             }
             guard lowered.range(of: #"^https?://[a-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9a-f:]+\](:[0-9]{1,5})?$"#, options: .regularExpression) != nil else {
-                throw CrossOriginPolicyError(message: "--cors-origin \(origin): an origin is scheme://host[:port], with no path or trailing slash (e.g. https://app.example.com)")
+                throw GatewayConfigurationError(message: "--cors-origin \(origin): an origin is scheme://host[:port], with no path or trailing slash (e.g. https://app.example.com)")
             }
             checked.insert(lowered)
         }
@@ -28,11 +28,6 @@ public struct CrossOriginPolicy: Sendable, Equatable {
     func allows(_ origin: String) -> Bool {
         origins.contains(origin.lowercased())
     }
-}
-
-public struct CrossOriginPolicyError: Error, CustomStringConvertible {
-    public let message: String
-    public var description: String { message }
 }
 
 /// CORS for the configured origins: a preflight (`OPTIONS` with `Origin`

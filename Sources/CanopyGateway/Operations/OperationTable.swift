@@ -15,6 +15,7 @@ enum OperationTable {
         "share": Planned { try SharePlan($0, request: $1) },
         "shareMetadata": Planned { try ShareMetadataPlan($0, request: $1) },
         "discoverUser": Planned { try DiscoverUserPlan($0, request: $1) },
+        "recordTypes": Planned { try RecordTypesPlan($0, request: $1) },
     ]
 
     static let mutations: [String: any RootOperation] = [

@@ -31,6 +31,7 @@ public struct ShareMetadataPlan: Sendable {
             case "role": return "m.role"
             case "permission": return "m.permission"
             case "status": return "m.status"
+            case "ownerDisplayName": return "m.owner_display_name"
             case "__typename": return "'ShareMetadata'"
             default: throw QueryError(.badRequest, "ShareMetadata has no field \(child.name)")
             }
@@ -77,22 +78,36 @@ public struct DiscoverUserPlan: Sendable {
     }
 }
 
-/// `GET /share/<token>` in a browser: nobody is signed in, so the page
-/// shows a title only for a share whose public permission is not NONE.
-/// One row (title, zone name) or none.
+/// `GET /share/<token>` in a browser before anyone signs in: the page
+/// shows what a stranger may know only of a share whose public permission
+/// is not NONE (`share_view` has no row for anything else).
 public struct SharePagePlan: Sendable {
     public let statement: SQLStatement
 
+    /// What the page says of a public share.
+    public struct Summary: Sendable, Equatable {
+        /// The share's title, else its zone's name.
+        public var title: String
+        /// The owner's name (nil: the owner has none).
+        public var ownerName: String?
+        /// True for a record hierarchy, false for a whole zone.
+        public var isRecordHierarchy: Bool
+        /// `READ_ONLY` or `READ_WRITE`: what accepting the link gives.
+        public var permission: String
+    }
+
     public init(token: String) {
         var builder = SQLBuilder()
-        builder.append("SELECT m.title, m.zone_name FROM canopy.share_view(\(builder.bind(token))) m")
+        builder.append("""
+            SELECT m.title, m.zone_name, m.owner_display_name, m.root_record_name IS NOT NULL, m.public_permission \
+            FROM canopy.share_view(\(builder.bind(token))) m
+            """)
         statement = builder.query
     }
 
-    /// What the page shows: the share's title, else its zone's name.
-    public static func title(_ row: PostgresRow) throws -> String {
-        let (title, zoneName) = try row.decode((String?, String).self)
-        return title ?? zoneName
+    public static func summary(_ row: PostgresRow) throws -> Summary {
+        let (title, zoneName, owner, isRecord, permission) = try row.decode((String?, String, String?, Bool, String).self)
+        return Summary(title: title ?? zoneName, ownerName: owner, isRecordHierarchy: isRecord, permission: permission)
     }
 }
 

@@ -46,6 +46,14 @@ struct Serve: AsyncParsableCommand {
         valueName: "bytes"))
     var maximumAssetSize: Int64 = Int64(ProcessInfo.processInfo.environment["CANOPY_MAX_ASSET_SIZE"] ?? "") ?? AssetSettings.defaultMaximumSize
 
+    @Option(name: .customLong("web-dir"), help: ArgumentHelp(
+        "Directory of the web console's files, served at / and /console/ (env CANOPY_WEB_DIR; default: web beside the migrations directory); see docs/CONSOLE.md.",
+        valueName: "dir"))
+    var webDirectory: String?
+
+    @Flag(name: .customLong("no-console"), help: "Serve no web console at / (the invitation page at /share/<token> stays).")
+    var noConsole = false
+
     @Flag(name: .customLong("access-log"), help: "Log a line for every request, at info (env CANOPY_ACCESS_LOG=1). Off by default: errors are logged either way.")
     var accessLog = false
 
@@ -94,6 +102,16 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw fail(error)
         }
+        var console: ConsoleFiles?
+        if !noConsole {
+            let directory = webDirectory ?? ProcessInfo.processInfo.environment["CANOPY_WEB_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? URL(fileURLWithPath: migrations.directory).deletingLastPathComponent().appendingPathComponent("web").path
+            do {
+                console = try ConsoleFiles.load(directory: directory)
+            } catch {
+                throw fail(error)
+            }
+        }
         let resolved: DatabaseSetup.Resolved
         do {
             let migrator = migrations.migrator(logger: logger)
@@ -119,7 +137,8 @@ struct Serve: AsyncParsableCommand {
             changeRetention: .seconds(changeRetentionDays * 24 * 3600),
             crossOrigin: crossOrigin,
             accessLog: accessLog || ProcessInfo.processInfo.environment["CANOPY_ACCESS_LOG"] == "1",
-            assets: assetSettings
+            assets: assetSettings,
+            console: console
         )
         var verifier: TokenVerifier?
         if let authConfiguration {

@@ -1,0 +1,32 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// `GET /` (the console's page) and `GET /console/<file>` (its styles and
+/// modules), from memory. Files are revalidated on every load (`no-cache`
+/// with an ETag), so a new release is picked up at once and an unchanged
+/// file costs a 304.
+struct ConsoleController {
+    let files: ConsoleFiles
+
+    func register(on router: Router<CanopyRequestContext>) {
+        router.get("/") { request, _ -> Response in
+            serve("index.html", request)
+        }
+        router.get("console/:name") { request, context -> Response in
+            serve(context.parameters.get("name") ?? "", request)
+        }
+    }
+
+    func serve(_ name: String, _ request: Request) -> Response {
+        guard let file = files.file(named: name) else {
+            return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "no such file\n")))
+        }
+        var headers = PageHeaders.fields(contentType: file.contentType, cache: "no-cache")
+        headers[.eTag] = file.entityTag
+        if request.headers[values: .ifNoneMatch].contains(where: { $0.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == file.entityTag } }) {
+            return Response(status: .notModified, headers: headers)
+        }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: file.bytes))
+    }
+}

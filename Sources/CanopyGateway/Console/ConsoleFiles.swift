@@ -1,0 +1,80 @@
+import CanopyEncoding
+import Crypto
+import Foundation
+import NIOCore
+
+/// The web console's static files (`web/`: HTML, CSS, ES modules, no build
+/// step), read once when the gateway starts and served from memory. The
+/// directory is flat: a file is reached as `/console/<name>`, and only
+/// names of the kinds below are served.
+public struct ConsoleFiles: Sendable {
+    /// One file's bytes and what the response says of them.
+    public struct File: Sendable {
+        public let bytes: ByteBuffer
+        public let contentType: String
+        /// A strong validator: the first 16 bytes of the content's SHA-256.
+        public let entityTag: String
+    }
+
+    public let directory: String
+    let files: [String: File]
+
+    /// The content types of the kinds of file the console is made of.
+    static let contentTypes: [String: String] = [
+        "html": "text/html; charset=utf-8",
+        "css": "text/css; charset=utf-8",
+        "js": "text/javascript; charset=utf-8",
+        "svg": "image/svg+xml",
+        "png": "image/png",
+        "ico": "image/x-icon",
+        "json": "application/json",
+    ]
+
+    /// Reads every servable file of `directory`; it must hold `index.html`.
+    public static func load(directory: String) throws(GatewayConfigurationError) -> ConsoleFiles {
+        let manager = FileManager.default
+        var isDirectory: ObjCBool = false
+        guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw GatewayConfigurationError(message: "the console's directory '\(directory)' does not exist (pass --web-dir, set CANOPY_WEB_DIR, or turn the console off with --no-console)")
+        }
+        let names: [String]
+        do {
+            names = try manager.contentsOfDirectory(atPath: directory)
+        } catch {
+            throw GatewayConfigurationError(message: "the console's directory '\(directory)' cannot be read: \(error.localizedDescription)")
+        }
+        var files: [String: File] = [:]
+        for name in names.sorted() where isServable(name) {
+            let path = (directory as NSString).appendingPathComponent(name)
+            guard let data = manager.contents(atPath: path) else {
+                throw GatewayConfigurationError(message: "the console's file '\(path)' cannot be read")
+            }
+            let bytes = [UInt8](data)
+            let digest = Array(SHA256.hash(data: bytes).prefix(16))
+            let type = contentTypes[extensionOf(name)] ?? "application/octet-stream"
+            files[name] = File(bytes: ByteBuffer(bytes: bytes), contentType: type, entityTag: "\"\(Hex.encode(digest))\"")
+        }
+        guard files["index.html"] != nil else {
+            throw GatewayConfigurationError(message: "the console's directory '\(directory)' has no index.html (pass --web-dir or set CANOPY_WEB_DIR)")
+        }
+        return ConsoleFiles(directory: directory, files: files)
+    }
+
+    /// The file named `name` (a bare file name of a known kind), if any.
+    public func file(named name: String) -> File? {
+        Self.isServable(name) ? files[name] : nil
+    }
+
+    /// Letters, digits, `-`, `_` and one extension of a known kind: no
+    /// paths, no hidden files.
+    static func isServable(_ name: String) -> Bool {
+        guard !name.hasPrefix("."), name.count <= 100, contentTypes[extensionOf(name)] != nil else { return false }
+        return name.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || scalar == "-" || scalar == "_" || scalar == ".")
+        } && name.filter({ $0 == "." }).count == 1
+    }
+
+    static func extensionOf(_ name: String) -> String {
+        name.split(separator: ".").last.map { String($0).lowercased() } ?? ""
+    }
+}

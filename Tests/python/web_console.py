@@ -1,0 +1,302 @@
+"""The web console's whole story in a real browser (issue 17, API.md §12).
+
+Headless Chromium (Debian's chromium and chromium-driver, driven by
+Selenium) against a live `canopy serve`, in two browser sessions (two
+people, as two windows): the owner signs in, makes a zone and records,
+shares it, invites a second person read-only and turns the public link on;
+the second person opens the invitation, signs in, accepts and sees the
+records, cannot edit them (the controls say so and the API refuses) and sees
+the owner's edit without reloading; a save that crosses another is shown as
+a conflict; a stranger opening a private share's URL learns nothing; the
+owner removes the second person, whose console loses the zone on its next
+request; the owner stops sharing. A screenshot of every step goes to
+ARTIFACT_DIR.
+
+usage: web_console.py BASE_URL OWNER_TOKEN INVITEE_TOKEN STRANGER_TOKEN ARTIFACT_DIR
+The invitee's account has the email invitee@example.com. Exits non-zero,
+saying which step failed, on any failure.
+"""
+import json
+import os
+import sys
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+base, owner_token, invitee_token, stranger_token, artifacts = sys.argv[1:6]
+os.makedirs(artifacts, exist_ok=True)
+ZONE = "Trip"
+TITLE = "Trip to Lisbon"
+step_number = 0
+
+
+def browser():
+    options = Options()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1200,900", "--lang=en-US"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_script_timeout(20)
+    return driver
+
+
+def step(driver, name):
+    """Saves a screenshot of the step; fails the test if the page logged an error."""
+    global step_number
+    step_number += 1
+    path = os.path.join(artifacts, f"{step_number:02d}-{name}.png")
+    driver.save_screenshot(path)
+    print(f"step {step_number:02d} {name}: {path}", flush=True)
+    problems = [entry["message"] for entry in driver.get_log("browser")
+                if entry["level"] == "SEVERE" and "favicon" not in entry["message"] and "Failed to load resource" not in entry["message"]]
+    if problems:
+        raise AssertionError(f"{name}: the page logged errors: {problems}")
+
+
+def wait(driver, condition, what, seconds=10):
+    try:
+        return WebDriverWait(driver, seconds).until(condition)
+    except TimeoutException:
+        driver.save_screenshot(os.path.join(artifacts, f"failed-{what.replace(' ', '-')[:40]}.png"))
+        raise AssertionError(f"timed out waiting for {what}; page text: {driver.find_element(By.TAG_NAME, 'body').text[:1500]!r}")
+
+
+def visible(driver, css, what=None):
+    return wait(driver, EC.visibility_of_element_located((By.CSS_SELECTOR, css)), what or css)
+
+
+def clickable(driver, css, what=None):
+    return wait(driver, EC.element_to_be_clickable((By.CSS_SELECTOR, css)), what or css)
+
+
+def text_appears(driver, css, text, what=None):
+    return wait(driver, EC.text_to_be_present_in_element((By.CSS_SELECTOR, css), text), what or f"'{text}' in {css}")
+
+
+def sign_in(driver, token):
+    field = visible(driver, "input[name=token]", "the sign-in form")
+    field.send_keys(token)
+    driver.find_element(By.CSS_SELECTOR, "form.signin button[type=submit]").click()
+
+
+def button(driver, words, scope="body"):
+    xpath = f"//{scope}//*[self::button or self::a][normalize-space()='{words}']"
+    return wait(driver, EC.element_to_be_clickable((By.XPATH, xpath)), f"the button '{words}'")
+
+
+def graphql(driver, query, variables):
+    """A call from the page itself (its origin, its token): what the API answers this person."""
+    return driver.execute_async_script("""
+        const [query, variables, done] = arguments;
+        const token = sessionStorage.getItem("canopy.token") ?? localStorage.getItem("canopy.token");
+        fetch("/graphql", {method: "POST", headers: {"Content-Type": "application/json", "Authorization": "Bearer " + token},
+                           body: JSON.stringify({query, variables})}).then(r => r.json()).then(done, e => done({error: String(e)}));
+    """, query, variables)
+
+
+def api(token, query, variables):
+    """A second, independent client: Python's standard library over HTTP."""
+    request = urllib.request.Request(f"{base}/graphql", data=json.dumps({"query": query, "variables": variables}).encode(),
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(request))
+
+
+def new_record(driver, name, fields):
+    button(driver, "New record").click()
+    record_type = visible(driver, "input[name=recordType]")
+    if not record_type.get_attribute("value"):
+        record_type.send_keys("Place")
+    record_name = driver.find_element(By.CSS_SELECTOR, "input[name=recordName]")
+    record_name.clear()
+    record_name.send_keys(name)
+    for field, kind, value in fields:
+        existing = driver.find_elements(By.CSS_SELECTOR, f".field[data-field='{field}'] .value input")
+        if not existing:
+            driver.find_element(By.CSS_SELECTOR, "input[name=newField]").send_keys(field)
+            Select(driver.find_element(By.CSS_SELECTOR, "select[name=newType]")).select_by_value(kind)
+            button(driver, "Add field").click()
+            existing = driver.find_elements(By.CSS_SELECTOR, f".field[data-field='{field}'] .value input")
+        existing[0].clear()
+        existing[0].send_keys(value)
+    button(driver, "Create record").click()
+    text_appears(driver, "h1", name)
+
+
+owner = browser()
+invitee = browser()
+try:
+    # 1. The owner signs in and makes a zone with two records.
+    owner.get(base + "/")
+    sign_in(owner, owner_token)
+    visible(owner, "#private-zones", "the zones list")
+    step(owner, "owner-signed-in")
+    owner.find_element(By.CSS_SELECTOR, "input[name=zoneName]").send_keys(ZONE)
+    button(owner, "Create zone").click()
+    text_appears(owner, "h1", ZONE)
+    new_record(owner, "lisbon", [("city", "STRING", "Lisbon"), ("nights", "INT64", "4")])
+    step(owner, "owner-made-a-record")
+    owner.find_element(By.LINK_TEXT, ZONE).click()
+    new_record(owner, "porto", [("city", "STRING", "Porto"), ("nights", "INT64", "2")])
+    owner.find_element(By.LINK_TEXT, ZONE).click()
+    visible(owner, "#records-table", "the records table")
+    rows = owner.find_elements(By.CSS_SELECTOR, "#records-table tbody tr")
+    assert len(rows) == 2, f"the owner sees two records, not {len(rows)}"
+    # Filtered and sorted, as CKQuery.
+    filter_box = owner.find_element(By.CSS_SELECTOR, "input[name=filter]")
+    filter_box.send_keys("nights > 3")
+    button(owner, "Show").click()
+    wait(owner, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#records-table tbody tr")) == 1, "the filter to leave one record")
+    step(owner, "owner-filtered-records")
+    filter_box = owner.find_element(By.CSS_SELECTOR, "input[name=filter]")
+    filter_box.clear()
+    filter_box.send_keys("nights >")
+    button(owner, "Show").click()
+    visible(owner, ".message.error", "the filter's error")
+    assert owner.find_element(By.CSS_SELECTOR, "input[name=filter]").get_attribute("aria-invalid") == "true"
+    step(owner, "owner-bad-filter")
+    owner.find_element(By.CSS_SELECTOR, "input[name=filter]").clear()
+    button(owner, "Show").click()
+    wait(owner, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#records-table tbody tr")) == 2, "both records again")
+
+    # 2. The sharing sheet: share, invite read-only, public link on.
+    clickable(owner, "#share-zone").click()
+    visible(owner, "#sharing-sheet", "the sharing sheet")
+    title = visible(owner, "#sharing-sheet input[name=title]")
+    title.send_keys(TITLE)
+    clickable(owner, "#start-sharing").click()
+    visible(owner, "#invite", "the invite form")
+    owner.find_element(By.CSS_SELECTOR, "#invite input[name=contact]").send_keys("invitee@example.com")
+    Select(owner.find_element(By.CSS_SELECTOR, "#invite select")).select_by_value("READ_ONLY")
+    button(owner, "Invite", "dialog").click()
+    text_appears(owner, "#participants", "invitee", "the invitation in the people list")
+    Select(visible(owner, "#public-permission")).select_by_value("READ_ONLY")
+    wait(owner, lambda d: d.execute_script("return document.getElementById('public-permission')?.value") == "READ_ONLY"
+         and "link" in d.execute_script("return document.getElementById('announcer').textContent"), "the public link to turn on")
+    share_url = owner.find_element(By.CSS_SELECTOR, "#share-link").get_attribute("value")
+    assert share_url.startswith(base + "/share/"), share_url
+    clickable(owner, "#copy-link").click()
+    step(owner, "owner-sharing-sheet")
+    clickable(owner, "#sheet-done").click()
+
+    # 3. The invitee opens the link, signs in, accepts, sees the records.
+    invitee.get(share_url)
+    text_appears(invitee, "#share-title", TITLE, "the public share's title before signing in")
+    step(invitee, "invitation-signed-out")
+    sign_in(invitee, invitee_token)
+    accept = clickable(invitee, "#accept-share", "the Accept button")
+    assert "can view" in invitee.find_element(By.ID, "share-summary").text, invitee.find_element(By.ID, "share-summary").text
+    assert "alice" in invitee.find_element(By.ID, "share-summary").text.lower(), "the owner's name is shown"
+    step(invitee, "invitation-signed-in")
+    accept.click()
+    visible(invitee, "#records-table", "the shared zone's records after accepting")
+    wait(invitee, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#records-table tbody tr")) == 2, "both records for the invitee")
+    assert "read only" in invitee.find_element(By.ID, "access-note").text
+    step(invitee, "invitee-sees-shared-zone")
+
+    # 4. Read only: the controls say so, and the API refuses.
+    invitee.find_element(By.LINK_TEXT, "lisbon").click()
+    visible(invitee, "#read-only-note", "the read-only note")
+    inputs = invitee.find_elements(By.CSS_SELECTOR, "#fields input")
+    assert inputs and all(not field.is_enabled() for field in inputs), "every field is disabled"
+    assert not invitee.find_element(By.ID, "save-record").is_displayed(), "no Save button"
+    step(invitee, "invitee-read-only-record")
+    zone_id = {"zoneName": ZONE, "ownerName": graphql(owner, "{ me { userRecordName } }", {})["data"]["me"]["userRecordName"]}
+    refused = graphql(invitee, "mutation($zone: ZoneID!) { modifyRecords(scope: SHARED, zone: $zone, save: [{recordName: \"lisbon\", recordType: \"Place\", fields: {city: \"Faro\"}}], savePolicy: ALL_KEYS) { errors { code } } }", {"zone": zone_id})
+    codes = [error["code"] for error in refused["data"]["modifyRecords"]["errors"]]
+    assert codes == ["PERMISSION_FAILURE"], f"the API refuses the invitee's save: {refused}"
+
+    # 5. Live: the owner's edit appears in the invitee's console without a reload.
+    invitee.find_element(By.LINK_TEXT, ZONE).click()
+    visible(invitee, "#records-table")
+    invitee.execute_script("document.body.dataset.sameDocument = 'yes'")
+    owner.find_element(By.LINK_TEXT, "lisbon").click()
+    city = visible(owner, ".field[data-field=city] input")
+    city.clear()
+    city.send_keys("Lisboa")
+    clickable(owner, "#save-record").click()
+    visible(owner, "#record-feedback .message.notice", "the owner's save")
+    text_appears(invitee, "#records-table", "Lisboa", "the owner's edit in the invitee's console")
+    assert invitee.execute_script("return document.body.dataset.sameDocument") == "yes", "no reload happened"
+    step(invitee, "invitee-sees-live-edit")
+
+    # 6. A save that crosses another is a conflict, shown as such.
+    visible(owner, ".field[data-field=nights] input").clear()
+    owner.find_element(By.CSS_SELECTOR, ".field[data-field=nights] input").send_keys("5")
+    lisbon = api(owner_token, "query($zone: ZoneID!) { lookup(scope: PRIVATE, zone: $zone, recordNames: [\"lisbon\"]) { record { recordChangeTag fields } } }", {"zone": zone_id})
+    record = lisbon["data"]["lookup"][0]["record"]
+    changed = api(owner_token, "mutation($zone: ZoneID!, $r: RecordInput!) { modifyRecords(scope: PRIVATE, zone: $zone, save: [$r]) { errors { code } } }",
+                  {"zone": zone_id, "r": {"recordName": "lisbon", "recordType": "Place", "fields": {**record["fields"], "nights": 6}, "recordChangeTag": record["recordChangeTag"]}})
+    assert changed["data"]["modifyRecords"]["errors"] == [], changed
+    visible(owner, "#record-feedback .message.notice", "the notice that the record changed elsewhere")
+    clickable(owner, "#save-record").click()
+    conflict = visible(owner, "#conflict", "the conflict")
+    assert "changed elsewhere" in conflict.text and "6" in conflict.text and "5" in conflict.text, conflict.text
+    step(owner, "owner-conflict")
+    clickable(owner, "#keep-mine").click()
+    text_appears(owner, "#record-feedback", "Saved", "the resolved save")
+    assert visible(owner, ".field[data-field=nights] input").get_attribute("value") == "5"
+
+    # 7. A stranger opening a private share's URL learns nothing.
+    clickable(owner, "nav.crumbs a:nth-of-type(2)").click()
+    clickable(owner, "#share-zone").click()
+    Select(visible(owner, "#public-permission")).select_by_value("NONE")
+    wait(owner, lambda d: "only invited" in d.execute_script("return document.getElementById('announcer').textContent").lower(), "the link to turn off")
+    clickable(owner, "#sheet-done").click()
+    stranger = browser()
+    try:
+        stranger.get(share_url)
+        visible(stranger, "input[name=token]", "the sign-in form on a private share's page")
+        page = stranger.find_element(By.TAG_NAME, "body").text
+        for secret in (TITLE, "Lisbon", ZONE, "alice"):
+            assert secret.lower() not in page.lower(), f"a private share's page shows '{secret}' to a stranger: {page!r}"
+        step(stranger, "stranger-signed-out")
+        sign_in(stranger, stranger_token)
+        text_appears(stranger, "#invitation-actions", "does not lead to anything shared with", "the stranger's refusal")
+        page = stranger.find_element(By.TAG_NAME, "body").text
+        for secret in (TITLE, "Lisbon", ZONE, "alice"):
+            assert secret.lower() not in page.lower(), f"a private share's page shows '{secret}' to a signed-in stranger: {page!r}"
+        assert not stranger.find_elements(By.ID, "accept-share"), "no Accept for a stranger"
+        step(stranger, "stranger-signed-in")
+    finally:
+        stranger.quit()
+
+    # 8. The owner removes the invitee; the invitee's console loses the zone on its next request.
+    clickable(owner, "#share-zone").click()
+    remove = clickable(owner, "#participants button[aria-label^='Remove']", "the Remove button")
+    step(owner, "owner-before-removing")
+    remove.click()
+    wait(owner, lambda d: "Nobody yet" in d.execute_script("return document.getElementById('participants')?.textContent ?? ''"),
+         "the invitee to leave the people list")
+    clickable(owner, "#sheet-done").click()
+    invitee.find_element(By.CSS_SELECTOR, "header a.brand").click()
+    visible(invitee, "#shared-zones")
+    wait(invitee, lambda d: TITLE not in d.find_element(By.ID, "shared-zones").text, "the zone to leave the invitee's list")
+    invitee.back()
+    text_appears(invitee, "main", "no longer shared with you", "the zone page to say it is gone")
+    step(invitee, "invitee-lost-the-zone")
+
+    # 9. The owner stops sharing; the zone is private again.
+    clickable(owner, "#share-zone").click()
+    clickable(owner, "#stop-sharing").click()
+    owner.switch_to.alert.accept()
+    visible(owner, "#start-sharing", "the sheet of an unshared zone")
+    step(owner, "owner-stopped-sharing")
+    clickable(owner, "#sheet-done").click()
+
+    # 10. A phone's width: the same console, one column.
+    owner.set_window_size(390, 844)
+    owner.refresh()
+    visible(owner, "#records-table")
+    assert owner.execute_script("return document.documentElement.scrollWidth <= window.innerWidth + 1"), "no sideways scrolling on a phone"
+    step(owner, "owner-phone-width")
+    print(json.dumps({"steps": step_number, "shareURL": share_url}))
+finally:
+    owner.quit()
+    invitee.quit()

@@ -1,0 +1,84 @@
+// The invitation page (/share/<token>): signs the person in if they are
+// not, asks `shareMetadata` as them (so row-level security decides what
+// they learn: nothing of a private share they were not invited to), and
+// offers Accept, which accepts and opens the shared zone in the console.
+
+import {h, message, replace} from "./dom.js";
+import {gql, describe} from "./api.js";
+import {currentToken, signOut} from "./session.js";
+import {renderSignIn} from "./signin.js";
+import {zoneRoute, recordRoute} from "./routes.js";
+
+const main = document.getElementById("invitation");
+const actions = document.getElementById("invitation-actions");
+const url = main.dataset.shareUrl;
+
+const METADATA = `query($url: String!) { shareMetadata(url: $url) {
+  title ownerName ownerDisplayName zone { zoneName ownerName } rootRecordName role permission status } }`;
+
+function openIn(metadata) {
+  const scope = metadata.role === "OWNER" ? "PRIVATE" : "SHARED";
+  return "/" + (metadata.rootRecordName
+    ? recordRoute(scope, metadata.zone.ownerName, metadata.zone.zoneName, metadata.rootRecordName)
+    : zoneRoute(scope, metadata.zone.ownerName, metadata.zone.zoneName));
+}
+
+function describeShare(metadata) {
+  const what = metadata.rootRecordName ? `the record ${metadata.rootRecordName} and the records under it` : `the zone ${metadata.zone.zoneName}`;
+  const can = metadata.permission === "READ_WRITE" ? "view and edit" : "view";
+  return `${metadata.ownerDisplayName ?? "Someone"} shared ${what} with you. You can ${can} it.`;
+}
+
+async function show() {
+  if (!currentToken()) {
+    const box = h("div");
+    replace(actions, h("p", {}, "Sign in to see whether this was shared with you and to accept it."), box);
+    renderSignIn(box, () => show(), {heading: "Sign in to accept"});
+    return;
+  }
+  replace(actions, h("p", {}, "Checking the invitation…"));
+  let me, metadata;
+  try {
+    me = (await gql("{ me { name email userRecordName } }")).me;
+    metadata = (await gql(METADATA, {url})).shareMetadata;
+  } catch (error) {
+    if (error.code === "NOT_AUTHENTICATED") return show();
+    const who = me?.name ?? me?.email ?? "you";
+    replace(actions,
+      message("error", error.code === "PERMISSION_FAILURE"
+        ? `This link does not lead to anything shared with ${who}. If someone invited you, sign in with the account of the address they invited, or ask them to invite you again.`
+        : describe(error)),
+      switchAccount(me));
+    return;
+  }
+  document.getElementById("share-title").textContent = metadata.title ?? metadata.zone.zoneName;
+  document.title = `${metadata.title ?? metadata.zone.zoneName} · Canopy`;
+  document.getElementById("share-summary")?.remove();
+  const summary = h("p", {id: "share-summary"}, describeShare(metadata));
+  if (metadata.role === "OWNER") {
+    replace(actions, h("p", {}, "You own this share."), h("a", {class: "button primary", href: openIn(metadata)}, "Open in the console"), switchAccount(me));
+  } else if (metadata.status === "ACCEPTED") {
+    replace(actions, summary, h("p", {}, "You have accepted it."), h("a", {class: "button primary", id: "open-share", href: openIn(metadata)}, "Open"), switchAccount(me));
+  } else {
+    const accept = h("button", {type: "button", class: "primary", id: "accept-share"}, "Accept");
+    const feedback = h("div", {class: "feedback"});
+    accept.addEventListener("click", async () => {
+      accept.disabled = true;
+      try {
+        const accepted = (await gql("mutation($url: String!) { acceptShare(url: $url) { zone { zoneName ownerName } rootRecordName role status } }", {url})).acceptShare;
+        location.assign(openIn(accepted));
+      } catch (error) {
+        accept.disabled = false;
+        replace(feedback, message("error", describe(error)));
+      }
+    });
+    replace(actions, summary, h("p", {}, `Signed in as ${me.name ?? me.email ?? me.userRecordName}.`), feedback, accept, switchAccount(me));
+  }
+}
+
+function switchAccount(me) {
+  if (!me) return null;
+  return h("p", {class: "muted"}, h("button", {type: "button", class: "link", onclick: () => { signOut(); show(); }}, "Use another account"));
+}
+
+show();

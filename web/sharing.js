@@ -1,0 +1,220 @@
+// The sharing sheet, as UICloudSharingController: for the owner, the
+// title, the people invited (change their permission, remove them), an
+// invitation by email or phone, the public link and its permission, copying
+// the link, and stopping sharing; for a participant, the share from their
+// side and leaving it. Every change is one mutation; the sheet then reads
+// the share again, so it shows what the server holds.
+
+import {h, labelled, message, replace, announce} from "./dom.js";
+import {gql, describe} from "./api.js";
+
+const SHARE = `query Share($scope: DatabaseScope!, $zone: ZoneID!, $root: String) {
+  share(scope: $scope, zone: $zone, rootRecordName: $root) {
+    url title publicPermission rootRecordName
+    owner { user { userRecordName name } }
+    participants { user { userRecordName name email phone } email phone role permission status }
+  }
+}`;
+
+const PERMISSION_WORDS = {READ_ONLY: "Can view", READ_WRITE: "Can edit"};
+
+/**
+ * What the signed-in person may do in a zone: {owner, canWrite, share,
+ * ownerDisplayName}. The owner may do anything; a participant of a
+ * zone-wide share has its permission; in a zone shared record by record,
+ * each record's share decides (the API refuses what is not allowed).
+ */
+export async function accessTo(scope, zone) {
+  const {share} = await gql(SHARE, {scope, zone, root: null});
+  if (scope === "PRIVATE") return {owner: true, canWrite: true, share};
+  if (!share) {
+    // Record-rooted shares only: make sure the zone is there for the caller.
+    await gql("query($zone: ZoneID!) { zoneChanges(scope: SHARED, zone: $zone, limit: 1) { token } }", {zone});
+    return {owner: false, canWrite: true, share: null};
+  }
+  const {shareMetadata} = await gql("query($url: String!) { shareMetadata(url: $url) { permission role ownerDisplayName } }", {url: share.url});
+  return {owner: false, canWrite: shareMetadata.permission === "READ_WRITE", role: shareMetadata.role, share, ownerDisplayName: shareMetadata.ownerDisplayName};
+}
+
+function personName(participant) {
+  return participant.user?.name ?? participant.user?.email ?? participant.email ?? participant.user?.phone ?? participant.phone ?? participant.user?.userRecordName ?? "someone";
+}
+
+function permissionSelect(value, label, {includeNone = false, disabled = false} = {}) {
+  const options = includeNone
+    ? [["NONE", "Only people invited"], ["READ_ONLY", "Anyone with the link can view"], ["READ_WRITE", "Anyone with the link can edit"]]
+    : [["READ_ONLY", "Can view"], ["READ_WRITE", "Can edit"]];
+  return h("select", {"aria-label": label, disabled}, options.map(([option, words]) => h("option", {value: option, selected: option === value}, words)));
+}
+
+/** Opens the sheet for a zone-wide share (rootRecordName null) or a record's. */
+export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
+  const body = h("div", {class: "sheet-body"});
+  const feedback = h("div", {class: "feedback"});
+  const heading = h("h2", {id: "sheet-heading"}, "Sharing");
+  const close = h("button", {type: "button", id: "sheet-done"}, "Done");
+  const dialog = h("dialog", {class: "sheet", id: "sharing-sheet", "aria-labelledby": "sheet-heading"},
+    heading, feedback, body, h("div", {class: "sheet-actions"}, close));
+  close.addEventListener("click", () => dialog.close());
+  dialog.addEventListener("close", () => { dialog.remove(); onChange?.(); });
+  document.body.append(dialog);
+  dialog.showModal();
+
+  const owner = scope === "PRIVATE";
+  const target = rootRecordName ? `the record ${rootRecordName}` : `the zone ${zone.zoneName}`;
+  const names = {zoneName: zone.zoneName, root: rootRecordName};
+
+  async function run(work, done) {
+    replace(feedback);
+    try {
+      await work();
+      if (done) announce(done);
+      await load();
+    } catch (error) {
+      replace(feedback, message("error", describe(error)));
+    }
+  }
+
+  async function load() {
+    let share;
+    try {
+      share = (await gql(SHARE, {scope, zone, root: rootRecordName})).share;
+    } catch (error) {
+      replace(body, message("error", describe(error)));
+      return;
+    }
+    if (owner) drawOwner(share); else drawParticipant(share);
+  }
+
+  function drawOwner(share) {
+    const title = h("input", {type: "text", name: "title", value: share?.title ?? "", autocomplete: "off"});
+    if (!share) {
+      heading.textContent = `Share ${target}`;
+      const start = h("button", {type: "button", class: "primary", id: "start-sharing"}, "Share");
+      start.addEventListener("click", () => run(() => gql(
+        "mutation($zoneName: String!, $root: String, $title: String) { saveShare(zoneName: $zoneName, rootRecordName: $root, title: $title) { url } }",
+        {...names, title: title.value.trim() || null}), "Shared. Now invite people or turn the link on."));
+      replace(body,
+        h("p", {}, `${rootRecordName ? "This record and the records under it are" : "This zone is"} not shared yet. Sharing makes a link you control; nobody can open it until you invite them or turn the link on.`),
+        labelled("Title", title, "What invited people see, e.g. “Family recipes”."),
+        start);
+      return;
+    }
+    heading.textContent = `Share “${share.title ?? zone.zoneName}”`;
+    const saveTitle = h("button", {type: "button", id: "save-title"}, "Save title");
+    saveTitle.addEventListener("click", () => run(() => gql(
+      "mutation($zoneName: String!, $root: String, $title: String, $public: Permission) { saveShare(zoneName: $zoneName, rootRecordName: $root, title: $title, publicPermission: $public) { url } }",
+      {...names, title: title.value.trim() || null, public: share.publicPermission}), "Title saved"));
+
+    const people = share.participants.filter((participant) => participant.role !== "OWNER");
+    const list = h("ul", {class: "people", id: "participants"}, people.length ? people.map((participant) => {
+      const who = personName(participant);
+      const permission = permissionSelect(participant.permission, `Permission of ${who}`, {disabled: participant.role === "PUBLIC_USER"});
+      permission.addEventListener("change", () => run(() => gql(
+        "mutation($zoneName: String!, $root: String, $participant: ParticipantInput!) { setParticipant(zoneName: $zoneName, rootRecordName: $root, participant: $participant) { url } }",
+        {...names, participant: {...identify(participant), permission: permission.value, role: participant.role === "ADMINISTRATOR" ? "ADMINISTRATOR" : "PRIVATE_USER"}}),
+        `${who} ${permission.value === "READ_WRITE" ? "can edit" : "can view"} now`));
+      const removable = participant.user?.userRecordName || participant.email;
+      const remove = h("button", {type: "button", class: "danger small", disabled: !removable, "aria-label": `Remove ${who}`}, "Remove");
+      remove.addEventListener("click", () => run(() => gql(
+        "mutation($zoneName: String!, $root: String, $user: String, $email: String) { removeParticipant(zoneName: $zoneName, rootRecordName: $root, userRecordName: $user, email: $email) { url } }",
+        {...names, user: participant.user?.userRecordName ?? null, email: participant.user ? null : participant.email}), `${who} removed`));
+      return h("li", {dataset: {person: who}},
+        h("span", {class: "person"}, h("strong", {}, who),
+          h("span", {class: "muted"}, ` ${participant.status === "PENDING" ? "invited" : participant.role === "PUBLIC_USER" ? "joined by link" : "accepted"}`)),
+        permission, remove);
+    }) : h("li", {class: "empty"}, "Nobody yet."));
+
+    const contact = h("input", {type: "text", name: "contact", autocomplete: "off", inputmode: "email", placeholder: "name@example.com or +15551234567"});
+    const invitePermission = permissionSelect("READ_ONLY", "Permission for the invitation");
+    const invite = h("form", {class: "inline-form", id: "invite"},
+      labelled("Invite by email or phone", contact), invitePermission, h("button", {type: "submit"}, "Invite"));
+    invite.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const value = contact.value.trim();
+      if (!value) { replace(feedback, message("error", "Type an email address or a phone number to invite.")); contact.focus(); return; }
+      const participant = value.includes("@") ? {email: value} : {phone: value};
+      run(() => gql(
+        "mutation($zoneName: String!, $root: String, $participant: ParticipantInput!) { setParticipant(zoneName: $zoneName, rootRecordName: $root, participant: $participant) { url } }",
+        {...names, participant: {...participant, permission: invitePermission.value}}), `${value} invited. Send them the link.`);
+    });
+
+    const link = permissionSelect(share.publicPermission, "Who can open the link", {includeNone: true});
+    link.id = "public-permission";
+    link.addEventListener("change", () => run(() => gql(
+      "mutation($zoneName: String!, $root: String, $title: String, $public: Permission) { saveShare(zoneName: $zoneName, rootRecordName: $root, title: $title, publicPermission: $public) { url } }",
+      {...names, title: share.title, public: link.value}), link.value === "NONE" ? "Link turned off: only invited people can open it" : "Anyone with the link can open it now"));
+
+    const stop = h("button", {type: "button", class: "danger", id: "stop-sharing"}, "Stop sharing");
+    stop.addEventListener("click", async () => {
+      if (!confirm(`Stop sharing ${target}? Everyone else loses access at once.`)) return;
+      await run(() => gql("mutation($zoneName: String!, $root: String) { deleteShare(zoneName: $zoneName, rootRecordName: $root) }", names), "Sharing stopped");
+    });
+
+    replace(body,
+      h("div", {class: "inline-form"}, labelled("Title", title), saveTitle),
+      h("h3", {}, "People"), list, invite,
+      h("h3", {}, "Link"),
+      h("div", {class: "control"}, h("label", {for: "public-permission"}, "Who can open the link"), link),
+      linkBox(share.url),
+      h("p", {class: "hint"}, "Invited people sign in with the address or phone they were invited with, open the link and accept."),
+      stop);
+  }
+
+  function drawParticipant(share) {
+    if (!share) {
+      replace(body, message("error", "This is no longer shared with you."));
+      return;
+    }
+    heading.textContent = share.title ?? zone.zoneName;
+    const mine = share.participants.find((participant) => participant.user?.userRecordName === me.userRecordName);
+    const leave = h("button", {type: "button", class: "danger", id: "leave-share"}, "Leave share");
+    leave.addEventListener("click", async () => {
+      if (!confirm("Leave this share? You will need a new invitation to see it again.")) return;
+      try {
+        await gql("mutation($zone: ZoneID!, $root: String) { leaveShare(zone: $zone, rootRecordName: $root) }", {zone, root: rootRecordName});
+        dialog.close();
+        location.hash = "#/";
+      } catch (error) {
+        replace(feedback, message("error", describe(error)));
+      }
+    });
+    replace(body,
+      h("p", {}, `Shared by ${share.owner?.user?.name ?? zone.ownerName}. `, mine ? `You ${mine.permission === "READ_WRITE" ? "can view and edit" : "can view (read only)"}.` : ""),
+      h("h3", {}, "People"),
+      h("ul", {class: "people", id: "participants"}, share.participants.map((participant) => h("li", {},
+        h("span", {class: "person"}, h("strong", {}, personName(participant)),
+          h("span", {class: "muted"}, participant.role === "OWNER" ? " owner" : participant.user?.userRecordName === me.userRecordName ? " you" : "")),
+        participant.role === "OWNER" ? null : h("span", {}, PERMISSION_WORDS[participant.permission] ?? "")))),
+      linkBox(share.url),
+      leave);
+  }
+
+  load();
+  return dialog;
+}
+
+function identify(participant) {
+  if (participant.user?.userRecordName) return {userRecordName: participant.user.userRecordName};
+  if (participant.email) return {email: participant.email};
+  return {phone: participant.phone};
+}
+
+// The link, selectable, with a button that copies it.
+function linkBox(url) {
+  const field = h("input", {type: "text", readOnly: true, value: url, id: "share-link", class: "share-url"});
+  field.addEventListener("focus", () => field.select());
+  const copy = h("button", {type: "button", id: "copy-link"}, "Copy link");
+  copy.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(url);
+      announce("Link copied");
+      copy.textContent = "Copied";
+    } catch {
+      field.focus();
+      field.select();
+      announce("Press Ctrl+C (or ⌘C) to copy the selected link");
+    }
+  });
+  return h("div", {class: "inline-form"}, labelled("Share link", field), copy);
+}

@@ -1,0 +1,167 @@
+// A zone's records: one record type at a time, in pages (keyset cursors),
+// filtered with the predicate language (API.md §5) and sorted; kept
+// current by the zone's change feed. Also the zone's sharing and its
+// deletion (the owner) or leaving it (a participant).
+
+import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
+import {gql, describe, followChanges} from "./api.js";
+import {display} from "./fields.js";
+import {recordRoute, newRecordRoute, zoneRoute} from "./routes.js";
+import {accessTo, openSharingSheet} from "./sharing.js";
+
+const PAGE = 25;
+
+const RECORDS = `query Records($scope: DatabaseScope!, $zone: ZoneID!, $type: String!, $filter: String, $sort: [Sort!], $limit: Int, $cursor: String) {
+  records(scope: $scope, zone: $zone, recordType: $type, filter: $filter, sort: $sort, limit: $limit, cursor: $cursor) {
+    records { recordName recordType fields recordChangeTag parent modified { timestamp userRecordName } share { url } }
+    cursor
+  }
+}`;
+
+export async function renderZone(view, {scope, ownerName, zoneName, params}, context) {
+  const zone = {zoneName, ownerName};
+  document.title = `${zoneName} · Canopy`;
+  const feedback = h("div", {class: "feedback"});
+  replace(view, h("p", {}, "Loading…"));
+
+  let access, schema, present;
+  try {
+    [access, schema, present] = await Promise.all([
+      accessTo(scope, zone),
+      gql("{ recordTypes { name fields { name type } } }").then((data) => data.recordTypes),
+      gql(`query($scope: DatabaseScope!, $zone: ZoneID!) { zoneChanges(scope: $scope, zone: $zone, limit: 50) { changed { recordType } } }`, {scope, zone})
+        .then((data) => [...new Set(data.zoneChanges.changed.map((record) => record.recordType))]),
+    ]);
+  } catch (error) {
+    replace(view, h("h1", {}, zoneName), message("error", describe(error)), h("p", {}, h("a", {href: "#/"}, "Back to your zones")));
+    return;
+  }
+  const types = [...new Set([...present, ...schema.map((type) => type.name)])];
+  const recordType = params.get("type") || present[0] || types[0] || "";
+  const fieldsOf = (type) => schema.find((candidate) => candidate.name === type)?.fields ?? [];
+
+  // The query form: record type, filter, sort.
+  const typeInput = h("input", {type: "text", name: "recordType", value: recordType, list: "record-types", required: true, autocomplete: "off"});
+  const typeList = h("datalist", {id: "record-types"}, types.map((type) => h("option", {value: type})));
+  const filterInput = h("input", {type: "text", name: "filter", value: params.get("filter") ?? "", placeholder: "e.g. name BEGINSWITH 'A' AND done == FALSE", autocomplete: "off", spellcheck: "false"});
+  const [sortField = "", sortDirection = "ASC"] = (params.get("sort") ?? "").split(":");
+  const sortInput = h("select", {name: "sort"},
+    h("option", {value: ""}, "record name"),
+    ["modificationDate", "creationDate", ...fieldsOf(recordType).filter((field) => !field.type.startsWith("LIST<") && !["LOCATION", "BYTES", "ASSET", "REFERENCE"].includes(field.type)).map((field) => field.name)]
+      .map((name) => h("option", {value: name, selected: name === sortField}, name)));
+  const directionInput = h("select", {name: "direction", "aria-label": "Sort direction"},
+    h("option", {value: "ASC", selected: sortDirection !== "DESC"}, "ascending"),
+    h("option", {value: "DESC", selected: sortDirection === "DESC"}, "descending"));
+  const query = h("form", {class: "query", id: "record-query"},
+    labelled("Record type", typeInput), typeList,
+    labelled("Filter", filterInput, "The predicate language of CKQuery: ==, !=, <, BEGINSWITH, IN, CONTAINS, AND, OR, NOT."),
+    h("div", {class: "control"}, h("label", {for: "sort-field"}, "Sort by"), h("span", {class: "pair"}, Object.assign(sortInput, {id: "sort-field"}), directionInput)),
+    h("button", {type: "submit"}, "Show"));
+  query.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    next.set("type", typeInput.value.trim());
+    if (filterInput.value.trim()) next.set("filter", filterInput.value.trim());
+    if (sortInput.value) next.set("sort", `${sortInput.value}:${directionInput.value}`);
+    const target = `${zoneRoute(scope, ownerName, zoneName)}?${next}`;
+    if (location.hash === target) load(null); else location.hash = target;
+  });
+
+  // The toolbar: sharing, a new record, deleting or leaving the zone.
+  const owner = scope === "PRIVATE";
+  const shareButton = h("button", {type: "button", id: "share-zone", disabled: zoneName === "_defaultZone"},
+    owner ? (access.share ? "Sharing…" : "Share zone…") : "Sharing…");
+  shareButton.addEventListener("click", () => openSharingSheet({scope, zone, rootRecordName: access.share?.rootRecordName ?? null, me: context.me, onChange: () => {}}));
+  const newButton = h("a", {class: "button", id: "new-record", href: newRecordRoute(scope, ownerName, zoneName, recordType),
+    "aria-disabled": access.canWrite ? null : "true", onclick: (event) => { if (!access.canWrite) event.preventDefault(); }}, "New record");
+  const removeButton = h("button", {type: "button", class: "danger", id: owner ? "delete-zone" : "leave-zone", hidden: zoneName === "_defaultZone"},
+    owner ? "Delete zone…" : "Leave share…");
+  removeButton.addEventListener("click", async () => {
+    const question = owner ? `Delete the zone ${zoneName} and every record in it? This cannot be undone.` : `Leave ${zoneName}? You will need a new invitation to see it again.`;
+    if (!confirm(question)) return;
+    try {
+      await gql("mutation($scope: DatabaseScope!, $zone: ZoneID!) { deleteZone(scope: $scope, zone: $zone) }", {scope, zone});
+      location.hash = "#/";
+    } catch (error) {
+      replace(feedback, message("error", describe(error)));
+    }
+  });
+
+  const accessNote = !owner ? h("p", {class: "access", id: "access-note"},
+    access.canWrite ? `Shared with you by ${access.ownerDisplayName ?? ownerName}: you can view and edit.`
+      : `Shared with you by ${access.ownerDisplayName ?? ownerName}: read only. You can view these records but not change them.`) : null;
+
+  const table = h("div", {class: "records", "aria-live": "polite"});
+  const pager = h("nav", {class: "pager", "aria-label": "Pages"});
+  replace(view,
+    h("nav", {class: "crumbs", "aria-label": "Breadcrumb"}, h("a", {href: "#/"}, "Zones"), " › ", zoneName),
+    h("h1", {}, access.share?.title ?? zoneName, owner ? null : h("span", {class: "badge"}, access.canWrite ? "can edit" : "read only")),
+    accessNote,
+    h("div", {class: "toolbar"}, shareButton, newButton, removeButton),
+    feedback,
+    query,
+    table,
+    pager);
+
+  const cursors = [null];   // cursors[i]: where page i starts
+  let page = 0;
+  async function load(cursor = cursors[page]) {
+    if (!recordType) {
+      replace(table, h("p", {class: "empty"}, "No records yet. Name a record type above, then make a record."));
+      return;
+    }
+    const sort = sortInput.value ? [{field: sortInput.value, direction: directionInput.value}] : null;
+    try {
+      const {records} = await gql(RECORDS, {scope, zone, type: recordType, filter: filterInput.value.trim() || null, sort, limit: PAGE, cursor});
+      replace(feedback);
+      filterInput.removeAttribute("aria-invalid");
+      drawTable(records.records);
+      cursors[page + 1] = records.cursor;
+      drawPager(records.cursor);
+    } catch (error) {
+      if (error.code === "INVALID_ARGUMENTS" && filterInput.value.trim()) filterInput.setAttribute("aria-invalid", "true");
+      replace(feedback, message("error", describe(error)));
+      if (error.code === "ZONE_NOT_FOUND") gone();
+    }
+  }
+
+  function drawTable(records) {
+    const declared = fieldsOf(recordType).map((field) => field.name);
+    const seen = [...new Set(records.flatMap((record) => Object.keys(record.fields)))];
+    const columns = [...new Set([...declared, ...seen])].slice(0, 4);
+    const types = Object.fromEntries(fieldsOf(recordType).map((field) => [field.name, field.type]));
+    const linkTo = (name) => recordRoute(scope, ownerName, zoneName, name);
+    if (records.length === 0) {
+      replace(table, h("p", {class: "empty"}, page === 0 ? `No ${recordType} records${filterInput.value.trim() ? " match the filter" : " in this zone"}.` : "No more records."));
+      return;
+    }
+    replace(table, h("table", {id: "records-table"},
+      h("caption", {class: "visually-hidden"}, `${recordType} records, page ${page + 1}`),
+      h("thead", {}, h("tr", {}, h("th", {scope: "col"}, "Record"), columns.map((name) => h("th", {scope: "col"}, name)), h("th", {scope: "col"}, "Modified"))),
+      h("tbody", {}, records.map((record) => h("tr", {dataset: {record: record.recordName}},
+        h("th", {scope: "row"}, h("a", {href: linkTo(record.recordName)}, record.recordName), record.share ? h("span", {class: "badge"}, "shared") : null),
+        columns.map((name) => h("td", {"data-label": name}, record.fields[name] === undefined ? "" : display(record.fields[name], types[name], {recordLink: linkTo}))),
+        h("td", {"data-label": "Modified"}, formatDate(record.modified.timestamp)))))));
+  }
+
+  function drawPager(cursor) {
+    replace(pager,
+      h("button", {type: "button", disabled: page === 0, onclick: () => { page -= 1; load(); }}, "Previous page"),
+      h("span", {class: "muted"}, `Page ${page + 1}`),
+      h("button", {type: "button", id: "next-page", disabled: !cursor, onclick: () => { page += 1; load(); }}, "Next page"));
+  }
+
+  function gone() {
+    replace(view, h("h1", {}, zoneName), message("error", "This zone does not exist or is no longer shared with you."),
+      h("p", {}, h("a", {href: "#/"}, "Back to your zones")));
+  }
+
+  await load();
+  const stop = followChanges("zoneChanges", {scope, zone}, () => {
+    load();
+    announce("Records updated");
+  }, (error) => {
+    if (error.code === "ZONE_NOT_FOUND") gone();
+  });
+  context.setLeaving(stop);
+}
