@@ -1,4 +1,4 @@
-// Small DOM helpers: build elements without innerHTML (nothing a user typed
+// Small DOM helpers: build elements node by node (nothing a user typed
 // is ever parsed as HTML), and tell screen readers what just happened.
 
 const properties = new Set(["value", "checked", "disabled", "hidden", "selected", "readOnly", "required", "open", "multiple"]);

@@ -68,8 +68,8 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
     replace(feedback);
     try {
       await work();
-      if (done) announce(done);
       await load();
+      if (done) announce(done);
     } catch (error) {
       replace(feedback, message("error", describe(error)));
     }

@@ -193,7 +193,7 @@ struct SharingScenarioTests {
 
 @Suite("Share URLs in a browser")
 struct SharePageTests {
-    @Test("GET /share/<token> shows a public share's title, and the same page without it for a private or unknown share")
+    @Test("GET /share/<token> shows a public share's title, owner, kind and permission under a strict CSP, and the same page without them for a private or unknown share")
     func page() async throws {
         let harness = try await GatewayHarness.make()
         try await harness.test { client in
@@ -212,13 +212,38 @@ struct SharePageTests {
             let (status, open, headers) = try await page(urls[0])
             #expect(status == .ok)
             #expect(headers[.contentType] == "text/html; charset=utf-8")
-            #expect(open.contains("<h1>&lt;Open&gt; &amp; co</h1>"), "the title, escaped: \(open)")
+            #expect(headers[.contentSecurityPolicy]?.contains("script-src 'self'") == true)
+            #expect(headers[.contentSecurityPolicy]?.contains("unsafe-inline") == false)
+            #expect(headers[HTTPField.Name("Referrer-Policy")!] == "no-referrer", "the page's URL holds the share's token")
+            #expect(open.contains("<h1 id=\"share-title\">&lt;Open&gt; &amp; co</h1>"), "the title, escaped: \(open)")
+            #expect(open.contains("alice shared a zone and every record in it. Anyone with this link can view it."), "\(open)")
+            #expect(open.contains("<script type=\"module\" src=\"/console/invitation.js\">"))
+            #expect(!open.contains("<script>") && !open.contains("style="), "no inline script or style (the CSP forbids them)")
             #expect(open.contains("acceptShare(url:)"))
             let (_, closed, _) = try await page(urls[1])
-            #expect(!closed.contains("Closed"), "nothing of a private share: \(closed)")
+            #expect(!closed.contains("Closed") && !closed.contains("alice"), "nothing of a private share: \(closed)")
             let unknown = try await page("http://127.0.0.1:8080/share/" + String(repeating: "A", count: 43))
             #expect(closed.replacingOccurrences(of: urls[1], with: "URL") == unknown.1.replacingOccurrences(of: "http://127.0.0.1:8080/share/" + String(repeating: "A", count: 43), with: "URL"),
                     "a private share's page is the unknown share's page")
+        }
+    }
+
+    @Test("shareMetadata names the owner (ownerDisplayName) to those who may open the share, and to nobody else")
+    func ownerDisplayName() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test { client in
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Named\") { zoneName } }", token: harness.aliceToken)
+            let share = try await client.call("saveShare", "mutation($bob: String) { saveShare(zoneName: \"Named\", participants: [{userRecordName: $bob, permission: READ_ONLY}]) { url } }",
+                                              ["bob": harness.bob.userRecordName], token: harness.aliceToken)
+            let url = try #require(share.object["url"] as? String)
+            let query = "query($url: String!) { shareMetadata(url: $url) { ownerDisplayName ownerName permission status } }"
+            let invited = try await client.call("shareMetadata", query, ["url": url], token: harness.bobToken)
+            #expect(invited.object["ownerDisplayName"] as? String == "alice")
+            #expect(invited.object["status"] as? String == "PENDING")
+            let (_, carolToken) = try await addUser("carol", on: harness.endpoint)
+            let (_, stranger) = try await client.graphql(query, variables: ["url": url], token: carolToken.string)
+            #expect(errorCode(stranger) == "PERMISSION_FAILURE")
+            #expect(!"\(stranger)".contains("alice"), "nothing of the owner for a stranger: \(stranger)")
         }
     }
 }

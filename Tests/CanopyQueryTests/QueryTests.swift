@@ -15,7 +15,7 @@ struct SchemaTests {
     @Test("the SDL builds and has the contract's root fields")
     func builds() throws {
         let query = try #require(GraphQLAPI.schema.queryType)
-        #expect(try query.fields().keys.sorted() == ["databaseChanges", "discoverUser", "lookup", "me", "records", "share", "shareMetadata", "zoneChanges", "zones"])
+        #expect(try query.fields().keys.sorted() == ["databaseChanges", "discoverUser", "lookup", "me", "recordTypes", "records", "share", "shareMetadata", "zoneChanges", "zones"])
         #expect(try GraphQLAPI.schema.mutationType?.fields().keys.sorted() == [
             "acceptShare", "deleteShare", "deleteZone", "issueToken", "leaveShare", "modifyRecords",
             "removeParticipant", "revokeToken", "saveShare", "saveZone", "setParticipant",

@@ -22,7 +22,8 @@ import sys
 import urllib.request
 
 from selenium import webdriver
-from selenium.common.exceptions import TimeoutException
+from selenium.common.exceptions import (ElementClickInterceptedException, NoSuchElementException,
+                                        StaleElementReferenceException, TimeoutException)
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -76,6 +77,20 @@ def clickable(driver, css, what=None):
     return wait(driver, EC.element_to_be_clickable((By.CSS_SELECTOR, css)), what or css)
 
 
+def click(driver, css, what=None):
+    """Clicks once the element is clickable, again if a re-render replaced it meanwhile."""
+    def attempt(d):
+        try:
+            element = d.find_element(By.CSS_SELECTOR, css)
+            if not (element.is_displayed() and element.is_enabled()):
+                return False
+            element.click()
+            return True
+        except (StaleElementReferenceException, NoSuchElementException, ElementClickInterceptedException):
+            return False
+    wait(driver, attempt, what or f"to click {css}")
+
+
 def text_appears(driver, css, text, what=None):
     return wait(driver, EC.text_to_be_present_in_element((By.CSS_SELECTOR, css), text), what or f"'{text}' in {css}")
 
@@ -86,9 +101,20 @@ def sign_in(driver, token):
     driver.find_element(By.CSS_SELECTOR, "form.signin button[type=submit]").click()
 
 
-def button(driver, words, scope="body"):
+def press(driver, words, scope="body"):
+    """Clicks the button or link whose text is `words` (again if a re-render replaced it)."""
     xpath = f"//{scope}//*[self::button or self::a][normalize-space()='{words}']"
-    return wait(driver, EC.element_to_be_clickable((By.XPATH, xpath)), f"the button '{words}'")
+
+    def attempt(d):
+        try:
+            element = d.find_element(By.XPATH, xpath)
+            if not (element.is_displayed() and element.is_enabled()):
+                return False
+            element.click()
+            return True
+        except (StaleElementReferenceException, NoSuchElementException, ElementClickInterceptedException):
+            return False
+    wait(driver, attempt, f"the button '{words}'")
 
 
 def graphql(driver, query, variables):
@@ -109,7 +135,7 @@ def api(token, query, variables):
 
 
 def new_record(driver, name, fields):
-    button(driver, "New record").click()
+    press(driver, "New record")
     record_type = visible(driver, "input[name=recordType]")
     if not record_type.get_attribute("value"):
         record_type.send_keys("Place")
@@ -121,11 +147,11 @@ def new_record(driver, name, fields):
         if not existing:
             driver.find_element(By.CSS_SELECTOR, "input[name=newField]").send_keys(field)
             Select(driver.find_element(By.CSS_SELECTOR, "select[name=newType]")).select_by_value(kind)
-            button(driver, "Add field").click()
+            press(driver, "Add field")
             existing = driver.find_elements(By.CSS_SELECTOR, f".field[data-field='{field}'] .value input")
         existing[0].clear()
         existing[0].send_keys(value)
-    button(driver, "Create record").click()
+    press(driver, "Create record")
     text_appears(driver, "h1", name)
 
 
@@ -138,7 +164,7 @@ try:
     visible(owner, "#private-zones", "the zones list")
     step(owner, "owner-signed-in")
     owner.find_element(By.CSS_SELECTOR, "input[name=zoneName]").send_keys(ZONE)
-    button(owner, "Create zone").click()
+    press(owner, "Create zone")
     text_appears(owner, "h1", ZONE)
     new_record(owner, "lisbon", [("city", "STRING", "Lisbon"), ("nights", "INT64", "4")])
     step(owner, "owner-made-a-record")
@@ -151,39 +177,39 @@ try:
     # Filtered and sorted, as CKQuery.
     filter_box = owner.find_element(By.CSS_SELECTOR, "input[name=filter]")
     filter_box.send_keys("nights > 3")
-    button(owner, "Show").click()
+    press(owner, "Show")
     wait(owner, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#records-table tbody tr")) == 1, "the filter to leave one record")
     step(owner, "owner-filtered-records")
     filter_box = owner.find_element(By.CSS_SELECTOR, "input[name=filter]")
     filter_box.clear()
     filter_box.send_keys("nights >")
-    button(owner, "Show").click()
+    press(owner, "Show")
     visible(owner, ".message.error", "the filter's error")
     assert owner.find_element(By.CSS_SELECTOR, "input[name=filter]").get_attribute("aria-invalid") == "true"
     step(owner, "owner-bad-filter")
     owner.find_element(By.CSS_SELECTOR, "input[name=filter]").clear()
-    button(owner, "Show").click()
+    press(owner, "Show")
     wait(owner, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#records-table tbody tr")) == 2, "both records again")
 
     # 2. The sharing sheet: share, invite read-only, public link on.
-    clickable(owner, "#share-zone").click()
+    click(owner, "#share-zone")
     visible(owner, "#sharing-sheet", "the sharing sheet")
     title = visible(owner, "#sharing-sheet input[name=title]")
     title.send_keys(TITLE)
-    clickable(owner, "#start-sharing").click()
+    click(owner, "#start-sharing")
     visible(owner, "#invite", "the invite form")
     owner.find_element(By.CSS_SELECTOR, "#invite input[name=contact]").send_keys("invitee@example.com")
     Select(owner.find_element(By.CSS_SELECTOR, "#invite select")).select_by_value("READ_ONLY")
-    button(owner, "Invite", "dialog").click()
+    press(owner, "Invite", "dialog")
     text_appears(owner, "#participants", "invitee", "the invitation in the people list")
     Select(visible(owner, "#public-permission")).select_by_value("READ_ONLY")
     wait(owner, lambda d: d.execute_script("return document.getElementById('public-permission')?.value") == "READ_ONLY"
-         and "link" in d.execute_script("return document.getElementById('announcer').textContent"), "the public link to turn on")
-    share_url = owner.find_element(By.CSS_SELECTOR, "#share-link").get_attribute("value")
+         and "Anyone with the link can open it now" in d.execute_script("return document.getElementById('announcer').textContent"), "the public link to turn on")
+    share_url = owner.execute_script("return document.getElementById('share-link').value")
     assert share_url.startswith(base + "/share/"), share_url
-    clickable(owner, "#copy-link").click()
+    click(owner, "#copy-link")
     step(owner, "owner-sharing-sheet")
-    clickable(owner, "#sheet-done").click()
+    click(owner, "#sheet-done")
 
     # 3. The invitee opens the link, signs in, accepts, sees the records.
     invitee.get(share_url)
@@ -220,7 +246,7 @@ try:
     city = visible(owner, ".field[data-field=city] input")
     city.clear()
     city.send_keys("Lisboa")
-    clickable(owner, "#save-record").click()
+    click(owner, "#save-record")
     visible(owner, "#record-feedback .message.notice", "the owner's save")
     text_appears(invitee, "#records-table", "Lisboa", "the owner's edit in the invitee's console")
     assert invitee.execute_script("return document.body.dataset.sameDocument") == "yes", "no reload happened"
@@ -235,20 +261,20 @@ try:
                   {"zone": zone_id, "r": {"recordName": "lisbon", "recordType": "Place", "fields": {**record["fields"], "nights": 6}, "recordChangeTag": record["recordChangeTag"]}})
     assert changed["data"]["modifyRecords"]["errors"] == [], changed
     visible(owner, "#record-feedback .message.notice", "the notice that the record changed elsewhere")
-    clickable(owner, "#save-record").click()
+    click(owner, "#save-record")
     conflict = visible(owner, "#conflict", "the conflict")
     assert "changed elsewhere" in conflict.text and "6" in conflict.text and "5" in conflict.text, conflict.text
     step(owner, "owner-conflict")
-    clickable(owner, "#keep-mine").click()
+    click(owner, "#keep-mine")
     text_appears(owner, "#record-feedback", "Saved", "the resolved save")
     assert visible(owner, ".field[data-field=nights] input").get_attribute("value") == "5"
 
     # 7. A stranger opening a private share's URL learns nothing.
-    clickable(owner, "nav.crumbs a:nth-of-type(2)").click()
-    clickable(owner, "#share-zone").click()
+    click(owner, "nav.crumbs a:nth-of-type(2)")
+    click(owner, "#share-zone")
     Select(visible(owner, "#public-permission")).select_by_value("NONE")
     wait(owner, lambda d: "only invited" in d.execute_script("return document.getElementById('announcer').textContent").lower(), "the link to turn off")
-    clickable(owner, "#sheet-done").click()
+    click(owner, "#sheet-done")
     stranger = browser()
     try:
         stranger.get(share_url)
@@ -268,13 +294,13 @@ try:
         stranger.quit()
 
     # 8. The owner removes the invitee; the invitee's console loses the zone on its next request.
-    clickable(owner, "#share-zone").click()
+    click(owner, "#share-zone")
     remove = clickable(owner, "#participants button[aria-label^='Remove']", "the Remove button")
     step(owner, "owner-before-removing")
     remove.click()
     wait(owner, lambda d: "Nobody yet" in d.execute_script("return document.getElementById('participants')?.textContent ?? ''"),
          "the invitee to leave the people list")
-    clickable(owner, "#sheet-done").click()
+    click(owner, "#sheet-done")
     invitee.find_element(By.CSS_SELECTOR, "header a.brand").click()
     visible(invitee, "#shared-zones")
     wait(invitee, lambda d: TITLE not in d.find_element(By.ID, "shared-zones").text, "the zone to leave the invitee's list")
@@ -283,12 +309,12 @@ try:
     step(invitee, "invitee-lost-the-zone")
 
     # 9. The owner stops sharing; the zone is private again.
-    clickable(owner, "#share-zone").click()
-    clickable(owner, "#stop-sharing").click()
+    click(owner, "#share-zone")
+    click(owner, "#stop-sharing")
     owner.switch_to.alert.accept()
     visible(owner, "#start-sharing", "the sheet of an unshared zone")
     step(owner, "owner-stopped-sharing")
-    clickable(owner, "#sheet-done").click()
+    click(owner, "#sheet-done")
 
     # 10. A phone's width: the same console, one column.
     owner.set_window_size(390, 844)

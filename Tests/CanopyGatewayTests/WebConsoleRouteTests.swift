@@ -1,0 +1,86 @@
+import CanopyGateway
+import CanopyTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// The console's files as the gateway serves them (API.md §12): from the
+/// package's `web/` directory, under a strict Content-Security-Policy,
+/// revalidated by ETag, and nothing outside the directory's servable files.
+@Suite("Web console: files and headers")
+struct WebConsoleRouteTests {
+    static func console() throws -> ConsoleFiles {
+        try ConsoleFiles.load(directory: "\(TestDatabase.packageRoot)/web")
+    }
+
+    @Test("GET / is the console's page and /console/<file> its modules, with a CSP that allows only this origin and no inline code")
+    func files() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test(configuration: GatewayConfiguration(console: try Self.console())) { client in
+            let page = try await client.execute(uri: "/", method: .get)
+            #expect(page.status == .ok)
+            #expect(page.headers[.contentType] == "text/html; charset=utf-8")
+            let policy = try #require(page.headers[.contentSecurityPolicy])
+            for directive in ["default-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'", "base-uri 'none'"] {
+                #expect(policy.contains(directive), "\(policy)")
+            }
+            #expect(!policy.contains("unsafe") && !policy.contains("http"), "no inline code, no other site: \(policy)")
+            #expect(String(buffer: page.body).contains("<script type=\"module\" src=\"/console/app.js\">"))
+
+            let module = try await client.execute(uri: "/console/app.js", method: .get)
+            #expect(module.status == .ok)
+            #expect(module.headers[.contentType] == "text/javascript; charset=utf-8")
+            let tag = try #require(module.headers[.eTag])
+            let again = try await client.execute(uri: "/console/app.js", method: .get, headers: [.ifNoneMatch: tag])
+            #expect(again.status == .notModified)
+            #expect(again.body.readableBytes == 0)
+
+            for missing in ["/console/nothing.js", "/console/..%2FPackage.swift", "/console/.hidden.js", "/console/README.md"] {
+                #expect(try await client.execute(uri: missing, method: .get).status == .notFound, "\(missing)")
+            }
+        }
+    }
+
+    @Test("every console file is loaded from this origin only: no http(s) URL, no inline script or style in the HTML")
+    func nothingFromAnotherSite() throws {
+        let directory = "\(TestDatabase.packageRoot)/web"
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) {
+            let text = try String(contentsOfFile: "\(directory)/\(name)", encoding: .utf8)
+            let urls = text.replacingOccurrences(of: "xmlns=\"http://www.w3.org/2000/svg\"", with: "")
+            #expect(!urls.contains("http://") && !urls.contains("https://"), "\(name) names another site")
+            if name.hasSuffix(".html") {
+                #expect(!text.contains("<script>") && !text.contains("style="), "\(name) has inline code")
+            }
+            if name.hasSuffix(".js") {
+                #expect(!text.contains("innerHTML") && !text.contains("eval("), "\(name) parses text as code or HTML")
+            }
+        }
+    }
+
+    @Test("serve's console directory must exist and hold index.html; the error says which and how to fix it")
+    func badDirectory() throws {
+        #expect(throws: GatewayConfigurationError.self) { try ConsoleFiles.load(directory: "/nonexistent/web") }
+        do {
+            _ = try ConsoleFiles.load(directory: "\(TestDatabase.packageRoot)/migrations")
+            Issue.record("a directory without index.html was accepted")
+        } catch {
+            #expect(error.message.contains("has no index.html"), "\(error.message)")
+            #expect(error.message.contains("--web-dir"))
+        }
+    }
+
+    @Test("recordTypes lists the container's record types and their fields' types, without the index-only system fields")
+    func recordTypes() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test { client in
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Fasting\") { zoneName } }", token: harness.aliceToken)
+            _ = try await save(client, token: harness.aliceToken, [fast("one", hours: 16, end: 1_700_000_000_000)])
+            let types = try await client.call("recordTypes", "{ recordTypes { name fields { name type } } }", token: harness.bobToken)
+            let fast = try #require(types.list.first { $0["name"] as? String == "Fast" }, "\(types.body)")
+            let fields = (fast["fields"] as? [[String: Any]] ?? []).map { "\($0["name"] ?? ""):\($0["type"] ?? "")" }
+            #expect(fields == ["endDate:TIMESTAMP", "hours:INT64", "note:STRING"], "every user reads the schema, as in CloudKit: \(fields)")
+        }
+    }
+}
