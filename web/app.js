@@ -12,11 +12,13 @@ import {renderZones} from "./view-zones.js";
 import {renderZone} from "./view-zone.js";
 import {renderRecord} from "./view-record.js";
 import {parseRoute} from "./routes.js";
+import {finishSignIn} from "./oidc.js";
 
 const view = document.getElementById("view");
 const account = document.getElementById("account");
 let me = null;
 let leaving = null;   // ends the current view's live subscriptions
+let signInProblem = null;   // why a provider's sign-in failed, for the sign-in form
 
 function showAccount() {
   if (!me) { replace(account); return; }
@@ -32,12 +34,14 @@ async function route() {
     me = null;
     showAccount();
     document.title = "Sign in · Canopy";
+    const problem = signInProblem;
+    signInProblem = null;
     renderSignIn(view, (who) => {
       me = who;
       const next = takeNext();
       if (next && next !== location.pathname + location.hash) { location.assign(next); return; }
       route();
-    });
+    }, {problem});
     return;
   }
   if (!me) {
@@ -64,6 +68,16 @@ async function route() {
   view.focus({preventScroll: true});
 }
 
-window.addEventListener("hashchange", route);
+// Back from a provider's sign-in page: finish, then go where the person was.
+async function arrive() {
+  const returned = await finishSignIn();
+  if (returned?.error) signInProblem = returned.error;
+  const next = returned?.signedIn ? takeNext() : null;
+  if (next && next !== "/") location.assign(next); else route();
+}
+
+window.addEventListener("hashchange", () => {
+  if (/(^#|&)(id_token|error)=/.test(location.hash)) arrive(); else route();
+});
 window.addEventListener("canopy:signed-out", () => { live.close(); me = null; route(); });
-route();
+arrive();

@@ -41,7 +41,7 @@ public func buildApplication(
     GraphQLController(database: database, configuration: configuration, authenticator: authenticator, assetURLs: assetURLs).register(on: router)
     InvitationPageController(database: database, configuration: configuration).register(on: router)
     if let console = configuration.console {
-        ConsoleController(files: console).register(on: router)
+        ConsoleController(files: console, providers: configuration.signInProviders).register(on: router)
     }
     if let assets = configuration.assets, let assetURLs {
         AssetController(database: database, settings: assets, authenticator: authenticator, signer: assetURLs).register(on: router)

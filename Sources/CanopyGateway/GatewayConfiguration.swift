@@ -1,3 +1,4 @@
+import CanopyIdentity
 /// How the gateway serves. Keys and the CLI flags / environment variables
 /// that set them (see `canopy serve --help`):
 /// - `host` (`--host`, `CANOPY_HOST`, default 127.0.0.1)
@@ -22,6 +23,8 @@
 ///   migrations directory; `--no-console`): the web console's files,
 ///   served at `/` and `/console/`; nil: no console (the invitation page
 ///   at `/share/<token>` is served either way)
+/// - `signInProviders`: the `--auth-config` providers with a `signIn` block,
+///   offered by the console as "Sign in with …" buttons
 public struct GatewayConfiguration: Sendable {
     public var host: String
     public var port: Int
@@ -36,6 +39,7 @@ public struct GatewayConfiguration: Sendable {
     public var accessLog: Bool
     public var assets: AssetSettings?
     public var console: ConsoleFiles?
+    public var signInProviders: [IdentityProvider]
 
     public init(
         host: String = "127.0.0.1",
@@ -50,7 +54,8 @@ public struct GatewayConfiguration: Sendable {
         crossOrigin: CrossOriginPolicy = .none,
         accessLog: Bool = false,
         assets: AssetSettings? = nil,
-        console: ConsoleFiles? = nil
+        console: ConsoleFiles? = nil,
+        signInProviders: [IdentityProvider] = []
     ) {
         self.host = host
         self.port = port
@@ -65,5 +70,6 @@ public struct GatewayConfiguration: Sendable {
         self.accessLog = accessLog
         self.assets = assets
         self.console = console
+        self.signInProviders = signInProviders.filter { $0.signIn != nil }
     }
 }

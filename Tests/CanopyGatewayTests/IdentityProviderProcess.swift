@@ -96,6 +96,19 @@ final class IdentityProviderProcess: Sendable {
         return Data(buffer: try await response.body.collect(upTo: 1 << 20))
     }
 
+    /// The provider's browser sign-in page (`GET /authorize`).
+    var authorizationURL: String { "http://127.0.0.1:\(controlPort)/authorize" }
+
+    /// Who `/authorize` signs in from now on: the id token's claims (besides aud, iat, exp, nonce).
+    func signInAs(_ claims: [String: Any]) async throws {
+        _ = try await control("/sign-in-as", ["claims": claims])
+    }
+
+    /// The query parameters of every `/authorize` call so far.
+    func authorizations() async throws -> [[String: String]] {
+        try await control("/authorizations", nil)["authorizations"] as? [[String: String]] ?? []
+    }
+
     private func control(_ path: String, _ body: [String: Any]?) async throws -> [String: Any] {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(controlPort)\(path)")
         if let body {

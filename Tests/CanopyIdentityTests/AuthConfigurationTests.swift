@@ -44,6 +44,19 @@ struct AuthConfigurationTests {
         #expect(keys.skipped.count == 1, "the encryption key is skipped")
     }
 
+    @Test("a provider's signIn block gives the console its browser sign-in, with defaults for scope and label")
+    func browserSignIn() throws {
+        let folder = try Folder()
+        let path = try folder.write("auth.json", """
+            {"providers": [{"name": "google", "issuer": "https://accounts.google.com", "audiences": ["123.apps.googleusercontent.com"],
+              "jwksURL": "https://www.googleapis.com/oauth2/v3/certs",
+              "signIn": {"authorizationURL": "https://accounts.google.com/o/oauth2/v2/auth", "clientID": "123.apps.googleusercontent.com"}}]}
+            """)
+        let signIn = try #require(try AuthConfiguration.load(path: path).providers[0].signIn)
+        #expect(signIn == BrowserSignIn(authorizationURL: "https://accounts.google.com/o/oauth2/v2/auth", clientID: "123.apps.googleusercontent.com",
+                                        scope: "openid email profile", label: "Sign in with google"))
+    }
+
     @Test("each fault names the file, the provider and what is wrong")
     func faults() throws {
         let folder = try Folder()
@@ -67,6 +80,11 @@ struct AuthConfigurationTests {
             (#"{"providers": [{\#(provider), "jwksURL": "https://a/k"}, {"name": "staff2", "issuer": "https://sso.example.com", "audiences": ["x"], "jwksURL": "https://a/k"}]}"#, "issuer https://sso.example.com is already provider 'staff''s"),
             (#"{"providers": [{\#(provider), "jwksURL": "https://a/k"}, {"name": "g", "issuer": "https://g", "otherIssuers": ["https://sso.example.com"], "audiences": ["x"], "jwksURL": "https://a/k"}]}"#, "provider 'g': issuer https://sso.example.com is already provider 'staff''s"),
             (#"{"providers": [{"name": "bad name", "issuer": "i", "audiences": ["x"], "jwksURL": "https://a/k"}]}"#, "provider 'bad name': the name must be"),
+            (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"authorizationURL": "https://sso.example.com/auth", "clientID": "other"}}]}"#, "provider 'staff': signIn: clientID other must be one of the provider's audiences"),
+            (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"authorizationURL": "http://sso.example.com/auth", "clientID": "canopy"}}]}"#, "signIn: authorizationURL http://sso.example.com/auth must be https"),
+            (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"clientID": "canopy"}}]}"#, "signIn needs \"authorizationURL\""),
+            (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"authorizationURL": "https://sso.example.com/auth", "clientID": "canopy", "secret": "x"}}]}"#, "signIn: unknown key 'secret'"),
+            (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"authorizationURL": "https://sso.example.com/auth", "clientID": "canopy", "scope": "email"}}]}"#, "signIn: scope must include openid"),
         ]
         for (index, entry) in cases.enumerated() {
             let path = try folder.write("auth\(index).json", entry.text)

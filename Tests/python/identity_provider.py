@@ -8,7 +8,12 @@ Apple, Google or any OIDC issuer does. Two HTTP servers:
 - the control server: POST /mint {"key", "claims", "header"} answers a
   signed token; POST /rotate {"keys": [...]} changes which keys the JWKS
   holds; POST /stop-jwks closes the key server (the provider is down);
-  GET /fetches answers how many times /jwks was fetched.
+  GET /fetches answers how many times /jwks was fetched;
+  GET /authorize is the provider's sign-in page for browsers (OpenID
+  Connect's implicit flow, response_type=id_token): it signs in, at once,
+  the person POST /sign-in-as {"claims": {...}} named, and redirects to
+  redirect_uri with #id_token=...&state=...; GET /authorizations answers
+  the query parameters each /authorize was called with.
 
 Keys: "rsa1", "rsa2" (RSA 2048, RS256) and "ec1" (P-256, ES256). Special
 signing modes for the refusal tests: "none" (alg none, no signature),
@@ -25,6 +30,8 @@ import hmac
 import json
 import sys
 import threading
+import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jwt
@@ -36,7 +43,7 @@ KEYS = {
     "rsa2": ("RS256", rsa.generate_private_key(public_exponent=65537, key_size=2048)),
     "ec1": ("ES256", ec.generate_private_key(ec.SECP256R1())),
 }
-state = {"published": ["rsa1"], "fetches": 0}
+state = {"published": ["rsa1"], "fetches": 0, "signInAs": None, "authorizations": []}
 lock = threading.Lock()
 
 
@@ -103,11 +110,34 @@ class Control(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
-        if self.path == "/fetches":
+        path, _, query = self.path.partition("?")
+        if path == "/fetches":
             with lock:
                 self.answer({"fetches": state["fetches"]})
+        elif path == "/authorizations":
+            with lock:
+                self.answer({"authorizations": state["authorizations"]})
+        elif path == "/authorize":
+            self.authorize({key: values[0] for key, values in urllib.parse.parse_qs(query).items()})
         else:
             self.send_error(404)
+
+    def authorize(self, parameters):
+        with lock:
+            state["authorizations"].append(parameters)
+            person = state["signInAs"]
+        if parameters.get("response_type") != "id_token" or not parameters.get("redirect_uri") or person is None:
+            self.send_error(400, "response_type=id_token, a redirect_uri and POST /sign-in-as first")
+            return
+        now = int(time.time())
+        claims = {"aud": parameters.get("client_id"), "iat": now, "exp": now + 600, **person}
+        if "nonce" in parameters:
+            claims["nonce"] = parameters["nonce"]
+        fragment = urllib.parse.urlencode({"id_token": mint("rsa1", claims, {}), "state": parameters.get("state", "")})
+        self.send_response(302)
+        self.send_header("Location", parameters["redirect_uri"] + "#" + fragment)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -118,6 +148,10 @@ class Control(BaseHTTPRequestHandler):
             with lock:
                 state["published"] = request["keys"]
             self.answer({"published": request["keys"]})
+        elif self.path == "/sign-in-as":
+            with lock:
+                state["signInAs"] = request["claims"]
+            self.answer({"signInAs": request["claims"]})
         elif self.path == "/stop-jwks":
             threading.Thread(target=jwks_server.shutdown).start()
             jwks_server.server_close()

@@ -1,3 +1,4 @@
+import CanopyIdentity
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -8,10 +9,27 @@ import Hummingbird
 /// file costs a 304.
 struct ConsoleController {
     let files: ConsoleFiles
+    /// `/console/sign-in.json`: the providers' browser sign-in settings
+    /// (public by nature: a client id and an authorization endpoint).
+    let signIn: ByteBuffer
+
+    init(files: ConsoleFiles, providers: [IdentityProvider]) {
+        self.files = files
+        let list: [[String: String]] = providers.compactMap { provider in
+            provider.signIn.map { signIn in
+                ["name": provider.name, "label": signIn.label, "authorizationURL": signIn.authorizationURL, "clientID": signIn.clientID, "scope": signIn.scope]
+            }
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: ["providers": list], options: [.sortedKeys])) ?? Data(#"{"providers":[]}"#.utf8)
+        signIn = ByteBuffer(bytes: data)
+    }
 
     func register(on router: Router<CanopyRequestContext>) {
         router.get("/") { request, _ -> Response in
             serve("index.html", request)
+        }
+        router.get("console/sign-in.json") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-cache"], body: .init(byteBuffer: signIn))
         }
         router.get("console/:name") { request, context -> Response in
             serve(context.parameters.get("name") ?? "", request)

@@ -79,7 +79,7 @@ public struct AuthConfiguration: Sendable {
 
 /// One element of `providers`, checked key by key.
 private struct ProviderEntry {
-    static let keys: Set<String> = ["name", "issuer", "otherIssuers", "audiences", "jwksURL", "jwksFile", "hs256Secret"]
+    static let keys: Set<String> = ["name", "issuer", "otherIssuers", "audiences", "jwksURL", "jwksFile", "hs256Secret", "signIn"]
     let provider: IdentityProvider
 
     init(_ entry: Any, index: Int, folder: URL, fault: (String) -> IdentityError) throws(IdentityError) {
@@ -142,6 +142,9 @@ private struct ProviderEntry {
             }
             keySource = .hs256Secret(Array(secret.utf8))
         }
-        provider = IdentityProvider(name: name, issuer: issuer, otherIssuers: otherIssuers, audiences: audiences, keySource: keySource)
+        let signIn = try object["signIn"].map { value throws(IdentityError) in
+            try BrowserSignIn(value, provider: name, audiences: audiences, fault: providerFault)
+        }
+        provider = IdentityProvider(name: name, issuer: issuer, otherIssuers: otherIssuers, audiences: audiences, keySource: keySource, signIn: signIn)
     }
 }

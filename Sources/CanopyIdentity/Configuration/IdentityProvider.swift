@@ -24,13 +24,16 @@ public struct IdentityProvider: Sendable {
     /// The `aud` values accepted: a token must name at least one.
     public let audiences: [String]
     public let keySource: KeySource
+    /// How the web console signs people in with it, if it may.
+    public let signIn: BrowserSignIn?
 
-    public init(name: String, issuer: String, otherIssuers: [String] = [], audiences: [String], keySource: KeySource) {
+    public init(name: String, issuer: String, otherIssuers: [String] = [], audiences: [String], keySource: KeySource, signIn: BrowserSignIn? = nil) {
         self.name = name
         self.issuer = issuer
         self.otherIssuers = otherIssuers
         self.audiences = audiences
         self.keySource = keySource
+        self.signIn = signIn
     }
 
     /// The algorithms its tokens may use: RS256 and ES256 for a key set,

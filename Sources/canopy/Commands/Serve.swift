@@ -138,7 +138,8 @@ struct Serve: AsyncParsableCommand {
             crossOrigin: crossOrigin,
             accessLog: accessLog || ProcessInfo.processInfo.environment["CANOPY_ACCESS_LOG"] == "1",
             assets: assetSettings,
-            console: console
+            console: console,
+            signInProviders: authConfiguration?.providers ?? []
         )
         var verifier: TokenVerifier?
         if let authConfiguration {
