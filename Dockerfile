@@ -16,8 +16,9 @@ RUN apt-get update \
 COPY --from=build /src/.build/release/canopy /usr/local/bin/canopy
 COPY migrations /app/migrations
 COPY sql /app/sql
+COPY web /app/web
 WORKDIR /app
-ENV CANOPY_MIGRATIONS_DIR=/app/migrations CANOPY_SQL_DIR=/app/sql CANOPY_HOST=0.0.0.0 CANOPY_PORT=8080
+ENV CANOPY_MIGRATIONS_DIR=/app/migrations CANOPY_SQL_DIR=/app/sql CANOPY_WEB_DIR=/app/web CANOPY_HOST=0.0.0.0 CANOPY_PORT=8080
 EXPOSE 8080
 USER nobody
 CMD ["canopy", "serve"]

@@ -24,6 +24,9 @@ A first request, as the demo user:
     -H 'Content-Type: application/json' \\
     -d '{"query": "{ me { userRecordName name email } }"}'
 
+Or open the console in a browser, http://127.0.0.1:$PORT/ , and sign in with that token
+(a second person for sharing: $BIN users add bob --email bob@example.com --data-dir $CANOPY_DATA_DIR).
+
 Look at the data as that user sees it:  $BIN psql --as demo --data-dir $CANOPY_DATA_DIR
 Stop with Ctrl-C; the cluster keeps running for the next command (make stop stops it).
 

@@ -77,7 +77,7 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
     fieldList.append(element);
   }
   const declared = types(record.recordType);
-  for (const [name, value] of Object.entries(record.fields)) addRow(name, declared[name] ?? typeOf(value), value);
+  for (const [name, value] of Object.entries(record.fields).sort(([a], [b]) => a.localeCompare(b))) addRow(name, declared[name] ?? typeOf(value), value);
   if (!readOnly) {
     for (const [name, type] of Object.entries(declared)) if (!(name in record.fields)) addRow(name, type, null);
   }

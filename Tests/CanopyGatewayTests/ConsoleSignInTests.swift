@@ -11,7 +11,7 @@ import Testing
 /// keys served over HTTP), comes back to the console on the real
 /// Hummingbird stack, trades the id token (with its nonce) for a Canopy
 /// token, and accepts the invitation it started from.
-@Suite("Web console: signing in with a provider")
+@Suite("Web console: signing in with a provider", .enabled(if: BrowserTests.enabled, "CANOPY_SKIP_BROWSER_TESTS is set (make test runs them on their own)"))
 struct ConsoleSignInTests {
     @Test("an invited person signs in with the provider from the invitation page, comes back to it and accepts; a sign-in answer the tab did not start is refused")
     func signInAndAccept() async throws {

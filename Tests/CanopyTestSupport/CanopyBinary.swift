@@ -20,3 +20,13 @@ extension DatabaseEndpoint {
     /// A URL for `--database-url` that reaches this endpoint (test roles have no password).
     public var url: String { displayURL }
 }
+
+/// The suites that drive headless Chromium through whole stories. They
+/// take both cores for tens of seconds, so `make test` runs them after the
+/// other suites (with `CANOPY_SKIP_BROWSER_TESTS=1` in the first run),
+/// where they do not slow the timing bounds of others.
+public enum BrowserTests {
+    public static var enabled: Bool {
+        ProcessInfo.processInfo.environment["CANOPY_SKIP_BROWSER_TESTS"] != "1"
+    }
+}

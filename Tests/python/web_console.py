@@ -18,8 +18,10 @@ saying which step failed, on any failure.
 """
 import json
 import os
+import struct
 import sys
 import urllib.request
+import zlib
 
 from selenium import webdriver
 from selenium.common.exceptions import (ElementClickInterceptedException, NoSuchElementException,
@@ -134,6 +136,22 @@ def api(token, query, variables):
     return json.load(urllib.request.urlopen(request))
 
 
+def png(path, width=160, height=100):
+    """A small real PNG (red and green stripes), written with the standard library."""
+    rows = b"".join(b"\x00" + b"".join(bytes((200, 30, 30) if (x // 20) % 2 else (30, 140, 60)) for x in range(width)) for _ in range(height))
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    with open(path, "wb") as file:
+        file.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+                   + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    return path
+
+
+def image_loaded(driver, css):
+    return driver.execute_script(f"const i = document.querySelector({json.dumps(css)}); return Boolean(i && i.complete && i.naturalWidth > 0)")
+
+
 def new_record(driver, name, fields):
     press(driver, "New record")
     record_type = visible(driver, "input[name=recordType]")
@@ -174,6 +192,20 @@ try:
     visible(owner, "#records-table", "the records table")
     rows = owner.find_elements(By.CSS_SELECTOR, "#records-table tbody tr")
     assert len(rows) == 2, f"the owner sees two records, not {len(rows)}"
+    # An asset: a picture uploaded from the record's page, shown as an image.
+    owner.find_element(By.LINK_TEXT, "lisbon").click()
+    visible(owner, "input[name=newField]").send_keys("photo")
+    Select(owner.find_element(By.CSS_SELECTOR, "select[name=newType]")).select_by_value("ASSET")
+    press(owner, "Add field")
+    visible(owner, ".field[data-field=photo] input[type=file]").send_keys(png(os.path.join(artifacts, "photo.png")))
+    text_appears(owner, ".field[data-field=photo]", "uploaded", "the upload")
+    click(owner, "#save-record")
+    wait(owner, lambda d: image_loaded(d, ".field[data-field=photo] img"), "the picture, shown from its download URL")
+    step(owner, "owner-record-with-picture")
+    owner.find_element(By.LINK_TEXT, ZONE).click()
+    visible(owner, "#records-table")
+    wait(owner, lambda d: image_loaded(d, "#records-table img"), "the picture in the records table")
+    step(owner, "owner-zone")
     # Filtered and sorted, as CKQuery.
     filter_box = owner.find_element(By.CSS_SELECTOR, "input[name=filter]")
     filter_box.send_keys("nights > 3")
@@ -231,6 +263,7 @@ try:
     visible(invitee, "#read-only-note", "the read-only note")
     inputs = invitee.find_elements(By.CSS_SELECTOR, "#fields input")
     assert inputs and all(not field.is_enabled() for field in inputs), "every field is disabled"
+    wait(invitee, lambda d: image_loaded(d, ".field[data-field=photo] img"), "the picture for the invitee")
     assert not invitee.find_element(By.ID, "save-record").is_displayed(), "no Save button"
     step(invitee, "invitee-read-only-record")
     zone_id = {"zoneName": ZONE, "ownerName": graphql(owner, "{ me { userRecordName } }", {})["data"]["me"]["userRecordName"]}
