@@ -59,8 +59,18 @@ public actor TestDatabase {
         let template = try await migratedTemplate(server)
         counter += 1
         let name = "canopy_t\(getpid())_\(counter)"
-        try await Self.withConnection(server) { connection in
-            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"), logger: Self.logger)
+        // The template's last session (the migration's) may still be ending on
+        // the server when the first copy is asked for: PostgreSQL then refuses
+        // with 55006 ("being accessed by other users"), so wait and ask again.
+        for attempt in 1... {
+            do {
+                try await Self.withConnection(server) { connection in
+                    try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"), logger: Self.logger)
+                }
+                break
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "55006" && attempt < 50 {
+                try await Task.sleep(for: .milliseconds(100))
+            }
         }
         return server.database(name)
     }

@@ -326,7 +326,17 @@ try:
     finally:
         stranger.quit()
 
-    # 8. The owner removes the invitee; the invitee's console loses the zone on its next request.
+    # 8. The invitee's side of the share: the owner, their own permission, Leave.
+    click(invitee, "#share-zone")
+    visible(invitee, "#leave-share", "the participant's Leave share")
+    people = visible(invitee, "#participants").text
+    assert "alice" in people and "owner" in people and "you" in people, people
+    assert "Can view" in people, people
+    assert not invitee.find_elements(By.CSS_SELECTOR, "#invite, #public-permission, #stop-sharing"), "a participant cannot manage the share"
+    step(invitee, "invitee-sharing-sheet")
+    click(invitee, "#sheet-done")
+
+    # 9. The owner removes the invitee; the invitee's console loses the zone on its next request.
     click(owner, "#share-zone")
     remove = clickable(owner, "#participants button[aria-label^='Remove']", "the Remove button")
     step(owner, "owner-before-removing")
@@ -341,7 +351,7 @@ try:
     text_appears(invitee, "main", "no longer shared with you", "the zone page to say it is gone")
     step(invitee, "invitee-lost-the-zone")
 
-    # 9. The owner stops sharing; the zone is private again.
+    # 10. The owner stops sharing; the zone is private again.
     click(owner, "#share-zone")
     click(owner, "#stop-sharing")
     owner.switch_to.alert.accept()
@@ -349,7 +359,7 @@ try:
     step(owner, "owner-stopped-sharing")
     click(owner, "#sheet-done")
 
-    # 10. A phone's width: the same console, one column.
+    # 11. A phone's width: the same console, one column.
     owner.set_window_size(390, 844)
     owner.refresh()
     visible(owner, "#records-table")

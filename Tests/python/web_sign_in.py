@@ -3,8 +3,8 @@
 Headless Chromium opens an invitation link signed out, presses "Sign in
 with Test IdP", goes through the provider's /authorize (identity_provider.py,
 a real signed id token), comes back to the console, which trades the id
-token for a Canopy token and returns to the invitation; the person accepts
-and sees the shared zone. Then a sign-in answer this tab did not start (a
+token for a Canopy token and returns to the invitation; the person accepts,
+sees the shared zone, and leaves it from the sharing sheet. Then a sign-in answer this tab did not start (a
 forged state) is refused.
 
 usage: web_sign_in.py BASE_URL SHARE_PATH ARTIFACT_DIR
@@ -57,13 +57,21 @@ try:
     assert "id_token" not in driver.current_url and "id_token" not in driver.execute_script("return JSON.stringify(history.state) + document.referrer")
     driver.save_screenshot(os.path.join(artifacts, "03-accepted.png"))
 
+    # The participant leaves from the sharing sheet; the zone leaves their list.
+    wait(EC.element_to_be_clickable((By.ID, "share-zone")), "Sharing…").click()
+    wait(EC.element_to_be_clickable((By.ID, "leave-share")), "Leave share").click()
+    driver.switch_to.alert.accept()
+    wait(EC.visibility_of_element_located((By.ID, "shared-zones")), "the zones list after leaving")
+    wait(lambda d: "Nothing yet" in d.find_element(By.ID, "shared-zones").text, "the zone to leave the list")
+    driver.save_screenshot(os.path.join(artifacts, "04-left.png"))
+
     # An answer this tab did not ask for: refused, and its token not kept.
     driver.execute_script("sessionStorage.clear()")
     driver.get(base + "/#id_token=forged.token.here&state=not-mine")
     wait(EC.text_to_be_present_in_element((By.CSS_SELECTOR, "form.signin"), "not started from this tab"), "the forged sign-in's refusal")
     assert driver.execute_script("return sessionStorage.getItem('canopy.token')") is None
     assert "id_token" not in driver.current_url
-    driver.save_screenshot(os.path.join(artifacts, "04-forged-state.png"))
+    driver.save_screenshot(os.path.join(artifacts, "05-forged-state.png"))
     print(json.dumps({"token": token[:4], "name": name}))
 finally:
     driver.quit()
