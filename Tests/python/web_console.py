@@ -79,11 +79,11 @@ def clickable(driver, css, what=None):
     return wait(driver, EC.element_to_be_clickable((By.CSS_SELECTOR, css)), what or css)
 
 
-def click(driver, css, what=None):
+def click(driver, css, what=None, by=By.CSS_SELECTOR):
     """Clicks once the element is clickable, again if a re-render replaced it meanwhile."""
     def attempt(d):
         try:
-            element = d.find_element(By.CSS_SELECTOR, css)
+            element = d.find_element(by, css)
             if not (element.is_displayed() and element.is_enabled()):
                 return False
             element.click()
@@ -104,19 +104,8 @@ def sign_in(driver, token):
 
 
 def press(driver, words, scope="body"):
-    """Clicks the button or link whose text is `words` (again if a re-render replaced it)."""
-    xpath = f"//{scope}//*[self::button or self::a][normalize-space()='{words}']"
-
-    def attempt(d):
-        try:
-            element = d.find_element(By.XPATH, xpath)
-            if not (element.is_displayed() and element.is_enabled()):
-                return False
-            element.click()
-            return True
-        except (StaleElementReferenceException, NoSuchElementException, ElementClickInterceptedException):
-            return False
-    wait(driver, attempt, f"the button '{words}'")
+    """Clicks the button or link whose text is `words`."""
+    click(driver, f"//{scope}//*[self::button or self::a][normalize-space()='{words}']", f"the button '{words}'", By.XPATH)
 
 
 def graphql(driver, query, variables):
