@@ -3,7 +3,7 @@
 // and one WebSocket (graphql-transport-ws) for live changes. Row-level
 // security decides everything these calls can see or do.
 
-import {currentToken, signOut} from "./session.js";
+import {currentToken, issuedPrefix, signOut} from "./session.js";
 
 /** An error the API answered, with its code (API.md §6). */
 export class APIError extends Error {
@@ -110,7 +110,12 @@ class LiveChanges {
       } else if (message.type === "ping") {
         socket.send(JSON.stringify({type: "pong"}));
       } else if (message.type === "next") {
-        this.subscriptions.get(message.id)?.handlers.next?.(message.payload.data);
+        const subscription = this.subscriptions.get(message.id);
+        if (!subscription) return;
+        // After a reconnect the feed resumes from the last page seen, not from the start.
+        const token = message.payload.data?.change?.token;
+        if (token) subscription.variables = {...subscription.variables, since: token};
+        subscription.handlers.next?.(message.payload.data);
       } else if (message.type === "error") {
         const subscription = this.subscriptions.get(message.id);
         this.subscriptions.delete(message.id);
@@ -119,6 +124,7 @@ class LiveChanges {
       }
     });
     socket.addEventListener("close", (event) => {
+      if (this.socket !== socket) return;   // an older socket's late close
       this.socket = null;
       this.acknowledged = false;
       if (event.code === 4403) { signedOut("Your sign-in is no longer accepted."); return; }
@@ -143,6 +149,16 @@ class LiveChanges {
 
 export const live = new LiveChanges();
 
+/** Signs out; a token the console made (a provider sign-in) is revoked first. */
+export async function endSession() {
+  const prefix = issuedPrefix();
+  if (prefix) {
+    try { await gql("mutation($prefix: String!) { revokeToken(prefix: $prefix) }", {prefix}); } catch { /* signed out either way */ }
+  }
+  live.close();
+  signOut();
+}
+
 /** Human words for an API error, for a message box. */
 export function describe(error) {
   if (!(error instanceof APIError)) return `Something went wrong: ${error?.message ?? error}`;
@@ -165,7 +181,7 @@ export function followChanges(feed, variables, onChange, onError) {
   let stop = null, stopped = false;
   const declarations = feed === "zoneChanges" ? "$scope: DatabaseScope!, $zone: ZoneID!, $since: String" : "$scope: DatabaseScope!, $since: String";
   const argumentsText = feed === "zoneChanges" ? "scope: $scope, zone: $zone, since: $since" : "scope: $scope, since: $since";
-  (async () => {
+  const start = async () => {
     let since = null;
     try {
       for (;;) {
@@ -174,14 +190,23 @@ export function followChanges(feed, variables, onChange, onError) {
         if (!data.page.moreComing) break;
       }
     } catch (error) {
-      onError?.(error);
+      if (!stopped) onError?.(error);
       return;
     }
     if (stopped) return;
     const subscription = feed === "zoneChanges" ? "zoneChanged" : "databaseChanged";
     const selection = feed === "zoneChanges" ? "token changed { recordName } deleted { recordName }" : "token";
     stop = live.subscribe(`subscription(${declarations}) { change: ${subscription}(${argumentsText}) { ${selection} } }`,
-      {...variables, since}, {next: (data) => onChange(data.change), error: onError});
-  })();
+      {...variables, since}, {
+        next: (data) => onChange(data.change),
+        error: (error) => {
+          if (stopped) return;
+          // Away longer than the history is kept: follow from now, and say something may have changed.
+          if (error.code === "CHANGE_TOKEN_EXPIRED") { start(); onChange({changed: [], deleted: [], expired: true}); return; }
+          onError?.(error);
+        },
+      });
+  };
+  start();
   return () => { stopped = true; stop?.(); };
 }

@@ -4,9 +4,9 @@
 //   #/record/SCOPE/OWNER/ZONE/RECORD     a record's fields
 //   #/new/SCOPE/OWNER/ZONE?type=         a new record
 
-import {h, replace} from "./dom.js";
-import {gql, live} from "./api.js";
-import {currentToken, signOut, takeNext} from "./session.js";
+import {h, message, replace} from "./dom.js";
+import {gql, describe, endSession} from "./api.js";
+import {currentToken, takeNext} from "./session.js";
 import {renderSignIn} from "./signin.js";
 import {renderZones} from "./view-zones.js";
 import {renderZone} from "./view-zone.js";
@@ -18,18 +18,21 @@ const view = document.getElementById("view");
 const account = document.getElementById("account");
 let me = null;
 let leaving = null;   // ends the current view's live subscriptions
+let generation = 0;   // which route() is current: a view that finishes late draws nothing
 let signInProblem = null;   // why a provider's sign-in failed, for the sign-in form
 
 function showAccount() {
   if (!me) { replace(account); return; }
   replace(account,
     h("span", {class: "who"}, "Signed in as ", h("strong", {id: "signed-in-name"}, me.name ?? me.email ?? me.userRecordName)),
-    h("button", {type: "button", class: "link", onclick: () => { live.close(); signOut(); me = null; route(); }}, "Sign out"));
+    h("button", {type: "button", class: "link", onclick: async () => { await endSession(); me = null; route(); }}, "Sign out"));
 }
 
 async function route() {
   leaving?.();
   leaving = null;
+  const mine = ++generation;
+  const isCurrent = () => mine === generation;
   if (!currentToken()) {
     me = null;
     showAccount();
@@ -47,14 +50,21 @@ async function route() {
   if (!me) {
     try {
       me = (await gql("{ me { userRecordName name email phone } }")).me;
-    } catch {
+    } catch (error) {
       me = null;
-      if (!currentToken()) return route();
+      if (!currentToken()) return isCurrent() ? route() : undefined;
+      if (!isCurrent()) return;
+      replace(view, h("h1", {}, "Canopy"), message("error", describe(error)),
+        h("button", {type: "button", class: "primary", onclick: route}, "Try again"));
+      return;
     }
+    if (!isCurrent()) return;
   }
   showAccount();
   const {parts, params} = parseRoute(location.hash);
-  const context = {me, setLeaving: (stop) => { leaving = stop; }};
+  // A view checks isCurrent() after each wait before it draws; a late
+  // view's subscriptions are stopped at once instead of kept.
+  const context = {me, isCurrent, setLeaving: (stop) => { if (isCurrent()) leaving = stop; else stop(); }};
   const [kind, scope, owner, zone, record] = parts;
   if (kind === "zone" && zone) {
     await renderZone(view, {scope, ownerName: owner, zoneName: zone, params}, context);
@@ -65,7 +75,7 @@ async function route() {
   } else {
     await renderZones(view, context);
   }
-  view.focus({preventScroll: true});
+  if (isCurrent()) view.focus({preventScroll: true});
 }
 
 // Back from a provider's sign-in page: finish, then go where the person was.
@@ -77,7 +87,9 @@ async function arrive() {
 }
 
 window.addEventListener("hashchange", () => {
-  if (/(^#|&)(id_token|error)=/.test(location.hash)) arrive(); else route();
+  if (/(^#|&)(id_token|error)=/.test(location.hash)) arrive();
+  else if (location.hash === "" || location.hash.startsWith("#/")) route();
+  // Any other fragment (the skip link's #view) is a place on this page, not a route.
 });
-window.addEventListener("canopy:signed-out", () => { live.close(); me = null; route(); });
+window.addEventListener("canopy:signed-out", async () => { await endSession(); me = null; route(); });
 arrive();

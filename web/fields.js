@@ -7,6 +7,8 @@ import {upload} from "./api.js";
 export const FIELD_TYPES = ["STRING", "INT64", "DOUBLE", "BOOLEAN", "TIMESTAMP", "REFERENCE", "LOCATION", "BYTES", "ASSET",
   "LIST<STRING>", "LIST<INT64>", "LIST<DOUBLE>", "LIST<TIMESTAMP>", "LIST<REFERENCE>", "LIST<ASSET>"];
 
+const INLINE_IMAGES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp", "image/avif"]);
+
 /** The type of a stored value, when the schema does not say. */
 export function typeOf(value) {
   if (Array.isArray(value)) return value.length ? `LIST<${typeOf(value[0])}>` : "LIST<STRING>";
@@ -44,7 +46,8 @@ export function display(value, type, context) {
     case "ASSET": {
       const label = `${value.contentType ?? "file"}, ${formatBytes(value.size ?? 0)}`;
       if (!value.downloadURL) return label;
-      if ((value.contentType ?? "").startsWith("image/")) {
+      // Only raster pictures are shown inline (an SVG can carry script).
+      if (INLINE_IMAGES.has((value.contentType ?? "").split(";")[0].trim().toLowerCase())) {
         return h("a", {href: value.downloadURL, class: "asset"}, h("img", {src: value.downloadURL, alt: `Image (${label})`, loading: "lazy"}));
       }
       return h("a", {href: value.downloadURL, class: "asset", download: ""}, `Download (${label})`);

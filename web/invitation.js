@@ -4,8 +4,8 @@
 // offers Accept, which accepts and opens the shared zone in the console.
 
 import {h, message, replace} from "./dom.js";
-import {gql, describe} from "./api.js";
-import {currentToken, signOut} from "./session.js";
+import {gql, describe, endSession} from "./api.js";
+import {currentToken} from "./session.js";
 import {renderSignIn} from "./signin.js";
 import {zoneRoute, recordRoute} from "./routes.js";
 
@@ -57,6 +57,8 @@ async function show() {
   const summary = h("p", {id: "share-summary"}, describeShare(metadata));
   if (metadata.role === "OWNER") {
     replace(actions, h("p", {}, "You own this share."), h("a", {class: "button primary", href: openIn(metadata)}, "Open in the console"), switchAccount(me));
+  } else if (metadata.status === "REMOVED" || metadata.permission === "NONE") {
+    replace(actions, message("error", `The owner removed ${me.name ?? me.email ?? "you"} from this share. Ask them to add you again.`), switchAccount(me));
   } else if (metadata.status === "ACCEPTED") {
     replace(actions, summary, h("p", {}, "You have accepted it."), h("a", {class: "button primary", id: "open-share", href: openIn(metadata)}, "Open"), switchAccount(me));
   } else {
@@ -78,7 +80,7 @@ async function show() {
 
 function switchAccount(me) {
   if (!me) return null;
-  return h("p", {class: "muted"}, h("button", {type: "button", class: "link", onclick: () => { signOut(); show(); }}, "Use another account"));
+  return h("p", {class: "muted"}, h("button", {type: "button", class: "link", onclick: async () => { await endSession(); show(); }}, "Use another account"));
 }
 
 show();

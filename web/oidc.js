@@ -6,7 +6,7 @@
 // (`Canopy-Nonce`) whose SHA-256 the provider put in the token, so a token
 // lifted from elsewhere cannot be replayed here.
 
-import {remember, setNext} from "./session.js";
+import {remember, rememberIssued, setNext} from "./session.js";
 
 const PENDING = "canopy.oidc";
 
@@ -54,25 +54,27 @@ export async function finishSignIn() {
   history.replaceState(null, "", location.pathname);   // the token leaves the address bar and history
   const pending = JSON.parse(sessionStorage.getItem(PENDING) ?? "null");
   sessionStorage.removeItem(PENDING);
-  if (fragment.has("error")) {
-    return {error: `The provider did not sign you in: ${fragment.get("error_description") ?? fragment.get("error")}`};
-  }
+  // The state first: an answer this tab did not ask for says nothing, not even its error's words.
   if (!pending || fragment.get("state") !== pending.state) {
     return {error: "That sign-in was not started from this tab (its state does not match). Try again."};
+  }
+  if (fragment.has("error")) {
+    return {error: `The provider did not sign you in (${fragment.get("error")}).`};
   }
   let body;
   try {
     const response = await fetch("/graphql", {
       method: "POST",
       headers: {"Content-Type": "application/json", "Authorization": `Bearer ${fragment.get("id_token")}`, "Canopy-Nonce": pending.nonce},
-      body: JSON.stringify({query: "mutation { issueToken { token } }"}),
+      body: JSON.stringify({query: "mutation { issueToken { token prefix } }"}),
     });
     body = await response.json();
   } catch {
     return {error: "The server cannot be reached to finish signing in."};
   }
-  const token = body?.data?.issueToken?.token;
-  if (!token) return {error: `Canopy did not accept the provider's sign-in: ${body?.errors?.[0]?.message ?? "no token"}`};
-  remember(token, false);
+  const issued = body?.data?.issueToken;
+  if (!issued?.token) return {error: `Canopy did not accept the provider's sign-in: ${body?.errors?.[0]?.message ?? "no token"}`};
+  remember(issued.token, false);
+  rememberIssued(issued.prefix, false);
   return {signedIn: true};
 }

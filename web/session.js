@@ -15,8 +15,10 @@ export function remember(token, keep) {
 }
 
 export function signOut() {
-  sessionStorage.removeItem(KEY);
-  localStorage.removeItem(KEY);
+  for (const storage of [sessionStorage, localStorage]) {
+    storage.removeItem(KEY);
+    storage.removeItem(ISSUED);
+  }
 }
 
 /** Where to go after signing in (a path of this site only). */
@@ -27,5 +29,20 @@ export function setNext(path) {
 export function takeNext() {
   const next = sessionStorage.getItem(NEXT);
   sessionStorage.removeItem(NEXT);
-  return next;
+  if (!next) return null;
+  // Only a page of this site: "/\\evil.example" would leave it.
+  const url = new URL(next, location.origin);
+  return url.origin === location.origin ? url.pathname + url.search + url.hash : null;
+}
+
+const ISSUED = "canopy.issued";
+
+/** The console made this token (a provider sign-in): revoke it on sign-out. */
+export function rememberIssued(prefix, keep) {
+  (keep ? localStorage : sessionStorage).setItem(ISSUED, prefix);
+}
+
+/** The prefix of a token the console made, if the current one is. */
+export function issuedPrefix() {
+  return sessionStorage.getItem(ISSUED) ?? localStorage.getItem(ISSUED);
 }

@@ -22,7 +22,7 @@ const PERMISSION_WORDS = {READ_ONLY: "Can view", READ_WRITE: "Can edit"};
  * What the signed-in person may do in a zone: {owner, canWrite, share,
  * ownerDisplayName}. The owner may do anything; a participant of a
  * zone-wide share has its permission; in a zone shared record by record,
- * each record's share decides (the API refuses what is not allowed).
+ * canWrite is null: each record's share decides (recordAccess).
  */
 export async function accessTo(scope, zone) {
   const {share} = await gql(SHARE, {scope, zone, root: null});
@@ -30,10 +30,34 @@ export async function accessTo(scope, zone) {
   if (!share) {
     // Record-rooted shares only: make sure the zone is there for the caller.
     await gql("query($zone: ZoneID!) { zoneChanges(scope: SHARED, zone: $zone, limit: 1) { token } }", {zone});
-    return {owner: false, canWrite: true, share: null};
+    return {owner: false, canWrite: null, share: null};
   }
-  const {shareMetadata} = await gql("query($url: String!) { shareMetadata(url: $url) { permission role ownerDisplayName } }", {url: share.url});
+  const {shareMetadata} = await gql(METADATA, {url: share.url});
   return {owner: false, canWrite: shareMetadata.permission === "READ_WRITE", role: shareMetadata.role, share, ownerDisplayName: shareMetadata.ownerDisplayName};
+}
+
+const METADATA = "query($url: String!) { shareMetadata(url: $url) { permission role ownerDisplayName } }";
+const PARENT = `query($zone: ZoneID!, $names: [String!]!) { lookup(scope: SHARED, zone: $zone, recordNames: $names) {
+  record { recordName parent share { url } } } }`;
+
+/**
+ * What the person may do with one record of a zone shared record by
+ * record: the share whose root the record's parent chain reaches decides
+ * ({canWrite, rootRecordName}). Unknown: read only.
+ */
+export async function recordAccess(zone, record) {
+  let current = record;
+  const seen = new Set();
+  while (current && !seen.has(current.recordName) && seen.size < 64) {
+    seen.add(current.recordName);
+    if (current.share?.url) {
+      const {shareMetadata} = await gql(METADATA, {url: current.share.url});
+      return {canWrite: shareMetadata.permission === "READ_WRITE", rootRecordName: current.recordName, ownerDisplayName: shareMetadata.ownerDisplayName};
+    }
+    if (!current.parent) break;
+    current = (await gql(PARENT, {zone, names: [current.parent]})).lookup[0]?.record;
+  }
+  return {canWrite: false, rootRecordName: null};
 }
 
 function personName(participant) {
@@ -51,7 +75,7 @@ function permissionSelect(value, label, {includeNone = false, disabled = false} 
 export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
   const body = h("div", {class: "sheet-body"});
   const feedback = h("div", {class: "feedback"});
-  const heading = h("h2", {id: "sheet-heading"}, "Sharing");
+  const heading = h("h2", {id: "sheet-heading", tabindex: "-1"}, "Sharing");
   const close = h("button", {type: "button", id: "sheet-done"}, "Done");
   const dialog = h("dialog", {class: "sheet", id: "sharing-sheet", "aria-labelledby": "sheet-heading"},
     heading, feedback, body, h("div", {class: "sheet-actions"}, close));
@@ -66,6 +90,11 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
 
   async function run(work, done) {
     replace(feedback);
+    // The sheet is drawn again after each change: keep the person's place.
+    const focused = document.activeElement;
+    const place = focused?.id && !focused.id.startsWith("field-") ? `#${CSS.escape(focused.id)}`
+      : focused?.name ? `[name="${CSS.escape(focused.name)}"]`
+      : focused?.closest?.("[data-person]") ? `[data-person="${CSS.escape(focused.closest("[data-person]").dataset.person)}"] ${focused.tagName.toLowerCase()}` : null;
     try {
       await work();
       await load();
@@ -73,6 +102,8 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
     } catch (error) {
       replace(feedback, message("error", describe(error)));
     }
+    const again = place ? dialog.querySelector(place) : null;
+    (again ?? heading).focus?.();
   }
 
   async function load() {
@@ -128,7 +159,7 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
     const contact = h("input", {type: "text", name: "contact", autocomplete: "off", inputmode: "email", placeholder: "name@example.com or +15551234567"});
     const invitePermission = permissionSelect("READ_ONLY", "Permission for the invitation");
     const invite = h("form", {class: "inline-form", id: "invite"},
-      labelled("Invite by email or phone", contact), invitePermission, h("button", {type: "submit"}, "Invite"));
+      labelled("Invite by email or phone", contact), invitePermission, h("button", {type: "submit", id: "invite-button"}, "Invite"));
     invite.addEventListener("submit", (event) => {
       event.preventDefault();
       const value = contact.value.trim();

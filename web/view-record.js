@@ -6,7 +6,7 @@ import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
 import {gql, describe, followChanges} from "./api.js";
 import {FIELD_TYPES, FieldError, display, editor, typeOf} from "./fields.js";
 import {recordRoute, zoneRoute} from "./routes.js";
-import {accessTo, openSharingSheet} from "./sharing.js";
+import {accessTo, openSharingSheet, recordAccess} from "./sharing.js";
 
 const RECORD = "recordName recordType fields recordChangeTag parent created { timestamp userRecordName } modified { timestamp userRecordName } share { url title }";
 
@@ -40,19 +40,26 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
       if (!result.record) throw Object.assign(new Error(result.error?.message ?? "not found"), {code: result.error?.code ?? "UNKNOWN_ITEM"});
       record = result.record;
     }
+    // Shared record by record: this record's share decides.
+    if (access.canWrite === null && !isNew) access = {...access, ...(await recordAccess(zone, record))};
   } catch (error) {
+    if (!context.isCurrent()) return;
     replace(view, h("nav", {class: "crumbs"}, h("a", {href: "#/"}, "Zones"), " › ", h("a", {href: zoneLink}, zoneName)),
       h("h1", {}, recordName ?? "New record"), message("error", error.code === "UNKNOWN_ITEM" ? "This record does not exist or is no longer shared with you." : describe(error)));
     return;
   }
-  const readOnly = !access.canWrite;
+  if (!context.isCurrent()) return;
+  const readOnly = access.canWrite === false;
   const types = (type) => Object.fromEntries((schema.find((candidate) => candidate.name === type)?.fields ?? []).map((field) => [field.name, field.type]));
   const linkTo = (name) => recordRoute(scope, ownerName, zoneName, name);
   const feedback = h("div", {class: "feedback", id: "record-feedback"});
   let changeTag = record.recordChangeTag ?? null;
   let dirty = false;
   let stopLive = () => {};
-  const rerender = () => { stopLive(); return renderRecord(view, {scope, ownerName, zoneName, recordName}, context); };
+  const rerender = () => {
+    stopLive();
+    return context.isCurrent() ? renderRecord(view, {scope, ownerName, zoneName, recordName}, context) : undefined;
+  };
 
   // Name, type and parent: set when the record is made; the parent can change.
   const nameInput = h("input", {type: "text", name: "recordName", required: true, value: isNew ? `${(record.recordType || "record").toLowerCase()}-${Date.now().toString(36)}` : record.recordName, readOnly: !isNew, autocomplete: "off"});
@@ -99,7 +106,10 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
 
   const save = h("button", {type: "submit", class: "primary", id: "save-record", hidden: readOnly}, isNew ? "Create record" : "Save");
   const remove = h("button", {type: "button", class: "danger", id: "delete-record", hidden: readOnly || isNew}, "Delete record…");
-  const share = h("button", {type: "button", id: "share-record", hidden: isNew || scope !== "PRIVATE" || Boolean(access.share)},
+  // The owner shares a record (and the records under it) of a zone that is
+  // not shared whole; a participant sees the share of a record it roots.
+  const sharable = scope === "PRIVATE" ? !access.share : Boolean(record.share);
+  const share = h("button", {type: "button", id: "share-record", hidden: isNew || !sharable},
     record.share ? "Sharing…" : "Share record…");
   share.addEventListener("click", () => openSharingSheet({scope, zone, rootRecordName: record.recordName, me: context.me, onChange: () => {}}));
 
@@ -203,6 +213,8 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
     h("nav", {class: "crumbs", "aria-label": "Breadcrumb"}, h("a", {href: "#/"}, "Zones"), " › ", h("a", {href: zoneLink}, zoneName), " › ", isNew ? "New record" : record.recordName),
     h("h1", {}, isNew ? "New record" : record.recordName, record.share ? h("span", {class: "badge"}, "shared") : null),
     readOnly ? h("p", {class: "access", id: "read-only-note"}, "Read only: this was shared with you to view. You cannot change it.") : null,
+    !readOnly && scope === "SHARED" && access.rootRecordName && !isNew
+      ? h("p", {class: "access"}, `Shared with you as part of ${access.rootRecordName}: you can view and edit it.`) : null,
     stamps,
     feedback,
     form);
@@ -211,7 +223,7 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
   // Live: a change made elsewhere shows at once, unless the person is
   // editing; then they are told, and saving shows the conflict.
   stopLive = followChanges("zoneChanges", {scope, zone}, (change) => {
-    const touched = change.changed.some((item) => item.recordName === record.recordName) || change.deleted.some((item) => item.recordName === record.recordName);
+    const touched = change.expired || change.changed.some((item) => item.recordName === record.recordName) || change.deleted.some((item) => item.recordName === record.recordName);
     if (!touched) return;
     if (dirty) {
       replace(feedback, message("notice", "This record was just changed elsewhere. Saving will show you both versions."));

@@ -33,9 +33,11 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
         .then((data) => [...new Set(data.zoneChanges.changed.map((record) => record.recordType))]),
     ]);
   } catch (error) {
+    if (!context.isCurrent()) return;
     replace(view, h("h1", {}, zoneName), message("error", describe(error)), h("p", {}, h("a", {href: "#/"}, "Back to your zones")));
     return;
   }
+  if (!context.isCurrent()) return;
   const types = [...new Set([...present, ...schema.map((type) => type.name)])];
   const recordType = params.get("type") || present[0] || types[0] || "";
   const fieldsOf = (type) => schema.find((candidate) => candidate.name === type)?.fields ?? [];
@@ -64,16 +66,23 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
     if (filterInput.value.trim()) next.set("filter", filterInput.value.trim());
     if (sortInput.value) next.set("sort", `${sortInput.value}:${directionInput.value}`);
     const target = `${zoneRoute(scope, ownerName, zoneName)}?${next}`;
-    if (location.hash === target) load(null); else location.hash = target;
+    if (location.hash === target) { page = 0; cursors.length = 1; load(); } else location.hash = target;
   });
+  // What the pages show is the query in the address (the one applied), not
+  // what is being typed in the form.
+  const applied = {
+    filter: (params.get("filter") ?? "").trim() || null,
+    sort: sortField ? [{field: sortField, direction: sortDirection === "DESC" ? "DESC" : "ASC"}] : null,
+  };
 
   // The toolbar: sharing, a new record, deleting or leaving the zone.
   const owner = scope === "PRIVATE";
-  const shareButton = h("button", {type: "button", id: "share-zone", disabled: zoneName === "_defaultZone"},
+  const shareButton = h("button", {type: "button", id: "share-zone", disabled: zoneName === "_defaultZone",
+    hidden: !owner && !access.share},   // shared record by record: each root record's page has its sheet
     owner ? (access.share ? "Sharing…" : "Share zone…") : "Sharing…");
   shareButton.addEventListener("click", () => openSharingSheet({scope, zone, rootRecordName: access.share?.rootRecordName ?? null, me: context.me, onChange: () => {}}));
   const newButton = h("a", {class: "button", id: "new-record", href: newRecordRoute(scope, ownerName, zoneName, recordType),
-    "aria-disabled": access.canWrite ? null : "true", onclick: (event) => { if (!access.canWrite) event.preventDefault(); }}, "New record");
+    "aria-disabled": access.canWrite === false ? "true" : null, onclick: (event) => { if (access.canWrite === false) event.preventDefault(); }}, "New record");
   const removeButton = h("button", {type: "button", class: "danger", id: owner ? "delete-zone" : "leave-zone", hidden: zoneName === "_defaultZone"},
     owner ? "Delete zone…" : "Leave share…");
   removeButton.addEventListener("click", async () => {
@@ -87,15 +96,17 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
     }
   });
 
-  const accessNote = !owner ? h("p", {class: "access", id: "access-note"},
-    access.canWrite ? `Shared with you by ${access.ownerDisplayName ?? ownerName}: you can view and edit.`
-      : `Shared with you by ${access.ownerDisplayName ?? ownerName}: read only. You can view these records but not change them.`) : null;
+  const sharer = access.ownerDisplayName ?? ownerName;
+  const accessNote = owner ? null : h("p", {class: "access", id: "access-note"},
+    access.canWrite === null ? `Records shared with you by ${sharer}, one hierarchy at a time: each shared record's page says what you may change.`
+      : access.canWrite ? `Shared with you by ${sharer}: you can view and edit.`
+        : `Shared with you by ${sharer}: read only. You can view these records but not change them.`);
 
-  const table = h("div", {class: "records", "aria-live": "polite"});
+  const table = h("div", {class: "records"});
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
   replace(view,
     h("nav", {class: "crumbs", "aria-label": "Breadcrumb"}, h("a", {href: "#/"}, "Zones"), " › ", zoneName),
-    h("h1", {}, access.share?.title ?? zoneName, owner ? null : h("span", {class: "badge"}, access.canWrite ? "can edit" : "read only")),
+    h("h1", {}, access.share?.title ?? zoneName, owner || access.canWrite === null ? null : h("span", {class: "badge"}, access.canWrite ? "can edit" : "read only")),
     accessNote,
     h("div", {class: "toolbar"}, shareButton, newButton, removeButton),
     feedback,
@@ -105,22 +116,27 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
 
   const cursors = [null];   // cursors[i]: where page i starts
   let page = 0;
-  async function load(cursor = cursors[page]) {
+  let asked = 0;   // the latest request: an answer to an older one is dropped
+  async function load() {
     if (!recordType) {
       replace(table, h("p", {class: "empty"}, "No records yet. Name a record type above, then make a record."));
       return;
     }
-    const sort = sortInput.value ? [{field: sortInput.value, direction: directionInput.value}] : null;
+    const mine = ++asked;
+    pager.querySelectorAll("button").forEach((button) => { button.disabled = true; });
     try {
-      const {records} = await gql(RECORDS, {scope, zone, type: recordType, filter: filterInput.value.trim() || null, sort, limit: PAGE, cursor});
+      const {records} = await gql(RECORDS, {scope, zone, type: recordType, filter: applied.filter, sort: applied.sort, limit: PAGE, cursor: cursors[page]});
+      if (mine !== asked) return;
       replace(feedback);
       filterInput.removeAttribute("aria-invalid");
       drawTable(records.records);
       cursors[page + 1] = records.cursor;
       drawPager(records.cursor);
     } catch (error) {
-      if (error.code === "INVALID_ARGUMENTS" && filterInput.value.trim()) filterInput.setAttribute("aria-invalid", "true");
+      if (mine !== asked) return;
+      if (error.code === "INVALID_ARGUMENTS" && applied.filter) filterInput.setAttribute("aria-invalid", "true");
       replace(feedback, message("error", describe(error)));
+      drawPager(null);
       if (error.code === "ZONE_NOT_FOUND") gone();
     }
   }
@@ -132,7 +148,7 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
     const types = Object.fromEntries(fieldsOf(recordType).map((field) => [field.name, field.type]));
     const linkTo = (name) => recordRoute(scope, ownerName, zoneName, name);
     if (records.length === 0) {
-      replace(table, h("p", {class: "empty"}, page === 0 ? `No ${recordType} records${filterInput.value.trim() ? " match the filter" : " in this zone"}.` : "No more records."));
+      replace(table, h("p", {class: "empty"}, page === 0 ? `No ${recordType} records${applied.filter ? " match the filter" : " in this zone"}.` : "No more records."));
       return;
     }
     replace(table, h("table", {id: "records-table"},

@@ -87,6 +87,10 @@ struct AssetDownloadTests {
             #expect(whole.headers[.contentType] == "text/plain; charset=utf-8")
             #expect(whole.headers[.eTag] == "\"\(digest)\"")
             #expect(whole.headers[.contentLength] == String(Self.text.utf8.count))
+            // The console shares this origin: a download is never run as a page there.
+            #expect(whole.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
+            #expect(whole.headers[.contentSecurityPolicy] == "default-src 'none'; sandbox")
+            #expect(whole.headers[.contentDisposition] == "attachment", "only raster pictures are shown inline")
 
             let part = try await get(client, path(url), headers: [.range: "bytes=2-4"])
             #expect(part.status == .partialContent)

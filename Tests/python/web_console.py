@@ -348,7 +348,31 @@ try:
     step(owner, "owner-stopped-sharing")
     click(owner, "#sheet-done")
 
-    # 11. A phone's width: the same console, one column.
+    # 11. A record's hierarchy shared read-only: the sheet on the record, the
+    #     invitation opens the record, which is read only for the invitee.
+    owner.find_element(By.LINK_TEXT, "porto").click()
+    click(owner, "#share-record")
+    visible(owner, "#sharing-sheet input[name=title]").send_keys("Porto notes")
+    click(owner, "#start-sharing")
+    visible(owner, "#invite input[name=contact]").send_keys("invitee@example.com")
+    press(owner, "Invite", "dialog")
+    text_appears(owner, "#participants", "invitee", "the record's invitation")
+    record_url = owner.execute_script("return document.getElementById('share-link').value")
+    step(owner, "owner-record-sharing-sheet")
+    click(owner, "#sheet-done")
+    invitee.get(record_url)
+    click(invitee, "#accept-share", "Accept for the record")
+    visible(invitee, "#read-only-note", "the shared record, read only")
+    assert "porto" in invitee.find_element(By.TAG_NAME, "h1").text
+    assert all(not field.is_enabled() for field in invitee.find_elements(By.CSS_SELECTOR, "#fields input"))
+    click(invitee, "#share-record", "the participant's Sharing… on the shared record")
+    visible(invitee, "#leave-share", "Leave share on the record's sheet")
+    step(invitee, "invitee-shared-record")
+    click(invitee, "#sheet-done")
+
+    # 12. A phone's width: the same console, one column.
+    owner.find_element(By.LINK_TEXT, ZONE).click()
+    visible(owner, "#records-table")
     owner.set_window_size(390, 844)
     owner.refresh()
     visible(owner, "#records-table")

@@ -4,7 +4,8 @@ Headless Chromium opens an invitation link signed out, presses "Sign in
 with Test IdP", goes through the provider's /authorize (identity_provider.py,
 a real signed id token), comes back to the console, which trades the id
 token for a Canopy token and returns to the invitation; the person accepts,
-sees the shared zone, and leaves it from the sharing sheet. Then a sign-in answer this tab did not start (a
+sees the shared zone, and leaves it from the sharing sheet; signing out
+revokes the token the console made. Then a sign-in answer this tab did not start (a
 forged state) is refused.
 
 usage: web_sign_in.py BASE_URL SHARE_PATH ARTIFACT_DIR
@@ -13,6 +14,9 @@ Prints one JSON line: {"token": "cnp_…"-prefix, "url": ..., "name": ...}.
 import json
 import os
 import sys
+import time
+import urllib.error
+import urllib.request
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
@@ -64,6 +68,21 @@ try:
     wait(EC.visibility_of_element_located((By.ID, "shared-zones")), "the zones list after leaving")
     wait(lambda d: "Nothing yet" in d.find_element(By.ID, "shared-zones").text, "the zone to leave the list")
     driver.save_screenshot(os.path.join(artifacts, "04-left.png"))
+
+    # Signing out revokes the token the console made: it stops working.
+    wait(EC.element_to_be_clickable((By.XPATH, "//header//button[normalize-space()='Sign out']")), "Sign out").click()
+    wait(EC.visibility_of_element_located((By.CSS_SELECTOR, "form.signin")), "the sign-in form after signing out")
+    refused = None
+    for _ in range(30):
+        request = urllib.request.Request(base + "/graphql", data=json.dumps({"query": "{ me { name } }"}).encode(),
+                                         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request)
+        except urllib.error.HTTPError as error:
+            refused = error.code
+            break
+        time.sleep(0.25)
+    assert refused == 401, f"the console's own token still works after signing out ({refused})"
 
     # An answer this tab did not ask for: refused, and its token not kept.
     driver.execute_script("sessionStorage.clear()")

@@ -3,6 +3,7 @@ import CanopyEncoding
 import CanopyStore
 import Crypto
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 
@@ -16,6 +17,9 @@ struct AssetController {
     let settings: AssetSettings
     let authenticator: Authenticator
     let signer: @Sendable (_ logger: Logger) async throws -> AssetURLSigner
+
+    /// The content types a download may show inline: raster pictures.
+    static let inlineTypes: Set<String> = ["image/png", "image/jpeg", "image/gif", "image/webp", "image/avif"]
 
     func register(on router: Router<CanopyRequestContext>) {
         router.post("assets") { request, context in
@@ -55,6 +59,15 @@ struct AssetController {
             return Response(status: .notModified, headers: headers)
         }
         headers[.contentType] = contentType
+        // Downloads share the console's origin: a file is never run as a
+        // page there. Nothing is sniffed, a document (HTML, SVG…) loads
+        // sandboxed with no script, and anything but a raster picture is
+        // saved, not shown.
+        headers[.contentSecurityPolicy] = "default-src 'none'; sandbox"
+        headers[HTTPField.Name("X-Content-Type-Options")!] = "nosniff"
+        if !Self.inlineTypes.contains(contentType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? "") {
+            headers[.contentDisposition] = "attachment"
+        }
         var range: Range<Int64> = 0..<size
         var status: HTTPResponse.Status = .ok
         if let header = request.headers[.range] {
