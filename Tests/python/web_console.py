@@ -212,6 +212,14 @@ try:
     owner.find_element(By.CSS_SELECTOR, "input[name=filter]").clear()
     press(owner, "Show")
     wait(owner, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#records-table tbody tr")) == 2, "both records again")
+    # Sorted by a field, both ways.
+    first_row = "return document.querySelector('#records-table tbody tr')?.dataset.record"
+    for direction, first in (("DESC", "lisbon"), ("ASC", "porto")):
+        Select(visible(owner, "select[name=sort]")).select_by_value("nights")
+        Select(owner.find_element(By.CSS_SELECTOR, "select[name=direction]")).select_by_value(direction)
+        press(owner, "Show")
+        wait(owner, lambda d: f"sort=nights%3A{direction}" in d.current_url and d.execute_script(first_row) == first,
+             f"{first} first, by nights {direction}")
 
     # 2. The sharing sheet: share, invite read-only, public link on.
     click(owner, "#share-zone")
