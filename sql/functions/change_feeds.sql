@@ -160,9 +160,27 @@ $$;
 
 REVOKE ALL ON FUNCTION canopy.touch_zone(bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.record_departure(bigint, text, bigint) FROM PUBLIC, canopy_gateway;
+-- Which gateway purges (issue 19): every gateway's timer asks, and only the
+-- first to ask in 90% of an interval is told yes, so the purge runs about
+-- once an interval however many gateways share the database. The row lock
+-- of the one feed_state row orders concurrent claims: the second re-reads
+-- the claim the first wrote and is told no.
+CREATE OR REPLACE FUNCTION canopy.claim_history_purge(p_every interval) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH claimed AS (
+        UPDATE canopy.feed_state SET history_purge_claimed_at = now()
+         WHERE history_purge_claimed_at IS NULL OR history_purge_claimed_at <= now() - p_every * 0.9
+        RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM claimed)
+$$;
+
 REVOKE ALL ON FUNCTION canopy.purge_change_history(interval, integer) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.claim_history_purge(interval) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.lock_zone_for_write(bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.zone_feed_position(bigint) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.purge_change_history(interval, integer) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.claim_history_purge(interval) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.lock_zone_for_write(bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.zone_feed_position(bigint) TO canopy_gateway;

@@ -5,7 +5,9 @@ import ServiceLifecycle
 /// Keeps the change feeds' history bounded: every `interval` it removes
 /// tombstones and zone departures older than `retention`
 /// (`canopy.purge_change_history`), after which older tokens are
-/// CHANGE_TOKEN_EXPIRED. One of the gateway's services.
+/// CHANGE_TOKEN_EXPIRED. One of the gateway's services; with many gateways
+/// on one database, each interval's purge is claimed by one of them
+/// (`canopy.claim_history_purge`), so it runs once, not once per gateway.
 public struct ChangeHistoryPurger: Service {
     let client: PostgresClient
     let retention: Duration
@@ -25,9 +27,22 @@ public struct ChangeHistoryPurger: Service {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: interval)
-                await purgeOnce()
+                if await claim() { await purgeOnce() }
             }
         }
+    }
+
+    /// Whether this gateway purges this interval: true for the first of
+    /// the gateways sharing the database to ask (false when asking fails).
+    public func claim() async -> Bool {
+        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        do {
+            let rows = try await client.query("SELECT canopy.claim_history_purge(make_interval(secs => \(seconds)))", logger: logger)
+            for try await claimed in rows.decode(Bool.self) { return claimed }
+        } catch {
+            logger.warning("claiming the change-history purge failed", metadata: ["canopy.error": "\(String(reflecting: error))"])
+        }
+        return false
     }
 
     /// One purge, batch by batch (a short transaction each, so writers to
