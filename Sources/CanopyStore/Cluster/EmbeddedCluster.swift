@@ -33,6 +33,7 @@ public struct EmbeddedCluster: Sendable {
     public let dataDirectory: String
     public var pgData: String { "\(dataDirectory)/postgres" }
     public var logFile: String { "\(dataDirectory)/postgresql.log" }
+    public var replicasDirectory: String { "\(dataDirectory)/replicas" }
     var lockFile: String { "\(dataDirectory)/cluster.lock" }
 
     /// Where the server puts its socket.
@@ -92,6 +93,9 @@ public struct EmbeddedCluster: Sendable {
     public func stop(logger: Logger) async throws {
         let programs = try ServerPrograms.locate()
         let account = try ServerAccount.current()
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: replicasDirectory)) ?? [] {
+            try await replica(named: name).stop(logger: logger)
+        }
         try await FileLock(path: lockFile).withLock {
             guard runningPort(programs: programs, account: account) != nil else { return }
             let result = try account.run(programs.pgCtl, ["stop", "-D", pgData, "-m", "fast", "-w", "-t", "60"])
@@ -137,7 +141,7 @@ public struct EmbeddedCluster: Sendable {
         try handle.close()
     }
 
-    private func runningPort(programs: ServerPrograms, account: ServerAccount) -> Int? {
+    func runningPort(programs: ServerPrograms, account: ServerAccount) -> Int? {
         guard FileManager.default.fileExists(atPath: "\(pgData)/postmaster.pid"),
               let status = try? account.run(programs.pgCtl, ["status", "-D", pgData]), status.succeeded,
               let pidFile = try? String(contentsOfFile: "\(pgData)/postmaster.pid", encoding: .utf8)
@@ -147,7 +151,7 @@ public struct EmbeddedCluster: Sendable {
         return port
     }
 
-    private func launch(programs: ServerPrograms, account: ServerAccount, logger: Logger) throws -> Int {
+    func launch(programs: ServerPrograms, account: ServerAccount, logger: Logger) throws -> Int {
         try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         try account.own(socketDirectory)
         if !FileManager.default.fileExists(atPath: logFile) {

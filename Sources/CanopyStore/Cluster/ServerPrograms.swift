@@ -8,6 +8,7 @@ public struct ServerPrograms: Sendable {
 
     public var initdb: String { "\(binDirectory)/initdb" }
     public var pgCtl: String { "\(binDirectory)/pg_ctl" }
+    public var pgBasebackup: String { "\(binDirectory)/pg_basebackup" }
     public var psql: String {
         let local = "\(binDirectory)/psql"
         return FileManager.default.isExecutableFile(atPath: local) ? local : (Subprocess.which("psql") ?? local)

@@ -6,7 +6,7 @@ struct Cluster: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Start, stop or inspect the embedded PostgreSQL cluster in --data-dir.",
         discussion: "Other commands start the cluster when they need it and leave it running for the next one.",
-        subcommands: [ClusterStart.self, ClusterStatus.self, ClusterStop.self]
+        subcommands: [ClusterStart.self, ClusterStatus.self, ClusterStop.self, ClusterReplica.self]
     )
 }
 
@@ -52,7 +52,7 @@ struct ClusterStatus: AsyncParsableCommand {
 
 /// `canopy cluster stop`.
 struct ClusterStop: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the cluster (fast shutdown).")
+    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the cluster and its replicas (fast shutdown).")
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
