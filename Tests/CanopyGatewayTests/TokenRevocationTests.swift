@@ -24,16 +24,9 @@ struct TokenRevocationTests {
                 try await admin.revoke(prefix: prefix, connection: connection)
             }
             #expect(user.name == "alice" && token.revoked != nil)
-            let revoked = ContinuousClock.now
-            var refused = false
-            while !refused, ContinuousClock.now - revoked < .seconds(10) {
-                let answer = try await client.call("me", "{ me { name } }", token: harness.aliceToken)
-                refused = answer.code == "NOT_AUTHENTICATED"
-                if refused { #expect(answer.message.contains("unknown or revoked"), "\(answer.body)") }
-                else { try await Task.sleep(for: .milliseconds(200)) }
-            }
-            let took = ContinuousClock.now - revoked
-            #expect(refused && took < Self.bound, "refused after \(took)")
+            let refusal = try await client.refusal(of: harness.aliceToken)
+            if let refusal { #expect(refusal.answer.message.contains("unknown or revoked"), "\(refusal.answer.body)") }
+            #expect(refusal.map { $0.after < Self.bound } == true, "refused after \(String(describing: refusal?.after))")
             #expect(try await client.call("me", "{ me { name } }", token: harness.bobToken).code == nil, "bob's token is untouched")
         }
         let (_, tokens) = try await TestDatabase.withConnection(harness.endpoint) { connection in
@@ -104,5 +97,20 @@ struct TokenRevocationTests {
         #expect(!again.succeeded && again.output.contains("no live token starts with"), "\(again.output)")
         let words = try CanopyBinary.run(["users", "tokens", "alice", "--database-url", url])
         #expect(words.output.contains("revoked"), "\(words.output)")
+    }
+}
+
+extension TestClientProtocol {
+    /// Asks `me` with `token` every 200 ms, for up to 10 s, until it is
+    /// refused (`NOT_AUTHENTICATED`): the refusal and how long after the
+    /// call it came, or nil when the token kept working.
+    func refusal(of token: String) async throws -> (answer: Answer, after: Duration)? {
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < .seconds(10) {
+            let answer = try await call("me", "{ me { name } }", token: token)
+            if answer.code == "NOT_AUTHENTICATED" { return (answer, ContinuousClock.now - start) }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return nil
     }
 }

@@ -50,12 +50,7 @@ struct AssetServeProcessTests {
             "serve", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory,
             "--port", String(port), "--asset-dir", assets,
         ])
-        for _ in 0..<100 {
-            try await Task.sleep(for: .milliseconds(100))
-            let health = try? Subprocess.start("/usr/bin/env", ["python3", "-c",
-                "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:\(port)/health').status)"]).wait()
-            if health?.output.contains("200") == true { return server }
-        }
+        if try await CanopyBinary.waitUntilServing(port: port) { return server }
         kill(server.pid, SIGKILL)
         Issue.record("canopy serve did not answer /health")
         throw CancellationError()

@@ -19,11 +19,7 @@ struct ServeProcessTests {
             "serve", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory, "--port", String(port),
         ])
         // serve migrated the empty database; now a user can get a token.
-        var ready = false
-        for _ in 0..<100 where !ready {
-            try await Task.sleep(for: .milliseconds(100))
-            ready = (try? python("import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:\(port)/health').status)"))?.output.contains("200") == true
-        }
+        let ready = try await CanopyBinary.waitUntilServing(port: port)
         #expect(ready, "the server answered /health")
         let add = try CanopyBinary.run(["users", "add", "carol", "--json", "--database-url", endpoint.url])
         #expect(add.succeeded, "\(add.output)")

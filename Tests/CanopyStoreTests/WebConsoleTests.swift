@@ -33,12 +33,7 @@ struct WebConsoleTests {
         ])
         var stopped = false
         defer { if !stopped { kill(server.pid, SIGKILL) } }
-        var ready = false
-        for _ in 0..<150 where !ready {
-            try await Task.sleep(for: .milliseconds(100))
-            ready = (try? Subprocess.start("/usr/bin/env", ["python3", "-c",
-                "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:\(port)/health').status)"]).wait())?.output.contains("200") == true
-        }
+        let ready = try await CanopyBinary.waitUntilServing(port: port, attempts: 150)
         try #require(ready, "canopy serve answered /health")
         func token(_ arguments: [String]) throws -> String {
             let added = try CanopyBinary.run(["users", "add"] + arguments + ["--json", "--database-url", endpoint.url])

@@ -30,3 +30,18 @@ public enum BrowserTests {
         ProcessInfo.processInfo.environment["CANOPY_SKIP_BROWSER_TESTS"] != "1"
     }
 }
+
+extension CanopyBinary {
+    /// Waits until a `canopy serve` on `port` answers `GET /health` with 200,
+    /// asked by a second, independent client (Python's urllib), every 100 ms
+    /// up to `attempts` times; true when it did.
+    public static func waitUntilServing(port: Int, attempts: Int = 100) async throws -> Bool {
+        for _ in 0..<attempts {
+            try await Task.sleep(for: .milliseconds(100))
+            let health = try? Subprocess.start("/usr/bin/env", ["python3", "-c",
+                "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:\(port)/health').status)"]).wait()
+            if health?.output.contains("200") == true { return true }
+        }
+        return false
+    }
+}

@@ -54,8 +54,7 @@ struct AssetController {
             return try failure(APIError(.unknownItem, "no such asset"), context, status: .notFound)
         }
         var headers: HTTPFields = [.eTag: "\"\(digest.hex)\"", .acceptRanges: "bytes", .cacheControl: "private, max-age=3600"]
-        if let match = request.headers[.ifNoneMatch],
-           match == "*" || match.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "\"\(digest.hex)\"" }) {
+        if request.hasCurrentCopy(of: "\"\(digest.hex)\"") {
             return Response(status: .notModified, headers: headers)
         }
         headers[.contentType] = contentType

@@ -42,7 +42,7 @@ struct ConsoleController {
         }
         var headers = PageHeaders.fields(contentType: file.contentType, cache: "no-cache")
         headers[.eTag] = file.entityTag
-        if request.headers[values: .ifNoneMatch].contains(where: { $0.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == file.entityTag } }) {
+        if request.hasCurrentCopy(of: file.entityTag) {
             return Response(status: .notModified, headers: headers)
         }
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: file.bytes))

@@ -35,7 +35,7 @@ public struct ChangeHistoryPurger: Service {
     /// Whether this gateway purges this interval: true for the first of
     /// the gateways sharing the database to ask (false when asking fails).
     public func claim() async -> Bool {
-        let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+        let seconds = Self.seconds(interval)
         do {
             let rows = try await client.query("SELECT canopy.claim_history_purge(make_interval(secs => \(seconds)))", logger: logger)
             for try await claimed in rows.decode(Bool.self) { return claimed }
@@ -49,7 +49,7 @@ public struct ChangeHistoryPurger: Service {
     /// a zone wait at most for one batch); failures are logged and tried
     /// again next time.
     public func purgeOnce(batch: Int = 5000) async {
-        let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
+        let seconds = Self.seconds(retention)
         var total: Int64 = 0
         do {
             while !Task.isCancelled {
@@ -67,5 +67,10 @@ public struct ChangeHistoryPurger: Service {
         } catch {
             logger.warning("purging change history failed", metadata: ["canopy.error": "\(String(reflecting: error))"])
         }
+    }
+
+    /// A duration in seconds, for `make_interval(secs => …)`.
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
