@@ -35,7 +35,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
-        // Hex and base64url, written once for every module.
+        // Hex, base64url and WAL positions, written once for every module.
         .target(
             name: "CanopyEncoding",
             swiftSettings: swiftSettings

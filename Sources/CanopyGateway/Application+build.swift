@@ -66,7 +66,7 @@ public func buildApplication(
         services: [
             database.client, database.notifier,
             ChangeHistoryPurger(client: database.client, retention: configuration.changeRetention, interval: configuration.purgeInterval, logger: logger),
-        ],
+        ] + (database.replicas.map { [$0] } ?? []),
         logger: logger
     )
 }

@@ -68,16 +68,37 @@ struct GatewayHarness: Sendable {
         availabilityTimeout: Duration = .seconds(10),
         schemaMode: String = "development",
         identity: TokenVerifier? = nil,
+        replicas: [DatabaseEndpoint] = [],
+        replicaSettings: ReplicaSet.Settings = .init(),
         _ body: @Sendable (any TestClientProtocol) async throws -> T
+    ) async throws -> T {
+        try await test(configuration: configuration, gatewayEndpoint: gatewayEndpoint, live: live, availabilityTimeout: availabilityTimeout,
+                       schemaMode: schemaMode, identity: identity, replicas: replicas, replicaSettings: replicaSettings) { client, _ in
+            try await body(client)
+        }
+    }
+
+    /// The same, also handing the body the gateway's database (its replicas).
+    func test<T: Sendable>(
+        configuration: GatewayConfiguration = GatewayConfiguration(),
+        gatewayEndpoint: DatabaseEndpoint? = nil,
+        live: Bool = false,
+        availabilityTimeout: Duration = .seconds(10),
+        schemaMode: String = "development",
+        identity: TokenVerifier? = nil,
+        replicas: [DatabaseEndpoint] = [],
+        replicaSettings: ReplicaSet.Settings = .init(),
+        _ body: @Sendable (any TestClientProtocol, RequestDatabase) async throws -> T
     ) async throws -> T {
         let logger = logs.logger()
         let database = try RequestDatabase(
             endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),
             maximumConnections: 4, availabilityTimeout: availabilityTimeout,
-            statementTimeout: configuration.statementTimeout, schemaMode: schemaMode, logger: logger
+            statementTimeout: configuration.statementTimeout, schemaMode: schemaMode,
+            replicas: replicas, replicaSettings: replicaSettings, logger: logger
         )
         let app = buildApplication(configuration: configuration, database: database, identity: identity, logger: logger)
-        return try await app.test(live ? .live : .router, body)
+        return try await app.test(live ? .live : .router) { client in try await body(client, database) }
     }
 }
 

@@ -1,6 +1,6 @@
 -- Change feeds (API.md §7): canopy.touch_zone, canopy.record_departure,
--- canopy.purge_change_history, canopy.lock_zone_for_write,
--- canopy.zone_feed_position.
+-- canopy.purge_change_history, canopy.claim_history_purge,
+-- canopy.lock_zone_for_write, canopy.zone_feed_position, canopy.read_position.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -158,6 +158,19 @@ AS $$
        AND EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id)
 $$;
 
+-- Where this server's data stands in the write-ahead log, for
+-- read-your-writes across replicas (docs/DEPLOYMENT.md). On the primary,
+-- the WAL insert position: at or past the commit record of everything a
+-- snapshot can see. On a standby, what it has replayed: evaluated after the
+-- statement's snapshot was taken, so at or past what that snapshot shows. A
+-- reader handed this position reads next only from a server that has
+-- replayed it, so it never sees less than it saw.
+CREATE OR REPLACE FUNCTION canopy.read_position() RETURNS text
+    LANGUAGE sql VOLATILE SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text
+$$;
+
 REVOKE ALL ON FUNCTION canopy.touch_zone(bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.record_departure(bigint, text, bigint) FROM PUBLIC, canopy_gateway;
 -- Which gateway purges (issue 19): every gateway's timer asks, and only the
@@ -180,7 +193,9 @@ REVOKE ALL ON FUNCTION canopy.purge_change_history(interval, integer) FROM PUBLI
 REVOKE ALL ON FUNCTION canopy.claim_history_purge(interval) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.lock_zone_for_write(bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.zone_feed_position(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.read_position() FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.purge_change_history(interval, integer) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.claim_history_purge(interval) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.lock_zone_for_write(bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.zone_feed_position(bigint) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.read_position() TO canopy_gateway;

@@ -43,8 +43,8 @@ struct CrossOriginMiddleware: RouterMiddleware {
     typealias Context = CanopyRequestContext
 
     static let allowedMethods = "GET, POST, OPTIONS"
-    static let allowedHeaders = "Authorization, Content-Type, Accept, Canopy-Nonce"
-    static let exposedHeaders = "X-Request-ID"
+    static let allowedHeaders = "Authorization, Content-Type, Accept, Canopy-Nonce, Canopy-Position"
+    static let exposedHeaders = "X-Request-ID, Canopy-Position"
     static let maxAge = "600"
 
     let policy: CrossOriginPolicy

@@ -1,4 +1,6 @@
+import CanopyEncoding
 import CanopyQuery
+import CanopyStore
 
 /// `zoneChanges`: one page of a zone's change feed.
 struct ZoneChangesOperation: RootOperation {
@@ -34,11 +36,13 @@ extension OperationExecutor {
     }
 
     /// One page of a zone's change feed (`zoneChanges`, or a `zoneChanged`
-    /// subscription continuing from `overridingSince`).
-    func zoneChanges(_ field: SelectedField, overridingSince: String?? = .none) async throws -> FeedPage {
+    /// subscription continuing from `overridingSince`; `after`: a position
+    /// the page must show, such as the primary's when a commit woke it).
+    func zoneChanges(_ field: SelectedField, overridingSince: String?? = .none, after: WALPosition? = nil) async throws -> FeedPage {
         let secret = try await changeTokenKey()
         let plan = try ZoneChangesPlan(field, request: request, userID: userID, secret: secret, overridingSince: overridingSince)
-        let page = try await read(plan.statement) { rows in try rows.first.map(ZoneChangesPlan.Page.decode) }
+        let source = RequestDatabase.ReadSource.replica(after: readAfter.later(plan.requiredPosition).later(after))
+        let page = try await read(plan.statement, from: source) { rows in try rows.first.map(ZoneChangesPlan.Page.decode) }
         guard let page, page.zoneID != nil else { throw QueryError.zoneNotFound(at: request.location(of: field.field)) }
         let (json, token) = try located(at: field) { try plan.response(page, secret: secret) }
         return FeedPage(json: json, token: ChangeToken.zone(token).encoded(secret: secret), moreComing: page.moreComing,
@@ -47,10 +51,11 @@ extension OperationExecutor {
 
     /// One page of a database's change feed (`databaseChanges`, or a
     /// `databaseChanged` subscription continuing from `overridingSince`).
-    func databaseChanges(_ field: SelectedField, overridingSince: String?? = .none) async throws -> FeedPage {
+    func databaseChanges(_ field: SelectedField, overridingSince: String?? = .none, after: WALPosition? = nil) async throws -> FeedPage {
         let secret = try await changeTokenKey()
         let plan = try DatabaseChangesPlan(field, request: request, userID: userID, secret: secret, overridingSince: overridingSince)
-        let page = try await read(plan.statement) { rows in try rows.first.map(DatabaseChangesPlan.Page.decode) }
+        let source = RequestDatabase.ReadSource.replica(after: readAfter.later(plan.requiredPosition).later(after))
+        let page = try await read(plan.statement, from: source) { rows in try rows.first.map(DatabaseChangesPlan.Page.decode) }
         guard let page else { throw APIError(.internalError, "databaseChanges returned no row") }
         let (json, token) = try located(at: field) { try plan.response(page, secret: secret) }
         return FeedPage(json: json, token: token, moreComing: page.moreComing, isEmpty: page.isEmpty)

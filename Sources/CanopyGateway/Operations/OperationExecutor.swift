@@ -1,3 +1,4 @@
+import CanopyEncoding
 import CanopyQuery
 import CanopyStore
 import Foundation
@@ -16,6 +17,9 @@ struct OperationExecutor {
     let userID: Int64
     let requestID: String
     let logger: Logger
+    /// The position the client says it has seen (`Canopy-Position`): reads
+    /// that a replica may answer need a replica that has replayed it.
+    var readAfter: WALPosition? = nil
 
     func resolve(_ field: SelectedField) async throws -> String? {
         let kind = request.operation.operation
@@ -41,14 +45,18 @@ struct OperationExecutor {
                 try await connection.execute(plan.statement, logger: logger).first.map(Plan.decode)
             }
         } else {
-            row = try await read(plan.statement) { rows in try rows.first.map(Plan.decode) }
+            let source: RequestDatabase.ReadSource = Plan.readsReplicas ? .replica(after: readAfter) : .primary
+            row = try await read(plan.statement, from: source) { rows in try rows.first.map(Plan.decode) }
         }
         return try plan.answer(row)
     }
 
     /// Runs a read in one round trip on the pool, acting for the caller.
-    func read<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
-        try await database.read(statement, as: userID, logger: logger, collect)
+    func read<T: Sendable>(
+        _ statement: SQLStatement, from source: RequestDatabase.ReadSource = .primary,
+        _ collect: @escaping @Sendable ([PostgresRow]) throws -> T
+    ) async throws -> T {
+        try await database.read(statement, as: userID, from: source, logger: logger, collect)
     }
 
     /// Runs `body`, pointing a `QueryError` it throws at `field` (a token

@@ -1,3 +1,4 @@
+import CanopyEncoding
 import CanopyQuery
 import CanopyStore
 import Foundation
@@ -46,7 +47,7 @@ struct GraphQLController {
             return GraphQLResponse.errors([APIError(error, requestID: context.requestID, logger: context.logger)],
                                           requestID: context.requestID, status: .badRequest)
         }
-        return await execute(graphQLRequest, allowMutations: true, context: context)
+        return await execute(graphQLRequest, allowMutations: true, readAfter: request.canopyPosition, context: context)
     }
 
     func handleGet(_ request: Request, context: CanopyRequestContext) async throws -> Response {
@@ -79,10 +80,10 @@ struct GraphQLController {
             }
         }
         let graphQLRequest = GraphQLHTTPRequest(query: query, variables: variables, operationName: parameters["operationName"])
-        return await execute(graphQLRequest, allowMutations: false, context: context)
+        return await execute(graphQLRequest, allowMutations: false, readAfter: request.canopyPosition, context: context)
     }
 
-    func execute(_ graphQLRequest: GraphQLHTTPRequest, allowMutations: Bool, context: CanopyRequestContext) async -> Response {
+    func execute(_ graphQLRequest: GraphQLHTTPRequest, allowMutations: Bool, readAfter: WALPosition?, context: CanopyRequestContext) async -> Response {
         var parsed: ParsedRequest
         do {
             parsed = try ParsedRequest(
@@ -107,10 +108,11 @@ struct GraphQLController {
         }
         do {
             let fields = try parsed.rootFields()
-            let executor = OperationExecutor(
+            var executor = OperationExecutor(
                 database: database, configuration: configuration, request: parsed,
                 userID: userID, requestID: context.requestID, logger: context.logger
             )
+            executor.readAfter = readAfter
             var entries: [(key: String, json: String?)] = []
             var errors: [APIError] = []
             for field in fields {
@@ -131,7 +133,12 @@ struct GraphQLController {
                     entries.append((field.responseKey, nil))
                 }
             }
-            return GraphQLResponse.data(entries, errors: errors, requestID: context.requestID)
+            var response = GraphQLResponse.data(entries, errors: errors, requestID: context.requestID)
+            // What this client has seen, to send back (on any gateway).
+            if let replicas = database.replicas, let position = readAfter.later(replicas.lastWrite(of: userID)) {
+                response.headers[.canopyPosition] = position.description
+            }
+            return response
         } catch {
             let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
             return GraphQLResponse.errors([apiError], requestID: context.requestID, status: apiError.httpStatus)

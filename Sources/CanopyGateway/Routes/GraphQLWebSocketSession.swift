@@ -1,3 +1,4 @@
+import CanopyEncoding
 import CanopyIdentity
 import CanopyQuery
 import CanopyStore
@@ -268,12 +269,15 @@ final class GraphQLWebSocketSession: Sendable {
             defer { database.notifier.unsubscribe(subscriber) }
             var wakeUps = events.makeAsyncIterator()
             var since: String?? = .none
+            // After a wake-up, what the commit's page must show: with
+            // replicas, the primary's position once woken (ReplicaSet).
+            var woken: WALPosition?
             while !Task.isCancelled {
                 var page: OperationExecutor.FeedPage
                 repeat {
                     page = field.name == "zoneChanged"
-                        ? try await executor.zoneChanges(field, overridingSince: since)
-                        : try await executor.databaseChanges(field, overridingSince: since)
+                        ? try await executor.zoneChanges(field, overridingSince: since, after: woken)
+                        : try await executor.databaseChanges(field, overridingSince: since, after: woken)
                     if let zone = page.zoneID { followed.id.withLock { $0 = zone } }
                     if !page.isEmpty {
                         // Not after a `complete` (the id may already be reused).
@@ -285,6 +289,7 @@ final class GraphQLWebSocketSession: Sendable {
                 } while page.moreComing && !Task.isCancelled
                 // Wait for a commit that may concern this feed.
                 guard await wakeUps.next() != nil else { return }   // the server is shutting down
+                woken = await database.replicas?.primaryPosition(logger: logger)
             }
         } catch {
             if Task.isCancelled { return }

@@ -8,10 +8,10 @@ import PostgresNIO
 extension RequestDatabase {
     /// Runs a compiled read for `userID` (see ``RequestDatabase/read(_:parameterTypes:as:logger:_:)``).
     public func read<Result: Sendable>(
-        _ statement: SQLStatement, as userID: Int64?, logger: Logger,
+        _ statement: SQLStatement, as userID: Int64?, from source: ReadSource = .primary, logger: Logger,
         _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
     ) async throws -> Result {
-        try await read(statement.postgresQuery, parameterTypes: statement.parameterTypes, as: userID, logger: logger, collect)
+        try await read(statement.postgresQuery, parameterTypes: statement.parameterTypes, as: userID, from: source, logger: logger, collect)
     }
 }
 

@@ -29,18 +29,21 @@ public enum ChangeToken: Sendable, Equatable {
         /// position (`canopy.zone_feed_position`): deletions at or below it
         /// happened before the sync began and are not reported.
         public var floor: Int64
+        /// The WAL position the page was read at (``readPosition``).
+        public var read: UInt64?
 
         enum CodingKeys: String, CodingKey {
-            case user = "u", scope = "s", zoneID = "z", zoneName = "n", after = "a", floor = "f"
+            case user = "u", scope = "s", zoneID = "z", zoneName = "n", after = "a", floor = "f", read = "l"
         }
 
-        public init(user: Int64, scope: String, zoneID: Int64, zoneName: String, after: Int64, floor: Int64) {
+        public init(user: Int64, scope: String, zoneID: Int64, zoneName: String, after: Int64, floor: Int64, read: UInt64? = nil) {
             self.user = user
             self.scope = scope
             self.zoneID = zoneID
             self.zoneName = zoneName
             self.after = after
             self.floor = floor
+            self.read = read
         }
     }
 
@@ -61,12 +64,15 @@ public enum ChangeToken: Sendable, Equatable {
         public var after: [UInt64]?
         public var next: String?
         public var nextTime: Int64?
+        /// The WAL position the page was read at (``readPosition``).
+        public var read: UInt64?
 
         enum CodingKeys: String, CodingKey {
-            case user = "u", scope = "s", since = "x", sinceTime = "t", after = "c", next = "w", nextTime = "v"
+            case user = "u", scope = "s", since = "x", sinceTime = "t", after = "c", next = "w", nextTime = "v", read = "l"
         }
 
-        public init(user: Int64, scope: String, since: String?, sinceTime: Int64, after: [UInt64]? = nil, next: String? = nil, nextTime: Int64? = nil) {
+        public init(user: Int64, scope: String, since: String?, sinceTime: Int64, after: [UInt64]? = nil, next: String? = nil,
+                    nextTime: Int64? = nil, read: UInt64? = nil) {
             self.user = user
             self.scope = scope
             self.since = since
@@ -74,6 +80,18 @@ public enum ChangeToken: Sendable, Equatable {
             self.after = after
             self.next = next
             self.nextTime = nextTime
+            self.read = read
+        }
+    }
+
+    /// Where the page that issued this token was read, in the write-ahead
+    /// log: the next page is read only from a server that has replayed this
+    /// far (a replica behind it would show less than the client has seen;
+    /// docs/DEPLOYMENT.md). Nil in tokens from before replicas.
+    public var readPosition: WALPosition? {
+        switch self {
+        case .zone(let position): return position.read.map(WALPosition.init)
+        case .database(let position): return position.read.map(WALPosition.init)
         }
     }
 

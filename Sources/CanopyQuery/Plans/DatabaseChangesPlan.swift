@@ -1,3 +1,4 @@
+import CanopyEncoding
 import PostgresNIO
 
 /// `databaseChanges(scope, since, limit)`: the zones of a scope that
@@ -30,10 +31,16 @@ public struct DatabaseChangesPlan: Sendable {
         public var snapshotTime: Int64
         /// Departures before this time (ms) were purged; nil: none.
         public var purgedBefore: Int64?
+        /// Where the server that answered stands (`canopy.read_position()`).
+        public var readPosition: WALPosition?
 
         /// Decodes the statement's row (its SELECT list is `init`'s).
         public static func decode(_ row: PostgresRow) throws -> Page {
-            Page(try row.decode((String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?).self))
+            let (changed, deleted, more, xid, kind, id, snapshot, time, purged, position) =
+                try row.decode((String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?, String?).self)
+            var page = Page((changed, deleted, more, xid, kind, id, snapshot, time, purged))
+            page.readPosition = position.flatMap(WALPosition.init)
+            return page
         }
 
         init(_ row: (String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?)) {
@@ -120,10 +127,14 @@ public struct DatabaseChangesPlan: Sendable {
             (SELECT p.kind::int8 FROM page p WHERE p.ord = \(limitBind)::int8), \
             (SELECT p.row_id FROM page p WHERE p.ord = \(limitBind)::int8), \
             pg_current_snapshot()::text, (extract(epoch FROM clock_timestamp()) * 1000)::int8, \
-            (SELECT (extract(epoch FROM f.departures_purged_before) * 1000)::int8 FROM canopy.feed_state f)
+            (SELECT (extract(epoch FROM f.departures_purged_before) * 1000)::int8 FROM canopy.feed_state f), \
+            canopy.read_position()
             """)
         statement = builder.query
     }
+
+    /// How far a server must have replayed to read the page after `since`.
+    public var requiredPosition: WALPosition? { since?.read.map(WALPosition.init) }
 
     /// Checks the token against what was purged and builds the
     /// `DatabaseChanges` JSON with the next token.
@@ -134,12 +145,13 @@ public struct DatabaseChangesPlan: Sendable {
         // A pass ends at the snapshot its first page was read under.
         let passEnd = since?.next ?? page.snapshot
         let passEndTime = since?.nextTime ?? page.snapshotTime
+        let read = requiredPosition.later(page.readPosition)?.value
         let next: ChangeToken.DatabasePosition
         if page.moreComing, let lastKey = page.lastKey {
             next = .init(user: userID, scope: scope.rawValue, since: since?.since, sinceTime: since?.sinceTime ?? 0,
-                         after: lastKey, next: passEnd, nextTime: passEndTime)
+                         after: lastKey, next: passEnd, nextTime: passEndTime, read: read)
         } else {
-            next = .init(user: userID, scope: scope.rawValue, since: passEnd, sinceTime: passEndTime)
+            next = .init(user: userID, scope: scope.rawValue, since: passEnd, sinceTime: passEndTime, read: read)
         }
         let token = ChangeToken.database(next).encoded(secret: secret)
         let json = try field.jsonObject(typeName: "DatabaseChanges") { child in

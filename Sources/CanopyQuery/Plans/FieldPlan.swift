@@ -10,6 +10,9 @@ public protocol FieldPlan: Sendable {
     /// True when the statement writes: it runs in a transaction acting for
     /// the caller. A read runs on the pool in one round trip.
     static var writes: Bool { get }
+    /// True when a streaming replica may answer (API.md §13: `records`,
+    /// `lookup` and the feeds); everything else reads the primary.
+    static var readsReplicas: Bool { get }
     var statement: SQLStatement { get }
     /// Decodes the statement's row.
     static func decode(_ row: PostgresRow) throws -> Row
@@ -20,6 +23,7 @@ public protocol FieldPlan: Sendable {
 
 extension FieldPlan {
     public static var writes: Bool { false }
+    public static var readsReplicas: Bool { false }
 }
 
 extension FieldPlan where Row == JSONRow {

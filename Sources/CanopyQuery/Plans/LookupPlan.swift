@@ -53,6 +53,8 @@ public struct LookupPlan: Sendable {
 }
 
 extension LookupPlan: FieldPlan {
+    public static var readsReplicas: Bool { true }
+
     public func answer(_ row: ZoneJSONRow?) throws -> String? {
         guard let row, row.zoneFound else { throw QueryError.zoneNotFound(at: locations) }
         return row.json

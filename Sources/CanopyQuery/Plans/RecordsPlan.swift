@@ -244,6 +244,8 @@ public struct RecordsPlan: Sendable {
 }
 
 extension RecordsPlan: FieldPlan {
+    public static var readsReplicas: Bool { true }
+
     public static func decode(_ row: PostgresRow) throws -> Row {
         let (found, records, lastKeys, more) = try row.decode((Bool, String?, String?, Bool).self)
         return Row(zoneFound: found, records: records, lastKeys: lastKeys, more: more)

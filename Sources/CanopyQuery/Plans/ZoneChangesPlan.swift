@@ -1,3 +1,4 @@
+import CanopyEncoding
 import PostgresNIO
 
 /// `zoneChanges(scope, zone, since, limit)`: one page of a zone's change
@@ -31,11 +32,17 @@ public struct ZoneChangesPlan: Sendable {
         public var deleted: String?
         public var lastPosition: Int64?
         public var moreComing: Bool
+        /// Where the server that answered stands (`canopy.read_position()`).
+        public var readPosition: WALPosition?
         public var isEmpty: Bool { (changed ?? "[]") == "[]" && (deleted ?? "[]") == "[]" }
 
         /// Decodes the statement's row (its SELECT list is `init`'s).
         public static func decode(_ row: PostgresRow) throws -> Page {
-            Page(try row.decode((Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?).self))
+            let (zoneID, purged, departed, floor, changed, deleted, last, more, position) =
+                try row.decode((Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?, String?).self)
+            var page = Page((zoneID, purged, departed, floor, changed, deleted, last, more))
+            page.readPosition = position.flatMap(WALPosition.init)
+            return page
         }
 
         init(_ row: (Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?)) {
@@ -120,10 +127,14 @@ public struct ZoneChangesPlan: Sendable {
             (SELECT coalesce(json_agg(\(changed) ORDER BY p.position), '[]') FROM page p JOIN canopy.records r ON r.id = p.id WHERE p.live)::text, \
             (SELECT coalesce(json_agg(\(deleted) ORDER BY p.position), '[]') FROM page p JOIN canopy.tombstones t ON t.id = p.id WHERE NOT p.live)::text, \
             (SELECT max(position) FROM inside), \
-            EXISTS (SELECT 1 FROM events WHERE position > (SELECT position FROM bound))
+            EXISTS (SELECT 1 FROM events WHERE position > (SELECT position FROM bound)), \
+            canopy.read_position()
             """)
         statement = builder.query
     }
+
+    /// How far a server must have replayed to read the page after `since`.
+    public var requiredPosition: WALPosition? { since?.read.map(WALPosition.init) }
 
     /// Checks the page against the token (expired?) and builds the
     /// `ZoneChanges` JSON with the next token.
@@ -145,7 +156,8 @@ public struct ZoneChangesPlan: Sendable {
         }
         let token = ChangeToken.ZonePosition(
             user: userID, scope: scope.rawValue, zoneID: zoneID, zoneName: zoneName,
-            after: page.lastPosition ?? since?.after ?? 0, floor: since?.floor ?? page.floor
+            after: page.lastPosition ?? since?.after ?? 0, floor: since?.floor ?? page.floor,
+            read: since?.read.map(WALPosition.init).later(page.readPosition)?.value
         )
         let json = try field.jsonObject(typeName: "ZoneChanges") { child in
             switch child.name {

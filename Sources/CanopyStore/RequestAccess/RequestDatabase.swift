@@ -1,3 +1,4 @@
+import CanopyEncoding
 import Foundation
 import Logging
 import PostgresNIO
@@ -26,6 +27,9 @@ public final class RequestDatabase: Sendable {
     /// transaction (`canopy.schema_mode`), where a trigger refuses undeclared
     /// record types and fields in production.
     public let schemaMode: String
+    /// Streaming replicas that `records`, `lookup` and the feeds may read
+    /// from (nil: none; every read goes to the primary).
+    public let replicas: ReplicaSet?
 
     /// - Parameters:
     ///   - statementTimeout: every statement's limit (`statement_timeout`, set per connection)
@@ -33,10 +37,12 @@ public final class RequestDatabase: Sendable {
     ///     a revoked token keeps working at most this long (API.md §10: 5 s)
     ///   - schemaCacheTime: how long a record type's fields are remembered (0: never)
     ///   - schemaMode: `development` or `production`
+    ///   - replicas: streaming replicas of the same database, reached as the same role
     public init(
         endpoint: DatabaseEndpoint, maximumConnections: Int = 20, availabilityTimeout: Duration = .seconds(5),
         statementTimeout: Duration = .seconds(10), tokenCacheTime: Duration = .seconds(4),
-        schemaCacheTime: Duration = .seconds(1), schemaMode: String = "development", logger: Logger
+        schemaCacheTime: Duration = .seconds(1), schemaMode: String = "development",
+        replicas: [DatabaseEndpoint] = [], replicaSettings: ReplicaSet.Settings = .init(), logger: Logger
     ) throws {
         var configuration = try endpoint.clientConfiguration()
         configuration.options.maximumConnections = maximumConnections
@@ -51,6 +57,10 @@ public final class RequestDatabase: Sendable {
         self.schemaMode = schemaMode
         self.logger = logger
         self.availabilityTimeout = availabilityTimeout
+        self.replicas = replicas.isEmpty ? nil : try ReplicaSet(
+            primary: client, endpoints: replicas, maximumConnections: maximumConnections, connectTimeout: availabilityTimeout,
+            startupParameters: configuration.options.additionalStartupParameters, settings: replicaSettings, logger: logger
+        )
     }
 
     /// Who a bearer token belongs to, or nil for an unknown or malformed
@@ -96,25 +106,47 @@ public final class RequestDatabase: Sendable {
             for try await (id) in rows.decode(Int64.self) { return id }
             throw StoreError(.query, "canopy.sign_in returned no user")
         }
+        // A first sign-in made the user: their reads must see it.
+        if let replicas {
+            replicas.noteWrite(by: userID, at: try? await ReplicaSet.position(of: client, logger: logger))
+        }
         await signIns.store(userID, for: signIn)
         return userID
     }
 
     /// Runs `body` in one transaction acting for `userID` (for writes).
+    /// With replicas, the commit's position is then read on the same
+    /// connection and remembered as the user's last write, so their reads
+    /// come from a replica only once it has replayed it.
     public func withUser<Result: Sendable>(
         _ userID: Int64,
         logger: Logger,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await client.withConnection { connection in
-            try await connection.inTransaction(logger: logger) { connection in
+            let result = try await connection.inTransaction(logger: logger) { connection in
                 try await connection.query(
                     "SELECT set_config('canopy.user_id', \(String(userID)), true), set_config('canopy.schema_mode', \(self.schemaMode), true)",
                     logger: logger
                 )
                 return try await body(connection)
             }
+            if let replicas = self.replicas {
+                let rows = try? await connection.query("SELECT canopy.read_position()", logger: logger).collect()
+                let text = rows?.first.flatMap { try? $0.decode(String?.self) } ?? nil
+                replicas.noteWrite(by: userID, at: text.flatMap(WALPosition.init))
+            }
+            return result
         }
+    }
+
+    /// Where a read may run.
+    public enum ReadSource: Sendable {
+        /// The primary: what must see the newest state (sharing, schema, tokens).
+        case primary
+        /// A replica that has replayed `after` and the caller's own last
+        /// write here, or the primary (`records`, `lookup`, change feeds).
+        case replica(after: WALPosition?)
     }
 
     /// Runs one read-only statement acting for `userID` in one round trip:
@@ -128,8 +160,8 @@ public final class RequestDatabase: Sendable {
     /// user is a parameter like any other value, so one shape serves all.
     /// A nil user is nobody (a browser opening a share URL).
     public func read<Result: Sendable>(
-        _ statement: PostgresQuery, parameterTypes: [PostgresDataType], as userID: Int64?, logger: Logger,
-        _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
+        _ statement: PostgresQuery, parameterTypes: [PostgresDataType], as userID: Int64?, from source: ReadSource = .primary,
+        logger: Logger, _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
     ) async throws -> Result {
         var binds = statement.binds
         binds.append(userID.map(String.init) ?? "")
@@ -137,7 +169,21 @@ public final class RequestDatabase: Sendable {
             SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', $\(binds.count)::text, true) AS canopy_identity OFFSET 0) canopy_s \
             CROSS JOIN LATERAL (SELECT * FROM (\(statement.sql)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q
             """, binds: binds)
-        return try collect(try await client.executeShaped(query, parameterTypes: parameterTypes + [.text], logger: logger))
+        let types = parameterTypes + [.text]
+        if case .replica(let after) = source, let replicas {
+            let required = after.later(userID.flatMap(replicas.lastWrite(of:)))
+            if let replica = await replicas.replica(after: required, logger: logger) {
+                let rows: [PostgresRow]?
+                do {
+                    rows = try await replica.client.executeShaped(query, parameterTypes: types, logger: logger)
+                } catch where ReplicaSet.isReplicaFault(error) {
+                    replicas.takeOut(replica, because: error)
+                    rows = nil
+                }
+                if let rows { return try collect(rows) }
+            }
+        }
+        return try collect(try await client.executeShaped(query, parameterTypes: types, logger: logger))
     }
 
     /// A record type's fields with their indexes; `refresh` reads them anew,

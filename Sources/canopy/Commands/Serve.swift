@@ -57,6 +57,7 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .customLong("access-log"), help: "Log a line for every request, at info (env CANOPY_ACCESS_LOG=1). Off by default: errors are logged either way.")
     var accessLog = false
 
+    @OptionGroup var replicas: ReplicaOptions
     @OptionGroup var mode: ModeOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var migrations: MigrationsOptions
@@ -65,6 +66,7 @@ struct Serve: AsyncParsableCommand {
         guard changeRetentionDays >= 0, changeRetentionDays.isFinite else {
             throw ValidationError("--change-retention-days must be 0 or more, got \(changeRetentionDays)")
         }
+        try replicas.validate()
         guard maximumAssetSize > 0 else {
             throw ValidationError("--max-asset-size must be a positive number of bytes, not \(maximumAssetSize)")
         }
@@ -148,9 +150,19 @@ struct Serve: AsyncParsableCommand {
             logger.info("identity providers", metadata: ["canopy.providers": "\(authConfiguration.providers.map(\.name))"])
             verifier = identity
         }
+        let replicaEndpoints: [DatabaseEndpoint]
+        do {
+            replicaEndpoints = try replicas.endpoints(readingAs: resolved.gateway)
+        } catch {
+            throw fail(error)
+        }
         let gatewayDatabase = try RequestDatabase(
-            endpoint: resolved.gateway, statementTimeout: configuration.statementTimeout, schemaMode: mode.mode.rawValue, logger: logger
+            endpoint: resolved.gateway, statementTimeout: configuration.statementTimeout, schemaMode: mode.mode.rawValue,
+            replicas: replicaEndpoints, replicaSettings: replicas.settings, logger: logger
         )
+        if !replicaEndpoints.isEmpty {
+            logger.info("read replicas", metadata: ["canopy.replicas": "\(replicaEndpoints.map(\.displayURL))"])
+        }
         let app = buildApplication(configuration: configuration, database: gatewayDatabase, identity: verifier, logger: logger, metricsRegistry: registry)
         var groupConfiguration = ServiceGroupConfiguration(
             services: [.init(service: app)],
