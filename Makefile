@@ -1,8 +1,8 @@
 # Canopy: the commands the README names.
 #   make run    build, start the embedded PostgreSQL cluster, migrate, serve,
 #               and print a first request
-#   make test   install PostgreSQL and headless Chromium if missing, build,
-#               run every test suite
+#   make test   install PostgreSQL, pg_auto_failover and headless Chromium
+#               if missing, build, run every test suite
 #   make bench  release build; the gateway against pgbench; BENCHMARKS.md
 # Both install PostgreSQL from Debian's packages when it is missing (as root).
 
@@ -20,6 +20,7 @@ build:
 
 test: postgres
 	@scripts/ensure-browser.sh
+	@scripts/ensure-auto-failover.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build --build-tests
 	CANOPY_SKIP_BROWSER_TESTS=1 $(SWIFT) test

@@ -64,8 +64,8 @@ public func buildApplication(
         server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: .init(maxFrameSize: 1 << 20))),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "canopy"),
         services: [
-            database.client, database.notifier,
-            ChangeHistoryPurger(client: database.client, retention: configuration.changeRetention, interval: configuration.purgeInterval, logger: logger),
+            database.primary, database.notifier,
+            ChangeHistoryPurger(primary: database.primary, retention: configuration.changeRetention, interval: configuration.purgeInterval, logger: logger),
         ] + (database.replicas.map { [$0] } ?? []),
         logger: logger
     )

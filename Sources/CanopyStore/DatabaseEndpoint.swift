@@ -12,6 +12,10 @@ public struct DatabaseEndpoint: Sendable, Equatable {
     }
 
     public var transport: Transport
+    /// More servers from a multi-host URL (`host=a,b` or `a:5432,b:5432`),
+    /// tried with `transport` for whichever is the primary, as libpq's
+    /// `target_session_attrs=read-write` does (docs/DEPLOYMENT.md).
+    public var otherHosts: [Transport] = []
     public var username: String
     public var password: String?
     public var database: String
@@ -28,21 +32,55 @@ public struct DatabaseEndpoint: Sendable, Equatable {
 
     /// Parses `postgres://user:password@host:port/database?sslmode=...`
     /// (also `postgresql://`, and `?host=/socket/dir` for Unix sockets).
+    /// Several servers, as libpq writes them, make a multi-host URL:
+    /// `postgres://u@a:5432,b:5433/db?target_session_attrs=read-write`, or
+    /// `?host=a,b&port=5432,5433`; the primary among them is used.
     public init(url string: String) throws {
-        guard let components = URLComponents(string: string),
+        let (single, extraAuthorityHosts) = Self.splittingHosts(string)
+        guard let components = URLComponents(string: single),
               let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme)
         else {
             throw StoreError(.invalidConfiguration, "database URL must look like postgres://USER:PASSWORD@HOST:PORT/DATABASE, got '\(Self.redacted(string))'")
         }
         let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { $1 })
-        let port = components.port ?? Int(query["port"] ?? "") ?? 5432
-        if let socketDirectory = query["host"], socketDirectory.hasPrefix("/") {
-            self.transport = .unixSocket(directory: socketDirectory, port: port)
+        let queryHosts = (query["host"] ?? "").split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        let queryPorts = (query["port"] ?? "").split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        func port(_ index: Int) throws -> Int {
+            let text = queryPorts.count == 1 ? queryPorts[0] : (index < queryPorts.count ? queryPorts[index] : "")
+            if text.isEmpty { return 5432 }
+            guard let port = Int(text), (1...65535).contains(port) else {
+                throw StoreError(.invalidConfiguration, "database URL '\(Self.redacted(string))' has a bad port '\(text)'")
+            }
+            return port
+        }
+        var transports: [Transport] = []
+        if !queryHosts.isEmpty, queryHosts != [""] {
+            // `?host=` (sockets or names) and `?port=`, one port or one per host.
+            guard queryPorts.count <= 1 || queryPorts.count == queryHosts.count else {
+                throw StoreError(.invalidConfiguration, "database URL '\(Self.redacted(string))' names \(queryHosts.count) hosts but \(queryPorts.count) ports")
+            }
+            for (index, host) in queryHosts.enumerated() {
+                guard !host.isEmpty else { throw StoreError(.invalidConfiguration, "database URL '\(Self.redacted(string))' has an empty host") }
+                let number = try components.port.flatMap { queryPorts.isEmpty ? $0 : nil } ?? port(index)
+                transports.append(host.hasPrefix("/") ? .unixSocket(directory: host, port: number) : .tcp(host: host, port: number))
+            }
         } else {
             guard let host = components.host, !host.isEmpty else {
                 throw StoreError(.invalidConfiguration, "database URL '\(Self.redacted(string))' names no host")
             }
-            self.transport = .tcp(host: host, port: port)
+            transports.append(.tcp(host: host, port: try components.port ?? port(0)))
+            for extra in extraAuthorityHosts {
+                guard let parsed = URLComponents(string: "postgres://\(extra)"), let host = parsed.host, !host.isEmpty else {
+                    throw StoreError(.invalidConfiguration, "database URL '\(Self.redacted(string))' has a bad host '\(extra)'")
+                }
+                transports.append(.tcp(host: host, port: parsed.port ?? 5432))
+            }
+        }
+        self.transport = transports[0]
+        self.otherHosts = Array(transports.dropFirst())
+        let attributes = query["target_session_attrs"] ?? "read-write"
+        guard ["read-write", "primary", "any"].contains(attributes), transports.count == 1 || attributes != "any" else {
+            throw StoreError(.invalidConfiguration, "target_session_attrs must be read-write or primary (Canopy writes, so it needs the primary), got '\(attributes)'")
         }
         guard let user = components.user, !user.isEmpty else {
             throw StoreError(.invalidConfiguration, "database URL '\(Self.redacted(string))' names no user")
@@ -55,6 +93,32 @@ public struct DatabaseEndpoint: Sendable, Equatable {
         guard ["disable", "prefer", "require"].contains(sslMode) else {
             throw StoreError(.invalidConfiguration, "sslmode must be disable, prefer or require, got '\(sslMode)'")
         }
+    }
+
+    /// Every server of the URL, in its order.
+    public var hosts: [Transport] { [transport] + otherHosts }
+
+    /// The same, reaching only the `index`th server.
+    public func host(_ index: Int) -> DatabaseEndpoint {
+        var copy = self
+        copy.transport = hosts[index]
+        copy.otherHosts = []
+        return copy
+    }
+
+    /// `postgres://u@a:1,b:2/d` as `postgres://u@a:1/d` and `["b:2"]`:
+    /// URLComponents reads one host only.
+    static func splittingHosts(_ url: String) -> (String, [String]) {
+        guard let schemeEnd = url.range(of: "://") else { return (url, []) }
+        let rest = url[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        let userEnd = authority.lastIndex(of: "@").map { authority.index(after: $0) } ?? authority.startIndex
+        let hostList = authority[userEnd...]
+        guard hostList.contains(",") else { return (url, []) }
+        let hosts = hostList.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        let single = String(url[..<hostList.startIndex]) + hosts[0] + String(rest[authorityEnd...])
+        return (single, Array(hosts.dropFirst()))
     }
 
     /// The same server and database as another role.
@@ -74,6 +138,10 @@ public struct DatabaseEndpoint: Sendable, Equatable {
 
     /// A URL for people, logs and `--database-url`, without the password.
     public var displayURL: String {
+        if !otherHosts.isEmpty {
+            let places = hosts.map(\.place)
+            return "postgres://\(username)@/\(database)?host=\(places.map(\.host).joined(separator: ","))&port=\(places.map { String($0.port) }.joined(separator: ","))&target_session_attrs=read-write"
+        }
         switch transport {
         case .tcp(let host, let port):
             return "postgres://\(username)@\(host):\(port)/\(database)"
@@ -85,14 +153,10 @@ public struct DatabaseEndpoint: Sendable, Equatable {
     /// Environment variables that make libpq tools (psql) connect here.
     public var libpqEnvironment: [String: String] {
         var env: [String: String] = ["PGUSER": username, "PGDATABASE": database]
-        switch transport {
-        case .tcp(let host, let port):
-            env["PGHOST"] = host
-            env["PGPORT"] = String(port)
-        case .unixSocket(let directory, let port):
-            env["PGHOST"] = directory
-            env["PGPORT"] = String(port)
-        }
+        let places = hosts.map(\.place)
+        env["PGHOST"] = places.map(\.host).joined(separator: ",")
+        env["PGPORT"] = places.map { String($0.port) }.joined(separator: ",")
+        if !otherHosts.isEmpty { env["PGTARGETSESSIONATTRS"] = "read-write" }
         if let password { env["PGPASSWORD"] = password }
         env["PGSSLMODE"] = sslMode
         return env
@@ -140,8 +204,22 @@ public struct DatabaseEndpoint: Sendable, Equatable {
     }
 
     static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? url
+        // user:password@ in the authority, whatever follows (one host or several).
+        guard let schemeEnd = url.range(of: "://") else { return url }
+        let rest = url[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { "/?#".contains($0) } ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@"),
+              let colon = rest[..<at].firstIndex(of: ":") else { return url }
+        return String(url[..<rest.index(after: colon)]) + "***" + String(rest[at...])
+    }
+}
+
+extension DatabaseEndpoint.Transport {
+    /// Host (or socket directory) and port, as libpq's PGHOST and PGPORT say them.
+    var place: (host: String, port: Int) {
+        switch self {
+        case .tcp(let host, let port): return (host, port)
+        case .unixSocket(let directory, let port): return (directory, port)
+        }
     }
 }

@@ -64,6 +64,9 @@ public struct DatabaseSetup: Sendable {
     /// Opens one administrator connection, with a clear error if the server
     /// cannot be reached in time.
     public static func connect(_ endpoint: DatabaseEndpoint, logger: Logger) async throws -> PostgresConnection {
+        if !endpoint.otherHosts.isEmpty {
+            return try await connectToPrimary(endpoint, logger: logger)
+        }
         let configuration = try endpoint.connectionConfiguration()
         do {
             return try await withTimeout(.seconds(15)) {
@@ -78,6 +81,28 @@ public struct DatabaseSetup: Sendable {
                 underlying: error
             )
         }
+    }
+
+    /// Of a multi-host URL's servers, a connection to the first that is a
+    /// primary (not in recovery), as libpq's `target_session_attrs=read-write`;
+    /// the error says what each server was.
+    static func connectToPrimary(_ endpoint: DatabaseEndpoint, logger: Logger) async throws -> PostgresConnection {
+        var findings: [String] = []
+        for index in endpoint.hosts.indices {
+            let server = endpoint.host(index)
+            do {
+                let connection = try await connect(server, logger: logger)
+                let rows = try await connection.query("SELECT pg_is_in_recovery()", logger: logger)
+                var standby = true
+                for try await value in rows.decode(Bool.self) { standby = value }
+                if !standby { return connection }
+                try? await connection.close()
+                findings.append("\(server.displayURL): a standby")
+            } catch {
+                findings.append("\(server.displayURL): \((error as? StoreError)?.message ?? PostgresErrors.message(of: error))")
+            }
+        }
+        throw StoreError(.databaseUnavailable, "none of the servers is a primary (read-write): \(findings.joined(separator: "; "))")
     }
 
     /// Sets the gateway role's password (for URL deployments), without

@@ -181,8 +181,9 @@ struct GatewayTests {
         }
         let nowhere = DatabaseEndpoint(transport: .tcp(host: "127.0.0.1", port: 1), username: "canopy_gateway", password: nil, database: "canopy")
         try await harness.test(gatewayEndpoint: nowhere, availabilityTimeout: .seconds(1)) { client in
-            let (status, _, _) = try await client.get("/health", token: nil)
+            let (status, _, headers) = try await client.get("/health", token: nil)
             #expect(status == .serviceUnavailable)
+            #expect(headers[.retryAfter] == "1", "a 503 says when to ask again")
             let (graphQLStatus, body) = try await client.graphql("{ me { name } }", token: harness.aliceToken)
             #expect(graphQLStatus == .serviceUnavailable)
             #expect(errorCode(body) == "SERVICE_UNAVAILABLE")

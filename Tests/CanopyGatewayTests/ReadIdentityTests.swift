@@ -37,7 +37,7 @@ func withOneConnection(_ body: @Sendable (RequestDatabase, UserSummary, UserSumm
     let (bob, _) = try await addUser("bob", on: endpoint)
     let database = try RequestDatabase(endpoint: endpoint.asUser("canopy_gateway", password: nil), maximumConnections: 1, logger: TestDatabase.logger)
     try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { await database.client.run() }
+        group.addTask { try await database.primary.run() }
         defer { group.cancelAll() }
         try await body(database, alice, bob)
     }

@@ -37,11 +37,12 @@ struct GraphQLResponse {
     }
 
     static func json(_ body: String, status: HTTPResponse.Status) -> Response {
-        Response(
-            status: status,
-            headers: [.contentType: "application/json; charset=utf-8"],
-            body: ResponseBody(byteBuffer: ByteBuffer(string: body))
-        )
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        if status == .serviceUnavailable {
+            // The database is gone or a failover is under way: ask again in a second.
+            headers[.retryAfter] = "1"
+        }
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
     }
 
     static func encode(_ errors: [APIError], requestID: String) -> String {

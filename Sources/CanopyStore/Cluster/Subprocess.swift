@@ -82,8 +82,24 @@ public struct Subprocess {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        // The child starts with no signal blocked and every signal at its
+        // default: a test runner or SwiftNIO (which ignores SIGPIPE) must not
+        // hand their settings on. pg_autoctl's supervisor, for one, hangs on
+        // its children's exit without them.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        var all = sigset_t()
+        sigfillset(&all)
+        sigdelset(&all, SIGKILL)
+        sigdelset(&all, SIGSTOP)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid = pid_t()
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard spawned == 0 else {
             throw StoreError(.clusterFailed, "cannot run \(executable): \(String(cString: strerror(spawned)))")
         }

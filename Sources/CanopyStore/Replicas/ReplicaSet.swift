@@ -72,7 +72,7 @@ public final class ReplicaSet: Service, Sendable {
 
     public let replicas: [Replica]
     public let settings: Settings
-    private let primary: PostgresClient
+    private let primary: PrimaryPool
     private let logger: Logger
     /// The primary's position over the last `maximumLag` and a little more.
     private let samples = Mutex<[(time: ContinuousClock.Instant, position: WALPosition)]>([])
@@ -87,7 +87,7 @@ public final class ReplicaSet: Service, Sendable {
     public static let unknownPosition = WALPosition(.max)
 
     /// - Parameter endpoints: the replicas, each reached as `endpoint` says.
-    public init(primary: PostgresClient, endpoints: [DatabaseEndpoint], maximumConnections: Int,
+    public init(primary: PrimaryPool, endpoints: [DatabaseEndpoint], maximumConnections: Int,
                 connectTimeout: Duration, startupParameters: [(String, String)], settings: Settings, logger: Logger) throws {
         self.primary = primary
         self.settings = settings
@@ -185,17 +185,17 @@ public final class ReplicaSet: Service, Sendable {
         let asked = ContinuousClock.now
         let task = primaryProbe.withLock { probe -> Task<WALPosition?, Never> in
             if let probe, probe.started >= asked { return probe.task }
-            let task = Task { [primary] in try? await Self.position(of: primary, logger: logger) }
+            let task = Task { [primary] in try? await primary.withConnection { try await Self.position(on: $0, logger: logger) } }
             probe = (asked, task)
             return task
         }
         return await task.value
     }
 
-    static func position(of client: PostgresClient, logger: Logger) async throws -> WALPosition? {
-        let rows = try await client.query("SELECT canopy.read_position()", logger: logger)
-        for try await text in rows.decode(String?.self) { return text.flatMap(WALPosition.init) }
-        return nil
+    /// Where the server of `connection` stands (`canopy.read_position()`).
+    static func position(on connection: PostgresConnection, logger: Logger) async throws -> WALPosition? {
+        let rows = try await connection.query("SELECT canopy.read_position()", logger: logger).collect()
+        return try rows.first?.decode(String?.self).flatMap(WALPosition.init)
     }
 
     // MARK: Sampling
@@ -220,7 +220,9 @@ public final class ReplicaSet: Service, Sendable {
     func sample() async {
         let now = ContinuousClock.now
         let timeout = max(settings.pollInterval * 4, .seconds(1))
-        if let position = try? await withTimeout(timeout, { try await Self.position(of: self.primary, logger: self.logger) }) {
+        if let position = try? await withTimeout(timeout, {
+            try await self.primary.withConnection { [logger = self.logger] in try await Self.position(on: $0, logger: logger) }
+        }) {
             let keep = settings.maximumLag + .seconds(10)
             samples.withLock { samples in
                 samples.append((now, position))

@@ -9,13 +9,13 @@ import ServiceLifecycle
 /// on one database, each interval's purge is claimed by one of them
 /// (`canopy.claim_history_purge`), so it runs once, not once per gateway.
 public struct ChangeHistoryPurger: Service {
-    let client: PostgresClient
+    let primary: PrimaryPool
     let retention: Duration
     let interval: Duration
     let logger: Logger
 
-    public init(client: PostgresClient, retention: Duration, interval: Duration = .seconds(3600), logger: Logger) {
-        self.client = client
+    public init(primary: PrimaryPool, retention: Duration, interval: Duration = .seconds(3600), logger: Logger) {
+        self.primary = primary
         self.retention = retention
         self.interval = interval
         self.logger = logger
@@ -37,8 +37,10 @@ public struct ChangeHistoryPurger: Service {
     public func claim() async -> Bool {
         let seconds = Self.seconds(interval)
         do {
-            let rows = try await client.query("SELECT canopy.claim_history_purge(make_interval(secs => \(seconds)))", logger: logger)
-            for try await claimed in rows.decode(Bool.self) { return claimed }
+            let rows = try await primary.withConnection { [logger] connection in
+                try await connection.query("SELECT canopy.claim_history_purge(make_interval(secs => \(seconds)))", logger: logger).collect()
+            }
+            if let claimed = try rows.first?.decode(Bool.self) { return claimed }
         } catch {
             logger.warning("claiming the change-history purge failed", metadata: ["canopy.error": "\(String(reflecting: error))"])
         }
@@ -53,11 +55,12 @@ public struct ChangeHistoryPurger: Service {
         var total: Int64 = 0
         do {
             while !Task.isCancelled {
-                let rows = try await client.query(
-                    "SELECT canopy.purge_change_history(make_interval(secs => \(seconds)), \(batch))", logger: logger
-                )
-                var removed: Int64 = 0
-                for try await count in rows.decode(Int64.self) { removed = count }
+                let rows = try await primary.withConnection { [logger] connection in
+                    try await connection.query(
+                        "SELECT canopy.purge_change_history(make_interval(secs => \(seconds)), \(batch))", logger: logger
+                    ).collect()
+                }
+                let removed = try rows.first?.decode(Int64.self) ?? 0
                 total += removed
                 if removed < batch { break }
             }

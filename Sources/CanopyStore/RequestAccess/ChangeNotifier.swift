@@ -30,13 +30,13 @@ public final class ChangeNotifier: Service, Sendable {
         var listening = false
     }
 
-    private let client: PostgresClient
+    private let primary: PrimaryPool
     private let logger: Logger
     private let state = Mutex(State())
     private let demand: AsyncStream<Void>
 
-    public init(client: PostgresClient, logger: Logger) {
-        self.client = client
+    public init(primary: PrimaryPool, logger: Logger) {
+        self.primary = primary
         self.logger = logger
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         demand = stream
@@ -81,7 +81,8 @@ public final class ChangeNotifier: Service, Sendable {
             self.state.withLock { $0.listening = true }
             while !Task.isCancelled {
                 do {
-                    try await self.client.withConnection { connection in
+                    // The primary now: after a failover, the new one.
+                    try await self.primary.client().withConnection { connection in
                         try await connection.listen(on: "canopy_changes") { notifications in
                             self.broadcast(.resync)
                             for try await notification in notifications {

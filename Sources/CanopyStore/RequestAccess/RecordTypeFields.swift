@@ -26,11 +26,11 @@ public struct StoredField: Sendable, Equatable {
 /// which the gateway sees within that age.
 actor RecordTypeFields {
     private var known: [String: (fields: [String: StoredField], readAt: ContinuousClock.Instant)] = [:]
-    private let client: PostgresClient
+    private let primary: PrimaryPool
     private let maximumAge: Duration
 
-    init(client: PostgresClient, maximumAge: Duration) {
-        self.client = client
+    init(primary: PrimaryPool, maximumAge: Duration) {
+        self.primary = primary
         self.maximumAge = maximumAge
     }
 
@@ -39,11 +39,14 @@ actor RecordTypeFields {
         let now = ContinuousClock.now
         if !refresh, let entry = known[recordType], now - entry.readAt < maximumAge { return entry.fields }
         var fields: [String: StoredField] = [:]
-        let rows = try await client.query(
-            "SELECT field_name, field_type, queryable, sortable, searchable FROM canopy.field_types WHERE record_type = \(recordType)",
-            logger: logger
-        )
-        for try await (name, type, queryable, sortable, searchable) in rows.decode((String, String, Bool, Bool, Bool).self) {
+        let rows = try await primary.withConnection { connection in
+            try await connection.query(
+                "SELECT field_name, field_type, queryable, sortable, searchable FROM canopy.field_types WHERE record_type = \(recordType)",
+                logger: logger
+            ).collect()
+        }
+        for row in rows {
+            let (name, type, queryable, sortable, searchable) = try row.decode((String, String, Bool, Bool, Bool).self)
             fields[name] = StoredField(recordType: recordType, fieldName: name, fieldType: type, queryable: queryable, sortable: sortable, searchable: searchable)
         }
         known[recordType] = (fields, now)

@@ -9,7 +9,11 @@ import PostgresNIO
 /// request runs in a transaction that first says who is asking with
 /// `set_config('canopy.user_id', …, true)`. Row-level security does the rest.
 public final class RequestDatabase: Sendable {
-    public let client: PostgresClient
+    /// The pool (or, for a multi-host URL, the pools) of connections to the
+    /// primary, with the timeouts that make a missing database a 503.
+    public let primary: PrimaryPool
+    /// The primary's pool now; `databaseUnavailable` while there is none.
+    public var client: PostgresClient { get throws { try primary.client() } }
     /// Signing keys, fetched from the database once.
     public let secrets: ServerSecrets
     /// Commit notifications for live subscriptions (a service of the app).
@@ -44,22 +48,27 @@ public final class RequestDatabase: Sendable {
         schemaCacheTime: Duration = .seconds(1), schemaMode: String = "development",
         replicas: [DatabaseEndpoint] = [], replicaSettings: ReplicaSet.Settings = .init(), logger: Logger
     ) throws {
-        var configuration = try endpoint.clientConfiguration()
-        configuration.options.maximumConnections = maximumConnections
-        configuration.options.connectTimeout = availabilityTimeout
         let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
-        configuration.options.additionalStartupParameters = [("statement_timeout", String(max(1, milliseconds)))]
+        let startupParameters = [("statement_timeout", String(max(1, milliseconds)))]
         self.tokens = ExpiringCache(timeToLive: tokenCacheTime)
-        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        self.secrets = ServerSecrets(client: client)
-        self.notifier = ChangeNotifier(client: client, logger: logger)
-        self.recordTypes = RecordTypeFields(client: client, maximumAge: schemaCacheTime)
+        self.primary = try PrimaryPool(
+            endpoint: endpoint,
+            configure: { configuration in
+                configuration.options.maximumConnections = maximumConnections
+                configuration.options.connectTimeout = availabilityTimeout
+                configuration.options.additionalStartupParameters = startupParameters
+            },
+            availabilityTimeout: availabilityTimeout, statementTimeout: statementTimeout, logger: logger
+        )
+        self.secrets = ServerSecrets(primary: primary)
+        self.notifier = ChangeNotifier(primary: primary, logger: logger)
+        self.recordTypes = RecordTypeFields(primary: primary, maximumAge: schemaCacheTime)
         self.schemaMode = schemaMode
         self.logger = logger
         self.availabilityTimeout = availabilityTimeout
         self.replicas = replicas.isEmpty ? nil : try ReplicaSet(
-            primary: client, endpoints: replicas, maximumConnections: maximumConnections, connectTimeout: availabilityTimeout,
-            startupParameters: configuration.options.additionalStartupParameters, settings: replicaSettings, logger: logger
+            primary: primary, endpoints: replicas, maximumConnections: maximumConnections, connectTimeout: availabilityTimeout,
+            startupParameters: startupParameters, settings: replicaSettings, logger: logger
         )
     }
 
@@ -70,22 +79,22 @@ public final class RequestDatabase: Sendable {
         if let cached = await tokens.value(for: presented.selector) {
             return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.userID : nil
         }
-        let client = self.client
-        let stored: (Int64, Data)? = try await withTimeout(availabilityTimeout) {
-            let rows = try await client.query(
+        let rows = try await primary.withConnection { connection in
+            try await connection.query(
                 "SELECT user_id, secret_hash FROM canopy.token_for_selector(\(presented.selector)) WHERE user_id IS NOT NULL",
                 logger: logger
-            )
-            for try await row in rows.decode((Int64, Data).self) { return row }
-            return nil
+            ).collect()
         }
+        let stored = try rows.first?.decode((Int64, Data).self)
         guard let (userID, storedHash) = stored else { return nil }
         await tokens.store((userID, Array(storedHash)), for: presented.selector)
         guard BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) else { return nil }
         // `canopy users tokens` shows when a token was last used; off the
         // request's path, and at most a write a minute (the function checks).
-        Task { [client, selector = presented.selector] in
-            _ = try? await client.query("SELECT canopy.note_token_use(\(selector))", logger: logger)
+        Task { [primary, selector = presented.selector] in
+            _ = try? await primary.withConnection { connection in
+                try await connection.query("SELECT canopy.note_token_use(\(selector))", logger: logger).collect()
+            }
         }
         return userID
     }
@@ -95,21 +104,18 @@ public final class RequestDatabase: Sendable {
     /// (once, however many first requests race; `canopy.sign_in`).
     public func userID(signingIn signIn: SignIn, logger: Logger) async throws -> Int64 {
         if let cached = await signIns.value(for: signIn) { return cached }
-        let client = self.client
-        let userID: Int64 = try await withTimeout(availabilityTimeout) {
-            let rows = try await client.query(
+        let (userID, position): (Int64, WALPosition?) = try await primary.withConnection { [replicas] connection in
+            let rows = try await connection.query(
                 """
                 SELECT canopy.sign_in(\(signIn.issuer), \(signIn.subject), \(signIn.provider), \(signIn.displayName), \(signIn.email), \(signIn.phone))
                 """,
                 logger: logger
-            )
-            for try await (id) in rows.decode(Int64.self) { return id }
-            throw StoreError(.query, "canopy.sign_in returned no user")
+            ).collect()
+            guard let id = try rows.first?.decode(Int64.self) else { throw StoreError(.query, "canopy.sign_in returned no user") }
+            // A first sign-in made the user: their reads must see it.
+            return (id, replicas == nil ? nil : try? await ReplicaSet.position(on: connection, logger: logger))
         }
-        // A first sign-in made the user: their reads must see it.
-        if let replicas {
-            replicas.noteWrite(by: userID, at: try? await ReplicaSet.position(of: client, logger: logger))
-        }
+        if let replicas { replicas.noteWrite(by: userID, at: position) }
         await signIns.store(userID, for: signIn)
         return userID
     }
@@ -123,7 +129,7 @@ public final class RequestDatabase: Sendable {
         logger: Logger,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
-        try await client.withConnection { connection in
+        try await primary.withConnection { connection in
             let result = try await connection.inTransaction(logger: logger) { connection in
                 try await connection.query(
                     "SELECT set_config('canopy.user_id', \(String(userID)), true), set_config('canopy.schema_mode', \(self.schemaMode), true)",
@@ -132,9 +138,7 @@ public final class RequestDatabase: Sendable {
                 return try await body(connection)
             }
             if let replicas = self.replicas {
-                let rows = try? await connection.query("SELECT canopy.read_position()", logger: logger).collect()
-                let text = rows?.first.flatMap { try? $0.decode(String?.self) } ?? nil
-                replicas.noteWrite(by: userID, at: text.flatMap(WALPosition.init))
+                replicas.noteWrite(by: userID, at: try? await ReplicaSet.position(on: connection, logger: logger))
             }
             return result
         }
@@ -183,7 +187,10 @@ public final class RequestDatabase: Sendable {
                 if let rows { return try collect(rows) }
             }
         }
-        return try collect(try await client.executeShaped(query, parameterTypes: types, logger: logger))
+        let rows = try await primary.withConnection { connection in
+            try await connection.executeShaped(query, parameterTypes: types, logger: logger)
+        }
+        return try collect(rows)
     }
 
     /// A record type's fields with their indexes; `refresh` reads them anew,
@@ -195,8 +202,8 @@ public final class RequestDatabase: Sendable {
     /// True when the database answers.
     public func isHealthy(logger: Logger) async -> Bool {
         do {
-            return try await withTimeout(availabilityTimeout) {
-                try await self.client.query("SELECT 1", logger: logger)
+            return try await primary.withConnection { connection in
+                try await connection.query("SELECT 1", logger: logger)
                 return true
             }
         } catch {

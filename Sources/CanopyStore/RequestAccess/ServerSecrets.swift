@@ -6,10 +6,10 @@ import PostgresNIO
 /// (so every gateway process agrees) and fetched once per process.
 public actor ServerSecrets {
     private var keys: [String: Data] = [:]
-    private let client: PostgresClient
+    private let primary: PrimaryPool
 
-    init(client: PostgresClient) {
-        self.client = client
+    init(primary: PrimaryPool) {
+        self.primary = primary
     }
 
     /// The key named `name`, created on first use by whichever process asks first.
@@ -17,9 +17,10 @@ public actor ServerSecrets {
         if let key = keys[name] { return key }
         var generator = SystemRandomNumberGenerator()
         let candidate = Data((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-        let rows = try await client.query("SELECT canopy.server_secret(\(name), \(candidate))", logger: logger)
-        var secret: Data?
-        for try await value in rows.decode(Data.self) { secret = value }
+        let rows = try await primary.withConnection { connection in
+            try await connection.query("SELECT canopy.server_secret(\(name), \(candidate))", logger: logger).collect()
+        }
+        let secret = try rows.first?.decode(Data.self)
         guard let secret else { throw StoreError(.query, "the server secret \(name) could not be read") }
         keys[name] = secret
         return secret
