@@ -12,7 +12,7 @@ Workloads (issue 7): W1 lookup; W2 a sorted date-range page, first and
 50 pages deep; W3 modifyRecords in batches of 400 new records; W4 draining
 the change feed; W5 W2 as an accepted participant in SHARED scope; W6 W2
 at several table sizes; and the gateway's peak memory and p99 under 64
-connections. The record type's schema (schema/bench.ckdb's text below) is
+connections; W2 with a streaming replica (issue 19). The record type's schema (schema/bench.ckdb's text below) is
 applied with `canopy schema apply`, so the declared fields are indexed.
 
 Issue 18 adds the stack's floor: `canopy-floor` (Benchmarks/Floor), a
@@ -90,11 +90,14 @@ class Cluster:
 
 
 class Gateway:
-    """`canopy serve` (release build) in the background."""
+    """`canopy serve` (release build) in the background, with `extra` flags."""
+
+    def __init__(self, extra=()):
+        self.extra = [str(a) for a in extra]
 
     def __enter__(self):
         log = open(DATA / "serve.log", "a")
-        self.process = subprocess.Popen([str(BINARY), "serve", "--data-dir", str(DATA), "--port", str(PORT)],
+        self.process = subprocess.Popen([str(BINARY), "serve", "--data-dir", str(DATA), "--port", str(PORT)] + self.extra,
                                         stdout=log, stderr=subprocess.STDOUT)
         for _ in range(300):
             try:
@@ -510,6 +513,41 @@ def peak_memory_mb(process):
     return int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1)) / 1024
 
 
+def replica_comparison(cluster, lua, options):
+    """W2's first page through a gateway without and with a streaming replica
+    of the cluster; per-server transactions from each one's pg_stat_database."""
+    say("W2 with a streaming replica: making one (canopy cluster replica r1)")
+    out = run([BINARY, "cluster", "replica", "r1", "--data-dir", DATA])
+    place = re.search(r"running on port (\d+), socket in (\S+),", out)
+    url = re.search(r"read-only admin: (\S+)", out)
+    if not place or not url:
+        sys.exit(f"cannot read the replica's address from: {out}")
+    replica_psql = ["psql", "-X", "-q", "-At", "-h", place.group(2), "-p", place.group(1), "-U", cluster.user, "-d", "canopy"]
+    count = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+
+    def commits():
+        time.sleep(1.5)   # backends report their counts about once a second
+        return int(cluster.psql(count)), int(run(replica_psql + ["-c", count]).strip())
+
+    rows = []
+    for label, extra in (("primary alone", []), ("primary + 1 replica (--replica-url)", ["--replica-url", url.group(1)])):
+        with Gateway(extra):
+            time.sleep(1)   # the replica comes into rotation at the first sample
+            runs = []
+            for _ in range(options.runs):
+                primary_before, replica_before = commits()
+                started = time.monotonic()
+                throughput, p50, p99 = run_wrk(lua, options.clients, options.seconds, {})
+                elapsed = time.monotonic() - started
+                primary_after, replica_after = commits()
+                runs.append((throughput, p50, p99, (primary_after - primary_before) / elapsed,
+                             (replica_after - replica_before) / elapsed))
+        row = (label,) + tuple(statistics.median(r[i] for r in runs) for i in range(5))
+        rows.append(row)
+        say(f"  {label}: {row[1]:,.0f} requests/s, p50 {row[2]:.2f} ms; primary {row[4]:,.0f} tps, replica {row[5]:,.0f} tps")
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=200_000)
@@ -732,6 +770,8 @@ def main():
                    statistics.median(percentile(r, 0.99) for r in latency_runs))
         say(f"  commit to subscriber: p50 {latency[0]:.1f} ms, p99 {latency[1]:.1f} ms")
 
+    replica_rows = replica_comparison(cluster, workloads[1][3], options)
+
     by_name = {row[0]: row for row in rows}
     first = rows[1]
     deep = rows[2]
@@ -796,6 +836,20 @@ def main():
     ]
     for label, ms in cost_rows:
         lines.append(f"| {label} | {ms:.1f} | {BATCH / ms * 1000:,.0f} |")
+
+    lines += [
+        "", "## W2 with a streaming replica (issue 19)", "",
+        "W2's first page through one gateway, first against the primary alone, then with `--replica-url` naming a "
+        "streaming replica of the same cluster (`canopy cluster replica`), which takes the reads: the client never "
+        "writes, so no read needs a position. Both servers and the gateway share this machine's cores, so the sum "
+        "cannot grow here; the per-server columns show where the work went (transactions committed in each server's "
+        "database, `pg_stat_database.xact_commit`, per second). On separate machines each replica adds its own "
+        "cores' worth of reads, and the primary keeps its cores for writes.", "",
+        "| setup | requests/s | p50 | p99 | primary transactions/s | replica transactions/s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, throughput, p50, p99, primary_tps, replica_tps in replica_rows:
+        lines.append(f"| {label} | {throughput:,.0f} | {p50:.2f} | {p99:.2f} | {primary_tps:,.0f} | {replica_tps:,.0f} |")
 
     def goal(text, met):
         return f"| {text} | {'met' if met else '**not met**'} |"

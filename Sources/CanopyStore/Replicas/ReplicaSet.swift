@@ -147,7 +147,8 @@ public final class ReplicaSet: Service, Sendable {
         else { return nil }
         let deadline = ContinuousClock.now + settings.wait
         while ContinuousClock.now < deadline {
-            guard let replayed = try? await best.replayedNow(logger: logger) else { return nil }
+            guard let replayed = try? await withTimeout(settings.wait, { try await best.replayedNow(logger: logger) }) ?? nil
+            else { return nil }
             if replayed >= required { return best }
             try? await Task.sleep(for: .milliseconds(2))
         }
@@ -171,6 +172,7 @@ public final class ReplicaSet: Service, Sendable {
     /// shutting down or starting, cancelled by a conflict with recovery,
     /// out of resources, or read-only (a statement that writes).
     public static func isReplicaFault(_ error: any Error) -> Bool {
+        if let store = error as? StoreError { return store.code == .databaseUnavailable }
         if PostgresErrors.isConnectionFailure(error) { return true }
         guard let state = PostgresErrors.sqlState(of: error) else { return false }
         return ["40", "57", "53", "58", "25"].contains(String(state.prefix(2)))

@@ -23,7 +23,8 @@ public final class PrimaryPool: Service, Sendable {
     /// The servers, for logs and errors.
     public let servers: [String]
     let availabilityTimeout: Duration
-    let answerTimeout: Duration
+    /// How long an answer may take once a connection is had.
+    public let answerTimeout: Duration
     let probeInterval: Duration
     let logger: Logger
     /// The primary's index in `pools`; -1: none known.
@@ -65,26 +66,8 @@ public final class PrimaryPool: Service, Sendable {
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         let client = try client()
-        let leased = LeaseFlag()
         do {
-            return try await withThrowingTaskGroup(of: Result.self) { group in
-                group.addTask {
-                    try await client.withConnection { connection in
-                        leased.value.store(true, ordering: .relaxed)
-                        return try await body(connection)
-                    }
-                }
-                group.addTask { [availabilityTimeout, answerTimeout] in
-                    try await Task.sleep(for: availabilityTimeout)
-                    if !leased.value.load(ordering: .relaxed) {
-                        throw StoreError(.databaseUnavailable, "no connection to the database within \(availabilityTimeout)")
-                    }
-                    try await Task.sleep(for: answerTimeout)
-                    throw StoreError(.databaseUnavailable, "the database did not answer within \(availabilityTimeout + answerTimeout)")
-                }
-                defer { group.cancelAll() }
-                return try await group.next()!
-            }
+            return try await client.withConnection(within: availabilityTimeout, answerWithin: answerTimeout, body)
         } catch {
             guard Self.meansNoPrimary(error) else { throw error }
             lookAgain.store(true, ordering: .relaxed)
@@ -165,10 +148,4 @@ public final class PrimaryPool: Service, Sendable {
             }
         }
     }
-}
-
-/// Whether a request's connection was leased (then the answer's timeout
-/// applies, not the lease's).
-private final class LeaseFlag: Sendable {
-    let value = Atomic<Bool>(false)
 }

@@ -179,7 +179,10 @@ public final class RequestDatabase: Sendable {
             if let replica = await replicas.replica(after: required, logger: logger) {
                 let rows: [PostgresRow]?
                 do {
-                    rows = try await replica.client.executeShaped(query, parameterTypes: types, logger: logger)
+                    // A replica gets a second for a connection: the primary is there to answer instead.
+                    rows = try await replica.client.withConnection(within: .seconds(1), answerWithin: primary.answerTimeout) { connection in
+                        try await connection.executeShaped(query, parameterTypes: types, logger: logger)
+                    }
                 } catch where ReplicaSet.isReplicaFault(error) {
                     replicas.takeOut(replica, because: error)
                     rows = nil
@@ -209,18 +212,5 @@ public final class RequestDatabase: Sendable {
         } catch {
             return false
         }
-    }
-}
-
-/// Runs `body`, failing with `StoreError.databaseUnavailable` after `timeout`.
-func withTimeout<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            throw StoreError(.databaseUnavailable, "the database did not answer within \(timeout)")
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
     }
 }

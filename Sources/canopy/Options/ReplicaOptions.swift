@@ -39,12 +39,20 @@ struct ReplicaOptions: ParsableArguments {
     /// gives only the place). A URL that names the gateway's role with a
     /// password is used as it is.
     func endpoints(readingAs gateway: DatabaseEndpoint) throws -> [DatabaseEndpoint] {
-        try replicaURLs.map { url in
+        try replicaURLs.map { given in
+            // `postgres://db2:5432/canopy` names no user: the gateway's, then.
+            var url = given
+            if let schemeEnd = url.range(of: "://"), !url[schemeEnd.upperBound...].prefix(while: { !"/?#".contains($0) }).contains("@") {
+                url.insert(contentsOf: "\(gateway.username)@", at: schemeEnd.upperBound)
+            }
             let endpoint: DatabaseEndpoint
             do {
                 endpoint = try DatabaseEndpoint(url: url)
             } catch let error as StoreError {
                 throw StoreError(.invalidConfiguration, "--replica-url: \(error.message)")
+            }
+            guard endpoint.otherHosts.isEmpty else {
+                throw StoreError(.invalidConfiguration, "--replica-url names one server; repeat it for more (got '\(endpoint.displayURL)')")
             }
             if endpoint.username == gateway.username, endpoint.password != nil { return endpoint }
             return endpoint.asUser(gateway.username, password: gateway.password)
