@@ -135,7 +135,10 @@ struct GraphQLController {
             }
             var response = GraphQLResponse.data(entries, errors: errors, requestID: context.requestID)
             // What this client has seen, to send back (on any gateway).
-            if let replicas = database.replicas, let position = readAfter.later(replicas.lastWrite(of: userID)) {
+            // (Not the stand-in for a position that could not be read: sent
+            // back, it would keep this client on the primary for good.)
+            if let replicas = database.replicas, let position = readAfter.later(replicas.lastWrite(of: userID)),
+               position != ReplicaSet.unknownPosition {
                 response.headers[.canopyPosition] = position.description
             }
             return response

@@ -14,5 +14,6 @@ extension Request {
     /// position (it only ever makes reads wait or go to the primary).
     var canopyPosition: WALPosition? {
         headers[.canopyPosition].flatMap { WALPosition($0.trimmingCharacters(in: .whitespaces)) }
+            .flatMap { $0.value == .max ? nil : $0 }
     }
 }
