@@ -59,6 +59,11 @@ public actor TestDatabase {
         let template = try await migratedTemplate(server)
         counter += 1
         let name = "canopy_t\(getpid())_\(counter)"
+        // One copy at a time: the server makes them one after another anyway,
+        // and suites asking at once held a connection each while they queued
+        // (84 at once, and 400 with the gateways' pools, in one CI run).
+        await takeCopyTurn()
+        defer { endCopyTurn() }
         // The template's last session (the migration's) may still be ending on
         // the server when the first copy is asked for: PostgreSQL then refuses
         // with 55006 ("being accessed by other users"), so wait and ask again.
@@ -73,6 +78,25 @@ public actor TestDatabase {
             }
         }
         return server.database(name)
+    }
+
+    private var copying = false
+    private var waitingToCopy: [CheckedContinuation<Void, Never>] = []
+
+    private func takeCopyTurn() async {
+        guard copying else {
+            copying = true
+            return
+        }
+        await withCheckedContinuation { waitingToCopy.append($0) }
+    }
+
+    private func endCopyTurn() {
+        if waitingToCopy.isEmpty {
+            copying = false
+        } else {
+            waitingToCopy.removeFirst().resume()
+        }
     }
 
     private func migratedTemplate(_ server: DatabaseEndpoint) async throws -> String {
