@@ -39,8 +39,13 @@ struct ReplicaTests {
 
         let replica = try await cluster.startReplica(named: "r1", logger: TestDatabase.logger)
         #expect(replica.port != primary.port)
-        let streaming = try await TestDatabase.withConnection(primary.adminEndpoint) { connection in
-            try await connection.texts("SELECT application_name || ' ' || state FROM pg_stat_replication")
+        // Just started, it may still be catching up: wait (10 s at most) for it to stream.
+        var streaming: [String?] = []
+        for _ in 0..<100 where streaming != ["r1 streaming"] {
+            streaming = try await TestDatabase.withConnection(primary.adminEndpoint) { connection in
+                try await connection.texts("SELECT application_name || ' ' || state FROM pg_stat_replication")
+            }
+            if streaming != ["r1 streaming"] { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(streaming == ["r1 streaming"], "\(streaming)")
 
