@@ -20,6 +20,8 @@ import Darwin
 ///   would be too long for a socket)
 /// - `postgresql.log`: the server's log
 /// - `cluster.lock`: serialises initialisation and start-up across processes
+/// - `port`: the port it last served on, tried first at the next start, so
+///   a restarted cluster keeps its address and running gateways reconnect
 ///
 /// PostgreSQL refuses to run as root. Run as root (CI, these machines), the
 /// server programs run as the unprivileged `postgres` user (created by the
@@ -35,6 +37,7 @@ public struct EmbeddedCluster: Sendable {
     public var logFile: String { "\(dataDirectory)/postgresql.log" }
     public var replicasDirectory: String { "\(dataDirectory)/replicas" }
     var lockFile: String { "\(dataDirectory)/cluster.lock" }
+    var portFile: String { "\(dataDirectory)/port" }
 
     /// Where the server puts its socket.
     public var socketDirectory: String {
@@ -89,20 +92,31 @@ public struct EmbeddedCluster: Sendable {
         return runningPort(programs: programs, account: try ServerAccount.current())
     }
 
-    /// Stops the cluster (fast shutdown: open transactions roll back).
-    public func stop(logger: Logger) async throws {
+    /// How `stop` ends the server (pg_ctl's shutdown modes).
+    public enum StopMode: String, Sendable {
+        /// Open transactions roll back, a checkpoint is written.
+        case fast
+        /// As a power cut would: no checkpoint; the next start replays the
+        /// WAL. For crash drills and tests; replicas are left running.
+        case immediate
+    }
+
+    /// Stops the cluster and, in `.fast` mode, its replicas first.
+    public func stop(logger: Logger, mode: StopMode = .fast) async throws {
         let programs = try ServerPrograms.locate()
         let account = try ServerAccount.current()
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: replicasDirectory)) ?? [] {
-            try await replica(named: name).stop(logger: logger)
+        if mode == .fast {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: replicasDirectory)) ?? [] {
+                try await replica(named: name).stop(logger: logger)
+            }
         }
         try await FileLock(path: lockFile).withLock {
             guard runningPort(programs: programs, account: account) != nil else { return }
-            let result = try account.run(programs.pgCtl, ["stop", "-D", pgData, "-m", "fast", "-w", "-t", "60"])
+            let result = try account.run(programs.pgCtl, ["stop", "-D", pgData, "-m", mode.rawValue, "-w", "-t", "60"])
             guard result.succeeded else {
                 throw StoreError(.clusterFailed, "pg_ctl stop failed for \(pgData):\n\(result.output)")
             }
-            logger.info("stopped the embedded PostgreSQL cluster", metadata: ["canopy.cluster.data_dir": "\(pgData)"])
+            logger.info("stopped the embedded PostgreSQL cluster", metadata: ["canopy.cluster.data_dir": "\(pgData)", "canopy.cluster.stop_mode": "\(mode.rawValue)"])
         }
     }
 
@@ -159,12 +173,15 @@ public struct EmbeddedCluster: Sendable {
         }
         try account.own(logFile)
         var lastOutput = ""
-        for _ in 0..<3 {
-            let port = try Self.freePort()
+        // The port it served on last, if any, then free ones.
+        let remembered = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        for attempt in 0..<3 {
+            let port = try attempt == 0 ? remembered ?? Self.freePort() : Self.freePort()
             let result = try account.run(programs.pgCtl, [
                 "start", "-D", pgData, "-l", logFile, "-w", "-t", "60", "-o", "-p \(port)",
             ])
             if result.succeeded {
+                try? Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile))
                 logger.info(
                     "started the embedded PostgreSQL cluster",
                     metadata: ["canopy.cluster.data_dir": "\(pgData)", "canopy.cluster.port": "\(port)", "canopy.cluster.log": "\(logFile)"]

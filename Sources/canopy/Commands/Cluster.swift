@@ -55,10 +55,14 @@ struct ClusterStop: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the cluster and its replicas (fast shutdown).")
     @OptionGroup var database: DatabaseOptions
 
+    @Flag(help: "Stop the primary as a power cut would (pg_ctl's immediate mode: no checkpoint, the next start replays the WAL), for crash drills; replicas keep running.")
+    var immediate = false
+
     func run() async throws {
         CommandLogging.bootstrap(verbose: database.verbose)
         do {
-            try await EmbeddedCluster(dataDirectory: database.setup.dataDirectory).stop(logger: database.logger("canopy.cluster"))
+            try await EmbeddedCluster(dataDirectory: database.setup.dataDirectory)
+                .stop(logger: database.logger("canopy.cluster"), mode: immediate ? .immediate : .fast)
             print("stopped")
         } catch {
             throw fail(error)
