@@ -2,8 +2,10 @@ import CanopyIdentity
 import Crypto
 import CanopyStore
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NIOCore
 import Prometheus
 
 /// Builds the gateway: the same function `canopy serve` and the tests use.
@@ -19,7 +21,7 @@ public func buildApplication(
     logger: Logger,
     metricsRegistry: PrometheusCollectorRegistry? = nil
 ) -> some ApplicationProtocol {
-    let authenticator = Authenticator(database: database, verifier: identity)
+    let authenticator = Authenticator(database: database, verifier: identity, limits: UserLimits(configuration.limits))
     var assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
     if let assets = configuration.assets {
         let publicURL = configuration.publicURL
@@ -61,7 +63,7 @@ public func buildApplication(
     SubscriptionController(database: database, configuration: configuration, authenticator: authenticator).register(on: webSocketRouter)
     return Application(
         router: router,
-        server: .http1WebSocketUpgrade(webSocketRouter: webSocketRouter, configuration: .init(ws: .init(maxFrameSize: 1 << 20))),
+        server: server(webSocketRouter: webSocketRouter, limits: configuration.limits),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "canopy"),
         services: [
             database.primary, database.notifier,
@@ -69,4 +71,21 @@ public func buildApplication(
         ] + (database.replicas.map { [$0] } ?? []),
         logger: logger
     )
+}
+
+/// HTTP/1 with WebSocket upgrades, under the connection limits: header
+/// size, the first head's deadline, the idle timeout, frame size and pings.
+private func server(webSocketRouter: Router<CanopyRequestContext>, limits: AbuseLimits) -> HTTPServerBuilder {
+    let webSocketResponder = webSocketRouter.buildResponder()
+    let http1 = HTTP1Channel.Configuration(
+        idleTimeout: TimeAmount(limits.idleTimeout),
+        httpDecoderConfiguration: .init(maxHeaderFieldSize: limits.maximumHeaderSize, maxHeaderListSize: limits.maximumHeaderSize)
+    )
+    let ws = WebSocketServerConfiguration(maxFrameSize: limits.maximumWebSocketFrame, autoPing: .enabled(timePeriod: limits.webSocketPingInterval))
+    return HTTPServerBuilder { responder in
+        HeadDeadlineChannel(
+            base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: .init(http1: http1, ws: ws)),
+            headTimeout: TimeAmount(limits.requestHeadTimeout)
+        )
+    }
 }

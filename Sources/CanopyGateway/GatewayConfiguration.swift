@@ -25,6 +25,8 @@ import CanopyIdentity
 ///   at `/share/<token>` is served either way)
 /// - `signInProviders`: the `--auth-config` providers with a `signIn` block,
 ///   offered by the console as "Sign in with …" buttons
+/// - `limits`: rates, sizes and timeouts that keep one client from taking
+///   the gateway from others (``AbuseLimits`` lists each with its flag)
 public struct GatewayConfiguration: Sendable {
     public var host: String
     public var port: Int
@@ -40,6 +42,7 @@ public struct GatewayConfiguration: Sendable {
     public var assets: AssetSettings?
     public var console: ConsoleFiles?
     public var signInProviders: [IdentityProvider]
+    public var limits: AbuseLimits
 
     public init(
         host: String = "127.0.0.1",
@@ -55,7 +58,8 @@ public struct GatewayConfiguration: Sendable {
         accessLog: Bool = false,
         assets: AssetSettings? = nil,
         console: ConsoleFiles? = nil,
-        signInProviders: [IdentityProvider] = []
+        signInProviders: [IdentityProvider] = [],
+        limits: AbuseLimits = AbuseLimits()
     ) {
         self.host = host
         self.port = port
@@ -71,5 +75,6 @@ public struct GatewayConfiguration: Sendable {
         self.assets = assets
         self.console = console
         self.signInProviders = signInProviders.filter { $0.signIn != nil }
+        self.limits = limits
     }
 }

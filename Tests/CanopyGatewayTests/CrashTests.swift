@@ -95,7 +95,7 @@ struct CrashTests {
         let serve: @Sendable () throws -> Subprocess.Started = {
             try Subprocess.start(CanopyBinary.path, [
                 "serve", "--database-url", admin.url, "--migrations-dir", TestDatabase.migrationsDirectory,
-                "--port", String(port), "--no-console",
+                "--port", String(port), "--no-console", "--rate-limit", "0",
             ])
         }
         var gateway = try serve()

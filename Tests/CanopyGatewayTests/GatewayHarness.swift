@@ -70,15 +70,19 @@ struct GatewayHarness: Sendable {
         identity: TokenVerifier? = nil,
         replicas: [DatabaseEndpoint] = [],
         replicaSettings: ReplicaSet.Settings = .init(),
+        rateLimited: Bool = false,
         _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         try await test(configuration: configuration, gatewayEndpoint: gatewayEndpoint, live: live, availabilityTimeout: availabilityTimeout,
-                       schemaMode: schemaMode, identity: identity, replicas: replicas, replicaSettings: replicaSettings) { client, _ in
+                       schemaMode: schemaMode, identity: identity, replicas: replicas, replicaSettings: replicaSettings,
+                       rateLimited: rateLimited) { client, _ in
             try await body(client)
         }
     }
 
     /// The same, also handing the body the gateway's database (its replicas).
+    /// Tests drive one user far harder than a person would, so the per-user
+    /// rate limit is off unless `rateLimited` (the tests of that limit).
     func test<T: Sendable>(
         configuration: GatewayConfiguration = GatewayConfiguration(),
         gatewayEndpoint: DatabaseEndpoint? = nil,
@@ -88,8 +92,11 @@ struct GatewayHarness: Sendable {
         identity: TokenVerifier? = nil,
         replicas: [DatabaseEndpoint] = [],
         replicaSettings: ReplicaSet.Settings = .init(),
+        rateLimited: Bool = false,
         _ body: @Sendable (any TestClientProtocol, RequestDatabase) async throws -> T
     ) async throws -> T {
+        var configuration = configuration
+        if !rateLimited { configuration.limits.requestsPerSecond = 0 }
         let logger = logs.logger()
         let database = try RequestDatabase(
             endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),

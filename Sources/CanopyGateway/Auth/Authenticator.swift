@@ -7,7 +7,9 @@ import Metrics
 /// Who is asking, from the token a request presents: a Canopy token
 /// (`cnp_…`, looked up in the database) or an identity provider's JWT
 /// (verified by ``TokenVerifier``, then signed in: the first sign-in
-/// creates the user). One place for HTTP and WebSocket alike.
+/// creates the user). One place for HTTP and WebSocket alike, and so the
+/// place that holds the per-user limits (``UserLimits``) checked once the
+/// caller is known.
 struct Authenticator: Sendable {
     /// An authenticated caller, and until when the credential holds (a
     /// JWT's `exp`; nil for a Canopy token, which holds until revoked).
@@ -18,6 +20,7 @@ struct Authenticator: Sendable {
 
     let database: RequestDatabase
     let verifier: TokenVerifier?
+    let limits: UserLimits
 
     /// Refused credentials by kind (`canopy`, `jwt`, `other`), for /metrics:
     /// a rise in `jwt` is often a provider's key rotation or a wrong audience.

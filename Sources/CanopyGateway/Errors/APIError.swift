@@ -14,6 +14,9 @@ public struct APIError: Error, Sendable {
     public var message: String
     public var locations: [QueryError.Location]
     public var path: [String]
+    /// Seconds a client should wait before asking again (`Retry-After`),
+    /// for a limit that passes with time.
+    public var retryAfter: Int?
 
     public init(_ code: ErrorCode, _ message: String, locations: [QueryError.Location] = [], path: [String] = []) {
         self.code = code

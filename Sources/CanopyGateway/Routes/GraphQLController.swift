@@ -108,6 +108,7 @@ struct GraphQLController {
         }
         do {
             let fields = try parsed.rootFields()
+            try QueryCost.check(fields, in: parsed, maximum: configuration.limits.maximumQueryCost)
             var executor = OperationExecutor(
                 database: database, configuration: configuration, request: parsed,
                 userID: userID, requestID: context.requestID, logger: context.logger

@@ -18,7 +18,11 @@ struct GraphQLResponse {
 
     static func errors(_ errors: [APIError], requestID: String, status: HTTPResponse.Status) -> Response {
         let body = "{\"errors\":\(encode(errors, requestID: requestID))}"
-        return json(body, status: status)
+        var response = json(body, status: status)
+        if let seconds = errors.first?.retryAfter {
+            response.headers[.retryAfter] = String(seconds)
+        }
+        return response
     }
 
     /// `{"data": {key: json, ...}, "errors": [...]}`; a nil value is JSON null.

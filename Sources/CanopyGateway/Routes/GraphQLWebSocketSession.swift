@@ -94,7 +94,7 @@ final class GraphQLWebSocketSession: Sendable {
             credentialWatch.withLock { $0 }?.cancel()
         }
         do {
-            for try await message in inbound.messages(maxSize: 1 << 20) {
+            for try await message in inbound.messages(maxSize: configuration.limits.maximumWebSocketFrame) {
                 guard case .text(let text) = message else {
                     await close(4400, "graphql-transport-ws messages are JSON text")
                     break
@@ -153,13 +153,19 @@ final class GraphQLWebSocketSession: Sendable {
                 await close(4400, "invalid subscribe message: it needs an id and a payload with a query")
                 return false
             }
-            enum Start { case started, duplicate, tooMany }
+            let limits = authenticator.limits
+            if let wait = limits.takeRequest(for: userID) {
+                return await sendError(id, limits.rateError(retryingIn: wait))
+            }
+            enum Start { case started, duplicate, tooMany, tooManyForUser }
             let start = state.withLock { state -> Start in
                 guard state.subscriptions[id] == nil else { return .duplicate }
                 guard state.subscriptions.count < Self.maximumSubscriptions else { return .tooMany }
+                guard limits.openSubscription(for: userID) else { return .tooManyForUser }
                 state.generations += 1
                 let generation = state.generations
                 state.subscriptions[id] = Running(generation: generation, task: Task { [self] in
+                    defer { limits.closeSubscription(for: userID) }
                     await follow(id: id, generation: generation, request: request, userID: userID)
                 })
                 return .started
@@ -172,6 +178,9 @@ final class GraphQLWebSocketSession: Sendable {
                 return false
             case .tooMany:
                 return await sendError(id, APIError(.limitExceeded, "a socket holds at most \(Self.maximumSubscriptions) subscriptions; complete one first"))
+            case .tooManyForUser:
+                return await sendError(id, APIError(
+                    .limitExceeded, "a user holds at most \(limits.limits.maximumSubscriptionsPerUser) subscriptions on this server; complete one first"))
             }
         case "complete":
             if let id = message.id {
@@ -245,7 +254,9 @@ final class GraphQLWebSocketSession: Sendable {
             guard parsed.operation.operation == .subscription else {
                 throw APIError(.badRequest, "over WebSocket Canopy serves subscriptions; send queries and mutations with POST /graphql")
             }
-            guard let field = try parsed.rootFields().first, ["zoneChanged", "databaseChanged"].contains(field.name) else {
+            let fields = try parsed.rootFields()
+            try QueryCost.check(fields, in: parsed, maximum: configuration.limits.maximumQueryCost)
+            guard let field = fields.first, ["zoneChanged", "databaseChanged"].contains(field.name) else {
                 throw APIError(.badRequest, "subscribe to zoneChanged or databaseChanged")
             }
             fieldKey = field.responseKey

@@ -57,6 +57,7 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .customLong("access-log"), help: "Log a line for every request, at info (env CANOPY_ACCESS_LOG=1). Off by default: errors are logged either way.")
     var accessLog = false
 
+    @OptionGroup var limits: LimitOptions
     @OptionGroup var replicas: ReplicaOptions
     @OptionGroup var mode: ModeOptions
     @OptionGroup var database: DatabaseOptions
@@ -67,6 +68,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--change-retention-days must be 0 or more, got \(changeRetentionDays)")
         }
         try replicas.validate()
+        try limits.validate()
         guard maximumAssetSize > 0 else {
             throw ValidationError("--max-asset-size must be a positive number of bytes, not \(maximumAssetSize)")
         }
@@ -141,7 +143,8 @@ struct Serve: AsyncParsableCommand {
             accessLog: accessLog || ProcessInfo.processInfo.environment["CANOPY_ACCESS_LOG"] == "1",
             assets: assetSettings,
             console: console,
-            signInProviders: authConfiguration?.providers ?? []
+            signInProviders: authConfiguration?.providers ?? [],
+            limits: limits.limits
         )
         var verifier: TokenVerifier?
         if let authConfiguration {
