@@ -19,15 +19,27 @@ public struct DatabaseEndpoint: Sendable, Equatable {
     public var username: String
     public var password: String?
     public var database: String
-    /// `sslmode` from a URL: `disable` (default), `prefer` or `require`.
+    /// `sslmode` from a URL, as libpq reads it (TCP only; a Unix socket is
+    /// never encrypted): `disable` (default); `prefer` (TLS if the server
+    /// offers it) and `require` (TLS or nothing), neither checking the
+    /// server's certificate unless `sslrootcert` is given (then as
+    /// `verify-ca`, as libpq does); `verify-ca` (the certificate must chain
+    /// to `sslrootcert`, or to the system's roots without it); `verify-full`
+    /// (also for the host name the URL names).
     public var sslMode: String
+    /// `sslrootcert` from a URL: a PEM file of the certificates that sign
+    /// the server's (a managed database's CA bundle).
+    public var sslRootCertificate: String?
 
-    public init(transport: Transport, username: String, password: String?, database: String, sslMode: String = "disable") {
+    static let sslModes = ["disable", "prefer", "require", "verify-ca", "verify-full"]
+
+    public init(transport: Transport, username: String, password: String?, database: String, sslMode: String = "disable", sslRootCertificate: String? = nil) {
         self.transport = transport
         self.username = username
         self.password = password
         self.database = database
         self.sslMode = sslMode
+        self.sslRootCertificate = sslRootCertificate
     }
 
     /// Parses `postgres://user:password@host:port/database?sslmode=...`
@@ -90,8 +102,12 @@ public struct DatabaseEndpoint: Sendable, Equatable {
         let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         self.database = path.isEmpty ? self.username : path
         self.sslMode = query["sslmode"] ?? "disable"
-        guard ["disable", "prefer", "require"].contains(sslMode) else {
-            throw StoreError(.invalidConfiguration, "sslmode must be disable, prefer or require, got '\(sslMode)'")
+        guard Self.sslModes.contains(sslMode) else {
+            throw StoreError(.invalidConfiguration, "sslmode must be one of \(Self.sslModes.joined(separator: ", ")), got '\(sslMode)'")
+        }
+        self.sslRootCertificate = query["sslrootcert"].flatMap { $0.isEmpty ? nil : $0 }
+        if let root = sslRootCertificate, !FileManager.default.isReadableFile(atPath: root) {
+            throw StoreError(.invalidConfiguration, "sslrootcert '\(root)' is not a readable file (a PEM file of the certificates that sign the server's)")
         }
     }
 
@@ -141,13 +157,20 @@ public struct DatabaseEndpoint: Sendable, Equatable {
         if !otherHosts.isEmpty {
             let places = hosts.map(\.place)
             return "postgres://\(username)@/\(database)?host=\(places.map(\.host).joined(separator: ","))&port=\(places.map { String($0.port) }.joined(separator: ","))&target_session_attrs=read-write"
+                + tlsParameters.map { "&\($0)" }.joined()
         }
         switch transport {
         case .tcp(let host, let port):
-            return "postgres://\(username)@\(host):\(port)/\(database)"
+            return "postgres://\(username)@\(host):\(port)/\(database)" + (tlsParameters.isEmpty ? "" : "?" + tlsParameters.joined(separator: "&"))
         case .unixSocket(let directory, let port):
             return "postgres://\(username)@/\(database)?host=\(directory)&port=\(port)"
         }
+    }
+
+    /// `sslmode=…` and `sslrootcert=…` for a URL, when not the default.
+    private var tlsParameters: [String] {
+        guard sslMode != "disable" else { return [] }
+        return ["sslmode=\(sslMode)"] + (sslRootCertificate.map { ["sslrootcert=\($0)"] } ?? [])
     }
 
     /// Environment variables that make libpq tools (psql) connect here.
@@ -159,6 +182,7 @@ public struct DatabaseEndpoint: Sendable, Equatable {
         if !otherHosts.isEmpty { env["PGTARGETSESSIONATTRS"] = "read-write" }
         if let password { env["PGPASSWORD"] = password }
         env["PGSSLMODE"] = sslMode
+        if let sslRootCertificate { env["PGSSLROOTCERT"] = sslRootCertificate }
         return env
     }
 
@@ -169,11 +193,26 @@ public struct DatabaseEndpoint: Sendable, Equatable {
         return nil
     }
 
+    /// TLS as `sslmode` and `sslrootcert` say (see `sslMode`).
+    var tlsConfiguration: TLSConfiguration {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        let verifies = sslMode.hasPrefix("verify-") || sslRootCertificate != nil
+        switch sslMode {
+        case "verify-full": configuration.certificateVerification = .fullVerification
+        case _ where verifies: configuration.certificateVerification = .noHostnameVerification
+        default: configuration.certificateVerification = .none
+        }
+        if verifies, let sslRootCertificate {
+            configuration.trustRoots = .file(sslRootCertificate)
+        }
+        return configuration
+    }
+
     private func tls() throws -> PostgresConnection.Configuration.TLS {
         switch sslMode {
-        case "require": return .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        case "prefer": return .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        default: return .disable
+        case "disable": return .disable
+        case "prefer": return .prefer(try NIOSSLContext(configuration: tlsConfiguration))
+        default: return .require(try NIOSSLContext(configuration: tlsConfiguration))
         }
     }
 
@@ -193,9 +232,9 @@ public struct DatabaseEndpoint: Sendable, Equatable {
         case .tcp(let host, let port):
             let tls: PostgresClient.Configuration.TLS
             switch sslMode {
-            case "require": tls = .require(.makeClientConfiguration())
-            case "prefer": tls = .prefer(.makeClientConfiguration())
-            default: tls = .disable
+            case "disable": tls = .disable
+            case "prefer": tls = .prefer(tlsConfiguration)
+            default: tls = .require(tlsConfiguration)
             }
             return .init(host: host, port: port, username: username, password: password, database: database, tls: tls)
         case .unixSocket:

@@ -30,6 +30,12 @@ public enum PostgresErrors {
                 if let detail = psql.serverInfo?[.detail] { text += " (\(detail))" }
                 return text
             }
+            if psql.code == .sslUnsupported {
+                return "the server does not offer TLS, and the URL's sslmode requires it"
+            }
+            // A failure before any server message (refused, TLS handshake):
+            // what NIO said is the only clue, e.g. CERTIFICATE_VERIFY_FAILED.
+            if let underlying = psql.underlying { return "\(psql.code): \(underlying)" }
             return "\(psql.code)"
         }
         if let store = error as? StoreError { return store.message }
