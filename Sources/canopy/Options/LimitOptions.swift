@@ -12,47 +12,47 @@ struct LimitOptions: ParsableArguments {
     }
 
     @Option(name: .customLong("rate-limit"), help: ArgumentHelp(
-        "Requests a second each user may make on average, over /graphql, /assets and subscription starts; past it, HTTP 429 LIMIT_EXCEEDED with Retry-After (env CANOPY_RATE_LIMIT; default 50; 0 turns it off).",
+        "Requests a second each user may make on average, over /graphql, /assets and subscription starts; past it, HTTP 429 LIMIT_EXCEEDED with Retry-After (env CANOPY_RATE_LIMIT; 0 turns it off).",
         valueName: "per-second"))
     var rateLimit: Double = environment("CANOPY_RATE_LIMIT") ?? defaults.requestsPerSecond
 
     @Option(name: .customLong("rate-burst"), help: ArgumentHelp(
-        "Requests a user may make at once before --rate-limit applies (env CANOPY_RATE_BURST; default 100).",
+        "Requests a user may make at once before --rate-limit applies (env CANOPY_RATE_BURST).",
         valueName: "requests"))
     var rateBurst: Int = environment("CANOPY_RATE_BURST").map { Int($0) } ?? defaults.burst
 
     @Option(name: .customLong("max-query-cost"), help: ArgumentHelp(
-        "The most rows one document may ask for (pages' limits times nested lists, summed over root fields); past it, HTTP 400 LIMIT_EXCEEDED before anything runs (env CANOPY_MAX_QUERY_COST; default 50000).",
+        "The most rows one document may ask for (pages' limits times nested lists, summed over root fields); past it, HTTP 400 LIMIT_EXCEEDED before anything runs (env CANOPY_MAX_QUERY_COST).",
         valueName: "rows"))
     var maximumQueryCost: Int = environment("CANOPY_MAX_QUERY_COST").map { Int($0) } ?? defaults.maximumQueryCost
 
     @Option(name: .customLong("max-header-size"), help: ArgumentHelp(
-        "Bytes of a request's line and headers together; past it, HTTP 400 and the connection is closed (env CANOPY_MAX_HEADER_SIZE; default 16384).",
+        "Bytes of a request's line and headers together; past it, HTTP 400 and the connection is closed (env CANOPY_MAX_HEADER_SIZE).",
         valueName: "bytes"))
     var maximumHeaderSize: Int = environment("CANOPY_MAX_HEADER_SIZE").map { Int($0) } ?? defaults.maximumHeaderSize
 
     @Option(name: .customLong("request-head-timeout"), help: ArgumentHelp(
-        "Seconds a new connection has to send its first request line and headers, or it is closed (a client trickling bytes holds nothing longer; env CANOPY_REQUEST_HEAD_TIMEOUT; default 10).",
+        "Seconds a new connection has to send its first request line and headers, or it is closed (a client trickling bytes holds nothing longer; env CANOPY_REQUEST_HEAD_TIMEOUT).",
         valueName: "seconds"))
     var requestHeadTimeout: Double = environment("CANOPY_REQUEST_HEAD_TIMEOUT") ?? defaults.requestHeadTimeout.inSeconds
 
     @Option(name: .customLong("idle-timeout"), help: ArgumentHelp(
-        "Seconds a keep-alive connection may sit without a request before it is closed (env CANOPY_IDLE_TIMEOUT; default 60).",
+        "Seconds a keep-alive connection may sit without a request before it is closed (env CANOPY_IDLE_TIMEOUT).",
         valueName: "seconds"))
     var idleTimeout: Double = environment("CANOPY_IDLE_TIMEOUT") ?? defaults.idleTimeout.inSeconds
 
     @Option(name: .customLong("max-websocket-frame"), help: ArgumentHelp(
-        "Bytes of the largest WebSocket frame or message accepted; a larger one closes the socket with 1009 (env CANOPY_MAX_WEBSOCKET_FRAME; default 1048576).",
+        "Bytes of the largest WebSocket frame or message accepted; a larger one closes the socket with 1009 (env CANOPY_MAX_WEBSOCKET_FRAME).",
         valueName: "bytes"))
     var maximumWebSocketFrame: Int = environment("CANOPY_MAX_WEBSOCKET_FRAME").map { Int($0) } ?? defaults.maximumWebSocketFrame
 
     @Option(name: .customLong("websocket-ping-interval"), help: ArgumentHelp(
-        "Seconds between the server's pings on a WebSocket; a socket whose pong has not come by the next ping is closed (env CANOPY_WEBSOCKET_PING_INTERVAL; default 30).",
+        "Seconds between the server's pings on a WebSocket; a socket whose pong has not come by the next ping is closed (env CANOPY_WEBSOCKET_PING_INTERVAL).",
         valueName: "seconds"))
     var webSocketPingInterval: Double = environment("CANOPY_WEBSOCKET_PING_INTERVAL") ?? defaults.webSocketPingInterval.inSeconds
 
     @Option(name: .customLong("max-subscriptions-per-user"), help: ArgumentHelp(
-        "Live subscriptions one user may hold over all their sockets to this server; one more is answered with an error message LIMIT_EXCEEDED (env CANOPY_MAX_SUBSCRIPTIONS_PER_USER; default 100).",
+        "Live subscriptions one user may hold over all their sockets to this server; one more is answered with an error message LIMIT_EXCEEDED (env CANOPY_MAX_SUBSCRIPTIONS_PER_USER).",
         valueName: "count"))
     var maximumSubscriptionsPerUser: Int = environment("CANOPY_MAX_SUBSCRIPTIONS_PER_USER").map { Int($0) } ?? defaults.maximumSubscriptionsPerUser
 
