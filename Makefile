@@ -4,13 +4,15 @@
 #   make test   install PostgreSQL, pg_auto_failover and headless Chromium
 #               if missing, build, run every test suite
 #   make bench  release build; the gateway against pgbench; BENCHMARKS.md
+#   make soak   release build; 30 minutes of mixed traffic from 20 users;
+#               docs/soak/SOAK.md and soak.png (not part of make test)
 # Both install PostgreSQL from Debian's packages when it is missing (as root).
 
 SWIFT ?= swift
 PORT ?= 8080
 DATA_DIR ?= .canopy
 
-.PHONY: run test build postgres clean stop docker-config bench bench-full
+.PHONY: run test build postgres clean stop docker-config bench bench-full soak
 
 postgres:
 	@scripts/ensure-postgres.sh
@@ -47,6 +49,15 @@ bench-full: postgres
 	$(SWIFT) build -c release --product canopy
 	$(SWIFT) build -c release --product canopy-floor
 	python3 scripts/bench/bench.py --records 1000000 --scales 100000,1000000,5000000 --runs 5 --seconds 20
+
+# The soak (issue 20): RSS, PostgreSQL connections and p99 over 30 minutes
+# of queries, batches, sharing, feeds, subscriptions and bad requests;
+# exits non-zero on an unexpected error or a trend (docs/RELIABILITY.md).
+SOAK_MINUTES ?= 30
+soak: postgres
+	python3 -m pip install -q -r Tests/python/requirements.txt matplotlib
+	$(SWIFT) build -c release --product canopy
+	python3 scripts/soak/soak.py --minutes $(SOAK_MINUTES) --output-dir docs/soak
 
 run: postgres build
 	@CANOPY_DATA_DIR=$(DATA_DIR) CANOPY_PORT=$(PORT) scripts/run.sh
