@@ -117,6 +117,28 @@ final class BatchWriters: Sendable {
         }
     }
 
+    /// Runs the writers (and `follower`, when given) with `fault` beside
+    /// them, started after 2 s of traffic; stops them all when `fault`
+    /// returns, and returns what it returned.
+    func run<T: Sendable>(
+        send: @escaping Send, following follower: FeedFollower? = nil, fault: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await self.run(send: send); return nil }
+            if let follower {
+                group.addTask { try await follower.follow(send: send); return nil }
+            }
+            group.addTask {
+                defer { self.stop(); follower?.stop() }
+                try await Task.sleep(for: .seconds(2))
+                return try await fault()
+            }
+            var result: T?
+            for try await value in group where value != nil { result = value }
+            return result!
+        }
+    }
+
     /// One atomic batch of five new records, and what came of it.
     static func write(batch: Int, writer: Int, send: Send) async -> Attempt {
         let records = (0..<recordsPerBatch).map { index -> [String: Any] in

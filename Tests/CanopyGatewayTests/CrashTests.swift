@@ -52,23 +52,16 @@ struct CrashTests {
                                availabilityTimeout: Self.availabilityTimeout) { client in
             let send = BatchWriters.send(through: client, token: harness.aliceToken)
             try await writers.makeZones(send: send)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await writers.run(send: send) }
-                group.addTask { try await follower.follow(send: send) }
-                group.addTask {
-                    defer { writers.stop(); follower.stop() }
-                    try await Task.sleep(for: .seconds(2))
-                    try await cluster.stop(logger: TestDatabase.logger, mode: .immediate)
-                    writers.markFault()
-                    // Gone for three seconds, then back on the same address.
-                    try await Task.sleep(for: .seconds(3))
-                    let restarted = try await cluster.start(logger: TestDatabase.logger)
-                    #expect(restarted.port == running.port, "the cluster came back on another port")
-                    let resumed = try await writers.waitForAcknowledgement(after: ContinuousClock.now, within: .seconds(30))
-                    #expect(resumed, "writes did not resume after the database came back")
-                    try await Task.sleep(for: .seconds(2))
-                }
-                try await group.waitForAll()
+            try await writers.run(send: send, following: follower) {
+                try await cluster.stop(logger: TestDatabase.logger, mode: .immediate)
+                writers.markFault()
+                // Gone for three seconds, then back on the same address.
+                try await Task.sleep(for: .seconds(3))
+                let restarted = try await cluster.start(logger: TestDatabase.logger)
+                #expect(restarted.port == running.port, "the cluster came back on another port")
+                let resumed = try await writers.waitForAcknowledgement(after: ContinuousClock.now, within: .seconds(30))
+                #expect(resumed, "writes did not resume after the database came back")
+                try await Task.sleep(for: .seconds(2))
             }
             let caughtUp = try await follower.drain(send: send)
             #expect(caughtUp, "the feeds did not catch up after the writers stopped")
@@ -110,29 +103,20 @@ struct CrashTests {
         try await writers.makeZones(send: send)
         let first = gateway
         // The killer hands back the gateway it started again.
-        let restarted = try await withThrowingTaskGroup(of: Subprocess.Started?.self) { group in
-            group.addTask { try await writers.run(send: send); return nil }
-            group.addTask { try await follower.follow(send: send); return nil }
-            group.addTask {
-                defer { writers.stop(); follower.stop() }
-                try await Task.sleep(for: .seconds(2))
-                kill(first.pid, SIGKILL)
-                _ = try first.wait()
-                writers.markFault()
-                try await Task.sleep(for: .seconds(1))
-                let again = try serve()
-                let serving = try await CanopyBinary.waitUntilServing(port: port)
-                #expect(serving, "the restarted canopy serve did not answer /health")
-                let resumed = try await writers.waitForAcknowledgement(after: ContinuousClock.now, within: .seconds(30))
-                #expect(resumed, "writes did not resume through the restarted gateway")
-                try await Task.sleep(for: .seconds(2))
-                return again
-            }
-            var again: Subprocess.Started?
-            for try await started in group where started != nil { again = started }
+        let restarted = try await writers.run(send: send, following: follower) {
+            kill(first.pid, SIGKILL)
+            _ = try first.wait()
+            writers.markFault()
+            try await Task.sleep(for: .seconds(1))
+            let again = try serve()
+            let serving = try await CanopyBinary.waitUntilServing(port: port)
+            #expect(serving, "the restarted canopy serve did not answer /health")
+            let resumed = try await writers.waitForAcknowledgement(after: ContinuousClock.now, within: .seconds(30))
+            #expect(resumed, "writes did not resume through the restarted gateway")
+            try await Task.sleep(for: .seconds(2))
             return again
         }
-        gateway = try #require(restarted)
+        gateway = restarted
         let caughtUp = try await follower.drain(send: send)
         #expect(caughtUp, "the feeds did not catch up after the writers stopped")
         kill(gateway.pid, SIGTERM)

@@ -53,19 +53,13 @@ struct FailoverTests {
                                availabilityTimeout: Self.availabilityTimeout) { client in
             let send = BatchWriters.send(through: client, token: harness.aliceToken)
             try await writers.makeZones(send: send)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await writers.run(send: send) }
-                group.addTask {
-                    defer { writers.stop() }
-                    try await Task.sleep(for: .seconds(2))
-                    let killed = try run(Self.script, ["kill-primary", directory])
-                    #expect(killed.succeeded, "\(killed.output)")
-                    let now = writers.markFault()
-                    // Until writes are acknowledged again (60 s at most), then 2 s more.
-                    _ = try await writers.waitForAcknowledgement(after: now, within: .seconds(60))
-                    try await Task.sleep(for: .seconds(2))
-                }
-                try await group.waitForAll()
+            try await writers.run(send: send) {
+                let killed = try run(Self.script, ["kill-primary", directory])
+                #expect(killed.succeeded, "\(killed.output)")
+                let now = writers.markFault()
+                // Until writes are acknowledged again (60 s at most), then 2 s more.
+                _ = try await writers.waitForAcknowledgement(after: now, within: .seconds(60))
+                try await Task.sleep(for: .seconds(2))
             }
         }
 
