@@ -1,4 +1,4 @@
-import CanopyGateway
+@testable import CanopyGateway
 import CanopyStore
 import CanopyTestSupport
 import Foundation
@@ -49,6 +49,16 @@ struct AbuseLimitTests {
             let (tooSoon, _) = try await client.graphql("{ me { name } }", token: harness.aliceToken)
             #expect(tooSoon == .tooManyRequests)
         }
+    }
+
+    @Test("concurrent requests that read the clock out of order do not drain a bucket (a later request may hold an earlier instant)")
+    func clockOrder() {
+        let limits = UserLimits(AbuseLimits(requestsPerSecond: 1_000_000_000, burst: 2))
+        let start = ContinuousClock.now
+        #expect(limits.takeRequest(for: 1, now: start + .milliseconds(10)) == nil)
+        // Read before the one above, locked after it.
+        #expect(limits.takeRequest(for: 1, now: start) == nil)
+        #expect(limits.takeRequest(for: 1, now: start + .milliseconds(11)) == nil, "the bucket ran backward in time")
     }
 
     @Test("a document over the query cost is refused before it runs, at the costliest field; variables count")

@@ -16,7 +16,11 @@ cd "$ROOT"
 "$BIN" migrate up >/dev/null
 JSON=$("$BIN" users add cg --json 2>/dev/null || "$BIN" users token cg --json)
 TOKEN=$(printf '%s' "$JSON" | sed -E 's/.*"token":"([^"]+)".*/\1/')
-"$BIN" serve --port "$PORT" > /tmp/cg/serve-$PORT.log 2>&1 &
+# One user drives far past a person's rate: keep the limiter on the path
+# but never refusing (builds from before issue 20 have no such flag).
+EXTRA=()
+if "$BIN" serve --help 2>/dev/null | grep -q -- --rate-limit; then EXTRA=(--rate-limit 1000000000); fi
+"$BIN" serve --port "$PORT" "${EXTRA[@]}" > /tmp/cg/serve-$PORT.log 2>&1 &
 SPID=$!
 q() { curl -s "http://127.0.0.1:$PORT/graphql" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d "$1"; }
 for i in $(seq 1 60); do curl -s -o /dev/null "http://127.0.0.1:$PORT/health" && break; sleep 1; done

@@ -32,11 +32,15 @@ final class UserLimits: Sendable {
         return state.withLock { state -> Duration? in
             if now - state.swept > .seconds(60) {
                 state.swept = now
-                state.buckets = state.buckets.filter { $0.value.tokens + (now - $0.value.updated).inSeconds * rate < capacity }
+                state.buckets = state.buckets.filter { $0.value.tokens + max(.zero, now - $0.value.updated).inSeconds * rate < capacity }
             }
             var bucket = state.buckets[user] ?? Bucket(tokens: capacity, updated: now)
-            bucket.tokens = min(capacity, bucket.tokens + (now - bucket.updated).inSeconds * rate)
-            bucket.updated = now
+            // Requests read the clock before they take the lock, so a later
+            // one may hold an earlier instant: time never runs backward here.
+            if now > bucket.updated {
+                bucket.tokens = min(capacity, bucket.tokens + (now - bucket.updated).inSeconds * rate)
+                bucket.updated = now
+            }
             defer { state.buckets[user] = bucket }
             guard bucket.tokens >= 1 else {
                 return .seconds((1 - bucket.tokens) / rate)
