@@ -20,7 +20,7 @@ struct ConnectionLimitTests {
     func limits() async throws {
         let endpoint = try await TestDatabase.shared.migratedDatabase()
         let (_, token) = try await addUser("alice", on: endpoint)
-        let port = 22000 + Int(getpid() % 20000)
+        let port = try EmbeddedCluster.freePort()
         let started = try Subprocess.start(CanopyBinary.path, [
             "serve", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory, "--port", String(port),
             "--no-console", "--max-header-size", "4096", "--request-head-timeout", "1", "--idle-timeout", "2",

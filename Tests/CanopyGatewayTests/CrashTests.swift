@@ -84,7 +84,7 @@ struct CrashTests {
     func gatewayCrash() async throws {
         let admin = try await TestDatabase.shared.migratedDatabase()
         let (_, token) = try await addUser("alice", on: admin)
-        let port = 21000 + Int(getpid() % 20000)
+        let port = try EmbeddedCluster.freePort()
         let serve: @Sendable () throws -> Subprocess.Started = {
             try Subprocess.start(CanopyBinary.path, [
                 "serve", "--database-url", admin.url, "--migrations-dir", TestDatabase.migrationsDirectory,

@@ -139,7 +139,7 @@ struct DatabaseTLSTests {
         try #require(CanopyBinary.exists, "build the canopy executable first")
         try await Self.serve { (served: Served) async throws in
             let url = served.url("sslmode=verify-full&sslrootcert=\(served.ca)")
-            let port = 23000 + Int(getpid() % 20000)
+            let port = try EmbeddedCluster.freePort()
             let serve = try Subprocess.start(CanopyBinary.path, [
                 "serve", "--database-url", url, "--migrations-dir", TestDatabase.migrationsDirectory, "--port", String(port), "--no-console",
             ], environment: ["CANOPY_GATEWAY_PASSWORD": "gateway-secret"])

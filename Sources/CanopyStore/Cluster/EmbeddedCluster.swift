@@ -214,7 +214,9 @@ public struct EmbeddedCluster: Sendable {
         }
     }
 
-    static func freePort() throws -> Int {
+    /// A loopback TCP port nothing listens on now (the kernel's pick), for
+    /// a cluster or a server a test starts.
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw StoreError(.clusterFailed, "cannot open a socket to find a free port") }
         defer { close(fd) }
