@@ -260,9 +260,22 @@ class Gateway:
             self.process.wait(timeout=30)
             self.stopped_cleanly = True
         except subprocess.TimeoutExpired:
+            self.dump_threads()
             self.process.kill()
             self.process.wait()
             self.stopped_cleanly = False
+
+    def dump_threads(self):
+        """Every thread's stack, appended to the gateway's log, so a
+        gateway that will not stop says where it is stuck."""
+        debugger = shutil.which("gdb")
+        if debugger is None:
+            return
+        with open(self.log_path, "a") as log:
+            log.write("\n---- SIGTERM not honoured within 30 s: threads (gdb) ----\n")
+            log.flush()
+            subprocess.run([debugger, "-p", str(self.process.pid), "-batch", "-ex", "thread apply all bt 30"],
+                           stdout=log, stderr=subprocess.STDOUT, timeout=120)
 
     def log_errors(self):
         try:

@@ -30,9 +30,10 @@ extension OperationExecutor {
         var zoneID: Int64?
     }
 
-    /// The key change tokens are signed with.
+    /// The key change tokens are signed with, and the keys it replaced.
     func changeTokenKey() async throws -> SigningKey {
-        SigningKey(try await database.secrets.key("change-token", logger: logger))
+        SigningKey(try await database.secrets.key("change-token", logger: logger),
+                   retired: try await database.secrets.retiredKeys("change-token", logger: logger))
     }
 
     /// One page of a zone's change feed (`zoneChanges`, or a `zoneChanged`

@@ -114,14 +114,34 @@ public enum ChangeToken: Sendable, Equatable {
 
     /// Decodes and verifies; nil for anything this server did not issue.
     public static func decode(_ text: String, secret: SigningKey) -> ChangeToken? {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[0] == "ct2", let sealed = Base64URL.decode(parts[1]),
-              let box = try? ChaChaPoly.SealedBox(combined: sealed),
-              let json = try? ChaChaPoly.open(box, using: secret.symmetricKey),
+        guard let box = sealedBox(text), let json = try? ChaChaPoly.open(box, using: secret.symmetricKey),
               let envelope = try? JSONDecoder().decode(Envelope.self, from: json)
         else { return nil }
         if let zone = envelope.zone { return .zone(zone) }
         if let database = envelope.database { return .database(database) }
         return nil
+    }
+
+    /// Whether `text` was sealed with one of `secret`'s retired keys: a
+    /// token this server issued before its database was restored from a
+    /// backup, whose positions and snapshots may name changes the restored
+    /// database never had (docs/BACKUP.md).
+    public static func wasRetired(_ text: String, secret: SigningKey) -> Bool {
+        guard !secret.retired.isEmpty, let box = sealedBox(text) else { return false }
+        return secret.retired.contains { (try? ChaChaPoly.open(box, using: SymmetricKey(data: $0))) != nil }
+    }
+
+    private static func sealedBox(_ text: String) -> ChaChaPoly.SealedBox? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0] == "ct2", let sealed = Base64URL.decode(parts[1]) else { return nil }
+        return try? ChaChaPoly.SealedBox(combined: sealed)
+    }
+}
+
+extension ChangeToken {
+    /// The answer to a token from before a restore (``wasRetired(_:secret:)``).
+    static func restoredSince(_ arguments: Arguments) -> QueryError {
+        QueryError(.changeTokenExpired, "since is a change token from before the database was restored from a backup; fetch changes from null",
+                   locations: arguments.location("since"))
     }
 }

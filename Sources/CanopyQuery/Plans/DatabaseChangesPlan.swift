@@ -65,6 +65,7 @@ public struct DatabaseChangesPlan: Sendable {
         var since: ChangeToken.DatabasePosition?
         if let text = try overridingSince ?? arguments.string("since") {
             guard case .database(let position)? = ChangeToken.decode(text, secret: secret) else {
+                if ChangeToken.wasRetired(text, secret: secret) { throw ChangeToken.restoredSince(arguments) }
                 throw arguments.invalid("since", "since is not a database change token this server issued")
             }
             guard position.user == userID, position.scope == scope.rawValue else {

@@ -67,6 +67,7 @@ public struct ZoneChangesPlan: Sendable {
         var since: ChangeToken.ZonePosition?
         if let text = try overridingSince ?? arguments.string("since") {
             guard case .zone(let position)? = ChangeToken.decode(text, secret: secret) else {
+                if ChangeToken.wasRetired(text, secret: secret) { throw ChangeToken.restoredSince(arguments) }
                 throw arguments.invalid("since", "since is not a zone change token this server issued")
             }
             guard position.user == userID, position.scope == scope.rawValue, position.zoneName == zone.zoneName else {

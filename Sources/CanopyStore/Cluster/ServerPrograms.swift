@@ -14,6 +14,17 @@ public struct ServerPrograms: Sendable {
         return FileManager.default.isExecutableFile(atPath: local) ? local : (Subprocess.which("psql") ?? local)
     }
 
+    /// A client program (pg_dump, pg_restore): the server's own when they
+    /// are installed (a pg_dump older than the server refuses to dump it),
+    /// else the first on PATH.
+    public static func client(_ name: String) throws -> String {
+        if let programs = try? locate(), FileManager.default.isExecutableFile(atPath: "\(programs.binDirectory)/\(name)") {
+            return "\(programs.binDirectory)/\(name)"
+        }
+        if let found = Subprocess.which(name) { return found }
+        throw StoreError(.postgresNotInstalled, "\(name) was not found; install PostgreSQL's client programs (apt-get install -y postgresql-client)")
+    }
+
     public static func locate() throws -> ServerPrograms {
         for directory in candidateDirectories() where isServerDirectory(directory) {
             return ServerPrograms(binDirectory: directory)

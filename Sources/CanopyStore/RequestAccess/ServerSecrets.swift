@@ -6,6 +6,7 @@ import PostgresNIO
 /// (so every gateway process agrees) and fetched once per process.
 public actor ServerSecrets {
     private var keys: [String: Data] = [:]
+    private var retired: [String: [Data]] = [:]
     private let primary: PrimaryPool
 
     init(primary: PrimaryPool) {
@@ -24,5 +25,18 @@ public actor ServerSecrets {
         guard let secret else { throw StoreError(.query, "the server secret \(name) could not be read") }
         keys[name] = secret
         return secret
+    }
+
+    /// The keys `name` replaced (`canopy restore` retires the change-token
+    /// key), newest first; fetched once per process, as a restore starts
+    /// the gateways again.
+    public func retiredKeys(_ name: String, logger: Logger) async throws -> [Data] {
+        if let keys = retired[name] { return keys }
+        let rows = try await primary.withConnection { connection in
+            try await connection.query("SELECT canopy.retired_server_secrets(\(name))", logger: logger).collect()
+        }
+        let keys = try rows.map { try $0.decode(Data.self) }
+        retired[name] = keys
+        return keys
     }
 }
