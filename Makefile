@@ -6,13 +6,15 @@
 #   make bench  release build; the gateway against pgbench; BENCHMARKS.md
 #   make soak   release build; 30 minutes of mixed traffic from 20 users;
 #               docs/soak/SOAK.md and soak.png (not part of make test)
+#   make fuzz   libFuzzer build in .build-fuzz; every target for FUZZ_SECONDS
+#               (300) each; docs/fuzz/RESULTS.md (make test runs 10 s each)
 # Both install PostgreSQL from Debian's packages when it is missing (as root).
 
 SWIFT ?= swift
 PORT ?= 8080
 DATA_DIR ?= .canopy
 
-.PHONY: run test build postgres clean stop docker-config bench bench-full soak
+.PHONY: run test build postgres clean stop docker-config bench bench-full soak fuzz fuzz-build
 
 postgres:
 	@scripts/ensure-postgres.sh
@@ -31,6 +33,10 @@ test: postgres
 	$(SWIFT) test --filter "WebConsoleTests|ConsoleSignInTests"
 	# Again alone, where the 100 ms notification bound is asserted.
 	CANOPY_STRICT_LATENCY=1 $(SWIFT) test --filter "SubscriptionTests/toldAtOnce"
+	# Every parser of outside input under libFuzzer for 10 s, after the
+	# regression inputs of crashes found before (docs/FUZZING.md).
+	$(MAKE) fuzz-build
+	python3 scripts/fuzz/fuzz.py --seconds 10
 
 # Benchmarks: the release gateway (wrk) against the same SQL (pgbench);
 # writes BENCHMARKS.md. bench: 200,000 records (W6 at 20,000 and 200,000), 3 runs
@@ -58,6 +64,16 @@ soak: postgres
 	python3 -m pip install -q -r Tests/python/requirements.txt matplotlib
 	$(SWIFT) build -c release --product canopy
 	python3 scripts/soak/soak.py --minutes $(SOAK_MINUTES) --output-dir docs/soak
+
+# Fuzzing (issue 20): the parsers' modules built with libFuzzer's coverage
+# instrumentation into .build-fuzz (CANOPY_FUZZ=1; Package.swift), then
+# each target for FUZZ_SECONDS from Fuzz/Corpus plus what earlier runs found.
+FUZZ_SECONDS ?= 300
+fuzz-build:
+	CANOPY_FUZZ=1 $(SWIFT) build --build-path .build-fuzz --product canopy-fuzz
+
+fuzz: fuzz-build
+	python3 scripts/fuzz/fuzz.py --seconds $(FUZZ_SECONDS) --report docs/fuzz/RESULTS.md
 
 run: postgres build
 	@CANOPY_DATA_DIR=$(DATA_DIR) CANOPY_PORT=$(PORT) scripts/run.sh

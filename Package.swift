@@ -5,6 +5,14 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
 ]
 
+// `make fuzz` (docs/FUZZING.md) builds with CANOPY_FUZZ=1 into .build-fuzz:
+// the modules that parse outside input get libFuzzer's coverage
+// instrumentation, and the `canopy-fuzz` target exists. Ordinary builds see
+// neither. (Per target, not -Xswiftc: that would also link libFuzzer into
+// the EmbedText build tool.)
+let fuzzing = Context.environment["CANOPY_FUZZ"] == "1"
+let parserSettings = swiftSettings + (fuzzing ? [.unsafeFlags(["-sanitize=fuzzer"])] : [])
+
 let package = Package(
     name: "canopy",
     platforms: [.macOS(.v15)],
@@ -38,7 +46,7 @@ let package = Package(
         // Hex, base64url and WAL positions, written once for every module.
         .target(
             name: "CanopyEncoding",
-            swiftSettings: swiftSettings
+            swiftSettings: parserSettings
         ),
         .target(
             name: "CanopyQuery",
@@ -49,7 +57,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "OrderedCollections", package: "swift-collections"),
             ],
-            swiftSettings: swiftSettings,
+            swiftSettings: parserSettings,
             plugins: ["EmbedSDL"]
         ),
         // schema/canopy.graphql, compiled into CanopyQuery at build time.
@@ -86,7 +94,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: parserSettings
         ),
         // Assets' bytes (API.md §11): content-addressed stores behind one
         // protocol, streamed and hashed (swift-crypto) through NIO's file system.
@@ -98,7 +106,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "_NIOFileSystem", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: parserSettings
         ),
         .target(
             name: "CanopyGateway",
@@ -213,3 +221,18 @@ let package = Package(
         ),
     ]
 )
+
+if fuzzing {
+    package.products.append(.executable(name: "canopy-fuzz", targets: ["canopy-fuzz"]))
+    package.targets.append(.executableTarget(
+        name: "canopy-fuzz",
+        dependencies: [
+            "CanopyAssets", "CanopyEncoding", "CanopyIdentity", "CanopyQuery",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "JWTKit", package: "jwt-kit"),
+        ],
+        path: "Fuzz/Sources",
+        swiftSettings: parserSettings,
+        linkerSettings: [.unsafeFlags(["-sanitize=fuzzer", "-use-ld=lld"])]
+    ))
+}

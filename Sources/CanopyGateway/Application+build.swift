@@ -1,3 +1,4 @@
+import CanopyAssets
 import CanopyIdentity
 import Crypto
 import CanopyStore

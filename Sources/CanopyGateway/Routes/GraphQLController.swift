@@ -1,3 +1,4 @@
+import CanopyAssets
 import CanopyEncoding
 import CanopyQuery
 import CanopyStore

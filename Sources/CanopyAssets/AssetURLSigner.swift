@@ -1,4 +1,3 @@
-import CanopyAssets
 import CanopyEncoding
 import Crypto
 import Foundation
@@ -8,18 +7,24 @@ import Foundation
 /// signature an HMAC-SHA256, with the server secret `asset-url`, of the
 /// digest, content type and expiry. Whoever may read a record gets its URLs;
 /// the URL alone then fetches the bytes (an `<img src>` sends no token).
-struct AssetURLSigner: Sendable {
+public struct AssetURLSigner: Sendable {
     let key: SymmetricKey
     let publicURL: String
     let lifetime: TimeInterval
 
-    func signature(sha256: String, contentType: String, expires: Int64) -> String {
+    public init(key: SymmetricKey, publicURL: String, lifetime: TimeInterval) {
+        self.key = key
+        self.publicURL = publicURL
+        self.lifetime = lifetime
+    }
+
+    public func signature(sha256: String, contentType: String, expires: Int64) -> String {
         let message = Data("\(sha256)\n\(contentType)\n\(expires)".utf8)
         let code = HMAC<SHA256>.authenticationCode(for: message, using: key)
         return Hex.encode(code)
     }
 
-    func url(sha256: String, contentType: String, now: Date = Date()) -> String {
+    public func url(sha256: String, contentType: String, now: Date = Date()) -> String {
         let expires = Int64(now.timeIntervalSince1970 + lifetime)
         var components = URLComponents()
         components.queryItems = [
@@ -32,7 +37,7 @@ struct AssetURLSigner: Sendable {
     }
 
     /// Whether a request's parameters are a valid, unexpired signature for `sha256`.
-    func verify(sha256: String, contentType: String, expires: Int64, signature given: String, now: Date = Date()) -> Bool {
+    public func verify(sha256: String, contentType: String, expires: Int64, signature given: String, now: Date = Date()) -> Bool {
         guard Double(expires) > now.timeIntervalSince1970 else { return false }
         let expected = Array(signature(sha256: sha256, contentType: contentType, expires: expires).utf8)
         let actual = Array(given.utf8)
@@ -43,7 +48,7 @@ struct AssetURLSigner: Sendable {
     /// Whether `json` (a root field's answer) may hold an asset value: a
     /// byte search, run on every answer, that lets all others through
     /// without parsing them or fetching the signing key.
-    static func mayHoldAssets(_ json: String) -> Bool {
+    public static func mayHoldAssets(_ json: String) -> Bool {
         var json = json
         return json.withUTF8 { bytes in
             guard bytes.count >= marker.count else { return false }
@@ -63,7 +68,7 @@ struct AssetURLSigner: Sendable {
 
     /// `json` with a `downloadURL` in every asset value; unchanged, without
     /// parsing, when it holds none.
-    func addingDownloadURLs(to json: String) -> String {
+    public func addingDownloadURLs(to json: String) -> String {
         guard Self.mayHoldAssets(json) else { return json }
         guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed]) else { return json }
         let signed = sign(object)
