@@ -78,6 +78,16 @@ struct SharingPermissionTests {
                     mutation($s: [RecordInput!]) { modifyRecords(\(zone(role)), save: $s, savePolicy: ALL_KEYS) { saved { recordName } errors { code } } }
                     """, ["s": [contact("seed", name: "Changed by \(role.rawValue)")]], token: token)
                 #expect(recordError(modified) == writeCode, "\(role) modify: \(modified.body)")
+                if canRead.contains(role) {
+                    // With the change tag the caller read: the same answer.
+                    let read = try await client.call("lookup", "{ lookup(\(zone(role)), recordNames: [\"seed\"]) { record { recordChangeTag } } }", token: token)
+                    let tag = ((read.list.first?["record"] as? [String: Any])?["recordChangeTag"] as? String) ?? ""
+                    let seed = contact("seed", name: "Changed again by \(role.rawValue)", tag: tag)
+                    let tagged = try await client.call("modifyRecords", """
+                        mutation($s: [RecordInput!]) { modifyRecords(\(zone(role)), save: $s) { saved { recordName } errors { code message } } }
+                        """, ["s": [seed]], token: token)
+                    #expect(!tag.isEmpty && recordError(tagged) == writeCode, "\(role) modify with its change tag: \(tagged.body)")
+                }
                 let deleted = try await client.call("modifyRecords", "mutation { modifyRecords(\(zone(role)), delete: [\"of-\(role.rawValue)\"]) { deleted errors { code } } }", token: token)
                 #expect(recordError(deleted) == writeCode, "\(role) delete: \(deleted.body)")
                 // the share itself

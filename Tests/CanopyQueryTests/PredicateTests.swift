@@ -29,6 +29,32 @@ struct PredicateTests {
         #expect(try check("hours BETWEEN {1, 5} AND hours IN {1, 2, 3} AND tags CONTAINS 'x' AND note == NIL") != .all)
     }
 
+    @Test("nesting and size are bounded: deep NOT, parentheses and lists, and too many comparisons, are errors, not a stack overflow (fuzzing found 2,000 '{' overflowing it)")
+    func bounded() throws {
+        func refusal(_ text: String) -> String? {
+            do {
+                _ = try PredicateParser.parse(text)
+                return nil
+            } catch let error as QueryError {
+                return error.message
+            } catch {
+                return "\(error)"
+            }
+        }
+        let crash = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Fuzz/Regressions/predicate/nested-braces-stack-overflow"), encoding: .utf8)
+        for text in [crash, "scores CONTAINS " + String(repeating: "{", count: 5000),
+                     String(repeating: "NOT ", count: 5000) + "hours > 1",
+                     String(repeating: "(", count: 5000) + "hours > 1" + String(repeating: ")", count: 5000)] {
+            #expect(refusal(text)?.contains("more than 32 deep") == true, "\(refusal(text) ?? "parsed")")
+        }
+        let deepest = String(repeating: "(", count: 30) + "NOT hours IN {1, 2}" + String(repeating: ")", count: 30)  // 32 levels
+        #expect(refusal(deepest) == nil)
+        let many = (0..<257).map { "hours == \($0)" }.joined(separator: " OR ")
+        #expect(refusal(many)?.contains("more than 256 comparisons") == true)
+        #expect(refusal((0..<256).map { "hours == \($0)" }.joined(separator: " OR ")) == nil)
+    }
+
     @Test("every fault names its column")
     func faults() {
         let cases: [(String, String)] = [

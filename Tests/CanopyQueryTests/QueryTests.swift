@@ -104,6 +104,24 @@ struct ParsedRequestTests {
             _ = try ParsedRequest(query: "{ me { name } }", limits: .init(maximumDepth: 1, maximumAliases: 5))
         }
     }
+
+    @Test("nesting past 64 levels of {, [ or ( is refused before the GraphQL parser, which would overflow the stack (found while fuzzing); brackets in strings and comments do not count")
+    func nesting() throws {
+        let lists = "{ me(x: " + String(repeating: "[", count: 20_000) + String(repeating: "]", count: 20_000) + ") { name } }"
+        let selections = "{ me { " + String(repeating: "a { ", count: 10_000) + String(repeating: "}", count: 10_000) + " } }"
+        for query in [lists, selections] {
+            #expect(throws: QueryError.self) { _ = try ParsedRequest(query: query) }
+            do {
+                _ = try ParsedRequest(query: query)
+            } catch let error as QueryError {
+                #expect(error.code == .limitExceeded && error.message.contains("more than 64 deep"), "\(error.message)")
+            }
+        }
+        let quoted = "# " + String(repeating: "[", count: 100) + "\n"
+            + "{ records(scope: PRIVATE, zone: {zoneName: \"" + String(repeating: "{", count: 100) + "\"}, recordType: \"T\", filter: \"\"\""
+            + String(repeating: "(", count: 100) + "\"\"\") { cursor } }"
+        #expect(throws: Never.self) { _ = try ParsedRequest(query: quoted) }
+    }
 }
 
 @Suite("SQL for me")

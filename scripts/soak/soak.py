@@ -89,12 +89,10 @@ SHARED_ZONE = "shared"
 # are counted and listed apart in the report, not as unexpected errors, so
 # that a soak measures stability; --strict counts them as unexpected.
 KNOWN_DEVIATIONS = {
-    # API.md §1: a READ_ONLY participant's writes are PERMISSION_FAILURE. An
-    # update *with* the record's recordChangeTag is UNKNOWN_ITEM instead:
-    # modify_records.sql reads the row with SELECT … FOR UPDATE, which row-level
-    # security hides from a caller without UPDATE rights, so the record looks
-    # absent ("record … does not exist (it was saved with a change tag)").
-    ("share.refusedUpdate", "UNKNOWN_ITEM"),
+    # (kind, code) pairs that differ from API.md and are documented. None now:
+    # a READ_ONLY participant's update *with* the record's change tag was
+    # UNKNOWN_ITEM until modify_records.sql told it apart from a missing
+    # record (SharingPermissionTests covers it).
 }
 STRICT = False
 WORDS = ["apple", "birch", "cedar", "delta", "ember", "fjord", "grove", "harbor", "iris", "juniper",

@@ -76,7 +76,14 @@ BEGIN
                 failure := jsonb_build_object('code', 'REFERENCE_VIOLATION',
                     'message', format('parent %s does not exist in the zone', save->>'parent'));
             ELSIF existing.id IS NULL THEN
-                IF save->>'recordChangeTag' IS NOT NULL THEN
+                -- FOR UPDATE also applies the UPDATE policies: a record the
+                -- caller may read but not change is hidden from it.
+                IF save->>'recordChangeTag' IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name
+                ) THEN
+                    failure := jsonb_build_object('code', 'PERMISSION_FAILURE',
+                        'message', format('you may not change record %s', name));
+                ELSIF save->>'recordChangeTag' IS NOT NULL THEN
                     failure := jsonb_build_object('code', 'UNKNOWN_ITEM',
                         'message', format('record %s does not exist (it was saved with a change tag)', name));
                 ELSE

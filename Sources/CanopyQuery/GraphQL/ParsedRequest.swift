@@ -63,6 +63,7 @@ public struct ParsedRequest: @unchecked Sendable {
     private init(parsing query: String, operationName: String?, limits: Limits) throws {
         let variables: [String: JSONValue] = [:]
         let locator = SourceLocator(query)
+        try DocumentNesting.check(query, locator: locator)
         let document: Document
         do {
             document = try parse(source: Source(body: query, name: "request"))

@@ -4,6 +4,15 @@ public struct PredicateParser {
     private var tokens: [PredicateToken]
     private var index = 0
     private var positionalCount = 0
+    private var depth = 0
+    private var comparisons = 0
+
+    /// How deep NOT, parentheses and lists may nest, and how many
+    /// comparisons one filter may hold: the parser, the checker and the SQL
+    /// writer recurse, and a filter from a client must not exhaust the stack
+    /// (found by fuzzing: 2,000 `{` overflowed it). CloudKit documents no bound; 256 comparisons is far more than a query needs.
+    public static let maximumDepth = 32
+    public static let maximumComparisons = 256
 
     public static func parse(_ text: String) throws -> PredicateSyntax {
         var parser = PredicateParser(tokens: try PredicateLexer(text).tokens())
@@ -69,13 +78,25 @@ public struct PredicateParser {
         return left
     }
 
+    /// Counts one level of nesting for the duration of a nested parse.
+    private mutating func enter() throws {
+        depth += 1
+        if depth > Self.maximumDepth {
+            throw error("the filter nests NOT, parentheses and lists more than \(Self.maximumDepth) deep")
+        }
+    }
+
     private mutating func parseUnary() throws -> PredicateSyntax {
         if isKeyword("NOT") {
             index += 1
+            try enter()
+            defer { depth -= 1 }
             return .not(try parseUnary())
         }
         if current.kind == .leftParen {
             index += 1
+            try enter()
+            defer { depth -= 1 }
             let inner = try parseOr()
             try expect(.rightParen, "')'")
             return inner
@@ -88,6 +109,10 @@ public struct PredicateParser {
     }
 
     private mutating func parseComparison() throws -> PredicateSyntax.TestSyntax {
+        comparisons += 1
+        if comparisons > Self.maximumComparisons {
+            throw error("the filter holds more than \(Self.maximumComparisons) comparisons")
+        }
         guard case .identifier(let word) = current.kind else {
             throw error("expected a field name, found \(describe(current))")
         }
@@ -154,6 +179,8 @@ public struct PredicateParser {
         let column = current.column
         let closing: PredicateToken.Kind = current.kind == .leftBrace ? .rightBrace : .rightParen
         index += 1
+        try enter()
+        defer { depth -= 1 }
         var items: [PredicateSyntax.OperandSyntax] = []
         if current.kind != closing {
             items.append(try parseValue())
