@@ -80,25 +80,37 @@ def fuzz(target, seconds):
 
 
 def report(path, rows, seconds):
+    """Writes the results table; rows of targets not run now are kept from
+    the report already there (so one target can be run again alone)."""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    header = "| target | when | seconds | executions | exec/s | cov (edges) | ft | corpus (inputs, size) | new inputs | peak RSS MB | result |"
+    table = {}
+    order = []
+    if Path(path).exists():
+        for line in Path(path).read_text().splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if line.startswith("| ") and len(cells) == 11 and cells[0] not in ("target", "---"):
+                table[cells[0]] = line
+                order.append(cells[0])
+    for r in rows:
+        verdict = "no crash" if r["status"] == 0 else f"CRASH: {r['artifact'] or 'exit ' + str(r['status'])}"
+        execs = r["number_of_executed_units"]
+        table[r["target"]] = (f"| {r['target']} | {now} | {seconds} | {format(execs, ',') if execs is not None else '?'} | "
+                              f"{r['average_exec_per_sec'] or '?'} | {r['cov'] or '?'} | {r['ft'] or '?'} | {r['corpus']} | "
+                              f"{r['new_units_added'] if r['new_units_added'] is not None else '?'} | {r['peak_rss_mb'] or '?'} | {verdict} |")
+        if r["target"] not in order:
+            order.append(r["target"])
     lines = [
         "# Fuzzing results",
         "",
-        f"Written by `make fuzz` (scripts/fuzz/fuzz.py) on {now}: each target ran for {seconds} s on one core of "
-        f"this machine (2 cores), from the committed seeds plus what earlier runs here found. "
-        f"*cov* counts the instrumented edges (basic-block transitions) of Canopy's own modules that the corpus reaches, "
-        f"*ft* libFuzzer's finer features (edge and hit-count pairs). See docs/FUZZING.md for the method.",
+        "Written by `make fuzz` (scripts/fuzz/fuzz.py): each target on one core of this machine (2 cores), from the "
+        "committed seeds plus what earlier runs here found. *cov* counts the instrumented edges (basic-block "
+        "transitions) of Canopy's own modules the corpus reaches, *ft* libFuzzer's finer features (edges with hit "
+        "counts). docs/FUZZING.md says how it works and what each target checks.",
         "",
-        "| target | executions | exec/s | cov (edges) | ft | corpus (inputs, size) | new inputs | peak RSS MB | result |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        verdict = "no crash" if r["status"] == 0 else f"CRASH: {r['artifact'] or 'exit ' + str(r['status'])}"
-        lines.append(f"| {r['target']} | {r['number_of_executed_units'] or '?':,} | {r['average_exec_per_sec'] or '?'} | "
-                     f"{r['cov'] or '?'} | {r['ft'] or '?'} | {r['corpus']} | {r['new_units_added'] if r['new_units_added'] is not None else '?'} | "
-                     f"{r['peak_rss_mb'] or '?'} | {verdict} |")
-    total = sum(r["number_of_executed_units"] or 0 for r in rows)
-    lines += ["", f"{total:,} executions in all."]
+        header,
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ] + [table[t] for t in order]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("\n".join(lines) + "\n")
     say(f"wrote {path}")
