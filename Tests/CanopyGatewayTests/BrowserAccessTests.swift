@@ -59,7 +59,12 @@ struct BrowserAccessTests {
     @Test("a real headless Chromium calls /graphql from an allowed origin (preflight, Authorization, JSON); from another origin the browser blocks it")
     func realBrowser() async throws {
         let harness = try await GatewayHarness.make()
-        let allowedPort = Int.random(in: 30_000...34_999), refusedPort = Int.random(in: 35_000...39_999)
+        // From the kernel, as every suite takes its ports: random ones in the
+        // ephemeral range met another test's socket once (EADDRINUSE in CI).
+        let allowedPort = try EmbeddedCluster.freePort()
+        var otherPort = try EmbeddedCluster.freePort()
+        while otherPort == allowedPort { otherPort = try EmbeddedCluster.freePort() }
+        let refusedPort = otherPort
         let configuration = GatewayConfiguration(port: 0, crossOrigin: try CrossOriginPolicy(origins: ["http://127.0.0.1:\(allowedPort)"]))
         let script = "\(TestDatabase.packageRoot)/Tests/python/browser_cors.py"
         try await harness.test(configuration: configuration, live: true) { client in
