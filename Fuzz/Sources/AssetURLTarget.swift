@@ -4,8 +4,9 @@ import Foundation
 
 /// Asset download URLs (API.md §11) and their `Range` header: the input is
 /// `PATH?QUERY\nRANGE`. The path's digest, the query's type, expires and
-/// signature are read as AssetController reads them and checked with the
-/// signer; the range is parsed against a 20-byte body and must lie inside
+/// signature are read (with Foundation's URLComponents, standing in for
+/// Hummingbird's query parser, which AssetController uses) and checked
+/// with the signer; the range is parsed against a 20-byte body and must lie inside
 /// it. And a URL the signer makes for any digest and content type verifies.
 struct AssetURLTarget: FuzzTarget {
     static let name = "asset-url"

@@ -32,8 +32,8 @@ extension OperationExecutor {
 
     /// The key change tokens are signed with, and the keys it replaced.
     func changeTokenKey() async throws -> SigningKey {
-        SigningKey(try await database.secrets.key("change-token", logger: logger),
-                   retired: try await database.secrets.retiredKeys("change-token", logger: logger))
+        let keys = try await database.secrets.keys("change-token", logger: logger)
+        return SigningKey(keys.current, retired: keys.retired)
     }
 
     /// One page of a zone's change feed (`zoneChanges`, or a `zoneChanged`

@@ -22,7 +22,7 @@ enum FileDigest {
             hasher.update(data: data)
             size += Int64(data.count)
         }
-        return (hex(hasher.finalize()), size)
+        return (Hex.encode(hasher.finalize()), size)
     }
 
     /// Copies `source` to `destination` through a temporary name (renamed
@@ -48,7 +48,7 @@ enum FileDigest {
             }
             try output.synchronize()
             try output.close()
-            digest = hex(hasher.finalize())
+            digest = Hex.encode(hasher.finalize())
             if let expected, digest != expected {
                 try? FileManager.default.removeItem(atPath: temporary)
                 throw StoreError(.invalidInput, "\(source) is damaged: its bytes hash to \(digest), not \(expected) as its name says")
@@ -63,9 +63,5 @@ enum FileDigest {
             throw error
         }
         return (digest, size)
-    }
-
-    static func hex(_ digest: SHA256.Digest) -> String {
-        Hex.encode(digest)
     }
 }

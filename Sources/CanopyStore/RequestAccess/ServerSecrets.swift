@@ -27,16 +27,17 @@ public actor ServerSecrets {
         return secret
     }
 
-    /// The keys `name` replaced (`canopy restore` retires the change-token
-    /// key), newest first; fetched once per process, as a restore starts
-    /// the gateways again.
-    public func retiredKeys(_ name: String, logger: Logger) async throws -> [Data] {
-        if let keys = retired[name] { return keys }
+    /// The key `name` and the keys it replaced (`canopy restore` retires the
+    /// change-token key), newest first: one call, both fetched once per
+    /// process (a restore starts the gateways again).
+    public func keys(_ name: String, logger: Logger) async throws -> (current: Data, retired: [Data]) {
+        let current = try await key(name, logger: logger)
+        if let keys = retired[name] { return (current, keys) }
         let rows = try await primary.withConnection { connection in
             try await connection.query("SELECT canopy.retired_server_secrets(\(name))", logger: logger).collect()
         }
         let keys = try rows.map { try $0.decode(Data.self) }
         retired[name] = keys
-        return keys
+        return (current, keys)
     }
 }
