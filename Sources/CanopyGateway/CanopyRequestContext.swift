@@ -6,18 +6,21 @@ import Logging
 /// `canopy.request.id`) and, once authenticated, who is asking.
 public struct CanopyRequestContext: RequestContext, WebSocketRequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// Set when the request upgrades to a WebSocket (subscriptions).
-    public let webSocket: WebSocketHandlerReference<CanopyRequestContext>
+    /// Holds the WebSocket handler reference of a request that upgrades (subscriptions).
+    let webSocketSlot: WebSocketSlot
     public var requestID: String
     public var userID: Int64?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        webSocket = .init()
+        webSocketSlot = WebSocketSlot()
         requestID = Self.makeRequestID()
         userID = nil
         logger[metadataKey: "canopy.request.id"] = .string(requestID)
     }
+
+    /// Set when the request upgrades to a WebSocket; see ``WebSocketSlot``.
+    public var webSocket: WebSocketHandlerReference<CanopyRequestContext> { webSocketSlot.reference }
 
     static func makeRequestID() -> String {
         var generator = SystemRandomNumberGenerator()

@@ -22,6 +22,8 @@ struct SubscriptionController {
             guard offered.contains(Self.subprotocol) else { return .dontUpgrade }
             return .upgrade([.secWebSocketProtocol: Self.subprotocol])
         } onUpgrade: { inbound, outbound, context in
+            // Breaks HummingbirdWebSocket's context <-> handler cycle (WebSocketSlot).
+            defer { context.requestContext.webSocketSlot.release() }
             let session = GraphQLWebSocketSession(
                 database: database, configuration: configuration, authenticator: authenticator, outbound: outbound,
                 headerToken: context.request.headers[.authorization], headerNonce: context.request.headers[.canopyNonce],
