@@ -41,6 +41,9 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // The Swift client (issue 21), a package of its own for its
+        // platforms (CanopyKit/Package.swift); here for its tests and the example.
+        .package(path: "CanopyKit"),
     ],
     targets: [
         // Hex, base64url and WAL positions, written once for every module.
@@ -164,6 +167,16 @@ let package = Package(
             path: "Benchmarks/Floor",
             swiftSettings: swiftSettings
         ),
+        // The example app of docs/CANOPYKIT.md: the fasting log, on CanopyKit alone.
+        .executableTarget(
+            name: "fasting",
+            dependencies: [
+                .product(name: "CanopyKit", package: "CanopyKit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Examples/Fasting",
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "CanopyTestSupport",
             dependencies: [
@@ -172,6 +185,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/CanopyTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // CanopyKit against a live `canopy serve` (issue 21).
+        .testTarget(
+            name: "CanopyKitTests",
+            dependencies: [
+                .product(name: "CanopyKit", package: "CanopyKit"),
+                "CanopyStore",
+                "CanopyTestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,71 @@
+import Foundation
+
+/// Every failure CanopyKit reports, as `CKError` does: a code an app
+/// switches on, the server's message, and what CloudKit hands along with
+/// some codes (the server's record on a conflict, when to retry, the
+/// per-item errors of a batch).
+public struct CanopyError: Error, Sendable, CustomStringConvertible {
+    /// CloudKit's error codes that Canopy can produce (API.md §6), named as
+    /// `CKError.Code`'s cases.
+    public enum Code: String, Sendable, CaseIterable {
+        case badRequest = "BAD_REQUEST"
+        case notAuthenticated = "NOT_AUTHENTICATED"
+        case invalidArguments = "INVALID_ARGUMENTS"
+        case permissionFailure = "PERMISSION_FAILURE"
+        case zoneNotFound = "ZONE_NOT_FOUND"
+        case unknownItem = "UNKNOWN_ITEM"
+        case serverRecordChanged = "SERVER_RECORD_CHANGED"
+        case batchRequestFailed = "BATCH_REQUEST_FAILED"
+        case referenceViolation = "REFERENCE_VIOLATION"
+        case alreadyShared = "ALREADY_SHARED"
+        case changeTokenExpired = "CHANGE_TOKEN_EXPIRED"
+        case limitExceeded = "LIMIT_EXCEEDED"
+        case serviceUnavailable = "SERVICE_UNAVAILABLE"
+        case internalError = "INTERNAL_ERROR"
+        /// CKError.requestRateLimited: HTTP 429 from the rate limit; wait `retryAfterSeconds`.
+        case requestRateLimited = "REQUEST_RATE_LIMITED"
+        /// CKError.partialFailure: some items of a batch failed; see `partialErrors`.
+        case partialFailure = "PARTIAL_FAILURE"
+        /// CKError.networkFailure / networkUnavailable: the server could not be reached.
+        case networkFailure = "NETWORK_FAILURE"
+        /// An answer CanopyKit does not understand (a newer server, a proxy's page).
+        case serverResponseLost = "SERVER_RESPONSE_LOST"
+    }
+
+    public let code: Code
+    public let message: String
+    /// With `.serverRecordChanged`: the record as the server has it now (CKError.serverRecord).
+    public let serverRecord: Record?
+    /// With `.serviceUnavailable` and `.requestRateLimited`: the server's `Retry-After`, in seconds (CKError.retryAfterSeconds).
+    public let retryAfterSeconds: Double?
+    /// With `.partialFailure`: each failed item's error, by record name (CKError.partialErrorsByItemID).
+    public let partialErrors: [Record.ID: CanopyError]
+
+    public init(_ code: Code, _ message: String, serverRecord: Record? = nil, retryAfterSeconds: Double? = nil,
+                partialErrors: [Record.ID: CanopyError] = [:]) {
+        self.code = code
+        self.message = message
+        self.serverRecord = serverRecord
+        self.retryAfterSeconds = retryAfterSeconds
+        self.partialErrors = partialErrors
+    }
+
+    /// Codes worth trying again after a pause (CloudKit's `retryAfterSeconds` cases, plus a lost network).
+    public var isRetryable: Bool {
+        switch code {
+        case .serviceUnavailable, .requestRateLimited, .networkFailure: return true
+        default: return false
+        }
+    }
+
+    public var description: String {
+        var text = "\(code.rawValue): \(message)"
+        if let retryAfterSeconds { text += " (retry after \(retryAfterSeconds) s)" }
+        return text
+    }
+
+    /// An error code the server sent, mapped to a `Code` (an unknown one is `serverResponseLost`).
+    static func fromServer(code: String, message: String, serverRecord: Record? = nil, retryAfterSeconds: Double? = nil) -> CanopyError {
+        CanopyError(Code(rawValue: code) ?? .serverResponseLost, message, serverRecord: serverRecord, retryAfterSeconds: retryAfterSeconds)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The way into one Canopy server (CKContainer): its base URL and how to
+/// get a bearer token; it hands out the private and shared databases and
+/// does what is not per database: who am I, share links, accepting.
+public final class Container: Sendable {
+    public let baseURL: URL
+    /// Where fetched assets are kept, named by their SHA-256.
+    public let assetCacheDirectory: URL
+    let transport: GraphQLTransport
+
+    /// - Parameters:
+    ///   - baseURL: the gateway, e.g. `https://canopy.example.com`.
+    ///   - tokenProvider: returns the bearer token; called again with `true` after a 401.
+    public init(baseURL: URL, session: URLSession = .shared, assetCacheDirectory: URL? = nil,
+                tokenProvider: @escaping TokenProvider) {
+        self.baseURL = baseURL
+        self.assetCacheDirectory = assetCacheDirectory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("CanopyKit-assets", isDirectory: true)
+        self.transport = GraphQLTransport(baseURL: baseURL, session: session, tokens: TokenCache(provider: tokenProvider))
+    }
+
+    /// A container that always sends one token (a Canopy token from `canopy users token`).
+    public convenience init(baseURL: URL, token: String) {
+        self.init(baseURL: baseURL) { _ in token }
+    }
+
+    /// The signed-in user's own zones (CKContainer.privateCloudDatabase).
+    public var privateCloudDatabase: Database { Database(container: self, scope: .private) }
+    /// Zones and records others shared with the user, once accepted (CKContainer.sharedCloudDatabase).
+    public var sharedCloudDatabase: Database { Database(container: self, scope: .shared) }
+
+    /// The signed-in user (CKContainer.userRecordID / CKUserIdentity).
+    public func currentUser() async throws -> UserIdentity {
+        let data = try await transport.execute(Documents.me)
+        guard let user = data["me"].flatMap(UserIdentity.init(json:)) else { throw CanopyError(.serverResponseLost, "no user in the answer") }
+        return user
+    }
+
+    /// The user's `userRecordName` (CKContainer.userRecordID()).
+    public func userRecordID() async throws -> String {
+        try await currentUser().userRecordName
+    }
+
+    /// Finds a user by email or phone (CKContainer.userIdentity(forEmailAddress:)); nil when none.
+    public func userIdentity(forEmailAddress email: String? = nil, phoneNumber: String? = nil) async throws -> UserIdentity? {
+        var variables: [String: JSON] = [:]
+        if let email { variables["email"] = .string(email) }
+        if let phoneNumber { variables["phone"] = .string(phoneNumber) }
+        let data = try await transport.execute(Documents.discoverUser, variables)
+        return data["discoverUser"].flatMap(UserIdentity.init(json:))
+    }
+
+    /// What a share link opens, for showing before accepting (CKContainer.shareMetadata(for:)).
+    public func shareMetadata(for url: URL) async throws -> Share.Metadata {
+        let data = try await transport.execute(Documents.shareMetadata, ["url": .string(url.absoluteString)])
+        return try Share.Metadata(json: data["shareMetadata"] ?? .null)
+    }
+
+    /// Accepts a share (CKContainer.accept(_:)): its zone or records then
+    /// appear in `sharedCloudDatabase`. Accepting twice changes nothing.
+    @discardableResult
+    public func accept(_ metadata: Share.Metadata) async throws -> Share.Metadata {
+        try await accept(url: metadata.url)
+    }
+
+    /// Accepts a share by its URL, without fetching its metadata first.
+    @discardableResult
+    public func accept(url: URL) async throws -> Share.Metadata {
+        let data = try await transport.execute(Documents.acceptShare, ["url": .string(url.absoluteString)])
+        return try Share.Metadata(json: data["acceptShare"] ?? .null)
+    }
+}
+
+/// A user as others see them (CKUserIdentity).
+public struct UserIdentity: Sendable, Hashable {
+    public let userRecordName: String
+    public let name: String?
+    public let email: String?
+    public let phone: String?
+
+    init?(json: JSON) {
+        guard let name = json["userRecordName"]?.string else { return nil }
+        self.userRecordName = name
+        self.name = json["name"]?.string
+        self.email = json["email"]?.string
+        self.phone = json["phone"]?.string
+    }
+}

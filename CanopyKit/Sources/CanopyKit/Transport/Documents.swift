@@ -1,0 +1,80 @@
+import Foundation
+
+/// The GraphQL documents CanopyKit sends (API.md §3), written once. Each
+/// names its operation, so the gateway's logs and metrics tell them apart.
+enum Documents {
+    static let recordFields = """
+        fragment R on Record { recordName recordType fields(keys: $keys) parent recordChangeTag
+          created { timestamp userRecordName } modified { timestamp userRecordName } share { url } }
+        """
+    static let shareFields = """
+        fragment S on Share { url title publicPermission rootRecordName zone { zoneName ownerName }
+          owner { user { userRecordName name email phone } email phone role permission status }
+          participants { user { userRecordName name email phone } email phone role permission status } }
+        """
+    static let metadataFields = """
+        fragment M on ShareMetadata { url title ownerName ownerDisplayName rootRecordName role permission status zone { zoneName ownerName } }
+        """
+
+    static let me = "query Me { me { userRecordName name email phone } }"
+    static let discoverUser = "query DiscoverUser($email: String, $phone: String) { discoverUser(email: $email, phone: $phone) { userRecordName name email phone } }"
+    static let zones = "query Zones($scope: DatabaseScope!) { zones(scope: $scope) { zoneName ownerName share { url } } }"
+    static let saveZone = "mutation SaveZone($zoneName: String!) { saveZone(zoneName: $zoneName) { zoneName ownerName share { url } } }"
+    static let deleteZone = "mutation DeleteZone($scope: DatabaseScope!, $zone: ZoneID!) { deleteZone(scope: $scope, zone: $zone) }"
+
+    static let lookup = """
+        query Lookup($scope: DatabaseScope!, $zone: ZoneID!, $names: [String!]!, $keys: [String!]) {
+          lookup(scope: $scope, zone: $zone, recordNames: $names) { recordName record { ...R } error { code message } } }
+        """ + recordFields
+    static let records = """
+        query Records($scope: DatabaseScope!, $zone: ZoneID!, $type: String!, $filter: String, $args: JSON, $sort: [Sort!],
+                      $limit: Int, $cursor: String, $keys: [String!]) {
+          records(scope: $scope, zone: $zone, recordType: $type, filter: $filter, args: $args, sort: $sort, limit: $limit, cursor: $cursor) {
+            records { ...R } cursor } }
+        """ + recordFields
+    static let modifyRecords = """
+        mutation ModifyRecords($scope: DatabaseScope!, $zone: ZoneID!, $save: [RecordInput!], $delete: [String!],
+                               $policy: SavePolicy, $atomic: Boolean, $keys: [String!]) {
+          modifyRecords(scope: $scope, zone: $zone, save: $save, delete: $delete, savePolicy: $policy, atomic: $atomic) {
+            saved { ...R } deleted errors { recordName code message serverRecord { ...R } } } }
+        """ + recordFields
+    static let zoneChanges = """
+        query ZoneChanges($scope: DatabaseScope!, $zone: ZoneID!, $since: String, $limit: Int, $keys: [String!]) {
+          zoneChanges(scope: $scope, zone: $zone, since: $since, limit: $limit) {
+            changed { ...R } deleted { recordName recordType } token moreComing } }
+        """ + recordFields
+    static let databaseChanges = """
+        query DatabaseChanges($scope: DatabaseScope!, $since: String, $limit: Int) {
+          databaseChanges(scope: $scope, since: $since, limit: $limit) {
+            changedZones { zoneName ownerName } deletedZones { zoneName ownerName } token moreComing } }
+        """
+
+    static let share = """
+        query Share($scope: DatabaseScope!, $zone: ZoneID!, $root: String) { share(scope: $scope, zone: $zone, rootRecordName: $root) { ...S } }
+        """ + shareFields
+    static let saveShare = """
+        mutation SaveShare($zoneName: String!, $root: String, $title: String, $public: Permission, $participants: [ParticipantInput!]) {
+          saveShare(zoneName: $zoneName, rootRecordName: $root, title: $title, publicPermission: $public, participants: $participants) { ...S } }
+        """ + shareFields
+    static let removeParticipant = """
+        mutation RemoveParticipant($zoneName: String!, $root: String, $user: String, $email: String, $owner: String) {
+          removeParticipant(zoneName: $zoneName, rootRecordName: $root, userRecordName: $user, email: $email, ownerName: $owner) { ...S } }
+        """ + shareFields
+    static let setParticipant = """
+        mutation SetParticipant($zoneName: String!, $root: String, $participant: ParticipantInput!, $owner: String) {
+          setParticipant(zoneName: $zoneName, rootRecordName: $root, participant: $participant, ownerName: $owner) { ...S } }
+        """ + shareFields
+    static let deleteShare = "mutation DeleteShare($zoneName: String!, $root: String) { deleteShare(zoneName: $zoneName, rootRecordName: $root) }"
+    static let shareMetadata = "query ShareMetadata($url: String!) { shareMetadata(url: $url) { ...M } }\n" + metadataFields
+    static let acceptShare = "mutation AcceptShare($url: String!) { acceptShare(url: $url) { ...M } }\n" + metadataFields
+    static let leaveShare = "mutation LeaveShare($zone: ZoneID!, $root: String) { leaveShare(zone: $zone, rootRecordName: $root) }"
+
+    static let zoneChanged = """
+        subscription ZoneChanged($scope: DatabaseScope!, $zone: ZoneID!, $since: String, $keys: [String!]) {
+          zoneChanged(scope: $scope, zone: $zone, since: $since) { changed { ...R } deleted { recordName recordType } token moreComing } }
+        """ + recordFields
+    static let databaseChanged = """
+        subscription DatabaseChanged($scope: DatabaseScope!, $since: String) {
+          databaseChanged(scope: $scope, since: $since) { changedZones { zoneName ownerName } deletedZones { zoneName ownerName } token moreComing } }
+        """
+}
