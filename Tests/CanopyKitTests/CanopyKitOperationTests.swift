@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Every CanopyKit operation against a live `canopy serve`.
-@Suite("CanopyKit operations", .enabled(if: CanopyBinary.exists, "build the canopy executable first (swift build)"))
+@Suite("CanopyKit operations", .enabled(if: CanopyBinary.exists && ClientTests.enabled, "build the canopy executable first (swift build)"))
 struct CanopyKitOperationTests {
     @Test("zones and records: typed values round-trip, lookups, conflicts with the server's record, atomic batches, deletes")
     func recordsRoundTrip() async throws {

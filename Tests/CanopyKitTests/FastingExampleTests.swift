@@ -6,7 +6,7 @@ import Testing
 
 /// The example app (Examples/Fasting), run as two people in two terminals
 /// would: the seed's story from the first fast to watching each other's.
-@Suite("The fasting example", .enabled(if: CanopyBinary.exists, "build the canopy executable first (swift build)"))
+@Suite("The fasting example", .enabled(if: CanopyBinary.exists && ClientTests.enabled, "build the canopy executable first (swift build)"))
 struct FastingExampleTests {
     static var binary: String { "\(TestDatabase.packageRoot)/.build/debug/fasting" }
 

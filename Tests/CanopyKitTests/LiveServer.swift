@@ -70,10 +70,6 @@ final class LiveServer: @unchecked Sendable {
     }
 }
 
-extension CanopyBinary {
-    static var available: Bool { exists }
-}
-
 /// Waits until `condition` holds, polling every 50 ms for up to `seconds`.
 func eventually(_ seconds: Double = 15, _ condition: @Sendable () async throws -> Bool) async throws -> Bool {
     let deadline = Date().addingTimeInterval(seconds)

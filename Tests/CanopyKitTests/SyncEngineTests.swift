@@ -71,7 +71,7 @@ actor LocalStore: SyncEngineDelegate {
 }
 
 /// Two people's SyncEngines against a live `canopy serve` (issue 21).
-@Suite("SyncEngine", .enabled(if: CanopyBinary.exists, "build the canopy executable first (swift build)"))
+@Suite("SyncEngine", .enabled(if: CanopyBinary.exists && ClientTests.enabled, "build the canopy executable first (swift build)"))
 struct SyncEngineTests {
     /// Alice's zone "Fasting", shared READ_WRITE with Bob, who accepted.
     static func sharedZone(_ server: LiveServer) async throws

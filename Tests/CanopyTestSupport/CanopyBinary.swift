@@ -45,3 +45,13 @@ extension CanopyBinary {
         return false
     }
 }
+
+/// The CanopyKit suites, which start their own `canopy serve` processes
+/// and sync engines. Run beside the timing-bounded suites (crashes, token
+/// revocation) they took enough of the two cores to stretch those bounds,
+/// so `make test` runs them afterwards (`CANOPY_SKIP_CLIENT_TESTS=1` first).
+public enum ClientTests {
+    public static var enabled: Bool {
+        ProcessInfo.processInfo.environment["CANOPY_SKIP_CLIENT_TESTS"] != "1"
+    }
+}

@@ -150,7 +150,8 @@ public final class Record: @unchecked Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        let fields = fieldValues.keys.sorted().map { "\($0)=\(fieldValues[$0]!)" }.joined(separator: ", ")
+        let values = fieldValues
+        let fields = values.keys.sorted().map { "\($0)=\(values[$0]!)" }.joined(separator: ", ")
         return "\(recordType) \(recordID.recordName) [\(fields)]"
     }
 }
