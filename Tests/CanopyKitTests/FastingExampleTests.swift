@@ -42,9 +42,10 @@ struct FastingExampleTests {
         #expect(result.output.contains("with Alice"), "Alice sees Bob's fast in her log: \(result.output)")
 
         // Bob watches; Alice's next fast appears in his terminal while it runs.
-        let watcher = try Subprocess.start(Self.binary, ["sync", "--watch", "--seconds", "8", "--server", server.baseURL.absoluteString, "--profile", "bob"],
+        let watcher = try Subprocess.start(Self.binary, ["sync", "--watch", "--seconds", "20", "--server", server.baseURL.absoluteString, "--profile", "bob"],
                                            environment: ["FASTING_TOKEN": bob.token, "FASTING_HOME": home, "PATH": "/usr/bin:/bin"])
-        try await Task.sleep(for: .seconds(3))
+        // Long enough for the watcher to have synced and subscribed on a loaded machine.
+        try await Task.sleep(for: .seconds(6))
         result = try fasting(alice.token, "alice", ["add", "--hours", "20", "--note", "longest yet"])
         #expect(result.succeeded, "\(result.output)")
         let watched = try watcher.wait()
