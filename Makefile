@@ -11,6 +11,7 @@
 # Both install PostgreSQL from Debian's packages when it is missing (as root).
 
 SWIFT ?= swift
+export SWIFT
 PORT ?= 8080
 DATA_DIR ?= .canopy
 
@@ -27,15 +28,16 @@ test: postgres
 	@scripts/ensure-auto-failover.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build --build-tests
-	CANOPY_SKIP_BROWSER_TESTS=1 CANOPY_SKIP_CLIENT_TESTS=1 $(SWIFT) test
+	# scripts/swift-test.sh repeats what failed at the end of its output.
+	CANOPY_SKIP_BROWSER_TESTS=1 CANOPY_SKIP_CLIENT_TESTS=1 scripts/swift-test.sh
 	# CanopyKit against live gateways, apart: their processes would stretch
 	# the timing bounds of the crash and revocation suites above.
-	$(SWIFT) test --filter CanopyKitTests
+	scripts/swift-test.sh --filter CanopyKitTests
 	# The whole-story browser suites on their own: two Chromiums take both
 	# cores, which would stretch the timing bounds of the suites above.
-	$(SWIFT) test --filter "WebConsoleTests|ConsoleSignInTests"
+	scripts/swift-test.sh --filter "WebConsoleTests|ConsoleSignInTests"
 	# Again alone, where the 100 ms notification bound is asserted.
-	CANOPY_STRICT_LATENCY=1 $(SWIFT) test --filter "SubscriptionTests/toldAtOnce"
+	CANOPY_STRICT_LATENCY=1 scripts/swift-test.sh --filter "SubscriptionTests/toldAtOnce"
 	# Every parser of outside input under libFuzzer for 10 s, after the
 	# regression inputs of crashes found before (docs/FUZZING.md).
 	$(MAKE) fuzz-build

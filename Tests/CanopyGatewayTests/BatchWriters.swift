@@ -206,6 +206,31 @@ final class BatchWriters: Sendable {
 }
 
 extension BatchWriters {
+    /// The attempts that overlap the outage around `instant`, one line each
+    /// ("w3 b41 +0.21 s -> +2.23 s 503"), for the test's output: what each
+    /// writer saw while the part was down.
+    func timeline(around instant: ContinuousClock.Instant) -> String {
+        let all = all
+        let resumedAt = all.filter { $0.started > instant && $0.outcome == .acknowledged }.map { $0.started + $0.took }.min() ?? instant
+        func offset(_ moment: ContinuousClock.Instant) -> String {
+            String(format: "%+.2f s", Double((moment - instant).components.attoseconds) / 1e18 + Double((moment - instant).components.seconds))
+        }
+        return all.filter { $0.started + $0.took >= instant - .milliseconds(300) && $0.started <= resumedAt }
+            .sorted { $0.started < $1.started }
+            .map { attempt in
+                let outcome = switch attempt.outcome {
+                case .acknowledged: "ok"
+                case .unavailable(let retryAfter): retryAfter ? "503" : "503 without Retry-After"
+                case .noAnswer: "no answer"
+                case .other(let text): String(text.prefix(80))
+                }
+                return "w\(attempt.writer) b\(attempt.batch) \(offset(attempt.started)) -> \(offset(attempt.started + attempt.took)) \(outcome)"
+            }
+            .joined(separator: "\n")
+    }
+}
+
+extension BatchWriters {
     /// `send` through a HummingbirdTesting client with a bearer token.
     static func send(through client: any TestClientProtocol, token: String) -> Send {
         { body in

@@ -54,9 +54,16 @@ struct CrashTests {
             try await writers.makeZones(send: send)
             try await writers.run(send: send, following: follower) {
                 try await cluster.stop(logger: TestDatabase.logger, mode: .immediate)
-                writers.markFault()
-                // Gone for three seconds, then back on the same address.
-                try await Task.sleep(for: .seconds(3))
+                let down = writers.markFault()
+                // Gone until the gateway has answered a batch with 503 (the
+                // one in flight is answered at its deadline, 2 s for a
+                // connection and 5 s for an answer: a shorter outage can end
+                // with every batch acknowledged, and then there is nothing
+                // to hold the 503 to), and a second more; at most 15 s.
+                while writers.unavailable.isEmpty, ContinuousClock.now - down < .seconds(15) {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                try await Task.sleep(for: .seconds(1))
                 let restarted = try await cluster.start(logger: TestDatabase.logger)
                 #expect(restarted.port == running.port, "the cluster came back on another port")
                 let resumed = try await writers.waitForAcknowledgement(after: ContinuousClock.now, within: .seconds(30))
@@ -69,6 +76,7 @@ struct CrashTests {
 
         let crashed = try #require(writers.faultAt)
         print("database crash: \(writers.summary(around: crashed)); feed requests that failed: \(follower.failures)")
+        print("around the crash:\n\(writers.timeline(around: crashed))")
         #expect(!writers.unavailable.isEmpty, "no 503 was seen while the database was down")
         #expect(writers.unavailable.allSatisfy { $0.outcome == .unavailable(retryAfter: true) }, "a 503 without Retry-After")
         #expect(writers.others.isEmpty && writers.unanswered.isEmpty,
