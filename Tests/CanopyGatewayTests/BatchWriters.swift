@@ -1,3 +1,4 @@
+import CanopyGateway
 import CanopyStore
 import CanopyTestSupport
 import Foundation
@@ -196,7 +197,7 @@ final class BatchWriters: Sendable {
     /// A line for the test's output: counts, and how long no write was acknowledged around `instant`.
     func summary(around instant: ContinuousClock.Instant) -> String {
         let all = all
-        let resumedAt = all.filter { $0.started > instant && $0.outcome == .acknowledged }.map { $0.started + $0.took }.min()
+        let resumedAt = Self.firstAcknowledgedEnd(after: instant, in: all)
         let lastBefore = all.filter { $0.outcome == .acknowledged && $0.started + $0.took <= instant }.map { $0.started + $0.took }.max()
         let gap = resumedAt.map { $0 - (lastBefore ?? instant) }
         return "\(all.count) batches, \(acknowledged.count) acknowledged, \(unavailable.count) answered 503, \(unanswered.count) unanswered, \(others.count) other; "
@@ -206,15 +207,19 @@ final class BatchWriters: Sendable {
 }
 
 extension BatchWriters {
+    /// When the first batch started after `instant` was acknowledged: the
+    /// writes resumed.
+    static func firstAcknowledgedEnd(after instant: ContinuousClock.Instant, in attempts: [Attempt]) -> ContinuousClock.Instant? {
+        attempts.filter { $0.started > instant && $0.outcome == .acknowledged }.map { $0.started + $0.took }.min()
+    }
+
     /// The attempts that overlap the outage around `instant`, one line each
     /// ("w3 b41 +0.21 s -> +2.23 s 503"), for the test's output: what each
     /// writer saw while the part was down.
     func timeline(around instant: ContinuousClock.Instant) -> String {
         let all = all
-        let resumedAt = all.filter { $0.started > instant && $0.outcome == .acknowledged }.map { $0.started + $0.took }.min() ?? instant
-        func offset(_ moment: ContinuousClock.Instant) -> String {
-            String(format: "%+.2f s", Double((moment - instant).components.attoseconds) / 1e18 + Double((moment - instant).components.seconds))
-        }
+        let resumedAt = Self.firstAcknowledgedEnd(after: instant, in: all) ?? instant
+        func offset(_ moment: ContinuousClock.Instant) -> String { String(format: "%+.2f s", (moment - instant).inSeconds) }
         return all.filter { $0.started + $0.took >= instant - .milliseconds(300) && $0.started <= resumedAt }
             .sorted { $0.started < $1.started }
             .map { attempt in
