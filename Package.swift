@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "CanopyQuery", targets: ["CanopyQuery"]),
         .library(name: "CanopyIdentity", targets: ["CanopyIdentity"]),
         .library(name: "CanopyAssets", targets: ["CanopyAssets"]),
+        .library(name: "CanopyPush", targets: ["CanopyPush"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -41,6 +42,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // The Swift client (issue 21), a package of its own for its
         // platforms (CanopyKit/Package.swift); here for its tests and the example.
         .package(path: "CanopyKit"),
@@ -111,10 +113,30 @@ let package = Package(
             ],
             swiftSettings: parserSettings
         ),
+        // Push (issue 23, docs/PUSH.md): the deliverer from the outbox to
+        // APNs (HTTP/2, ES256 tokens), Web Push (RFC 8291/8292) and webhooks.
+        .target(
+            name: "CanopyPush",
+            dependencies: [
+                "CanopyQuery",
+                "CanopyStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "CanopyGateway",
             dependencies: [
                 "CanopyAssets",
+                "CanopyPush",
                 "CanopyEncoding",
                 "CanopyIdentity",
                 "CanopyQuery",
@@ -141,6 +163,7 @@ let package = Package(
                 "CanopyAssets",
                 "CanopyGateway",
                 "CanopyIdentity",
+                "CanopyPush",
                 "CanopyQuery",
                 "CanopyStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,5 +1,7 @@
 import CanopyAssets
 import CanopyIdentity
+import CanopyPush
+import CanopyQuery
 import Crypto
 import CanopyStore
 import Hummingbird
@@ -8,6 +10,7 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import Prometheus
+import ServiceLifecycle
 
 /// Builds the gateway: the same function `canopy serve` and the tests use.
 /// The database pool runs as one of the application's services, so it
@@ -62,14 +65,22 @@ public func buildApplication(
     let webSocketRouter = Router(context: CanopyRequestContext.self)
     webSocketRouter.add(middleware: RequestIDMiddleware())
     SubscriptionController(database: database, configuration: configuration, authenticator: authenticator).register(on: webSocketRouter)
+    var services: [any Service] = [
+        database.primary, database.notifier,
+        ChangeHistoryPurger(primary: database.primary, retention: configuration.changeRetention, interval: configuration.purgeInterval, logger: logger),
+    ] + (database.replicas.map { [$0] } ?? [])
+    if let push = configuration.push {
+        let mode = RecordTypesMode(rawValue: database.schemaMode) ?? .development
+        services.append(PushDeliverer(database: database, settings: push, schema: { recordType, logger in
+            let stored = try await database.fieldTypes(of: recordType, refresh: false, logger: logger)
+            return RecordSchema(fields: stored.compactMapValues(\.fieldSchema), mode: mode)
+        }, logger: logger))
+    }
     return Application(
         router: router,
         server: server(webSocketRouter: webSocketRouter, limits: configuration.limits),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "canopy"),
-        services: [
-            database.primary, database.notifier,
-            ChangeHistoryPurger(primary: database.primary, retention: configuration.changeRetention, interval: configuration.purgeInterval, logger: logger),
-        ] + (database.replicas.map { [$0] } ?? []),
+        services: services,
         logger: logger
     )
 }

@@ -1,4 +1,5 @@
 import CanopyIdentity
+import CanopyPush
 /// How the gateway serves. Keys and the CLI flags / environment variables
 /// that set them (see `canopy serve --help`):
 /// - `host` (`--host`, `CANOPY_HOST`, default 127.0.0.1)
@@ -43,6 +44,7 @@ public struct GatewayConfiguration: Sendable {
     public var console: ConsoleFiles?
     public var signInProviders: [IdentityProvider]
     public var limits: AbuseLimits
+    public var push: PushSettings?
 
     public init(
         host: String = "127.0.0.1",
@@ -59,7 +61,8 @@ public struct GatewayConfiguration: Sendable {
         assets: AssetSettings? = nil,
         console: ConsoleFiles? = nil,
         signInProviders: [IdentityProvider] = [],
-        limits: AbuseLimits = AbuseLimits()
+        limits: AbuseLimits = AbuseLimits(),
+        push: PushSettings? = nil
     ) {
         self.host = host
         self.port = port
@@ -76,5 +79,6 @@ public struct GatewayConfiguration: Sendable {
         self.console = console
         self.signInProviders = signInProviders.filter { $0.signIn != nil }
         self.limits = limits
+        self.push = push
     }
 }

@@ -32,7 +32,9 @@ SET LOCAL ROLE canopy_owner;
 -- (held to commit), which orders the zone's change positions; the first
 -- time in a transaction it also NOTIFYs canopy_changes with
 -- '<zone id> <owner id>' for live subscriptions (delivered at commit, and
--- not at all on rollback). False when the zone no longer exists.
+-- not at all on rollback), and writes the push outbox's row (and NOTIFYs
+-- 'push') when a push subscription may cover the zone. False when the zone
+-- no longer exists.
 --
 -- * touch_zone remembers, for the transaction, the zones it has touched
 --   (a transaction-local setting, reverted with the subtransaction that set
@@ -57,6 +59,16 @@ BEGIN
     IF NOT touched THEN
         UPDATE canopy.zones SET changed_xid = pg_current_xact_id() WHERE id = p_zone_id;
         PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || owner);
+        -- Push (issue 23, push.sql): the outbox row, in this transaction,
+        -- only when a push subscription could cover the zone. Positions
+        -- are drawn after this lock, so they are above after_seq.
+        IF canopy.push_covered(p_zone_id) THEN
+            INSERT INTO canopy.push_outbox (zone_id, after_seq, origin_user, origin_device)
+            VALUES (p_zone_id, coalesce(pg_sequence_last_value('canopy.change_seq'), 0), canopy.current_user_id(),
+                    CASE WHEN current_setting('canopy.device_id', true) ~ '^[0-9a-f-]{36}$'
+                         THEN current_setting('canopy.device_id', true)::uuid END);
+            PERFORM pg_notify('canopy_changes', 'push');
+        END IF;
     END IF;
     PERFORM set_config('canopy.touched_zone_' || p_zone_id, 'y', true);
     RETURN true;

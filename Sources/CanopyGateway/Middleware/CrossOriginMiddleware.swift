@@ -43,7 +43,7 @@ struct CrossOriginMiddleware: RouterMiddleware {
     typealias Context = CanopyRequestContext
 
     static let allowedMethods = "GET, POST, OPTIONS"
-    static let allowedHeaders = "Authorization, Content-Type, Accept, Canopy-Nonce, Canopy-Position"
+    static let allowedHeaders = "Authorization, Content-Type, Accept, Canopy-Nonce, Canopy-Position, Canopy-Device"
     static let exposedHeaders = "X-Request-ID, Canopy-Position"
     static let maxAge = "600"
 

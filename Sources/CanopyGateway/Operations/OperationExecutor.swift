@@ -20,6 +20,9 @@ struct OperationExecutor {
     /// The position the client says it has seen (`Canopy-Position`): reads
     /// that a replica may answer need a replica that has replayed it.
     var readAfter: WALPosition? = nil
+    /// The device the request comes from (`Canopy-Device`): writes name it
+    /// to the push outbox, so it is not told of its own change.
+    var device: String? = nil
 
     func resolve(_ field: SelectedField) async throws -> String? {
         let kind = request.operation.operation
@@ -41,7 +44,7 @@ struct OperationExecutor {
         let row: Plan.Row?
         if Plan.writes {
             let logger = self.logger
-            row = try await database.withUser(userID, logger: logger) { connection in
+            row = try await database.withUser(userID, device: device, logger: logger) { connection in
                 try await connection.execute(plan.statement, logger: logger).first.map(Plan.decode)
             }
         } else {

@@ -16,6 +16,9 @@ enum OperationTable {
         "shareMetadata": Planned { try ShareMetadataPlan($0, request: $1) },
         "discoverUser": Planned { try DiscoverUserPlan($0, request: $1) },
         "recordTypes": Planned { try RecordTypesPlan($0, request: $1) },
+        "subscriptions": Planned { try SubscriptionsPlan($0, request: $1) },
+        "devices": Planned { try DevicesPlan($0, request: $1) },
+        "pushConfiguration": PushConfigurationOperation(),
     ]
 
     static let mutations: [String: any RootOperation] = [
@@ -30,6 +33,10 @@ enum OperationTable {
         "acceptShare": AcceptShareOperation(),
         "issueToken": IssueTokenOperation(),
         "revokeToken": Planned { try RevokeTokenPlan($0, request: $1) },
+        "saveSubscription": SaveSubscriptionOperation(),
+        "deleteSubscription": Planned { try DeleteSubscriptionPlan($0, request: $1) },
+        "registerDevice": RegisterDeviceOperation(),
+        "unregisterDevice": Planned { try UnregisterDevicePlan($0, request: $1) },
     ]
 
     static func operation(_ kind: OperationType, named name: String) -> (any RootOperation)? {

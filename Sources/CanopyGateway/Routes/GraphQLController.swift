@@ -48,7 +48,7 @@ struct GraphQLController {
             return GraphQLResponse.errors([APIError(error, requestID: context.requestID, logger: context.logger)],
                                           requestID: context.requestID, status: .badRequest)
         }
-        return await execute(graphQLRequest, allowMutations: true, readAfter: request.canopyPosition, context: context)
+        return await execute(graphQLRequest, allowMutations: true, readAfter: request.canopyPosition, device: request.canopyDevice, context: context)
     }
 
     func handleGet(_ request: Request, context: CanopyRequestContext) async throws -> Response {
@@ -84,7 +84,9 @@ struct GraphQLController {
         return await execute(graphQLRequest, allowMutations: false, readAfter: request.canopyPosition, context: context)
     }
 
-    func execute(_ graphQLRequest: GraphQLHTTPRequest, allowMutations: Bool, readAfter: WALPosition?, context: CanopyRequestContext) async -> Response {
+    func execute(
+        _ graphQLRequest: GraphQLHTTPRequest, allowMutations: Bool, readAfter: WALPosition?, device: String? = nil, context: CanopyRequestContext
+    ) async -> Response {
         var parsed: ParsedRequest
         do {
             parsed = try ParsedRequest(
@@ -115,6 +117,7 @@ struct GraphQLController {
                 userID: userID, requestID: context.requestID, logger: context.logger
             )
             executor.readAfter = readAfter
+            executor.device = device
             var entries: [(key: String, json: String?)] = []
             var errors: [APIError] = []
             for field in fields {

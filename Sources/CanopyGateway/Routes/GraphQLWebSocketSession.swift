@@ -271,7 +271,7 @@ final class GraphQLWebSocketSession: Sendable {
             let followed = FollowedZone()
             let isZoneFeed = field.name == "zoneChanged"
             let wants: @Sendable (ChangeNotifier.Event) -> Bool = { event in
-                guard case .zone(let zone, let owner) = event else { return true }
+                guard case .zone(let zone, let owner) = event else { return event == .resync }
                 if isZoneFeed { return followed.id.withLock { $0 == nil || $0 == zone } }
                 return scope == "PRIVATE" ? owner == userID : owner != userID
             }

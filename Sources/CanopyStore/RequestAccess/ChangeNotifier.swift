@@ -16,6 +16,9 @@ public final class ChangeNotifier: Service, Sendable {
         /// The listening connection (re)started: anything may have been
         /// missed, so every subscriber should look again.
         case resync
+        /// A commit wrote the push outbox (canopy.touch_zone): the push
+        /// deliverer has work.
+        case push
     }
 
     private struct Subscriber {
@@ -103,8 +106,9 @@ public final class ChangeNotifier: Service, Sendable {
         for subscriber in subscribers { subscriber.continuation.finish() }
     }
 
-    /// `'<zone id> <owner id>'`, as canopy.touch_zone sends it.
+    /// `'<zone id> <owner id>'` or `'push'`, as canopy.touch_zone sends them.
     static func event(from payload: String) -> Event? {
+        if payload == "push" { return .push }
         let parts = payload.split(separator: " ")
         guard parts.count == 2, let zone = Int64(parts[0]), let owner = Int64(parts[1]) else { return nil }
         return .zone(id: zone, owner: owner)

@@ -124,17 +124,28 @@ public final class RequestDatabase: Sendable {
     /// With replicas, the commit's position is then read on the same
     /// connection and remembered as the user's last write, so their reads
     /// come from a replica only once it has replayed it.
+    ///
+    /// `device` (a `Canopy-Device` ID) goes to the push outbox of what the
+    /// transaction changes (canopy.touch_zone), so that device is not told.
     public func withUser<Result: Sendable>(
         _ userID: Int64,
+        device: String? = nil,
         logger: Logger,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await primary.withConnection { connection in
             let result = try await connection.inTransaction(logger: logger) { connection in
-                try await connection.query(
-                    "SELECT set_config('canopy.user_id', \(String(userID)), true), set_config('canopy.schema_mode', \(self.schemaMode), true)",
-                    logger: logger
-                )
+                if let device {
+                    try await connection.query(
+                        "SELECT set_config('canopy.user_id', \(String(userID)), true), set_config('canopy.schema_mode', \(self.schemaMode), true), set_config('canopy.device_id', \(device), true)",
+                        logger: logger
+                    )
+                } else {
+                    try await connection.query(
+                        "SELECT set_config('canopy.user_id', \(String(userID)), true), set_config('canopy.schema_mode', \(self.schemaMode), true)",
+                        logger: logger
+                    )
+                }
                 return try await body(connection)
             }
             if let replicas = self.replicas {

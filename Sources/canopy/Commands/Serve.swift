@@ -2,6 +2,7 @@ import ArgumentParser
 import CanopyAssets
 import CanopyGateway
 import CanopyIdentity
+import CanopyPush
 import CanopyStore
 import Foundation
 import Hummingbird
@@ -58,6 +59,7 @@ struct Serve: AsyncParsableCommand {
     var accessLog = false
 
     @OptionGroup var limits: LimitOptions
+    @OptionGroup var push: PushOptions
     @OptionGroup var replicas: ReplicaOptions
     @OptionGroup var mode: ModeOptions
     @OptionGroup var database: DatabaseOptions
@@ -69,6 +71,7 @@ struct Serve: AsyncParsableCommand {
         }
         try replicas.validate()
         try limits.validate()
+        try push.validate()
         guard maximumAssetSize > 0 else {
             throw ValidationError("--max-asset-size must be a positive number of bytes, not \(maximumAssetSize)")
         }
@@ -96,6 +99,12 @@ struct Serve: AsyncParsableCommand {
             let path = authConfig ?? ProcessInfo.processInfo.environment["CANOPY_AUTH_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
             authConfiguration = try path.map { path throws(IdentityError) in try AuthConfiguration.load(path: path) }
             crossOrigin = try CrossOriginPolicy(origins: corsOrigins)
+        } catch {
+            throw fail(error)
+        }
+        let pushSettings: PushSettings?
+        do {
+            pushSettings = try push.settings()
         } catch {
             throw fail(error)
         }
@@ -144,7 +153,8 @@ struct Serve: AsyncParsableCommand {
             assets: assetSettings,
             console: console,
             signInProviders: authConfiguration?.providers ?? [],
-            limits: limits.limits
+            limits: limits.limits,
+            push: pushSettings
         )
         var verifier: TokenVerifier?
         if let authConfiguration {

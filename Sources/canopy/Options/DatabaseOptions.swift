@@ -2,6 +2,7 @@ import ArgumentParser
 import CanopyAssets
 import CanopyGateway
 import CanopyIdentity
+import CanopyPush
 import CanopyStore
 import Foundation
 import Logging
@@ -53,7 +54,7 @@ struct MigrationsOptions: ParsableArguments {
 /// Prints a failure the way a person wants to read it and exits non-zero.
 func fail(_ error: any Error) -> ExitCode {
     let message = (error as? StoreError)?.message ?? (error as? IdentityError)?.message ?? (error as? AssetError)?.message
-        ?? (error as? GatewayConfigurationError)?.message
+        ?? (error as? GatewayConfigurationError)?.message ?? (error as? PushError)?.message
         ?? PostgresErrors.message(of: error)
     FileHandle.standardError.write(Data("canopy: \(message)\n".utf8))
     return ExitCode.failure

@@ -1,0 +1,48 @@
+import CanopyPush
+import CanopyQuery
+import CanopyStore
+import Foundation
+
+/// `saveSubscription`: a QUERY subscription's filter is checked against its
+/// record type's schema, read (cached) first, as `records` does.
+struct SaveSubscriptionOperation: RootOperation {
+    func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
+        guard let recordType = try SaveSubscriptionPlan.queryRecordType(of: field, request: executor.request) else {
+            return try await executor.run(try SaveSubscriptionPlan(field, request: executor.request, schema: nil))
+        }
+        let records = RecordsOperation()
+        let plan: SaveSubscriptionPlan
+        do {
+            plan = try SaveSubscriptionPlan(field, request: executor.request, schema: try await records.schema(of: recordType, refresh: false, executor))
+        } catch let error as QueryError where error.code == .invalidArguments {
+            plan = try SaveSubscriptionPlan(field, request: executor.request, schema: try await records.schema(of: recordType, refresh: true, executor))
+        }
+        return try await executor.run(plan)
+    }
+}
+
+/// `registerDevice`: a webhook's signing secret comes from the system's
+/// secure random source, and is answered once.
+struct RegisterDeviceOperation: RootOperation {
+    func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
+        var generator = SystemRandomNumberGenerator()
+        let secret = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return try await executor.run(try RegisterDevicePlan(field, request: executor.request, webhookSecret: secret))
+    }
+}
+
+/// `pushConfiguration`: the VAPID public key a web page subscribes with.
+struct PushConfigurationOperation: RootOperation {
+    func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
+        let key = try await VAPIDKey.load(from: executor.database.secrets, logger: executor.logger)
+        let members = try field.children.map { child -> String in
+            let value: JSONValue = switch child.name {
+            case "vapidPublicKey": .string(key.publicKeyBase64URL)
+            case "__typename": .string("PushConfiguration")
+            default: throw QueryError.noField(child, of: "PushConfiguration")
+            }
+            return JSONValue.string(child.responseKey).jsonText + ":" + value.jsonText
+        }
+        return "{" + members.joined(separator: ",") + "}"
+    }
+}

@@ -1,0 +1,118 @@
+import AsyncHTTPClient
+import CanopyStore
+import Crypto
+import Foundation
+import JWTKit
+import Logging
+import NIOCore
+
+/// Sends a Web Push message (RFC 8030) to a browser's push service:
+/// encrypted for the browser (``WebPushEncryption``), authenticated with a
+/// VAPID JWT (RFC 8292) signed by jwt-kit. `Topic` is the device's ID, so a
+/// push service holding an undelivered message replaces it with the newer.
+struct WebPushChannel: Sendable {
+    let client: HTTPClient
+    let vapid: VAPIDKey
+    let subject: String
+    let timeout: Duration
+
+    func send(_ delivery: ClaimedDelivery, endpoint: String, p256dh: [UInt8], auth: [UInt8]) async -> PushOutcome {
+        guard let url = URL(string: endpoint), let scheme = url.scheme, let host = url.host else {
+            return .gone(reason: "the endpoint is not a URL")
+        }
+        let audience = "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
+        let body: [UInt8]
+        let jwt: String
+        do {
+            body = try WebPushEncryption.encrypt(Array(PushPayload.webPush(delivery).utf8), receiverKey: p256dh, authSecret: auth)
+            jwt = try await vapid.token(audience: audience, subject: subject)
+        } catch {
+            return .gone(reason: "the subscription's keys cannot be used: \(error)")
+        }
+        var request = HTTPClientRequest(url: endpoint)
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "vapid t=\(jwt), k=\(vapid.publicKeyBase64URL)")
+        request.headers.add(name: "Content-Encoding", value: "aes128gcm")
+        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        request.headers.add(name: "TTL", value: "86400")
+        request.headers.add(name: "Urgency", value: "normal")
+        request.headers.add(name: "Topic", value: delivery.deviceID.replacingOccurrences(of: "-", with: ""))
+        request.body = .bytes(ByteBuffer(bytes: body))
+        do {
+            let response = try await client.execute(request, timeout: TimeAmount(timeout))
+            let retryAfter = HTTPRetryAfter.parse(response.headers.first(name: "Retry-After"))
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+            switch response.status.code {
+            case 200..<300: return .delivered
+            case 404, 410: return .gone(reason: "the push service answered \(response.status.code): the subscription expired")
+            default: return .retry(reason: "the push service answered \(response.status.code)", after: retryAfter)
+            }
+        } catch {
+            return .retry(reason: "the push service could not be reached: \(error)", after: nil)
+        }
+    }
+}
+
+/// The server's VAPID key pair (P-256), made once and kept in the
+/// database (`canopy.server_secrets`, name `vapid`), so every gateway signs
+/// with the key browsers subscribed with.
+public struct VAPIDKey: Sendable {
+    let keys: JWTKeyCollection
+    /// The uncompressed public key, base64url: the `applicationServerKey` a
+    /// page passes to `pushManager.subscribe`, and the `k=` of each request.
+    public let publicKeyBase64URL: String
+
+    /// From the 32 random bytes of the stored secret, as a P-256 scalar.
+    public init(secret: Data) async throws {
+        let key = try P256.Signing.PrivateKey(rawRepresentation: secret)
+        publicKeyBase64URL = Self.base64URL(key.publicKey.x963Representation)
+        keys = JWTKeyCollection()
+        await keys.add(ecdsa: try ES256PrivateKey(backing: key))
+    }
+
+    /// A token for one push service origin, valid 12 hours (RFC 8292 allows 24).
+    func token(audience: String, subject: String, now: Date = Date()) async throws -> String {
+        try await keys.sign(VAPIDClaims(
+            aud: AudienceClaim(value: audience), exp: ExpirationClaim(value: now.addingTimeInterval(12 * 3600)), sub: SubjectClaim(value: subject)))
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
+
+extension VAPIDKey {
+    /// The key every gateway shares: the stored secret `vapid`, made by
+    /// whichever process asks first.
+    public static func load(from secrets: ServerSecrets, logger: Logger) async throws -> VAPIDKey {
+        try await VAPIDKey(secret: try await secrets.key("vapid", logger: logger))
+    }
+}
+
+/// The VAPID key, read once per process.
+actor VAPIDKeyCache {
+    private let secrets: ServerSecrets
+    private let logger: Logger
+    private var cached: VAPIDKey?
+
+    init(secrets: ServerSecrets, logger: Logger) {
+        self.secrets = secrets
+        self.logger = logger
+    }
+
+    func key() async throws -> VAPIDKey {
+        if let cached { return cached }
+        let key = try await VAPIDKey.load(from: secrets, logger: logger)
+        cached = key
+        return key
+    }
+}
+
+struct VAPIDClaims: JWTPayload {
+    var aud: AudienceClaim
+    var exp: ExpirationClaim
+    var sub: SubjectClaim
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
+}

@@ -1,0 +1,202 @@
+import PostgresNIO
+
+/// What a QUERY subscription watches, checked the way `records` checks a
+/// filter: when it is saved (so a bad one is refused with where it was
+/// wrong) and again at each delivery, against the schema of that moment.
+public struct PushQuery: Sendable, Equatable {
+    public let recordType: String
+    public let filter: String?
+    public let args: JSONValue?
+
+    public init(recordType: String, filter: String?, args: JSONValue?) {
+        self.recordType = recordType
+        self.filter = filter
+        self.args = args
+    }
+
+    public func predicate(schema: RecordSchema) throws -> CheckedPredicate {
+        let checker = PredicateChecker(schema: schema, recordType: recordType, args: args)
+        return try checker.check(try filter.map(PredicateParser.parse) ?? .all)
+    }
+}
+
+/// `saveSubscription`: creates or replaces (same subscriptionID) one of the
+/// caller's subscriptions. A ZONE or QUERY subscription's zone must be one
+/// the caller reaches in the scope (ZONE_NOT_FOUND otherwise; the policy
+/// checks it again).
+public struct SaveSubscriptionPlan: Sendable {
+    public static let kinds: Set<String> = ["DATABASE", "ZONE", "QUERY"]
+    public static let events: Set<String> = ["CREATE", "UPDATE", "DELETE"]
+
+    public let statement: SQLStatement
+    let hasZone: Bool
+    let locations: [QueryError.Location]
+
+    /// The record type of a QUERY subscription, to fetch its schema first;
+    /// nil for the other kinds.
+    public static func queryRecordType(of field: SelectedField, request: ParsedRequest) throws -> String? {
+        let arguments = request.arguments(of: field)
+        guard try arguments.string("kind") == "QUERY" else { return nil }
+        return try RecordsPlan.recordType(of: field, request: request)
+    }
+
+    public init(_ field: SelectedField, request: ParsedRequest, schema: RecordSchema?) throws {
+        locations = request.location(of: field.field)
+        let arguments = request.arguments(of: field)
+        let subscriptionID = try arguments.requiredString("subscriptionID")
+        guard (1...255).contains(subscriptionID.count) else {
+            throw arguments.invalid("subscriptionID", "subscriptionID must be 1-255 characters")
+        }
+        let kind = try arguments.requiredString("kind")
+        guard Self.kinds.contains(kind) else { throw arguments.invalid("kind", "kind must be DATABASE, ZONE or QUERY, not \(kind)") }
+        let scopeText = try arguments.string("scope") ?? "PRIVATE"
+        guard let scope = DatabaseScope(rawValue: scopeText) else {
+            throw arguments.invalid("scope", "scope must be PRIVATE or SHARED, not \(scopeText)")
+        }
+        let zonePresent = (try arguments.value("zone")).map { !$0.isNull } ?? false
+        let zone = zonePresent ? try ZoneReference(scope: scope, in: arguments) : nil
+        switch kind {
+        case "DATABASE" where zone != nil:
+            throw arguments.invalid("zone", "a DATABASE subscription covers every zone of its scope: leave zone out, or use kind ZONE")
+        case "ZONE" where zone == nil:
+            throw arguments.invalid("zone", "a ZONE subscription needs zone")
+        default: break
+        }
+        var query: PushQuery?
+        var firesOn = ["CREATE", "DELETE", "UPDATE"]
+        if kind == "QUERY" {
+            let recordType = try RecordsPlan.recordType(of: field, request: request)
+            let filter = try arguments.string("filter")
+            if let filter, filter.utf8.count > 4096 {
+                throw arguments.invalid("filter", "filter is \(filter.utf8.count) bytes; at most 4096")
+            }
+            let args = try arguments.value("args")
+            let candidate = PushQuery(recordType: recordType, filter: filter, args: args.flatMap { $0.isNull ? nil : $0 })
+            do {
+                _ = try candidate.predicate(schema: schema ?? RecordSchema(fields: [:]))
+            } catch var error as QueryError {
+                error.locations = arguments.location("filter")
+                throw error
+            }
+            query = candidate
+            if try arguments.value("firesOn") != nil {
+                let events = try arguments.strings("firesOn")
+                guard !events.isEmpty, events.allSatisfy(Self.events.contains) else {
+                    throw arguments.invalid("firesOn", "firesOn must list at least one of CREATE, UPDATE, DELETE")
+                }
+                firesOn = Array(Set(events)).sorted()
+            }
+        } else {
+            for name in ["recordType", "filter", "args"] where try arguments.value(name).map({ !$0.isNull }) ?? false {
+                throw arguments.invalid(name, "\(name) is only for a QUERY subscription")
+            }
+        }
+        hasZone = zone != nil
+        var builder = SQLBuilder()
+        let projection = try Projection.pushSubscription(field.children, request: request, &builder)
+        let zoneCTE: SQL = zone.map { "\($0.cte(&builder)), " } ?? ""
+        let id = builder.bind(subscriptionID), kindBound = builder.bind(kind), scopeBound = builder.bind(scope.rawValue)
+        let recordType = builder.bind(query?.recordType), filter = builder.bind(query?.filter)
+        let args: SQL = query?.args.map { builder.bind(json: $0) } ?? "NULL::jsonb"
+        let events = builder.bind(firesOn)
+        let zoneID: SQL = zone == nil ? "NULL::bigint" : "(SELECT id FROM zone)"
+        let guardZone: SQL = zone == nil ? "TRUE" : "EXISTS (SELECT 1 FROM zone)"
+        builder.append("""
+            WITH \(zoneCTE)saved AS (\
+            INSERT INTO canopy.push_subscriptions AS s (user_id, subscription_id, kind, scope, zone_id, record_type, filter, args, fires_on) \
+            SELECT canopy.current_user_id(), \(id), \(kindBound), \(scopeBound), \(zoneID), \(recordType), \(filter), \(args), \(events)::text[] \
+            WHERE \(guardZone) \
+            ON CONFLICT (user_id, subscription_id) DO UPDATE SET kind = EXCLUDED.kind, scope = EXCLUDED.scope, zone_id = EXCLUDED.zone_id, \
+            record_type = EXCLUDED.record_type, filter = EXCLUDED.filter, args = EXCLUDED.args, fires_on = EXCLUDED.fires_on \
+            RETURNING s.*) \
+            SELECT \(projection)::text FROM saved s
+            """)
+        statement = builder.query
+    }
+}
+
+extension SaveSubscriptionPlan: FieldPlan {
+    public static var writes: Bool { true }
+
+    public func answer(_ row: JSONRow?) throws -> String? {
+        guard let json = row?.json else {
+            throw hasZone ? QueryError.zoneNotFound(at: locations) : QueryError(.internalError, "the subscription was not saved")
+        }
+        return json
+    }
+}
+
+/// `subscriptions`: the caller's own, by subscriptionID.
+public struct SubscriptionsPlan: Sendable {
+    public let statement: SQLStatement
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        var builder = SQLBuilder()
+        let projection = try Projection.pushSubscription(field.children, request: request, &builder)
+        builder.append("""
+            SELECT coalesce(json_agg(\(projection) ORDER BY s.subscription_id), '[]')::text \
+            FROM canopy.push_subscriptions s WHERE s.user_id = canopy.current_user_id()
+            """)
+        statement = builder.query
+    }
+}
+
+extension SubscriptionsPlan: FieldPlan {
+    public func answer(_ row: JSONRow?) throws -> String? { row?.json ?? "[]" }
+}
+
+/// `deleteSubscription(subscriptionID)`: UNKNOWN_ITEM when the caller has
+/// none of that ID, as CloudKit answers.
+public struct DeleteSubscriptionPlan: Sendable {
+    public let statement: SQLStatement
+    let subscriptionID: String
+    let locations: [QueryError.Location]
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        let arguments = request.arguments(of: field)
+        subscriptionID = try arguments.requiredString("subscriptionID")
+        locations = arguments.location("subscriptionID")
+        var builder = SQLBuilder()
+        builder.append("""
+            WITH gone AS (DELETE FROM canopy.push_subscriptions \
+            WHERE user_id = canopy.current_user_id() AND subscription_id = \(builder.bind(subscriptionID)) RETURNING 1) \
+            SELECT count(*)::int FROM gone
+            """)
+        statement = builder.query
+    }
+}
+
+extension DeleteSubscriptionPlan: FieldPlan {
+    public static var writes: Bool { true }
+
+    public static func decode(_ row: PostgresRow) throws -> Int { try row.decode(Int.self) }
+
+    public func answer(_ row: Int?) throws -> String? {
+        guard (row ?? 0) > 0 else {
+            throw QueryError(.unknownItem, "you have no subscription '\(subscriptionID)'", locations: locations)
+        }
+        return "true"
+    }
+}
+
+extension Projection {
+    /// A `PushSubscription` from `canopy.push_subscriptions` aliased `s`.
+    static func pushSubscription(_ fields: [SelectedField], request: ParsedRequest, _ builder: inout SQLBuilder) throws -> SQL {
+        try object(fields, &builder) { field, builder in
+            switch field.name {
+            case "subscriptionID": return "s.subscription_id"
+            case "kind": return "s.kind"
+            case "scope": return "s.scope"
+            case "recordType": return "s.record_type"
+            case "filter": return "s.filter"
+            case "args": return "s.args"
+            case "firesOn": return "to_json(s.fires_on)"
+            case "__typename": return "'PushSubscription'"
+            case "zone":
+                let zone = try Projection.zone(field.children, id: "pz.id", name: "pz.name", ownerName: "pu.record_name", request: request, &builder)
+                return "(SELECT \(zone) FROM canopy.zones pz JOIN canopy.users pu ON pu.id = pz.owner_id WHERE pz.id = s.zone_id)"
+            default: throw QueryError(.badRequest, "PushSubscription has no field \(field.name)")
+            }
+        }
+    }
+}

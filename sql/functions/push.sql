@@ -1,0 +1,225 @@
+-- Push (issue 23, docs/PUSH.md): canopy.register_push_device,
+-- canopy.push_covered, canopy.claim_push_outbox, canopy.push_candidates,
+-- canopy.finish_push_outbox, canopy.claim_push_deliveries,
+-- canopy.push_delivered, canopy.push_failed, canopy.push_device_gone,
+-- canopy.push_backlog. The outbox's writer is canopy.touch_zone
+-- (change_feeds.sql).
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent.
+--
+-- The gateway reads and writes a user's own subscriptions and devices as
+-- that user, under row-level security. Only the deliverer reads across
+-- users, through the functions below: they return identifiers and where to
+-- send, never a record.
+
+SET LOCAL ROLE canopy_owner;
+
+-- Registers a device for the caller, or finds the one registered already
+-- (apps register at every launch): an APNs token or Web Push endpoint
+-- belongs to one user at a time, so one another user registered moves to
+-- the caller (the phone changed hands; its old owner's notifications must
+-- stop). A webhook URL registered again gets the new secret. Returns the
+-- device's id.
+CREATE OR REPLACE FUNCTION canopy.register_push_device(
+    p_kind text, p_apns_token text, p_apns_environment text, p_apns_topic text,
+    p_endpoint text, p_p256dh bytea, p_auth bytea, p_webhook_url text, p_webhook_secret bytea
+) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller bigint := canopy.current_user_id();
+    device uuid;
+BEGIN
+    IF caller IS NULL THEN
+        RAISE EXCEPTION 'nobody is signed in' USING ERRCODE = 'CN001';
+    END IF;
+    IF p_kind = 'APNS' THEN
+        DELETE FROM canopy.push_devices
+         WHERE kind = 'APNS' AND apns_token = p_apns_token AND apns_topic = p_apns_topic AND user_id <> caller;
+        INSERT INTO canopy.push_devices (user_id, kind, apns_token, apns_environment, apns_topic)
+        VALUES (caller, 'APNS', p_apns_token, p_apns_environment, p_apns_topic)
+        ON CONFLICT (apns_token, apns_topic) WHERE kind = 'APNS'
+        DO UPDATE SET apns_environment = EXCLUDED.apns_environment, failing_since = NULL
+        RETURNING id INTO device;
+    ELSIF p_kind = 'WEB_PUSH' THEN
+        DELETE FROM canopy.push_devices WHERE kind = 'WEB_PUSH' AND endpoint = p_endpoint AND user_id <> caller;
+        INSERT INTO canopy.push_devices (user_id, kind, endpoint, p256dh, auth)
+        VALUES (caller, 'WEB_PUSH', p_endpoint, p_p256dh, p_auth)
+        ON CONFLICT (endpoint) WHERE kind = 'WEB_PUSH'
+        DO UPDATE SET p256dh = EXCLUDED.p256dh, auth = EXCLUDED.auth, failing_since = NULL
+        RETURNING id INTO device;
+    ELSIF p_kind = 'WEBHOOK' THEN
+        INSERT INTO canopy.push_devices (user_id, kind, webhook_url, webhook_secret)
+        VALUES (caller, 'WEBHOOK', p_webhook_url, p_webhook_secret)
+        ON CONFLICT (user_id, webhook_url) WHERE kind = 'WEBHOOK'
+        DO UPDATE SET webhook_secret = EXCLUDED.webhook_secret, failing_since = NULL
+        RETURNING id INTO device;
+    ELSE
+        RAISE EXCEPTION 'unknown device kind %', p_kind USING ERRCODE = 'CN004';
+    END IF;
+    RETURN device;
+END
+$$;
+
+-- Whether a change to the zone could concern a push subscription: one of
+-- its members (the owner, accepted participants) has one. One probe of
+-- memberships by zone, then of subscriptions by user; false at once on a
+-- server nobody subscribed on.
+CREATE OR REPLACE FUNCTION canopy.push_covered(p_zone_id bigint) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT EXISTS (SELECT 1 FROM canopy.push_subscriptions LIMIT 1)
+       AND EXISTS (SELECT 1 FROM canopy.memberships m
+                    WHERE m.zone_id = p_zone_id
+                      AND EXISTS (SELECT 1 FROM canopy.push_subscriptions s WHERE s.user_id = m.user_id))
+$$;
+
+-- The deliverer's claim on committed changes: up to p_limit outbox rows
+-- nobody holds (or whose holder's lease ran out: that gateway died), held
+-- for p_lease. SKIP LOCKED lets many gateways claim at once without a
+-- leader; a row is deleted (finish_push_outbox) only once fanned out, so a
+-- crash in between fans it out again (deliveries merge, nothing doubles).
+CREATE OR REPLACE FUNCTION canopy.claim_push_outbox(p_limit integer, p_lease interval)
+    RETURNS TABLE (id bigint, zone_id bigint, after_seq bigint, origin_user bigint, origin_device uuid, created_at timestamptz)
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    UPDATE canopy.push_outbox o SET claimed_until = now() + p_lease
+     WHERE o.id IN (SELECT c.id FROM canopy.push_outbox c
+                     WHERE c.claimed_until IS NULL OR c.claimed_until < now()
+                     ORDER BY c.id LIMIT p_limit FOR UPDATE SKIP LOCKED)
+    RETURNING o.id, o.zone_id, o.after_seq, o.origin_user, o.origin_device, o.created_at
+$$;
+
+CREATE OR REPLACE FUNCTION canopy.finish_push_outbox(p_id bigint) RETURNS void
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    DELETE FROM canopy.push_outbox WHERE id = p_id
+$$;
+
+-- The subscriptions a change to the zone may fire, with their users: of
+-- the zone's members (PRIVATE for its owner, SHARED for participants) and
+-- of users who stopped seeing it in this change (their departure is at a
+-- position above p_after: they are told once, and fetch to learn it).
+-- Whether each fired is decided afterwards as its user, under row-level
+-- security (PushFanOut): this only narrows the candidates.
+CREATE OR REPLACE FUNCTION canopy.push_candidates(p_zone_id bigint, p_after bigint)
+    RETURNS TABLE (user_id bigint, subscription_id text, kind text, scope text, zone_id bigint,
+                   record_type text, filter text, args text, fires_on text[])
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH reach AS (
+        SELECT DISTINCT m.user_id, CASE WHEN m.share_id IS NULL THEN 'PRIVATE' ELSE 'SHARED' END AS scope
+          FROM canopy.memberships m WHERE m.zone_id = p_zone_id
+        UNION
+        SELECT d.user_id, d.scope FROM canopy.zone_departures d
+         WHERE d.zone_id = p_zone_id AND d.change_seq > p_after
+    )
+    SELECT s.user_id, s.subscription_id, s.kind, s.scope, s.zone_id, s.record_type, s.filter, s.args::text, s.fires_on
+      FROM reach JOIN canopy.push_subscriptions s ON s.user_id = reach.user_id AND s.scope = reach.scope
+     WHERE s.kind = 'DATABASE'
+        OR (s.kind = 'ZONE' AND s.zone_id = p_zone_id)
+        OR (s.kind = 'QUERY' AND (s.zone_id IS NULL OR s.zone_id = p_zone_id))
+     ORDER BY s.user_id, s.subscription_id
+$$;
+
+-- Deliveries due now, of devices not sent to within p_gap (at most one
+-- push a second a device: a burst merges into the next), held for
+-- p_lease, with where to send each. The only reader of webhook secrets.
+CREATE OR REPLACE FUNCTION canopy.claim_push_deliveries(p_limit integer, p_lease interval, p_gap interval)
+    RETURNS TABLE (device_id uuid, version bigint, subscription_ids text[], attempts integer, first_queued_at timestamptz,
+                   kind text, apns_token text, apns_environment text, apns_topic text,
+                   endpoint text, p256dh bytea, auth bytea, webhook_url text, webhook_secret bytea,
+                   user_record_name text)
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    WITH claimed AS (
+        UPDATE canopy.push_deliveries q SET claimed_until = now() + p_lease
+         WHERE q.device_id IN (
+               SELECT c.device_id FROM canopy.push_deliveries c JOIN canopy.push_devices d ON d.id = c.device_id
+                WHERE c.next_attempt_at <= now() AND (c.claimed_until IS NULL OR c.claimed_until < now())
+                  AND (d.last_sent_at IS NULL OR d.last_sent_at <= now() - p_gap)
+                ORDER BY c.next_attempt_at LIMIT p_limit FOR UPDATE OF c SKIP LOCKED)
+        RETURNING q.device_id, q.version, q.subscription_ids, q.attempts, q.first_queued_at
+    )
+    SELECT c.device_id, c.version, c.subscription_ids, c.attempts, c.first_queued_at,
+           d.kind, d.apns_token, d.apns_environment, d.apns_topic, d.endpoint, d.p256dh, d.auth,
+           d.webhook_url, d.webhook_secret, u.record_name
+      FROM claimed c JOIN canopy.push_devices d ON d.id = c.device_id JOIN canopy.users u ON u.id = d.user_id
+$$;
+
+-- The push service accepted the notification of p_version: the delivery is
+-- done, unless a change merged into it meanwhile (its version moved on):
+-- then it stays, due after the one-a-second gap.
+CREATE OR REPLACE FUNCTION canopy.push_delivered(p_device uuid, p_version bigint, p_gap interval) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    UPDATE canopy.push_devices SET last_sent_at = now(), failing_since = NULL WHERE id = p_device;
+    DELETE FROM canopy.push_deliveries WHERE device_id = p_device AND version = p_version;
+    IF NOT FOUND THEN
+        UPDATE canopy.push_deliveries SET claimed_until = NULL, attempts = 0, first_queued_at = now(),
+               next_attempt_at = now() + p_gap
+         WHERE device_id = p_device;
+    END IF;
+END
+$$;
+
+-- Sending failed: retried after p_retry (the deliverer's back-off, or the
+-- push service's Retry-After), unless the notification has waited longer
+-- than p_give_up: then it is dropped and the device marked failing (the
+-- feeds keep every change; the app fetches on its next launch).
+CREATE OR REPLACE FUNCTION canopy.push_failed(p_device uuid, p_retry interval, p_give_up interval) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM canopy.push_deliveries WHERE device_id = p_device AND first_queued_at < now() - p_give_up;
+    IF FOUND THEN
+        UPDATE canopy.push_devices SET failing_since = coalesce(failing_since, now()) WHERE id = p_device;
+        RETURN false;
+    END IF;
+    UPDATE canopy.push_deliveries SET claimed_until = NULL, attempts = attempts + 1, next_attempt_at = now() + p_retry
+     WHERE device_id = p_device;
+    RETURN true;
+END
+$$;
+
+-- The push service says the token or endpoint is gone for good (APNs 410
+-- or BadDeviceToken, Web Push 404 or 410): the device goes, with what it
+-- was owed.
+CREATE OR REPLACE FUNCTION canopy.push_device_gone(p_device uuid) RETURNS void
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    DELETE FROM canopy.push_devices WHERE id = p_device
+$$;
+
+-- For metrics: changes not yet fanned out, notifications not yet
+-- accepted, and how long the oldest of those has waited (seconds).
+CREATE OR REPLACE FUNCTION canopy.push_backlog()
+    RETURNS TABLE (outbox bigint, pending bigint, oldest_seconds double precision)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT (SELECT count(*) FROM canopy.push_outbox),
+           (SELECT count(*) FROM canopy.push_deliveries),
+           coalesce(extract(epoch FROM now() - (SELECT min(first_queued_at) FROM canopy.push_deliveries))::double precision, 0)
+$$;
+
+REVOKE ALL ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.push_covered(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.claim_push_outbox(integer, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.finish_push_outbox(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.push_candidates(bigint, bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.claim_push_deliveries(integer, interval, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.push_delivered(uuid, bigint, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.push_failed(uuid, interval, interval) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.push_device_gone(uuid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.push_backlog() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.claim_push_outbox(integer, interval) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.finish_push_outbox(bigint) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.push_candidates(bigint, bigint) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.claim_push_deliveries(integer, interval, interval) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.push_delivered(uuid, bigint, interval) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.push_failed(uuid, interval, interval) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.push_device_gone(uuid) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.push_backlog() TO canopy_gateway;
