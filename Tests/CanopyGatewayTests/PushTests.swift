@@ -241,6 +241,8 @@ struct PushTests {
             _ = try await client.call("acceptShare", "mutation { acceptShare(url: \"\(url)\") { status } }", token: bob)
             _ = try await Self.registerWebhook(client, url: receiver.url("bob"), token: bob)
             try await Self.subscribe(client, "shared", kind: "DATABASE", scope: "SHARED", token: bob)
+            // The owner subscribes too, so every commit to the zone writes the outbox.
+            try await Self.subscribe(client, "mine", kind: "DATABASE", token: alice)
 
             _ = try await save(client, token: alice, zone: "Family", [fast("f1", hours: 1, end: 1_700_000_000_000)])
             #expect(await eventually { await receiver.log.count() >= 1 }, "a participant was not told of a change in a shared zone")

@@ -93,6 +93,17 @@ struct PermissionFixture: Sendable {
                  WHERE record_name = 'log1'
                 """)
             try await run("SELECT set_config('canopy.user_id', '', false)")
+            // Push (migrations/0020): alice and bob each have a subscription
+            // and a webhook; alice's device is owed a notification.
+            try await run("""
+                INSERT INTO canopy.push_subscriptions (user_id, subscription_id, kind, scope)
+                VALUES (\(alice), 'alice-all', 'DATABASE', 'PRIVATE'), (\(bob), 'bob-all', 'DATABASE', 'PRIVATE')
+                """)
+            try await run("""
+                INSERT INTO canopy.push_devices (user_id, kind, webhook_url, webhook_secret)
+                VALUES (\(alice), 'WEBHOOK', 'https://alice.example/hook', sha256('a')), (\(bob), 'WEBHOOK', 'https://bob.example/hook', sha256('b'))
+                """)
+            try await run("INSERT INTO canopy.push_deliveries (device_id, user_id, subscription_ids) SELECT id, user_id, '{alice-all}' FROM canopy.push_devices WHERE user_id = \(alice)")
             // Alice also signs in with an identity provider.
             try await run("INSERT INTO canopy.identities (user_id, issuer, subject, provider) VALUES (\(alice), 'https://idp.example', 'alice-at-idp', 'idp')")
         }

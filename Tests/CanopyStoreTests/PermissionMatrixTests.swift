@@ -289,6 +289,42 @@ let permissionCases: [PermissionCase] =
     + cases("schema_migrations: select", "SELECT name FROM canopy.schema_migrations", [("alice", .denied), ("stranger", .denied)])
     + cases("schema_repeatables: select", "SELECT path FROM canopy.schema_repeatables", [("alice", .denied), ("stranger", .denied)])
     + cases("schema_repeatables: rewrite a checksum", count("UPDATE canopy.schema_repeatables SET checksum = 'x'"), [("alice", .denied)])
+    // push (migrations/0020): your own subscriptions and devices; the outbox
+    // and other users' rows only through the deliverer's functions
+    + cases("push_subscriptions: select", "SELECT subscription_id FROM canopy.push_subscriptions ORDER BY 1", [
+        ("alice", .rows(["alice-all"])), ("bob", .rows(["bob-all"])), ("stranger", none), ("reader", none),
+    ])
+    + cases("push_subscriptions: save one for another user",
+            "INSERT INTO canopy.push_subscriptions (user_id, subscription_id, kind, scope) VALUES ({alice}, 'x', 'DATABASE', 'PRIVATE') RETURNING subscription_id", [
+        ("bob", .denied), ("stranger", .denied), ("alice", .rows(["x"])),
+    ])
+    + cases("push_subscriptions: watch a zone one cannot reach",
+            "INSERT INTO canopy.push_subscriptions (user_id, subscription_id, kind, scope, zone_id) VALUES ({me}, 'x', 'ZONE', 'SHARED', {zone:Family}) RETURNING subscription_id", [
+        ("reader", .rows(["x"])), ("stranger", .denied), ("bob", .denied), ("pending", .denied), ("removed", .denied),
+    ])
+    + cases("push_subscriptions: delete everyone's", count("DELETE FROM canopy.push_subscriptions"), [("bob", .rows(["1"])), ("stranger", .rows(["0"]))])
+    + cases("push_devices: select", "SELECT webhook_url FROM canopy.push_devices ORDER BY 1", [
+        ("alice", .rows(["https://alice.example/hook"])), ("bob", .rows(["https://bob.example/hook"])), ("stranger", none),
+    ])
+    + cases("push_devices: read a webhook's secret", "SELECT encode(webhook_secret, 'hex') FROM canopy.push_devices", [("alice", .denied), ("bob", .denied)])
+    + cases("push_devices: insert directly",
+            "INSERT INTO canopy.push_devices (user_id, kind, webhook_url, webhook_secret) VALUES ({me}, 'WEBHOOK', 'https://x.example', sha256('x')) RETURNING kind", [
+        ("alice", .denied), ("stranger", .denied),
+    ])
+    + cases("push_devices: point someone's device elsewhere", count("UPDATE canopy.push_devices SET webhook_url = 'https://evil.example'"), [("alice", .denied), ("bob", .denied)])
+    + cases("push_devices: remove everyone's", count("DELETE FROM canopy.push_devices"), [("alice", .rows(["1"])), ("stranger", .rows(["0"]))])
+    + cases("push_outbox: read", "SELECT zone_id::text FROM canopy.push_outbox", [("alice", .denied), ("stranger", .denied)])
+    + cases("push_outbox: forge", count("INSERT INTO canopy.push_outbox (zone_id, after_seq) VALUES (1, 0)"), [("alice", .denied)])
+    + cases("push_deliveries: select", "SELECT array_to_string(subscription_ids, ',') FROM canopy.push_deliveries", [
+        ("alice", .rows(["alice-all"])), ("bob", none), ("stranger", none),
+    ])
+    + cases("push_deliveries: queue one on another user's device",
+            "INSERT INTO canopy.push_deliveries (device_id, user_id, subscription_ids) SELECT id, {me}, '{x}' FROM canopy.push_devices WHERE user_id = {bob} RETURNING 1", [
+        ("alice", none),
+    ])
+    + cases("push_deliveries: queue one for another user", "INSERT INTO canopy.push_deliveries (device_id, user_id, subscription_ids) VALUES (gen_random_uuid(), {bob}, '{x}') RETURNING 1", [
+        ("alice", .denied),
+    ])
 
 /// The permission table of API.md §1, cell by cell, as `canopy_gateway`
 /// with each identity set the way the gateway sets it. Every case runs in a
