@@ -271,14 +271,14 @@ struct PushTests {
                 """, token: alice)
             #expect(device.object["kind"] as? String == "WEB_PUSH", "\(device.body)")
             try await Self.subscribe(client, "all", kind: "DATABASE", token: alice)
-            _ = try await save(client, token: alice, zone: "_defaultZone", [fast("w1", hours: 5, end: 1_700_000_000_000)])
+            _ = try await save(client, token: alice, zone: "_defaultZone", [fast("web-first", hours: 5, end: 1_700_000_000_000)])
             #expect(try await eventually { try await endpoint.received().count >= 1 }, "no Web Push message arrived")
             let message = try #require(try await endpoint.received().first)
             #expect((message["problems"] as? [String]) == [], "\(message)")
             let payload = try #require(message["payload"] as? String)
             let decoded = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
             #expect((decoded["canopy"] as? [String: Any])?["sid"] as? [String] == ["all"], "\(payload)")
-            #expect(!payload.contains("w1") && !payload.contains("_defaultZone"))
+            #expect(!payload.contains("web-first") && !payload.contains("_defaultZone"))
             #expect(message["urgency"] as? String == "normal")
 
             // A subscription the push service says is gone is removed.
@@ -317,7 +317,7 @@ struct PushTests {
                 """, token: alice)
             #expect(again.object["deviceID"] as? String == device.object["deviceID"] as? String)
             try await Self.subscribe(client, "all", kind: "DATABASE", token: alice)
-            _ = try await save(client, token: alice, zone: "_defaultZone", [fast("a1", hours: 5, end: 1_700_000_000_000)])
+            _ = try await save(client, token: alice, zone: "_defaultZone", [fast("apns-first", hours: 5, end: 1_700_000_000_000)])
             #expect(await eventually { await server.log.count() >= 1 }, "no APNs request arrived")
             let push = try #require(await server.log.received.first)
             #expect(push.problems.isEmpty, "\(push.problems)")
@@ -326,7 +326,7 @@ struct PushTests {
             let body = try #require(try JSONSerialization.jsonObject(with: Data(push.body.utf8)) as? [String: Any])
             #expect((body["aps"] as? [String: Any])?["content-available"] as? Int == 1, "\(push.body)")
             #expect((body["canopy"] as? [String: Any])?["sid"] as? [String] == ["all"], "\(push.body)")
-            #expect(!push.body.contains("a1") && !push.body.contains("alert"))
+            #expect(!push.body.contains("apns-first") && !push.body.contains("alert"))
 
             let dead = "dead" + String(repeating: "0", count: 60)
             _ = try await client.call("registerDevice", """

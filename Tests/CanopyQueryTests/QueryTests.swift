@@ -15,10 +15,14 @@ struct SchemaTests {
     @Test("the SDL builds and has the contract's root fields")
     func builds() throws {
         let query = try #require(GraphQLAPI.schema.queryType)
-        #expect(try query.fields().keys.sorted() == ["databaseChanges", "discoverUser", "lookup", "me", "recordTypes", "records", "share", "shareMetadata", "zoneChanges", "zones"])
+        #expect(try query.fields().keys.sorted() == [
+            "databaseChanges", "devices", "discoverUser", "lookup", "me", "pushConfiguration", "recordTypes", "records", "share",
+            "shareMetadata", "subscriptions", "zoneChanges", "zones",
+        ])
         #expect(try GraphQLAPI.schema.mutationType?.fields().keys.sorted() == [
-            "acceptShare", "deleteShare", "deleteZone", "issueToken", "leaveShare", "modifyRecords",
-            "removeParticipant", "revokeToken", "saveShare", "saveZone", "setParticipant",
+            "acceptShare", "deleteShare", "deleteSubscription", "deleteZone", "issueToken", "leaveShare", "modifyRecords",
+            "registerDevice", "removeParticipant", "revokeToken", "saveShare", "saveSubscription", "saveZone", "setParticipant",
+            "unregisterDevice",
         ])
     }
 }
