@@ -21,23 +21,14 @@ final class IdentityProviderProcess: Sendable {
     var jwksURL: String { "http://127.0.0.1:\(jwksPort)/jwks" }
 
     init() throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "\(TestDatabase.packageRoot)/Tests/python/identity_provider.py"]
-        input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
+        let words: [String]
+        do {
+            (process, input, words) = try PythonService.start("identity_provider.py", words: 3)
+        } catch {
+            throw ProviderFailure(message: "\(error)")
         }
-        let words = String(decoding: line, as: UTF8.self).split(whereSeparator: \.isWhitespace)
-        guard words.count == 3, words[0] == "ready", let control = Int(words[1]), let jwks = Int(words[2]) else {
-            throw ProviderFailure(message: "identity_provider.py did not start: \(String(decoding: line, as: UTF8.self))")
+        guard let control = Int(words[1]), let jwks = Int(words[2]) else {
+            throw ProviderFailure(message: "identity_provider.py said \(words)")
         }
         controlPort = control
         jwksPort = jwks

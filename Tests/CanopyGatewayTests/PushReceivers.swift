@@ -95,24 +95,9 @@ final class WebPushEndpointProcess: Sendable {
     let auth: String
 
     init() throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "\(TestDatabase.packageRoot)/Tests/python/webpush_endpoint.py"]
-        input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let words = String(decoding: line, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
-        guard words.count == 4, words[0] == "ready", let port = Int(words[1]) else {
-            throw PushTestFailure("webpush_endpoint.py did not start: \(String(decoding: line, as: UTF8.self))")
-        }
+        let words: [String]
+        (process, input, words) = try PythonService.start("webpush_endpoint.py", words: 4)
+        guard let port = Int(words[1]) else { throw PushTestFailure("webpush_endpoint.py said \(words)") }
         self.port = port
         p256dh = words[2]
         auth = words[3]
@@ -130,6 +115,33 @@ final class WebPushEndpointProcess: Sendable {
     deinit {
         try? input.fileHandleForWriting.close()
         process.terminate()
+    }
+}
+
+/// A helper script of Tests/python run as a service: started with a pipe
+/// on its stdin (it stops when that closes), and its first line read,
+/// `ready <words…>`.
+enum PythonService {
+    static func start(_ script: String, words count: Int) throws -> (Process, Pipe, [String]) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "\(TestDatabase.packageRoot)/Tests/python/\(script)"]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let words = String(decoding: line, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
+        guard words.count == count, words.first == "ready" else {
+            process.terminate()
+            throw PushTestFailure("\(script) did not start: \(String(decoding: line, as: UTF8.self))")
+        }
+        return (process, input, words)
     }
 }
 

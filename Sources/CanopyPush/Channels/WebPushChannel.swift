@@ -38,18 +38,7 @@ struct WebPushChannel: Sendable {
         request.headers.add(name: "Urgency", value: "normal")
         request.headers.add(name: "Topic", value: delivery.deviceID.replacingOccurrences(of: "-", with: ""))
         request.body = .bytes(ByteBuffer(bytes: body))
-        do {
-            let response = try await client.execute(request, timeout: TimeAmount(timeout))
-            let retryAfter = HTTPRetryAfter.parse(response.headers.first(name: "Retry-After"))
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-            switch response.status.code {
-            case 200..<300: return .delivered
-            case 404, 410: return .gone(reason: "the push service answered \(response.status.code): the subscription expired")
-            default: return .retry(reason: "the push service answered \(response.status.code)", after: retryAfter)
-            }
-        } catch {
-            return .retry(reason: "the push service could not be reached: \(error)", after: nil)
-        }
+        return await PushOutcome.of(request, on: client, timeout: timeout, service: "the push service", gone: [404, 410])
     }
 }
 

@@ -21,30 +21,12 @@ struct WebhookChannel: Sendable {
         request.headers.add(name: "Canopy-Notification", value: delivery.notificationID)
         request.headers.add(name: "User-Agent", value: "Canopy-Webhook/1")
         request.body = .bytes(ByteBuffer(string: body))
-        do {
-            let response = try await client.execute(request, timeout: TimeAmount(timeout))
-            let retryAfter = HTTPRetryAfter.parse(response.headers.first(name: "Retry-After"))
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-            switch response.status.code {
-            case 200..<300: return .delivered
-            case 410: return .gone(reason: "the webhook answered 410 Gone")
-            default: return .retry(reason: "the webhook answered \(response.status.code)", after: retryAfter)
-            }
-        } catch {
-            return .retry(reason: "the webhook could not be reached: \(error)", after: nil)
-        }
+        return await PushOutcome.of(request, on: client, timeout: timeout, service: "the webhook", gone: [410])
     }
 
     /// `t=<time>,v1=<hex>`.
     static func signature(body: String, time: Int, secret: [UInt8]) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data("\(time).\(body)".utf8), using: SymmetricKey(data: secret))
         return "t=\(time),v1=" + mac.map { String(format: "%02x", $0) }.joined()
-    }
-}
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }
