@@ -118,6 +118,7 @@ let package = Package(
         .target(
             name: "CanopyPush",
             dependencies: [
+                "CanopyEncoding",
                 "CanopyQuery",
                 "CanopyStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -262,6 +263,7 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                "CanopyEncoding",
                 "CanopyPush",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CanopyEncoding
 import CanopyStore
 import CanopyTestSupport
 import Crypto
@@ -200,7 +201,7 @@ final class APNsTestServer: Sendable {
                 let claims = try await verifier.verify(jwt, as: TestAPNsClaims.self)
                 if claims.iss.value != "TEAM123456" { problems.append("iss is \(claims.iss.value)") }
                 if abs(claims.iat.value.timeIntervalSinceNow) > 3600 { problems.append("iat is an hour away") }
-                let header = try JSONSerialization.jsonObject(with: Data(base64URL: String(jwt.split(separator: ".")[0])) ?? Data()) as? [String: Any]
+                let header = try JSONSerialization.jsonObject(with: Base64URL.decode(jwt.split(separator: ".")[0]) ?? Data()) as? [String: Any]
                 if header?["kid"] as? String != "ABC123DEFG" { problems.append("kid is \(String(describing: header?["kid"]))") }
             } catch {
                 problems.append("provider token: \(error)")
@@ -243,13 +244,5 @@ struct APNsRequestContext: RequestContext {
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         isHTTP2 = String(describing: type(of: source.channel)).contains("HTTP2")
-    }
-}
-
-extension Data {
-    init?(base64URL text: String) {
-        var base = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base += String(repeating: "=", count: (4 - base.count % 4) % 4)
-        self.init(base64Encoded: base)
     }
 }

@@ -37,7 +37,7 @@ struct APNsChannel: Sendable {
         request.body = .bytes(ByteBuffer(string: PushPayload.apns(delivery)))
         do {
             let response = try await client.execute(request, timeout: TimeAmount(timeout))
-            let retryAfter = HTTPRetryAfter.parse(response.headers.first(name: "Retry-After"))
+            let retryAfter = PushOutcome.retryAfter(response.headers.first(name: "Retry-After"))
             let body = try? await response.body.collect(upTo: 64 * 1024)
             let reason = body.flatMap { try? JSONDecoder().decode(APNsFailure.self, from: Data(buffer: $0)) }?.reason ?? ""
             switch (response.status.code, reason) {

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import NIOCore
 
 extension PushOutcome {
@@ -8,7 +9,7 @@ extension PushOutcome {
     static func of(_ request: HTTPClientRequest, on client: HTTPClient, timeout: Duration, service: String, gone: Set<UInt>) async -> PushOutcome {
         do {
             let response = try await client.execute(request, timeout: TimeAmount(timeout))
-            let retryAfter = HTTPRetryAfter.parse(response.headers.first(name: "Retry-After"))
+            let retryAfter = retryAfter(response.headers.first(name: "Retry-After"))
             _ = try? await response.body.collect(upTo: 64 * 1024)
             let code = response.status.code
             if (200..<300).contains(code) { return .delivered }
@@ -18,11 +19,11 @@ extension PushOutcome {
             return .retry(reason: "\(service) could not be reached: \(error)", after: nil)
         }
     }
-}
 
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    /// `Retry-After` in seconds, at most an hour (the date form is rare
+    /// from push services).
+    static func retryAfter(_ value: String?) -> Duration? {
+        guard let value, let seconds = Int(value.trimmingCharacters(in: .whitespaces)), seconds >= 0 else { return nil }
+        return .seconds(min(seconds, 3600))
     }
 }

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CanopyEncoding
 import CanopyStore
 import Crypto
 import Foundation
@@ -54,7 +55,7 @@ public struct VAPIDKey: Sendable {
     /// From the 32 random bytes of the stored secret, as a P-256 scalar.
     public init(secret: Data) async throws {
         let key = try P256.Signing.PrivateKey(rawRepresentation: secret)
-        publicKeyBase64URL = Self.base64URL(key.publicKey.x963Representation)
+        publicKeyBase64URL = Base64URL.encode(key.publicKey.x963Representation)
         keys = JWTKeyCollection()
         await keys.add(ecdsa: try ES256PrivateKey(backing: key))
     }
@@ -63,11 +64,6 @@ public struct VAPIDKey: Sendable {
     func token(audience: String, subject: String, now: Date = Date()) async throws -> String {
         try await keys.sign(VAPIDClaims(
             aud: AudienceClaim(value: audience), exp: ExpirationClaim(value: now.addingTimeInterval(12 * 3600)), sub: SubjectClaim(value: subject)))
-    }
-
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }
 

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CanopyEncoding
 import Crypto
 import Foundation
 import NIOCore
@@ -27,6 +28,6 @@ struct WebhookChannel: Sendable {
     /// `t=<time>,v1=<hex>`.
     static func signature(body: String, time: Int, secret: [UInt8]) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data("\(time).\(body)".utf8), using: SymmetricKey(data: secret))
-        return "t=\(time),v1=" + mac.map { String(format: "%02x", $0) }.joined()
+        return "t=\(time),v1=" + Hex.encode(mac)
     }
 }

@@ -1,3 +1,5 @@
+import CanopyEncoding
+import CanopyQuery
 import Crypto
 import Foundation
 import PostgresNIO
@@ -32,7 +34,7 @@ struct ClaimedDelivery: Sendable {
     /// a receiver can drop a duplicate; says nothing about either.
     var notificationID: String {
         let digest = SHA256.hash(data: Data("\(deviceID):\(version)".utf8))
-        return digest.prefix(16).map { String(format: "%02x", $0) }.joined()
+        return Hex.encode(digest.prefix(16))
     }
 
     static func decode(_ row: PostgresRow) throws -> ClaimedDelivery? {
@@ -101,17 +103,6 @@ enum PushPayload {
     }
 
     static func jsonString(_ text: String) -> String {
-        let data = (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8)
-        return String(decoding: data, as: UTF8.self)
+        JSONValue.string(text).jsonText
     }
 }
-
-extension HTTPRetryAfter {
-    /// `Retry-After` in seconds (the date form is rare from push services).
-    static func parse(_ value: String?) -> Duration? {
-        guard let value, let seconds = Int(value.trimmingCharacters(in: .whitespaces)), seconds >= 0 else { return nil }
-        return .seconds(min(seconds, 3600))
-    }
-}
-
-enum HTTPRetryAfter {}
