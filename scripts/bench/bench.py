@@ -12,7 +12,8 @@ Workloads (issue 7): W1 lookup; W2 a sorted date-range page, first and
 50 pages deep; W3 modifyRecords in batches of 400 new records; W4 draining
 the change feed; W5 W2 as an accepted participant in SHARED scope; W6 W2
 at several table sizes; and the gateway's peak memory and p99 under 64
-connections; W2 with a streaming replica (issue 19). The record type's schema (schema/bench.ckdb's text below) is
+connections; W2 with a streaming replica (issue 19); what push adds to a
+write and a webhook's latency (issue 23). The record type's schema (schema/bench.ckdb's text below) is
 applied with `canopy schema apply`, so the declared fields are indexed.
 
 Issue 18 adds the stack's floor: `canopy-floor` (Benchmarks/Floor), a
@@ -451,6 +452,72 @@ def notification_latency(token, commits=50):
     return asyncio.run(measure())
 
 
+def push_latency(token, commits=20):
+    """Issue 23: what push adds to a write, and how soon a webhook hears.
+
+    A webhook receiver (http.server on loopback, answering 204) stands in
+    for the device. Each commit saves one record in its own zone; the same
+    loop runs first with no push subscription (a write then only probes
+    `push_covered`) and then with a DATABASE subscription and a webhook
+    device (the write also inserts an outbox row and NOTIFYs). Commits are
+    spaced 1.1 s apart in both loops, past the device's one-push-a-second
+    gap, so no notification waits on coalescing. Returns the save
+    latencies (ms) without and with the subscriber, and the milliseconds
+    from each commit's HTTP answer to the webhook's arrival."""
+    import http.server
+    import queue
+    import threading
+
+    arrivals = queue.Queue()
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            arrivals.put(time.monotonic())
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *_):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    run_id = time.monotonic_ns()
+    graphql(token, 'mutation { saveZone(zoneName: "Pushed") { zoneName } }')
+
+    def save(index):
+        started = time.monotonic()
+        graphql(token, 'mutation { modifyRecords(scope: PRIVATE, zone: {zoneName: "Pushed"}, save: '
+                       f'[{{recordName: "p{run_id}_{index}", recordType: "Note", fields: {{n: {index}}}}}]) '
+                       '{ saved { recordName } } }')
+        answered = time.monotonic()
+        return answered, (answered - started) * 1000
+
+    try:
+        without = []
+        for index in range(commits):
+            without.append(save(index)[1])
+            time.sleep(1.1)
+        device = graphql(token, 'mutation($u: String!) { registerDevice(kind: WEBHOOK, url: $u) { deviceID } }',
+                         {"u": f"http://127.0.0.1:{server.server_address[1]}/hook/bench"})["registerDevice"]["deviceID"]
+        graphql(token, 'mutation { saveSubscription(subscriptionID: "bench", kind: DATABASE) { subscriptionID } }')
+        with_push, delays = [], []
+        for index in range(commits, 2 * commits):
+            answered, milliseconds = save(index)
+            with_push.append(milliseconds)
+            try:
+                arrived = arrivals.get(timeout=15)
+            except queue.Empty:
+                sys.exit("push: no webhook arrived within 15 s of a commit (see .bench/serve.log)")
+            delays.append((arrived - answered) * 1000)
+            time.sleep(1.1)
+        graphql(token, 'mutation { deleteSubscription(subscriptionID: "bench") }')
+        graphql(token, 'mutation($d: String!) { unregisterDevice(deviceID: $d) }', {"d": device})
+    finally:
+        server.shutdown()
+    return without, with_push, delays
+
+
 def modify_wrk_script(token):
     """W3: each request saves 400 new records, named by run, thread and count."""
     head, tail = json.dumps({"query": MODIFY, "variables": {"s": ["SPLIT"]}}).split('"SPLIT"')
@@ -774,6 +841,16 @@ def main():
                    statistics.median(percentile(r, 0.99) for r in latency_runs))
         say(f"  commit to subscriber: p50 {latency[0]:.1f} ms, p99 {latency[1]:.1f} ms")
 
+        say(f"push: {options.runs} runs of 20 single-record saves without, then with, a DATABASE subscription "
+            "and a webhook device (commits 1.1 s apart)")
+        push_runs = [push_latency(token) for _ in range(options.runs)]
+        push = {"without": statistics.median(statistics.median(r[0]) for r in push_runs),
+                "with": statistics.median(statistics.median(r[1]) for r in push_runs),
+                "p50": statistics.median(statistics.median(r[2]) for r in push_runs),
+                "p99": statistics.median(percentile(r[2], 0.99) for r in push_runs)}
+        say(f"  save p50 {push['without']:.2f} ms without a subscriber, {push['with']:.2f} ms with one; "
+            f"commit to webhook p50 {push['p50']:.1f} ms, p99 {push['p99']:.1f} ms")
+
     replica_rows = replica_comparison(cluster, workloads[1][3], options)
 
     by_name = {row[0]: row for row in rows}
@@ -871,6 +948,12 @@ def main():
         "Live notifications: from a commit's HTTP answer to the `zoneChanged` subscriber's `next` "
         f"(50 commits a run, medians of {options.runs} runs; issue 5 asks for under 100 ms): "
         f"p50 {latency[0]:.1f} ms, p99 {latency[1]:.1f} ms.", "",
+        "Push (issue 23): a single-record save, 20 a run 1.1 s apart, medians of "
+        f"{options.runs} runs: p50 {push['without']:.2f} ms with no push subscription (the write probes "
+        f"`push_covered` only), {push['with']:.2f} ms with a DATABASE subscription and a webhook device (the write "
+        "also queues an outbox row and NOTIFYs). From the commit's HTTP answer to the webhook's arrival on "
+        f"loopback: p50 {push['p50']:.1f} ms, p99 {push['p99']:.1f} ms (the deliverer, woken by the NOTIFY, "
+        "fans out under row-level security, queues the delivery, claims it and POSTs it signed).", "",
         "## The goals of issue 7, measured in this run", "",
         "| goal | measured | |", "|---|---|---|",
     ]
