@@ -205,6 +205,7 @@ let package = Package(
             name: "CanopyTestSupport",
             dependencies: [
                 "CanopyStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -301,9 +301,10 @@ struct IdentityTests {
             #expect(try await client.call("me", "{ me { name } }", token: token).code == nil)
 
             let revoked = try await client.call("revokeToken", "mutation { revokeToken(prefix: \"\(prefix)\") }", token: jwt)
+            let revokedAt = ContinuousClock.now
             #expect(revoked.data as? Bool == true, "\(revoked.body)")
-            let refusal = try await client.refusal(of: token)
-            #expect(refusal.map { $0.after < .milliseconds(5_800) } == true)
+            let late = try await client.answerFiveSeconds(after: revokedAt, token: token)
+            #expect(late.code == "NOT_AUTHENTICATED", "\(late.body)")
             let twice = try await client.call("revokeToken", "mutation { revokeToken(prefix: \"\(prefix)\") }", token: jwt)
             #expect(twice.data as? Bool == false)
         }

@@ -13,36 +13,6 @@ import NIOSSL
 import ServiceLifecycle
 import Testing
 
-/// What a push test's receiver got: one entry a request.
-struct ReceivedPush: Sendable {
-    var path: String
-    var headers: [String: String]
-    var body: String
-    var status: Int
-    /// What the receiver found wrong with it (empty: nothing).
-    var problems: [String] = []
-}
-
-/// The requests a receiver got, and what it is told to answer.
-actor PushLog {
-    private(set) var received: [ReceivedPush] = []
-    /// Answer this status to the next requests instead of success, this many times.
-    var failing: (status: Int, times: Int) = (0, 0)
-
-    func fail(with status: Int, times: Int) { failing = (status, times) }
-
-    /// The status to answer now (consuming one failure).
-    func answer(success: Int) -> Int {
-        guard failing.times > 0 else { return success }
-        failing.times -= 1
-        return failing.status
-    }
-
-    func record(_ push: ReceivedPush) { received.append(push) }
-
-    func count(path: String? = nil) -> Int { received.filter { path == nil || $0.path == path }.count }
-}
-
 /// Waits until `condition` holds, polling; false when `timeout` passed first.
 func eventually(timeout: Duration = .seconds(15), _ condition: @Sendable () async throws -> Bool) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
@@ -51,38 +21,6 @@ func eventually(timeout: Duration = .seconds(15), _ condition: @Sendable () asyn
         try? await Task.sleep(for: .milliseconds(100))
     }
     return try await condition()
-}
-
-/// A webhook receiver: a Hummingbird server on loopback that records every
-/// POST to `/hook/<name>` and answers 204 (or what ``PushLog/fail(with:times:)`` says).
-final class WebhookReceiver: Sendable {
-    let port: Int
-    let log = PushLog()
-    private let task: Task<Void, any Error>
-
-    init() async throws {
-        let port = try EmbeddedCluster.freePort()
-        self.port = port
-        let router = Router()
-        let log = self.log
-        router.post("hook/:name") { request, context -> Response in
-            let body = try await request.body.collect(upTo: 1 << 20)
-            var headers: [String: String] = [:]
-            for field in request.headers { headers[field.name.canonicalName] = field.value }
-            let status = await log.answer(success: 204)
-            await log.record(ReceivedPush(path: request.uri.path, headers: headers, body: String(buffer: body), status: status))
-            return Response(status: .init(code: status))
-        }
-        let (ready, running) = AsyncStream<Void>.makeStream()
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), onServerRunning: { _ in running.yield() })
-        task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var iterator = ready.makeAsyncIterator()
-        _ = await iterator.next()
-    }
-
-    func url(_ name: String) -> String { "http://127.0.0.1:\(port)/hook/\(name)" }
-
-    deinit { task.cancel() }
 }
 
 /// `Tests/python/webpush_endpoint.py`: a browser's subscription keys and a

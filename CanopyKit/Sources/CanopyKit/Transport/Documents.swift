@@ -77,4 +77,24 @@ enum Documents {
         subscription DatabaseChanged($scope: DatabaseScope!, $since: String) {
           databaseChanged(scope: $scope, since: $since) { changedZones { zoneName ownerName } deletedZones { zoneName ownerName } token moreComing } }
         """
+
+    static let subscriptionFields = "fragment P on PushSubscription { subscriptionID kind scope zone { zoneName ownerName } recordType filter args firesOn }"
+    static let saveSubscription = """
+        mutation SaveSubscription($id: String!, $kind: SubscriptionKind!, $scope: DatabaseScope, $zone: ZoneID, $type: String,
+                                  $filter: String, $args: JSON, $firesOn: [SubscriptionEvent!]) {
+          saveSubscription(subscriptionID: $id, kind: $kind, scope: $scope, zone: $zone, recordType: $type, filter: $filter,
+                           args: $args, firesOn: $firesOn) { ...P } }
+        """ + subscriptionFields
+    static let deleteSubscription = "mutation DeleteSubscription($id: String!) { deleteSubscription(subscriptionID: $id) }"
+    static let subscriptions = "query Subscriptions { subscriptions { ...P } }\n" + subscriptionFields
+    static let deviceFields = "fragment D on Device { deviceID kind failing signingSecret }"
+    static let registerDevice = """
+        mutation RegisterDevice($kind: DeviceKind!, $token: String, $environment: APNsEnvironment, $topic: String,
+                                $endpoint: String, $p256dh: String, $auth: String, $url: String) {
+          registerDevice(kind: $kind, apnsToken: $token, apnsEnvironment: $environment, apnsTopic: $topic,
+                         endpoint: $endpoint, p256dh: $p256dh, auth: $auth, url: $url) { ...D } }
+        """ + deviceFields
+    static let unregisterDevice = "mutation UnregisterDevice($id: String!) { unregisterDevice(deviceID: $id) }"
+    static let devices = "query Devices { devices { ...D } }\n" + deviceFields
+    static let pushConfiguration = "query PushConfiguration { pushConfiguration { vapidPublicKey } }"
 }

@@ -39,6 +39,9 @@ struct GraphQLTransport: Sendable {
     let baseURL: URL
     let session: URLSession
     let tokens: TokenCache
+    /// Sent as `Canopy-Device` once set, so the server does not push this
+    /// device's own changes to it.
+    let device = OriginDevice()
 
     var endpoint: URL { baseURL.appendingPathComponent("graphql") }
 
@@ -52,6 +55,7 @@ struct GraphQLTransport: Sendable {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.setValue("application/json", forHTTPHeaderField: "Accept")
             request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            if let device = device.id { request.setValue(device, forHTTPHeaderField: "Canopy-Device") }
             request.httpBody = Data(body.utf8)
             let (data, http) = try await send(request)
             if http.statusCode == 401, attempt == 0 {
