@@ -21,8 +21,7 @@ struct ConnectionLimitTests {
         let endpoint = try await TestDatabase.shared.migratedDatabase()
         let (_, token) = try await addUser("alice", on: endpoint)
         let port = try EmbeddedCluster.freePort()
-        let started = try Subprocess.start(CanopyBinary.path, [
-            "serve", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory, "--port", String(port),
+        let started = try CanopyBinary.serve(databaseURL: endpoint.url, port: port, [
             "--no-console", "--max-header-size", "4096", "--request-head-timeout", "1", "--idle-timeout", "2",
             "--max-websocket-frame", "65536", "--websocket-ping-interval", "1",
         ])

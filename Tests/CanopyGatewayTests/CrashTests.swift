@@ -94,10 +94,7 @@ struct CrashTests {
         let (_, token) = try await addUser("alice", on: admin)
         let port = try EmbeddedCluster.freePort()
         let serve: @Sendable () throws -> Subprocess.Started = {
-            try Subprocess.start(CanopyBinary.path, [
-                "serve", "--database-url", admin.url, "--migrations-dir", TestDatabase.migrationsDirectory,
-                "--port", String(port), "--no-console", "--rate-limit", "0",
-            ])
+            try CanopyBinary.serve(databaseURL: admin.url, port: port, ["--no-console", "--rate-limit", "0"])
         }
         var gateway = try serve()
         var stopped = false

@@ -348,10 +348,7 @@ struct PushTests {
         await receiver.log.fail(with: 503, times: 1_000_000)
         let port = try EmbeddedCluster.freePort()
         let serve: @Sendable () throws -> Subprocess.Started = {
-            try Subprocess.start(CanopyBinary.path, [
-                "serve", "--database-url", admin.url, "--migrations-dir", TestDatabase.migrationsDirectory,
-                "--port", String(port), "--no-console", "--rate-limit", "0",
-            ])
+            try CanopyBinary.serve(databaseURL: admin.url, port: port, ["--no-console", "--rate-limit", "0"])
         }
         var gateway = try serve()
         defer { kill(gateway.pid, SIGKILL); _ = try? gateway.wait() }

@@ -37,8 +37,7 @@ struct ServeIdentityTests {
         try Data(config.utf8).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let port = 20000 + Int((getpid() + 7) % 20000)
-        let started = try Subprocess.start(CanopyBinary.path, [
-            "serve", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory, "--port", String(port),
+        let started = try CanopyBinary.serve(databaseURL: endpoint.url, port: port, [
             "--auth-config", path, "--cors-origin", "https://app.example.com",
         ])
         defer { kill(started.pid, SIGTERM) }

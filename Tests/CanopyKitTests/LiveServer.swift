@@ -28,9 +28,8 @@ final class LiveServer: @unchecked Sendable {
 
     /// Starts `canopy serve` (again, after `kill`), on the same port.
     func startProcess(_ extraArguments: [String] = []) async throws {
-        let process = try Subprocess.start(CanopyBinary.path, [
-            "serve", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory,
-            "--port", String(port), "--public-url", baseURL.absoluteString, "--rate-limit", "0",
+        let process = try CanopyBinary.serve(databaseURL: endpoint.url, port: port, [
+            "--public-url", baseURL.absoluteString, "--rate-limit", "0",
         ] + extraArguments)
         lock.withLock { started = process }
         guard try await CanopyBinary.waitUntilServing(port: port, attempts: 200) else {

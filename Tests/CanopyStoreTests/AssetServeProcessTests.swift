@@ -46,10 +46,7 @@ struct AssetServeProcessTests {
     }
 
     func startServer(_ endpoint: DatabaseEndpoint, assets: String, port: Int) async throws -> Subprocess.Started {
-        let server = try Subprocess.start(CanopyBinary.path, [
-            "serve", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory,
-            "--port", String(port), "--asset-dir", assets,
-        ])
+        let server = try CanopyBinary.serve(databaseURL: endpoint.url, port: port, ["--asset-dir", assets])
         if try await CanopyBinary.waitUntilServing(port: port) { return server }
         kill(server.pid, SIGKILL)
         Issue.record("canopy serve did not answer /health")

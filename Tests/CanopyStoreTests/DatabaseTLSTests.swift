@@ -140,9 +140,8 @@ struct DatabaseTLSTests {
         try await Self.serve { (served: Served) async throws in
             let url = served.url("sslmode=verify-full&sslrootcert=\(served.ca)")
             let port = try EmbeddedCluster.freePort()
-            let serve = try Subprocess.start(CanopyBinary.path, [
-                "serve", "--database-url", url, "--migrations-dir", TestDatabase.migrationsDirectory, "--port", String(port), "--no-console",
-            ], environment: ["CANOPY_GATEWAY_PASSWORD": "gateway-secret"])
+            let serve = try CanopyBinary.serve(databaseURL: url, port: port, ["--no-console"],
+                                               environment: ["CANOPY_GATEWAY_PASSWORD": "gateway-secret"])
             defer { kill(serve.pid, SIGTERM); _ = try? serve.wait() }
             #expect(try await CanopyBinary.waitUntilServing(port: port), "canopy serve did not answer /health")
             let add = try CanopyBinary.run(["users", "add", "tess", "--json", "--database-url", url])

@@ -15,9 +15,7 @@ struct ServeProcessTests {
     func serveAndStop() async throws {
         let endpoint = try await TestDatabase.shared.emptyDatabase()
         let port = 20000 + Int(getpid() % 20000)
-        let started = try Subprocess.start(CanopyBinary.path, [
-            "serve", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory, "--port", String(port),
-        ])
+        let started = try CanopyBinary.serve(databaseURL: endpoint.url, port: port)
         // serve migrated the empty database; now a user can get a token.
         let ready = try await CanopyBinary.waitUntilServing(port: port)
         #expect(ready, "the server answered /health")

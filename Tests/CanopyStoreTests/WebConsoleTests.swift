@@ -27,9 +27,8 @@ struct WebConsoleTests {
         let port = 23000 + Int(getpid() % 20000)
         let assets = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-console-assets-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: assets) }
-        let server = try Subprocess.start(CanopyBinary.path, [
-            "serve", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory,
-            "--web-dir", "\(TestDatabase.packageRoot)/web", "--port", String(port), "--access-log", "--asset-dir", assets,
+        let server = try CanopyBinary.serve(databaseURL: endpoint.url, port: port, [
+            "--web-dir", "\(TestDatabase.packageRoot)/web", "--access-log", "--asset-dir", assets,
         ])
         var stopped = false
         defer { if !stopped { kill(server.pid, SIGKILL) } }

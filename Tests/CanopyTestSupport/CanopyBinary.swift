@@ -14,6 +14,15 @@ public enum CanopyBinary {
     public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Subprocess.Result {
         try Subprocess.start(path, arguments, environment: environment).wait()
     }
+
+    /// Starts `canopy serve` on `databaseURL` and `port`, migrating from the
+    /// package's migrations, with `extra` flags; the caller stops it.
+    public static func serve(databaseURL: String, port: Int, _ extra: [String] = [],
+                             environment: [String: String] = [:]) throws -> Subprocess.Started {
+        try Subprocess.start(path, [
+            "serve", "--database-url", databaseURL, "--migrations-dir", TestDatabase.migrationsDirectory, "--port", String(port),
+        ] + extra, environment: environment)
+    }
 }
 
 extension DatabaseEndpoint {
