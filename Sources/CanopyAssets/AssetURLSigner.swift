@@ -65,28 +65,4 @@ public struct AssetURLSigner: Sendable {
     }
 
     private static let marker = Array("\"ASSET\"".utf8)
-
-    /// `json` with a `downloadURL` in every asset value; unchanged, without
-    /// parsing, when it holds none.
-    public func addingDownloadURLs(to json: String) -> String {
-        guard Self.mayHoldAssets(json) else { return json }
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed]) else { return json }
-        let signed = sign(object)
-        guard let data = try? JSONSerialization.data(withJSONObject: signed, options: [.fragmentsAllowed, .withoutEscapingSlashes]) else {
-            return json
-        }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    private func sign(_ value: Any) -> Any {
-        if var object = value as? [String: Any] {
-            if object["type"] as? String == "ASSET", let sha256 = object["sha256"] as? String, AssetDigest(hex: sha256) != nil {
-                object["downloadURL"] = url(sha256: sha256, contentType: object["contentType"] as? String ?? "application/octet-stream")
-                return object
-            }
-            return object.mapValues(sign)
-        }
-        if let array = value as? [Any] { return array.map(sign) }
-        return value
-    }
 }
