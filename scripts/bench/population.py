@@ -7,16 +7,18 @@ Loaded fast: records go in with COPY (streamed from here, triggers off,
 their columns filled as the triggers would fill them); users, zones,
 shares and participants, a few thousand rows, with set-based INSERTs.
 
-Used by bench.py (`--owners`, `--population`); on its own, into the
-migrated cluster in .bench (CANOPY_BENCH_BINARY picks the canopy binary):
+Used by the benchmark (loading.py; bench.py's `--owners`, `--population`);
+on its own, into the migrated cluster in .bench (CANOPY_BENCH_BINARY picks
+the canopy binary):
     python3 scripts/bench/population.py --owners 1000 --records 100000
 """
 import argparse
 import io
 import json
 import random
-import subprocess
 import time
+
+from common import Cluster   # the cluster in .bench, as the benchmark starts it
 
 # Every role and status a participant can have, cycled through the shares'
 # invitations (the owner's own row is added to every share apart).
@@ -205,21 +207,8 @@ def main():
     parser.add_argument("--owners", type=int, default=1000)
     parser.add_argument("--records", type=int, default=100_000)
     options = parser.parse_args()
-    from bench import Cluster   # the cluster in .bench, as the benchmark starts it
     cluster = Cluster()
     print(json.dumps(seed_population(cluster.psql, cluster.copy_in, options.owners, options.records)))
-
-
-def copy_in(base, sql, data):
-    """Streams `data` (a string or an iterable of strings) into `COPY … FROM
-    STDIN` through psql, triggers off."""
-    process = subprocess.Popen(base + ["-c", "SET session_replication_role = replica", "-c", sql],
-                               stdin=subprocess.PIPE, text=True)
-    for chunk in ([data] if isinstance(data, str) else data):
-        process.stdin.write(chunk)
-    process.stdin.close()
-    if process.wait() != 0:
-        raise SystemExit(f"COPY failed: {sql}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,167 @@
+"""Reporting: BENCHMARKS.md's text from a run's figures, and the table of
+the stack's floor and the gateway's CPU on its own."""
+import os
+import statistics
+import time
+
+from common import ROOT
+from workloads import BATCH
+
+FLOOR_HEADING = "## The stack's floor and the gateway's CPU (issue 18)"
+
+
+def floor_table(floor_rows):
+    """The floor section's table: its header and a row per workload (name,
+    gateway, floor, pgbench, gateway CPU µs, floor CPU µs, p50 gateway, p50 floor)."""
+    lines = [
+        "| workload | gateway req/s | floor req/s | pgbench tps | gateway / floor | gateway CPU µs/request | floor CPU µs/request | p50 gateway | p50 floor |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, g, f, c, gcpu, fcpu, g50, f50 in floor_rows:
+        lines.append(f"| {name} | {g:,.0f} | {f:,.0f} | {c:,.0f} | {g / f:.2f} | {gcpu:.0f} | {fcpu:.0f} | {g50:.2f} | {f50:.2f} |")
+    return lines
+
+
+def benchmarks_md(options, scales, server_version, people, guest_shares, rows, floor_rows, membership_rows,
+                  cost_rows, replica_rows, saved, under_64, latency, push, hung):
+    """BENCHMARKS.md's text. `options` as bench.py parses them; `under_64` as
+    sections.wide_load returns it; `hung`: the gateway did not stop on SIGTERM."""
+    wide, memory, tails = under_64["wide"], under_64["memory"], under_64["tails"]
+    floor_wide, floor_tails = under_64["floor_wide"], under_64["floor_tails"]
+    pgbench_wide, pgbench_tails = under_64["pgbench_wide"], under_64["pgbench_tails"]
+    first = rows[1]
+    deep = rows[2]
+    owner_row = rows[1]
+    participant = next(row for row in rows if row[0].startswith("W5"))
+    scale_rows = [row for row in rows if row[0].startswith("W6")]
+    cores = os.cpu_count()
+    total_memory = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30)
+    lines = [
+        "# Benchmarks", "",
+        "Written by `make bench` (`scripts/bench/bench.py`); rerun it to refresh. "
+        "Gateway: release build, driven over loopback by `wrk`. Ceiling: the statements the gateway sends for "
+        "the same request, captured from PostgreSQL's log with their parameters, run by `pgbench -M prepared` "
+        "as `canopy_gateway` (so row-level security applies to it too) "
+        "with the same number of clients against the same cluster. Medians of "
+        f"{options.runs} runs of {options.seconds} s per side; {options.clients} clients; latencies in ms. "
+        "The record type's fields are declared with `canopy schema apply` (QUERYABLE/SORTABLE endDate), so "
+        "the date range and sort run on its index.", "",
+        f"Machine: {cores} cores, {total_memory} GiB; PostgreSQL {server_version}; "
+        f"{options.records:,} records in the zone; run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.", "",
+        f"Around it, the population (`scripts/bench/population.py`, loaded with COPY): {people['owners']:,} owners, "
+        f"{people['zones']:,} zones of skewed sizes holding {people['records']:,} records (largest {people['largest_zone']:,}), "
+        f"{people['zone_shares']} zone-wide and {people['record_shares']} record-hierarchy shares, "
+        f"{people['participants']:,} participants of every role and status; the benchmark's owner is an accepted "
+        f"participant in 20 of those shares and its guest in {guest_shares - 1:,} (and in the owner's Bench share).", "",
+        "| workload | unit | gateway | pgbench | ratio | p50 gateway | p50 pgbench | p99 gateway | p99 pgbench |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, unit, g, c, g50, c50, g99, c99 in rows:
+        lines.append(f"| {name} | {unit} | {g:,.0f} | {c:,.0f} | {g / c:.2f} | {g50:.2f} | {c50:.2f} | {g99:.2f} | {c99:.2f} |")
+
+    lines += [
+        "", FLOOR_HEADING, "",
+        "The floor is `canopy-floor` (Benchmarks/Floor): Hummingbird 2 and PostgresNIO, release build, answering by "
+        "running the statement the gateway sends for the workload (captured above, parameters included) and writing "
+        "its JSON; no GraphQL, authentication, logs or metrics. Same wrk script and clients. CPU per request is the "
+        "process's user + system time over a run divided by the requests answered (/proc/PID/stat), median of the runs.", "",
+    ] + floor_table(floor_rows)
+
+    lines += [
+        "", "## Row-level security and memberships (issue 18)", "",
+        f"The same statement shape run by pgbench as `canopy_gateway` for the zone's owner (PRIVATE scope) and for "
+        f"the guest, an accepted READ_ONLY participant of the zone's share and of {guest_shares - 1:,} other shares "
+        "(SHARED scope); the statements are the gateway's own, captured above. Medians of the runs.", "",
+        "| read | owner tps | guest tps | guest cost / owner's | owner p50 | guest p50 |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, owner_tps, owner_p50, guest_tps, guest_p50 in membership_rows:
+        lines.append(f"| {label} | {owner_tps:,.0f} | {guest_tps:,.0f} | {owner_tps / guest_tps:.2f}× | "
+                     f"{owner_p50:.3f} | {guest_p50:.3f} |")
+
+    lines += [
+        "", f"## What a batch of {BATCH} saves pays for (issue 18)", "",
+        f"W3's INSERT of {BATCH} new `Fast` records as `canopy_gateway`, in a transaction rolled back, timed by psql "
+        "(median of 15), with each index `canopy schema apply` built for the benchmark's schema dropped in turn inside "
+        "the transaction. `canopy schema indexes` lists the same indexes with their sizes and scans.", "",
+        "| the INSERT | ms | records/s at this cost alone |", "|---|---:|---:|",
+    ]
+    for label, ms in cost_rows:
+        lines.append(f"| {label} | {ms:.1f} | {BATCH / ms * 1000:,.0f} |")
+
+    lines += [
+        "", "## W2 with a streaming replica (issue 19)", "",
+        "W2's first page through one gateway, first against the primary alone, then with `--replica-url` naming a "
+        "streaming replica of the same cluster (`canopy cluster replica`), which takes the reads: the client never "
+        "writes, so no read needs a position. Both servers and the gateway share this machine's cores, so the sum "
+        "cannot grow here; the per-server columns show where the work went (transactions committed in each server's "
+        "database, `pg_stat_database.xact_commit`, per second). On separate machines each replica adds its own "
+        "cores' worth of reads, and the primary keeps its cores for writes.", "",
+        "| setup | requests/s | p50 | p99 | primary transactions/s | replica transactions/s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, throughput, p50, p99, primary_tps, replica_tps in replica_rows:
+        lines.append(f"| {label} | {throughput:,.0f} | {p50:.2f} | {p99:.2f} | {primary_tps:,.0f} | {replica_tps:,.0f} |")
+
+    lines += [
+        "", "W3 saved " f"{saved:,} records through the gateway in its runs; its throughput is what was saved "
+        "(counted in the database from the run's start until its last batch committed), not what wrk counted. W3's ceiling runs the same transaction: identity, the write (names made unique per "
+        "transaction with `replace()`), and the read-back of the saved ids taken from the write's answer with `\\gset`.", "",
+        f"Under 64 connections (the W2 first page): {wide[0]:,.0f} requests/s, p50 {wide[1]:.2f} ms, p99 {wide[2]:.2f} ms "
+        f"(p99 / p50 in each run: {', '.join(f'{t:.2f}×' for t in tails)}; the floor under the same load: "
+        f"{', '.join(f'{t:.2f}×' for t in floor_tails)}, p50 {statistics.median(r[1] for r in floor_wide):.2f} ms; "
+        f"pgbench with 64 clients: {', '.join(f'{t:.2f}×' for t in pgbench_tails)}, "
+        f"p50 {statistics.median(r[1] for r in pgbench_wide):.2f} ms); "
+        f"the gateway's peak RSS over the whole run: {memory:.0f} MB.", "",
+        "Live notifications: from a commit's HTTP answer to the `zoneChanged` subscriber's `next` "
+        f"(50 commits a run, medians of {options.runs} runs; issue 5 asks for under 100 ms): "
+        f"p50 {latency[0]:.1f} ms, p99 {latency[1]:.1f} ms.", "",
+        "Push (issue 23): a single-record save, 20 a run 1.1 s apart, medians of "
+        f"{options.runs} runs: p50 {push['without']:.2f} ms with no push subscription (the write probes "
+        f"`push_covered` only), {push['with']:.2f} ms with a DATABASE subscription and a webhook device (the write "
+        "also queues an outbox row and NOTIFYs). From the commit's HTTP answer to the webhook's arrival on "
+        f"loopback: p50 {push['p50']:.1f} ms, p99 {push['p99']:.1f} ms (the deliverer, woken by the NOTIFY, "
+        "fans out under row-level security, queues the delivery, claims it and POSTs it signed).", "",
+        "## The goals of issue 7, measured in this run", "",
+        "| goal | measured | |", "|---|---|---|",
+    ]
+    w1 = rows[0]
+    w3 = next(row for row in rows if row[0].startswith("W3"))
+    w4 = next(row for row in rows if row[0].startswith("W4"))
+    lines += [
+        f"| W1 ≥ 0.8 of the ceiling | {w1[2] / w1[3]:.2f} | {'met' if w1[2] / w1[3] >= 0.8 else '**not met**'} |",
+        f"| W2 ≥ 0.8 of the ceiling | {first[2] / first[3]:.2f} | {'met' if first[2] / first[3] >= 0.8 else '**not met**'} |",
+        f"| W2 deep page p50 within 1.2× of the first | {deep[4] / first[4]:.2f}× | {'met' if deep[4] <= 1.2 * first[4] else '**not met**'} |",
+        f"| W3 ≥ 20,000 records/s | {w3[2]:,.0f} | {'met' if w3[2] >= 20000 else '**not met**'} |",
+        f"| W4 ≥ 50,000 records/s | {w4[2]:,.0f} | {'met' if w4[2] >= 50000 else '**not met**'} |",
+        f"| W5 participant p50 within 1.15× of owner | {participant[4] / owner_row[4]:.2f}× | "
+        f"{'met' if participant[4] <= 1.15 * owner_row[4] else '**not met**'} |",
+        f"| W6 p50 at {scales[-1]:,} within 1.3× of {scales[0]:,} | {scale_rows[-1][4] / scale_rows[0][4]:.2f}× | "
+        f"{'met' if scale_rows[-1][4] <= 1.3 * scale_rows[0][4] else '**not met**'} |",
+        f"| p99 at 64 connections within 3× of p50 | {wide[2] / wide[1]:.2f}× | {'met' if wide[2] <= 3 * wide[1] else '**not met**'} |",
+        f"| gateway RSS under 150 MB | {memory:.0f} MB | {'met' if memory < 150 else '**not met**'} |",
+        "", "## The goals of issue 18, measured in this run", "",
+        "| goal | measured | |", "|---|---|---|",
+    ]
+    for label, owner_tps, _, guest_tps, _ in membership_rows:
+        lines.append(f"| {label}: a participant of {guest_shares:,} shares within 1.3× of the owner (pgbench) | "
+                     f"{owner_tps / guest_tps:.2f}× | {'met' if owner_tps <= 1.3 * guest_tps else '**not met**'} |")
+    lines.append(f"| W5 (the guest, {guest_shares:,} shares, through the gateway) p50 within 1.15× of the owner's W2 | "
+                 f"{participant[4] / owner_row[4]:.2f}× | {'met' if participant[4] <= 1.15 * owner_row[4] else '**not met**'} |")
+    lines.append(f"| p99 within 3× of p50 at 64 connections in every run ({len(tails)}) | "
+                 f"{', '.join(f'{t:.2f}×' for t in tails)} | {'met' if all(t <= 3 for t in tails) else '**not met**'} |")
+    w3_row = next(row for row in rows if row[0].startswith("W3"))
+    lines.append(f"| W3 ≥ 20,000 records/s | {w3_row[2]:,.0f} | {'met' if w3_row[2] >= 20000 else '**not met**'} |")
+    for name, g, f, c, gcpu, fcpu, g50, f50 in floor_rows:
+        short = name.split(":")[0].split(" ")[0]
+        lines += [
+            f"| {short} ≥ 0.7× the floor's throughput | {g / f:.2f} | {'met' if g >= 0.7 * f else '**not met**'} |",
+            f"| {short} ≤ 120 µs of gateway CPU a request | {gcpu:.0f} µs | {'met' if gcpu <= 120 else '**not met**'} |",
+        ]
+    if hung:
+        lines += ["", "**The gateway did not stop within 30 s of SIGTERM in this run** (killed; its threads are in "
+                  "`.bench/gateway-hang.txt`)."]
+    notes_path = ROOT / "docs" / "BENCHMARK_NOTES.md"
+    lines += ["", f"What the numbers mean and what stands in the way: [docs/BENCHMARK_NOTES.md](docs/BENCHMARK_NOTES.md)."
+              if notes_path.exists() else ""]
+    return "\n".join(lines).rstrip() + "\n"
