@@ -20,8 +20,9 @@ let package = Package(
         .executable(name: "canopy", targets: ["canopy"]),
         .executable(name: "canopy-floor", targets: ["canopy-floor"]),
         .library(name: "CanopyGateway", targets: ["CanopyGateway"]),
-        .library(name: "CanopyStore", targets: ["CanopyStore"]),
-        .library(name: "CanopyQuery", targets: ["CanopyQuery"]),
+        .library(name: "CanopyRequestStore", targets: ["CanopyRequestStore"]),
+        .library(name: "CanopyAdmin", targets: ["CanopyAdmin"]),
+        .library(name: "CanopyPlanner", targets: ["CanopyPlanner"]),
         .library(name: "CanopyIdentity", targets: ["CanopyIdentity"]),
         .library(name: "CanopyAssets", targets: ["CanopyAssets"]),
         .library(name: "CanopyPush", targets: ["CanopyPush"]),
@@ -48,15 +49,25 @@ let package = Package(
         .package(path: "CanopyKit"),
     ],
     targets: [
-        // Hex, base64url and WAL positions, written once for every module.
+        // Hex and base64url, written once for every module.
         .target(
             name: "CanopyEncoding",
             swiftSettings: parserSettings
         ),
+        // Positions in PostgreSQL's write-ahead log, which change tokens,
+        // replicas and the Canopy-Position header compare.
         .target(
-            name: "CanopyQuery",
+            name: "CanopyWAL",
+            swiftSettings: parserSettings
+        ),
+        // The compiler from a request to SQL: the GraphQL reader, the
+        // predicate and schema languages, one plan per root field, the SQL
+        // builder and the JSON values. Pure: no I/O.
+        .target(
+            name: "CanopyPlanner",
             dependencies: [
                 "CanopyEncoding",
+                "CanopyWAL",
                 .product(name: "GraphQL", package: "GraphQL"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -65,7 +76,7 @@ let package = Package(
             swiftSettings: parserSettings,
             plugins: ["EmbedSDL"]
         ),
-        // schema/canopy.graphql, compiled into CanopyQuery at build time.
+        // schema/canopy.graphql, compiled into CanopyPlanner at build time.
         .executableTarget(
             name: "EmbedText",
             path: "Tools/EmbedText",
@@ -76,14 +87,33 @@ let package = Package(
             capability: .buildTool(),
             dependencies: ["EmbedText"]
         ),
+        // PostgreSQL while serving requests: the pool, replicas, LISTEN,
+        // prepared shapes, the caller's identity set inside each statement,
+        // uploads and bearer tokens. The gateway and the push deliverer use
+        // this and nothing of CanopyAdmin (ArchitectureTests keeps it so).
         .target(
-            name: "CanopyStore",
+            name: "CanopyRequestStore",
             dependencies: [
                 "CanopyEncoding",
+                "CanopyWAL",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // What an operator runs: the embedded cluster, migrations, backup
+        // and restore, users and tokens, record-type schemas, the asset
+        // collector's references. Used by the CLI and the tests.
+        .target(
+            name: "CanopyAdmin",
+            dependencies: [
+                "CanopyEncoding",
+                "CanopyRequestStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -119,8 +149,8 @@ let package = Package(
             name: "CanopyPush",
             dependencies: [
                 "CanopyEncoding",
-                "CanopyQuery",
-                "CanopyStore",
+                "CanopyPlanner",
+                "CanopyRequestStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -140,8 +170,9 @@ let package = Package(
                 "CanopyPush",
                 "CanopyEncoding",
                 "CanopyIdentity",
-                "CanopyQuery",
-                "CanopyStore",
+                "CanopyPlanner",
+                "CanopyRequestStore",
+                "CanopyWAL",
                 .product(name: "GraphQL", package: "GraphQL"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -165,8 +196,9 @@ let package = Package(
                 "CanopyGateway",
                 "CanopyIdentity",
                 "CanopyPush",
-                "CanopyQuery",
-                "CanopyStore",
+                "CanopyPlanner",
+                "CanopyAdmin",
+                "CanopyRequestStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -204,7 +236,8 @@ let package = Package(
         .target(
             name: "CanopyTestSupport",
             dependencies: [
-                "CanopyStore",
+                "CanopyAdmin",
+                "CanopyRequestStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -217,14 +250,15 @@ let package = Package(
             name: "CanopyKitTests",
             dependencies: [
                 .product(name: "CanopyKit", package: "CanopyKit"),
-                "CanopyStore",
+                "CanopyAdmin",
+                "CanopyRequestStore",
                 "CanopyTestSupport",
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "CanopyQueryTests",
-            dependencies: ["CanopyEncoding", "CanopyQuery", .product(name: "GraphQL", package: "GraphQL")],
+            name: "CanopyPlannerTests",
+            dependencies: ["CanopyEncoding", "CanopyPlanner", "CanopyWAL", .product(name: "GraphQL", package: "GraphQL")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -238,9 +272,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "CanopyStoreTests",
+            // The database itself through both store modules: migrations,
+            // policies and the permission matrix, the cluster, replicas, backups.
+            name: "CanopyDatabaseTests",
             dependencies: [
-                "CanopyAssets", "CanopyStore", "CanopyTestSupport",
+                "CanopyAssets", "CanopyAdmin", "CanopyRequestStore", "CanopyTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
@@ -253,9 +289,11 @@ let package = Package(
                 "CanopyGateway",
                 "CanopyIdentity",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                "CanopyQuery",
-                "CanopyStore",
+                "CanopyAdmin",
+                "CanopyPlanner",
+                "CanopyRequestStore",
                 "CanopyTestSupport",
+                "CanopyWAL",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -282,7 +320,7 @@ if fuzzing {
     package.targets.append(.executableTarget(
         name: "canopy-fuzz",
         dependencies: [
-            "CanopyAssets", "CanopyEncoding", "CanopyIdentity", "CanopyQuery",
+            "CanopyAssets", "CanopyEncoding", "CanopyIdentity", "CanopyPlanner",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "JWTKit", package: "jwt-kit"),
         ],

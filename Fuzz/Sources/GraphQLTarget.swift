@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 import Foundation
 
 /// A `POST /graphql` body as the gateway reads it: the JSON, the document

@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 
 /// The JSON reader every request body goes through (`JSONValue(parsing:)`):
 /// what it accepts, written out and read again, writes out the same.

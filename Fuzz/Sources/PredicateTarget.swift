@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 
 /// The predicate language of `records(filter:)` (API.md §5): parse, check
 /// against a record type's fields and the arguments, write SQL. The input

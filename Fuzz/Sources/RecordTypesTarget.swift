@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 
 /// The schema language of `canopy schema apply` (docs/SCHEMA.md): a
 /// document that parses prints as text that parses to a document that

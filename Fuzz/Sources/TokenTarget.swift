@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 import Foundation
 
 /// Query cursors and change tokens, as clients hand them back: the first

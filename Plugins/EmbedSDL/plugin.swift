@@ -1,7 +1,7 @@
 import Foundation
 import PackagePlugin
 
-/// Compiles `schema/canopy.graphql` into the CanopyQuery module at build
+/// Compiles `schema/canopy.graphql` into the CanopyPlanner module at build
 /// time, so the file is the only source of the SDL the gateway serves and
 /// the binary needs no file to find at run time.
 @main

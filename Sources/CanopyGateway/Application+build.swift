@@ -1,9 +1,9 @@
 import CanopyAssets
 import CanopyIdentity
+import CanopyPlanner
 import CanopyPush
-import CanopyQuery
+import CanopyRequestStore
 import Crypto
-import CanopyStore
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket

@@ -1,5 +1,6 @@
 @testable import CanopyGateway
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import HTTPTypes

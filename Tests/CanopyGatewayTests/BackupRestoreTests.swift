@@ -1,6 +1,7 @@
+import CanopyAdmin
 import CanopyAssets
 import CanopyGateway
-import CanopyStore
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import HTTPTypes

@@ -1,4 +1,5 @@
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import Testing

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
+import CanopyAdmin
 import CanopyGateway
-import CanopyStore
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import HTTPTypes

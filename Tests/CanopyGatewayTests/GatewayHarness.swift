@@ -1,6 +1,7 @@
+import CanopyAdmin
 import CanopyGateway
 import CanopyIdentity
-import CanopyStore
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import HTTPTypes

@@ -1,7 +1,8 @@
 import AsyncHTTPClient
+import CanopyAdmin
 import CanopyGateway
 import CanopyIdentity
-import CanopyStore
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import HTTPTypes

@@ -1,5 +1,5 @@
 @testable import CanopyGateway
-import CanopyQuery
+import CanopyPlanner
 import GraphQL
 import Testing
 

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
+import CanopyAdmin
 import CanopyEncoding
-import CanopyStore
+import CanopyRequestStore
 import CanopyTestSupport
 import Crypto
 import Foundation

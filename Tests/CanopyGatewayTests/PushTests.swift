@@ -1,8 +1,9 @@
 import AsyncHTTPClient
+import CanopyAdmin
 import CanopyEncoding
 import CanopyGateway
 import CanopyPush
-import CanopyStore
+import CanopyRequestStore
 import CanopyTestSupport
 import Crypto
 import Foundation

@@ -1,5 +1,6 @@
-import CanopyQuery
-import CanopyStore
+import CanopyAdmin
+import CanopyPlanner
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import PostgresNIO

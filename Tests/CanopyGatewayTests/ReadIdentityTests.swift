@@ -1,6 +1,7 @@
+import CanopyAdmin
 import CanopyGateway
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import Logging

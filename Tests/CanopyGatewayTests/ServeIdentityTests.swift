@@ -1,5 +1,6 @@
 import AsyncHTTPClient
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import NIOCore

@@ -1,5 +1,6 @@
+import CanopyAdmin
 import CanopyGateway
-import CanopyStore
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import HummingbirdTesting

@@ -1,5 +1,6 @@
+import CanopyAdmin
 import CanopyKit
-import CanopyStore
+import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import Testing

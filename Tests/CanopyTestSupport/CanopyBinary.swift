@@ -1,4 +1,5 @@
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import Foundation
 
 /// The built `canopy` executable (`swift build` puts it in .build/debug;

@@ -1,4 +1,5 @@
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import Foundation
 import Logging
 import PostgresNIO

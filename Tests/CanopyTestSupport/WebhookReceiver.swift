@@ -1,5 +1,6 @@
+import CanopyAdmin
+import CanopyRequestStore
 import Foundation
-import CanopyStore
 import Hummingbird
 
 /// What a push test's receiver got: one entry a request.

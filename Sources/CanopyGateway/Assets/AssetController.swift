@@ -1,6 +1,6 @@
 import CanopyAssets
 import CanopyEncoding
-import CanopyStore
+import CanopyRequestStore
 import Crypto
 import Foundation
 import HTTPTypes

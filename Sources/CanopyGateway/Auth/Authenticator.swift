@@ -1,5 +1,5 @@
 import CanopyIdentity
-import CanopyStore
+import CanopyRequestStore
 import Foundation
 import Logging
 import Metrics

@@ -1,7 +1,7 @@
 import CanopyAssets
 import CanopyIdentity
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
 import Foundation
 import Hummingbird
 import Logging

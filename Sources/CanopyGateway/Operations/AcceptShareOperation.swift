@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 
 /// `acceptShare(url)`: accepts, then reads the share's metadata as the
 /// participant the caller now is, in one transaction.

@@ -1,6 +1,7 @@
 import CanopyEncoding
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
+import CanopyWAL
 
 /// `zoneChanges`: one page of a zone's change feed.
 struct ZoneChangesOperation: RootOperation {

@@ -1,5 +1,5 @@
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
 
 /// `issueToken`: the one operation whose statement needs a value made in
 /// Swift first, a fresh token from the system's secure random source

@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 import Foundation
 
 /// `modifyRecords`: the batch in one transaction under the zone's lock,

@@ -1,6 +1,7 @@
 import CanopyEncoding
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
+import CanopyWAL
 import Foundation
 import GraphQL
 import Logging

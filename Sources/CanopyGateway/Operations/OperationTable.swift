@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 import GraphQL
 
 /// Every root field of `schema/canopy.graphql`'s Query and Mutation types,

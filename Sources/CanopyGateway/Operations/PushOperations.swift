@@ -1,6 +1,6 @@
+import CanopyPlanner
 import CanopyPush
-import CanopyQuery
-import CanopyStore
+import CanopyRequestStore
 import Foundation
 
 /// `saveSubscription`: a QUERY subscription's filter is checked against its

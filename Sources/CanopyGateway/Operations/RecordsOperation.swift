@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 
 /// `records`: the record type's schema is read (cached) before the plan can
 /// be built, since a filter or sort is typed by it.

@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 
 /// One root field the gateway serves. Most are a ``FieldPlan`` run as it
 /// is (``Planned``); the few that need I/O before planning or more than one

@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 
 /// `saveShare`, `setParticipant`, `removeParticipant`, `deleteShare` and
 /// `leaveShare`, in one transaction: locate the share, change it, read it back.

@@ -1,5 +1,5 @@
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
 
 extension StoredField {
     /// The row as the query compiler and the schema language see it; nil

@@ -1,7 +1,8 @@
 import CanopyAssets
 import CanopyEncoding
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
+import CanopyWAL
 import Foundation
 import GraphQL
 import Hummingbird

@@ -1,4 +1,4 @@
-import CanopyQuery
+import CanopyPlanner
 import Foundation
 import Hummingbird
 

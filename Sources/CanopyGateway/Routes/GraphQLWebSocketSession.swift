@@ -1,7 +1,8 @@
 import CanopyEncoding
 import CanopyIdentity
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
+import CanopyWAL
 import Foundation
 import HummingbirdWebSocket
 import Logging

@@ -1,4 +1,4 @@
-import CanopyStore
+import CanopyRequestStore
 import Hummingbird
 
 /// `GET /health`: 200 `{"status":"ok"}` when the database answers, else 503.

@@ -1,4 +1,5 @@
 import CanopyEncoding
+import CanopyWAL
 import HTTPTypes
 import Hummingbird
 

@@ -1,5 +1,5 @@
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
 import Logging
 import PostgresNIO
 

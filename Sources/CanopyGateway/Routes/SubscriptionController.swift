@@ -1,4 +1,4 @@
-import CanopyStore
+import CanopyRequestStore
 import HTTPTypes
 import Hummingbird
 import HummingbirdWebSocket

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import CanopyEncoding
-import CanopyStore
+import CanopyRequestStore
 import Crypto
 import Foundation
 import JWTKit

@@ -1,5 +1,5 @@
 import CanopyEncoding
-import CanopyQuery
+import CanopyPlanner
 import Crypto
 import Foundation
 import PostgresNIO

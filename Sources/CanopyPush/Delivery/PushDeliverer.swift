@@ -1,6 +1,6 @@
 import AsyncHTTPClient
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
 import Foundation
 import Logging
 import Metrics

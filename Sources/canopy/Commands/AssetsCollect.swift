@@ -1,6 +1,7 @@
 import ArgumentParser
+import CanopyAdmin
 import CanopyAssets
-import CanopyStore
+import CanopyRequestStore
 import Foundation
 
 /// `canopy assets collect`: removes bytes no live upload and no record

@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 
 /// `canopy cluster`: the embedded PostgreSQL cluster.
 struct Cluster: AsyncParsableCommand {

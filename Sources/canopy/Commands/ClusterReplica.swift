@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 
 /// `canopy cluster replica NAME`: a streaming replica of the embedded
 /// cluster, for running a primary and replicas on one machine.

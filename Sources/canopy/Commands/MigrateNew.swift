@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import Logging
 
 /// `canopy migrate new NAME`: starts the next migration file.

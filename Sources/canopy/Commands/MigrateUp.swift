@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 
 /// `canopy migrate up`: applies every pending versioned migration, then
 /// every repeatable file of sql/ that changed.

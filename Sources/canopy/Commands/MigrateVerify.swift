@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 
 /// `canopy migrate verify`: fails if an applied migration was edited.
 struct MigrateVerify: AsyncParsableCommand {

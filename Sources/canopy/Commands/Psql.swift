@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import Foundation
 
 /// `canopy psql --as NAME`: psql as the gateway's role acting for a user, so

@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import Foundation
 
 /// `canopy restore DIR`: a backup put into a new cluster or an empty

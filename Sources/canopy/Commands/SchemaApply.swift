@@ -1,6 +1,7 @@
 import ArgumentParser
-import CanopyQuery
-import CanopyStore
+import CanopyAdmin
+import CanopyPlanner
+import CanopyRequestStore
 import Foundation
 
 /// `canopy schema apply FILE`: make the database's schema the file's.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import CanopyQuery
+import CanopyPlanner
 
 /// `canopy schema check FILE`: parse and check a schema file, touching no database.
 struct SchemaCheck: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
-import CanopyQuery
-import CanopyStore
+import CanopyAdmin
+import CanopyPlanner
+import CanopyRequestStore
 
 /// `canopy schema export`: the schema the database holds, in the schema language.
 struct SchemaExport: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import Foundation
 
 /// `canopy schema indexes`: every index a saved record pays for, what it

@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import Foundation
 
 /// `canopy users add NAME`: a new user and a first token.

@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import Foundation
 
 /// `canopy users revoke PREFIX`: revokes one bearer token. Every gateway

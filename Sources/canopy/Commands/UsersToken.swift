@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 
 /// `canopy users token NAME`: another token for an existing user.
 struct UsersToken: AsyncParsableCommand {

@@ -1,9 +1,10 @@
 import ArgumentParser
+import CanopyAdmin
 import CanopyAssets
 import CanopyGateway
 import CanopyIdentity
 import CanopyPush
-import CanopyStore
+import CanopyRequestStore
 import Foundation
 import Logging
 

@@ -1,5 +1,5 @@
 import ArgumentParser
-import CanopyQuery
+import CanopyPlanner
 import Foundation
 
 extension RecordTypesMode: ExpressibleByArgument {}

@@ -1,5 +1,6 @@
 import ArgumentParser
-import CanopyStore
+import CanopyAdmin
+import CanopyRequestStore
 import Foundation
 
 /// `canopy serve`'s read replicas (API.md §13, docs/DEPLOYMENT.md): where

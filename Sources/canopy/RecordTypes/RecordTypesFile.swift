@@ -1,5 +1,5 @@
 import ArgumentParser
-import CanopyQuery
+import CanopyPlanner
 import Foundation
 
 /// A schema file named on the command line (`-` for standard input), read

@@ -1,6 +1,7 @@
+import CanopyAdmin
 import CanopyGateway
-import CanopyQuery
-import CanopyStore
+import CanopyPlanner
+import CanopyRequestStore
 
 /// Converts between the schema language's document and the rows the
 /// database keeps, in both directions, so `export` prints what `apply` stored.

@@ -1,0 +1,148 @@
+import CanopyEncoding
+import CanopyWAL
+import Crypto
+import Foundation
+
+/// Where a change feed stopped, handed to the client as an opaque string
+/// sealed with the server's secret (ChaCha20-Poly1305): a client can only
+/// give back a token this server issued, unedited (anything else is
+/// INVALID_ARGUMENTS), and cannot read the ids and snapshot inside.
+///
+/// A zone token is a position in the zone's feed (see
+/// docs/CHANGE_FEEDS.md for why "after this position" never skips); a
+/// database token is a snapshot of which transactions had committed.
+public enum ChangeToken: Sendable, Equatable {
+    case zone(ZonePosition)
+    case database(DatabasePosition)
+
+    /// A position in one zone's feed, for one user and scope.
+    public struct ZonePosition: Codable, Sendable, Equatable {
+        /// The user it was issued to.
+        public var user: Int64
+        public var scope: String
+        /// The zone by id: a zone deleted and created again under the same
+        /// name is another feed (the old token is expired).
+        public var zoneID: Int64
+        public var zoneName: String
+        /// The change position of the last change delivered.
+        public var after: Int64
+        /// Set by the first page of a sync from `null` to the zone's highest
+        /// position (`canopy.zone_feed_position`): deletions at or below it
+        /// happened before the sync began and are not reported.
+        public var floor: Int64
+        /// The WAL position the page was read at (``readPosition``).
+        public var read: UInt64?
+
+        enum CodingKeys: String, CodingKey {
+            case user = "u", scope = "s", zoneID = "z", zoneName = "n", after = "a", floor = "f", read = "l"
+        }
+
+        public init(user: Int64, scope: String, zoneID: Int64, zoneName: String, after: Int64, floor: Int64, read: UInt64? = nil) {
+            self.user = user
+            self.scope = scope
+            self.zoneID = zoneID
+            self.zoneName = zoneName
+            self.after = after
+            self.floor = floor
+            self.read = read
+        }
+    }
+
+    /// A snapshot over the caller's zones in one scope: the next pass
+    /// reports what that snapshot did not see.
+    public struct DatabasePosition: Codable, Sendable, Equatable {
+        public var user: Int64
+        public var scope: String
+        /// The snapshot (`pg_current_snapshot()` text) the last complete
+        /// pass was read under; nil for the first pass (from `null`), which
+        /// lists every zone and no deletions.
+        public var since: String?
+        /// When `since` was taken (ms since the epoch, the database's clock),
+        /// to tell whether departures it needs were purged.
+        public var sinceTime: Int64
+        /// Within a pass of several pages: the key of the last event sent
+        /// (transaction id, kind, row id) and the snapshot the pass ends at.
+        public var after: [UInt64]?
+        public var next: String?
+        public var nextTime: Int64?
+        /// The WAL position the page was read at (``readPosition``).
+        public var read: UInt64?
+
+        enum CodingKeys: String, CodingKey {
+            case user = "u", scope = "s", since = "x", sinceTime = "t", after = "c", next = "w", nextTime = "v", read = "l"
+        }
+
+        public init(user: Int64, scope: String, since: String?, sinceTime: Int64, after: [UInt64]? = nil, next: String? = nil,
+                    nextTime: Int64? = nil, read: UInt64? = nil) {
+            self.user = user
+            self.scope = scope
+            self.since = since
+            self.sinceTime = sinceTime
+            self.after = after
+            self.next = next
+            self.nextTime = nextTime
+            self.read = read
+        }
+    }
+
+    /// Where the page that issued this token was read, in the write-ahead
+    /// log: the next page is read only from a server that has replayed this
+    /// far (a replica behind it would show less than the client has seen;
+    /// docs/DEPLOYMENT.md). Nil in tokens from before replicas.
+    public var readPosition: WALPosition? {
+        switch self {
+        case .zone(let position): return position.read.map(WALPosition.init)
+        case .database(let position): return position.read.map(WALPosition.init)
+        }
+    }
+
+    private struct Envelope: Codable {
+        var zone: ZonePosition?
+        var database: DatabasePosition?
+        enum CodingKeys: String, CodingKey { case zone = "z", database = "d" }
+    }
+
+    public func encoded(secret: SigningKey) -> String {
+        let envelope: Envelope
+        switch self {
+        case .zone(let position): envelope = Envelope(zone: position)
+        case .database(let position): envelope = Envelope(database: position)
+        }
+        let json = (try? JSONEncoder().encode(envelope)) ?? Data()
+        let sealed = (try? ChaChaPoly.seal(json, using: secret.symmetricKey).combined) ?? Data()
+        return "ct2.\(Base64URL.encode(sealed))"
+    }
+
+    /// Decodes and verifies; nil for anything this server did not issue.
+    public static func decode(_ text: String, secret: SigningKey) -> ChangeToken? {
+        guard let box = sealedBox(text), let json = try? ChaChaPoly.open(box, using: secret.symmetricKey),
+              let envelope = try? JSONDecoder().decode(Envelope.self, from: json)
+        else { return nil }
+        if let zone = envelope.zone { return .zone(zone) }
+        if let database = envelope.database { return .database(database) }
+        return nil
+    }
+
+    /// Whether `text` was sealed with one of `secret`'s retired keys: a
+    /// token this server issued before its database was restored from a
+    /// backup, whose positions and snapshots may name changes the restored
+    /// database never had (docs/BACKUP.md).
+    public static func wasRetired(_ text: String, secret: SigningKey) -> Bool {
+        guard !secret.retired.isEmpty, let box = sealedBox(text) else { return false }
+        return secret.retired.contains { (try? ChaChaPoly.open(box, using: SymmetricKey(data: $0))) != nil }
+    }
+
+    private static func sealedBox(_ text: String) -> ChaChaPoly.SealedBox? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, parts[0] == "ct2", let sealed = Base64URL.decode(parts[1]) else { return nil }
+        return try? ChaChaPoly.SealedBox(combined: sealed)
+    }
+}
+
+extension ChangeToken {
+    /// The answer to a token from before a restore (``wasRetired(_:secret:)``).
+    static func restoredSince(_ arguments: Arguments) -> QueryError {
+        QueryError(.changeTokenExpired, "since is a change token from before the database was restored from a backup; fetch changes from null",
+                   locations: arguments.location("since"))
+    }
+}

@@ -1,0 +1,175 @@
+import CanopyEncoding
+import CanopyWAL
+import PostgresNIO
+
+/// `zoneChanges(scope, zone, since, limit)`: one page of a zone's change
+/// feed in one statement. Live records and tombstones are read in change
+/// position order through the (zone_id, change_seq) indexes, so a page
+/// costs about `limit` rows whatever the zone's size; row-level security
+/// decides what the caller sees of either.
+///
+/// A page ends at the `limit`-th event's position; a record that changed
+/// several times within it appears once, as its newest event (a record that
+/// is live wins over a tombstone at the same position, the mark of a record
+/// moving between shares). The new token is the page's last position.
+public struct ZoneChangesPlan: Sendable {
+    public static let maximumLimit = 400
+
+    public let statement: SQLStatement
+    let field: SelectedField
+    let scope: DatabaseScope
+    let zoneName: String
+    let userID: Int64
+    let since: ChangeToken.ZonePosition?
+    let limit: Int
+
+    /// What the statement returns: the zone and the page.
+    public struct Page: Sendable {
+        public var zoneID: Int64?
+        public var purgedThrough: Int64
+        public var departedAt: Int64?
+        public var floor: Int64
+        public var changed: String?
+        public var deleted: String?
+        public var lastPosition: Int64?
+        public var moreComing: Bool
+        /// Where the server that answered stands (`canopy.read_position()`).
+        public var readPosition: WALPosition?
+        public var isEmpty: Bool { (changed ?? "[]") == "[]" && (deleted ?? "[]") == "[]" }
+
+        /// Decodes the statement's row (its SELECT list is `init`'s).
+        public static func decode(_ row: PostgresRow) throws -> Page {
+            let (zoneID, purged, departed, floor, changed, deleted, last, more, position) =
+                try row.decode((Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?, String?).self)
+            var page = Page((zoneID, purged, departed, floor, changed, deleted, last, more))
+            page.readPosition = position.flatMap(WALPosition.init)
+            return page
+        }
+
+        init(_ row: (Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?)) {
+            zoneID = row.0
+            purgedThrough = row.1 ?? 0
+            departedAt = row.2
+            floor = row.3 ?? 0
+            changed = row.4
+            deleted = row.5
+            lastPosition = row.6
+            moreComing = row.7 ?? false
+        }
+    }
+
+    /// - Parameter overridingSince: for a subscription following the feed,
+    ///   the token to continue from instead of the field's `since` argument.
+    public init(_ field: SelectedField, request: ParsedRequest, userID: Int64, secret: SigningKey, overridingSince: String?? = .none) throws {
+        let arguments = request.arguments(of: field)
+        let scope = try DatabaseScope.read(arguments)
+        let zone = try ZoneReference(scope: scope, in: arguments)
+        let limit = try arguments.limit(default: 200, maximum: Self.maximumLimit)
+        var since: ChangeToken.ZonePosition?
+        if let text = try overridingSince ?? arguments.string("since") {
+            guard case .zone(let position)? = ChangeToken.decode(text, secret: secret) else {
+                if ChangeToken.wasRetired(text, secret: secret) { throw ChangeToken.restoredSince(arguments) }
+                throw arguments.invalid("since", "since is not a zone change token this server issued")
+            }
+            guard position.user == userID, position.scope == scope.rawValue, position.zoneName == zone.zoneName else {
+                throw arguments.invalid("since", "since is a change token for another feed (user, scope or zone)")
+            }
+            since = position
+        }
+        self.field = field
+        self.scope = scope
+        self.zoneName = zone.zoneName
+        self.userID = userID
+        self.since = since
+        self.limit = limit
+
+        var builder = SQLBuilder()
+        let cte = zone.cte(&builder)
+        let after = builder.bind(since?.after ?? 0)
+        let floor = builder.bind(since?.floor)
+        let limitBind = builder.bind(limit)
+        // Only a participant of record-rooted shares is told of records that
+        // left them; the owner and zone-wide participants still see those records.
+        let leftShares: SQL = scope == .private
+            ? "false"
+            : """
+                NOT EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() \
+                AND m.zone_id = (SELECT id FROM zone) AND m.root_record_id IS NULL)
+                """
+        let changed = try field.children.first { $0.name == "changed" }.map {
+            try Projection.record($0.children, request: request, &builder)
+        } ?? "NULL::json"
+        let deleted = try field.children.first { $0.name == "deleted" }.map {
+            try Projection.object($0.children, &builder) { part, _ in
+                switch part.name {
+                case "recordName": return "t.record_name"
+                case "recordType": return "t.record_type"
+                case "__typename": return "'Tombstone'"
+                default: throw QueryError(.badRequest, "Tombstone has no field \(part.name)")
+                }
+            }
+        } ?? "NULL::json"
+        builder.append("""
+            WITH \(cte), \
+            floor AS (SELECT coalesce(\(floor)::int8, canopy.zone_feed_position((SELECT id FROM zone)), 0) AS position), \
+            live AS (SELECT r.change_seq AS position, r.record_name AS name, true AS live, r.id FROM canopy.records r \
+            WHERE r.zone_id = (SELECT id FROM zone) AND r.change_seq > \(after)::int8 ORDER BY r.change_seq LIMIT \(limitBind)::int8 + 1), \
+            dead AS (SELECT t.change_seq, t.record_name, false, t.id FROM canopy.tombstones t \
+            WHERE t.zone_id = (SELECT id FROM zone) AND t.change_seq > greatest(\(after)::int8, (SELECT position FROM floor)) \
+            AND (t.kind = 'deleted' OR \(leftShares)) ORDER BY t.change_seq LIMIT \(limitBind)::int8 + 1), \
+            events AS (SELECT * FROM live UNION ALL SELECT * FROM dead), \
+            bound AS (SELECT position FROM events ORDER BY position OFFSET \(limitBind)::int8 - 1 LIMIT 1), \
+            inside AS (SELECT * FROM events WHERE NOT EXISTS (SELECT 1 FROM bound) OR position <= (SELECT position FROM bound)), \
+            page AS (SELECT DISTINCT ON (name) * FROM inside ORDER BY name, position DESC, live DESC) \
+            SELECT (SELECT id FROM zone), \
+            (SELECT z.tombstones_purged_through FROM canopy.zones z WHERE z.id = (SELECT id FROM zone)), \
+            (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = (SELECT id FROM zone) \
+            AND d.user_id = canopy.current_user_id()), \
+            (SELECT position FROM floor), \
+            (SELECT coalesce(json_agg(\(changed) ORDER BY p.position), '[]') FROM page p JOIN canopy.records r ON r.id = p.id WHERE p.live)::text, \
+            (SELECT coalesce(json_agg(\(deleted) ORDER BY p.position), '[]') FROM page p JOIN canopy.tombstones t ON t.id = p.id WHERE NOT p.live)::text, \
+            (SELECT max(position) FROM inside), \
+            EXISTS (SELECT 1 FROM events WHERE position > (SELECT position FROM bound)), \
+            canopy.read_position()
+            """)
+        statement = builder.query
+    }
+
+    /// How far a server must have replayed to read the page after `since`.
+    public var requiredPosition: WALPosition? { since?.read.map(WALPosition.init) }
+
+    /// Checks the page against the token (expired?) and builds the
+    /// `ZoneChanges` JSON with the next token.
+    public func response(_ page: Page, secret: SigningKey) throws -> (json: String, token: ChangeToken.ZonePosition) {
+        guard let zoneID = page.zoneID else {
+            throw QueryError(.invalidArguments, "the zone does not exist")   // the caller reports ZONE_NOT_FOUND first
+        }
+        if let since {
+            let reached = max(since.after, since.floor)
+            if since.zoneID != zoneID {
+                throw QueryError(.changeTokenExpired, "the zone was deleted and created again since this token; fetch its changes from null")
+            }
+            if reached < page.purgedThrough {
+                throw QueryError(.changeTokenExpired, "this token is older than the change history kept; fetch the zone's changes from null")
+            }
+            if let departed = page.departedAt, departed > reached {
+                throw QueryError(.changeTokenExpired, "you lost access to part of this zone since this token; fetch its changes from null")
+            }
+        }
+        let token = ChangeToken.ZonePosition(
+            user: userID, scope: scope.rawValue, zoneID: zoneID, zoneName: zoneName,
+            after: page.lastPosition ?? since?.after ?? 0, floor: since?.floor ?? page.floor,
+            read: since?.read.map(WALPosition.init).later(page.readPosition)?.value
+        )
+        let json = try field.jsonObject(typeName: "ZoneChanges") { child in
+            switch child.name {
+            case "changed": return page.changed ?? "[]"
+            case "deleted": return page.deleted ?? "[]"
+            case "token": return JSONValue.string(ChangeToken.zone(token).encoded(secret: secret)).jsonText
+            case "moreComing": return "\(page.moreComing)"
+            default: throw QueryError.noField(child, of: "ZoneChanges")
+            }
+        }
+        return (json, token)
+    }
+}

@@ -1,0 +1,64 @@
+import CanopyAdmin
+import CanopyRequestStore
+import CanopyTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The web console's whole story (issue 17) in a real headless Chromium,
+/// driven by Selenium (`Tests/python/web_console.py`), against `canopy
+/// serve` as a separate process: two people in two browser sessions share
+/// a zone, accept, are refused edits, see live changes and a conflict, a
+/// stranger learns nothing, the owner removes the invitee and stops
+/// sharing. Screenshots of every step are kept in
+/// `.build/test-artifacts/web-console/` (or `$CANOPY_TEST_ARTIFACTS`).
+@Suite("Web console in a real browser", .enabled(if: CanopyBinary.exists, "build the canopy executable first (swift build)"),
+       .enabled(if: BrowserTests.enabled, "CANOPY_SKIP_BROWSER_TESTS is set (make test runs them on their own)"))
+struct WebConsoleTests {
+    static var artifacts: String {
+        let root = ProcessInfo.processInfo.environment["CANOPY_TEST_ARTIFACTS"] ?? "\(TestDatabase.packageRoot)/.build/test-artifacts"
+        return "\(root)/web-console"
+    }
+
+    @Test("an owner shares a zone from the console; the invitee accepts at the invitation page, reads but cannot edit, sees live edits, and loses the zone when removed; a stranger learns nothing")
+    func wholeStory() async throws {
+        let endpoint = try await TestDatabase.shared.emptyDatabase()
+        let port = 23000 + Int(getpid() % 20000)
+        let assets = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-console-assets-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: assets) }
+        let server = try CanopyBinary.serve(databaseURL: endpoint.url, port: port, [
+            "--web-dir", "\(TestDatabase.packageRoot)/web", "--access-log", "--asset-dir", assets,
+        ])
+        var stopped = false
+        defer { if !stopped { kill(server.pid, SIGKILL) } }
+        let ready = try await CanopyBinary.waitUntilServing(port: port, attempts: 150)
+        try #require(ready, "canopy serve answered /health")
+        func token(_ arguments: [String]) throws -> String {
+            let added = try CanopyBinary.run(["users", "add"] + arguments + ["--json", "--database-url", endpoint.url])
+            try #require(added.succeeded, "\(added.output)")
+            let object = try JSONSerialization.jsonObject(with: Data(added.output.utf8)) as? [String: Any]
+            return try #require(object?["token"] as? String)
+        }
+        let owner = try token(["alice"]), invitee = try token(["invitee", "--email", "invitee@example.com"]), stranger = try token(["carol"])
+        try? FileManager.default.removeItem(atPath: Self.artifacts)
+        let story = try Subprocess.start("/usr/bin/env", [
+            "python3", "\(TestDatabase.packageRoot)/Tests/python/web_console.py",
+            "http://127.0.0.1:\(port)", owner, invitee, stranger, Self.artifacts,
+        ]).wait()
+        #expect(story.succeeded, "\(story.output)")
+        let screenshots = try FileManager.default.contentsOfDirectory(atPath: Self.artifacts).filter { $0.hasSuffix(".png") && $0.first?.isNumber == true }
+        #expect(screenshots.count == 22, "a screenshot of every step: \(screenshots.sorted())")
+
+        // Every request was logged, and no token is in the log: the console
+        // keeps tokens in headers and the WebSocket's first message, never in a URL.
+        kill(server.pid, SIGTERM)
+        let log = try server.wait()
+        stopped = true
+        #expect(log.output.contains("/graphql") && log.output.contains("/share/"), "the access log was on")
+        for secret in [owner, invitee, stranger] {
+            #expect(!log.output.contains(secret) && !log.output.contains(String(secret.suffix(20))), "a token is in the server's log")
+        }
+    }
+}
