@@ -26,6 +26,7 @@ public func buildApplication(
     metricsRegistry: PrometheusCollectorRegistry? = nil
 ) -> some ApplicationProtocol {
     let authenticator = Authenticator(database: database, verifier: identity, limits: UserLimits(configuration.limits))
+    let recordSchemas = RecordSchemas(database: database)
     var assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
     if let assets = configuration.assets {
         let publicURL = configuration.publicURL
@@ -44,7 +45,9 @@ public func buildApplication(
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: GraphQLMediaTypeMiddleware())
     HealthController(database: database).register(on: router)
-    GraphQLController(database: database, configuration: configuration, authenticator: authenticator, assetURLs: assetURLs).register(on: router)
+    GraphQLController(
+        database: database, configuration: configuration, authenticator: authenticator, recordSchemas: recordSchemas, assetURLs: assetURLs
+    ).register(on: router)
     InvitationPageController(database: database, configuration: configuration).register(on: router)
     if let console = configuration.console {
         ConsoleController(files: console, providers: configuration.signInProviders).register(on: router)
@@ -64,16 +67,15 @@ public func buildApplication(
     // WebSocket upgrades of /graphql (subscriptions) have a router of their own.
     let webSocketRouter = Router(context: CanopyRequestContext.self)
     webSocketRouter.add(middleware: RequestIDMiddleware())
-    SubscriptionController(database: database, configuration: configuration, authenticator: authenticator).register(on: webSocketRouter)
+    SubscriptionController(database: database, configuration: configuration, authenticator: authenticator, recordSchemas: recordSchemas)
+        .register(on: webSocketRouter)
     var services: [any Service] = [
         database.primary, database.notifier,
         ChangeHistoryPurger(primary: database.primary, retention: configuration.changeRetention, interval: configuration.purgeInterval, logger: logger),
     ] + (database.replicas.map { [$0] } ?? [])
     if let push = configuration.push {
-        let mode = RecordTypesMode(rawValue: database.schemaMode) ?? .development
         services.append(PushDeliverer(database: database, settings: push, schema: { recordType, logger in
-            let stored = try await database.fieldTypes(of: recordType, refresh: false, logger: logger)
-            return RecordSchema(fields: stored.compactMapValues(\.fieldSchema), mode: mode)
+            try await recordSchemas.schema(of: recordType, refresh: false, logger: logger)
         }, logger: logger))
     }
     return Application(

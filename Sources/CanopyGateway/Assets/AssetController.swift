@@ -36,22 +36,20 @@ struct AssetController {
               let contentType = query.get("type"), let expires = query.get("expires").flatMap(Int64.init),
               let signature = query.get("signature")
         else {
-            return try failure(APIError(.badRequest, "a download URL is /assets/<sha256>?type=…&expires=…&signature=…, as a record's downloadURL gives it"),
-                               context, status: .badRequest)
+            throw APIError(.badRequest, "a download URL is /assets/<sha256>?type=…&expires=…&signature=…, as a record's downloadURL gives it")
         }
         let signer: AssetURLSigner
         do {
             signer = try await self.signer(context.logger)
         } catch {
-            let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
-            return try failure(apiError, context, status: apiError.httpStatus)
+            throw APIError(error, requestID: context.requestID, logger: context.logger)
         }
         guard signer.verify(sha256: digest.hex, contentType: contentType, expires: expires, signature: signature) else {
-            return try failure(APIError(.permissionFailure, "the download URL's signature is not valid or it expired; read the record again for a new one"),
-                               context, status: .forbidden)
+            throw APIError(.permissionFailure, "the download URL's signature is not valid or it expired; read the record again for a new one",
+                           status: .forbidden)
         }
         guard let size = try await settings.store.size(of: digest) else {
-            return try failure(APIError(.unknownItem, "no such asset"), context, status: .notFound)
+            throw APIError(.unknownItem, "no such asset", status: .notFound)
         }
         var headers: HTTPFields = [.eTag: "\"\(digest.hex)\"", .acceptRanges: "bytes", .cacheControl: "private, max-age=3600"]
         if request.hasCurrentCopy(of: "\"\(digest.hex)\"") {
@@ -92,10 +90,10 @@ struct AssetController {
 
     func upload(_ request: Request, context: CanopyRequestContext) async throws -> Response {
         var context = context
-        if let failure = await authenticator.authenticate(request, context: &context) { return failure }
-        guard let userID = context.userID else { return try failure(APIError(.notAuthenticated, "no caller"), context) }
+        try await authenticator.authenticate(request, context: &context)
+        guard let userID = context.userID else { throw APIError(.notAuthenticated, "no caller") }
         if let length = request.headers[.contentLength].flatMap(Int64.init), length > settings.maximumSize {
-            return try failure(Self.tooLarge(settings.maximumSize), context, status: .contentTooLarge)
+            throw Self.tooLarge(settings.maximumSize)
         }
         let contentType = request.headers[.contentType].map { String($0.prefix(255)) }.flatMap { $0.isEmpty ? nil : $0 }
             ?? "application/octet-stream"
@@ -103,9 +101,9 @@ struct AssetController {
         do {
             stored = try await settings.store.store(request.body, limit: settings.maximumSize)
         } catch let error as AssetError where error.kind == .tooLarge(limit: settings.maximumSize) {
-            return try failure(Self.tooLarge(settings.maximumSize), context, status: .contentTooLarge)
+            throw Self.tooLarge(settings.maximumSize)
         } catch {
-            return try failure(APIError(error, requestID: context.requestID, logger: context.logger), context, status: .internalServerError)
+            throw APIError(error, requestID: context.requestID, logger: context.logger).with(status: .internalServerError)
         }
         let token = UploadToken.make()
         do {
@@ -114,8 +112,7 @@ struct AssetController {
                 as: userID, logger: context.logger
             )
         } catch {
-            let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
-            return try failure(apiError, context, status: apiError.httpStatus)
+            throw APIError(error, requestID: context.requestID, logger: context.logger)
         }
         let body: [String: Any] = ["uploadToken": token.text, "size": stored.size, "sha256": stored.digest.hex]
         return Response(
@@ -126,11 +123,7 @@ struct AssetController {
     }
 
     static func tooLarge(_ limit: Int64) -> APIError {
-        APIError(.limitExceeded, "the asset is larger than the limit of \(limit) bytes (--max-asset-size); nothing was kept")
-    }
-
-    func failure(_ error: APIError, _ context: CanopyRequestContext, status: HTTPResponse.Status? = nil) throws -> Response {
-        GraphQLResponse.errors([error], requestID: context.requestID, status: status ?? error.httpStatus)
+        APIError(.limitExceeded, "the asset is larger than the limit of \(limit) bytes (--max-asset-size); nothing was kept", status: .contentTooLarge)
     }
 }
 

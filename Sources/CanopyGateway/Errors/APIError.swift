@@ -8,7 +8,9 @@ import Logging
 
 /// An error as a client sees it: an API code, a message for people, and
 /// where in the document it is. Every module's errors become one of these
-/// here, in `init(_:requestID:logger:)`, and nowhere else.
+/// here, in `init(_:requestID:logger:)`, and nowhere else. Thrown from a
+/// route, it is the response (``HTTPResponseError``): `{"errors": [...]}`
+/// with its HTTP status.
 public struct APIError: Error, Sendable {
     public var code: ErrorCode
     public var message: String
@@ -17,12 +19,24 @@ public struct APIError: Error, Sendable {
     /// Seconds a client should wait before asking again (`Retry-After`),
     /// for a limit that passes with time.
     public var retryAfter: Int?
+    /// The HTTP status when thrown from a route, where the code alone does
+    /// not say it (429 for a rate, 413 for a body, 403 and 404 for downloads).
+    public var statusOverride: HTTPResponse.Status?
 
-    public init(_ code: ErrorCode, _ message: String, locations: [QueryError.Location] = [], path: [String] = []) {
+    public init(_ code: ErrorCode, _ message: String, locations: [QueryError.Location] = [], path: [String] = [],
+                status: HTTPResponse.Status? = nil) {
         self.code = code
         self.message = message
         self.locations = locations
         self.path = path
+        self.statusOverride = status
+    }
+
+    /// This error with the HTTP status it is answered with when thrown.
+    func with(status: HTTPResponse.Status) -> APIError {
+        var error = self
+        error.statusOverride = status
+        return error
     }
 
     /// Maps any error to its API code. Unexpected errors are logged with the
@@ -87,11 +101,23 @@ public struct APIError: Error, Sendable {
 
     /// The HTTP status for an error that stops a request before it executes.
     var httpStatus: HTTPResponse.Status {
+        if let statusOverride { return statusOverride }
         switch code {
         case .notAuthenticated: return .unauthorized
         case .serviceUnavailable: return .serviceUnavailable
         case .badRequest, .limitExceeded, .invalidArguments: return .badRequest
         default: return .internalServerError
         }
+    }
+}
+
+extension APIError: HTTPResponseError {
+    public var status: HTTPResponse.Status { httpStatus }
+
+    /// `{"errors": [this]}` with the request's id (`X-Request-ID` is added by
+    /// ``RequestIDMiddleware``), `Retry-After` where it applies.
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let requestID = (context as? CanopyRequestContext)?.requestID ?? ""
+        return GraphQLResponse.errors([self], requestID: requestID, status: httpStatus)
     }
 }

@@ -50,10 +50,11 @@ final class UserLimits: Sendable {
         }
     }
 
-    /// The refusal for a request over the rate: LIMIT_EXCEEDED, retry after
-    /// whole seconds (at least one).
+    /// The refusal for a request over the rate: LIMIT_EXCEEDED (HTTP 429),
+    /// retry after whole seconds (at least one).
     func rateError(retryingIn wait: Duration) -> APIError {
-        var error = APIError(.limitExceeded, "more than \(Self.format(limits.requestsPerSecond)) requests a second (burst \(limits.burst)) for this user; slow down")
+        var error = APIError(.limitExceeded, "more than \(Self.format(limits.requestsPerSecond)) requests a second (burst \(limits.burst)) for this user; slow down",
+                             status: .tooManyRequests)
         error.retryAfter = max(1, Int(wait.inSeconds.rounded(.up)))
         return error
     }

@@ -69,7 +69,7 @@ struct CrossOriginMiddleware: RouterMiddleware {
                 .vary: "Origin",
             ])
         }
-        var response = try await next(request, context)
+        var response = try await responding(to: request, context: context, next: next)
         response.headers[values: .vary].append("Origin")
         if allowed {
             response.headers[.accessControlAllowOrigin] = origin

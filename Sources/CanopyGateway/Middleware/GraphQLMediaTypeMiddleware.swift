@@ -21,16 +21,13 @@ struct GraphQLMediaTypeMiddleware: RouterMiddleware {
         case .json:
             return try await next(request, context)
         case .graphQLResponse:
-            var response = try await next(request, context)
+            var response = try await responding(to: request, context: context, next: next)
             if response.headers[.contentType]?.hasPrefix("application/json") == true {
                 response.headers[.contentType] = "\(Self.graphQLResponse); charset=utf-8"
             }
             return response
         case .neither:
-            return GraphQLResponse.errors(
-                [APIError(.badRequest, "Accept allows neither \(Self.graphQLResponse) nor application/json")],
-                requestID: context.requestID, status: .notAcceptable
-            )
+            throw APIError(.badRequest, "Accept allows neither \(Self.graphQLResponse) nor application/json", status: .notAcceptable)
         }
     }
 

@@ -7,7 +7,7 @@ struct RequestIDMiddleware: RouterMiddleware {
     typealias Context = CanopyRequestContext
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        var response = try await next(request, context)
+        var response = try await responding(to: request, context: context, next: next)
         response.headers[.requestID] = context.requestID
         return response
     }

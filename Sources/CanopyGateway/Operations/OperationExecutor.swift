@@ -14,6 +14,7 @@ import PostgresNIO
 struct OperationExecutor {
     let database: RequestDatabase
     let configuration: GatewayConfiguration
+    let recordSchemas: RecordSchemas
     let request: ParsedRequest
     let userID: Int64
     let requestID: String

@@ -10,12 +10,8 @@ struct SaveSubscriptionOperation: RootOperation {
         guard let recordType = try SaveSubscriptionPlan.queryRecordType(of: field, request: executor.request) else {
             return try await executor.run(try SaveSubscriptionPlan(field, request: executor.request, schema: nil))
         }
-        let records = RecordsOperation()
-        let plan: SaveSubscriptionPlan
-        do {
-            plan = try SaveSubscriptionPlan(field, request: executor.request, schema: try await records.schema(of: recordType, refresh: false, executor))
-        } catch let error as QueryError where error.code == .invalidArguments {
-            plan = try SaveSubscriptionPlan(field, request: executor.request, schema: try await records.schema(of: recordType, refresh: true, executor))
+        let plan = try await executor.recordSchemas.planning(recordType, logger: executor.logger) { schema in
+            try SaveSubscriptionPlan(field, request: executor.request, schema: schema)
         }
         return try await executor.run(plan)
     }

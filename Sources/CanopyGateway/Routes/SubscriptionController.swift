@@ -13,6 +13,7 @@ struct SubscriptionController {
     let database: RequestDatabase
     let configuration: GatewayConfiguration
     let authenticator: Authenticator
+    let recordSchemas: RecordSchemas
 
     func register(on router: Router<CanopyRequestContext>) {
         router.ws("graphql") { request, _ in
@@ -25,7 +26,7 @@ struct SubscriptionController {
             // Breaks HummingbirdWebSocket's context <-> handler cycle (WebSocketSlot).
             defer { context.requestContext.webSocketSlot.release() }
             let session = GraphQLWebSocketSession(
-                database: database, configuration: configuration, authenticator: authenticator, outbound: outbound,
+                database: database, configuration: configuration, authenticator: authenticator, recordSchemas: recordSchemas, outbound: outbound,
                 headerToken: context.request.headers[.authorization], headerNonce: context.request.headers[.canopyNonce],
                 requestID: context.requestContext.requestID,
                 logger: context.logger

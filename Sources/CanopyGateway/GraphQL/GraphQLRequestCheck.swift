@@ -1,0 +1,28 @@
+import CanopyPlanner
+
+/// The steps every GraphQL request takes before it runs, over HTTP and
+/// WebSocket alike: the document parsed and validated within the depth and
+/// alias limits, then its root fields read and their cost checked.
+struct GraphQLRequestCheck {
+    let configuration: GatewayConfiguration
+
+    /// The document parsed and validated against the schema.
+    func parse(_ request: GraphQLHTTPRequest) throws -> ParsedRequest {
+        var parsed = try ParsedRequest(
+            query: request.query,
+            variables: request.variables ?? [:],
+            operationName: request.operationName,
+            limits: .init(maximumDepth: configuration.maximumDepth, maximumAliases: configuration.maximumAliases)
+        )
+        parsed.publicURL = configuration.publicURL
+        return parsed
+    }
+
+    /// The operation's root fields, refused when together they cost more
+    /// than the limit.
+    func rootFields(of parsed: ParsedRequest) throws -> [SelectedField] {
+        let fields = try parsed.rootFields()
+        try QueryCost.check(fields, in: parsed, maximum: configuration.limits.maximumQueryCost)
+        return fields
+    }
+}
