@@ -11,6 +11,9 @@
 -- definitions in archive/0004, 0009 and 0011.
 -- canopy.visible_user_ids() (archive/0011) is gone: migrations/0014 drops
 -- it; users_select calls canopy.shares_managed_with() instead.
+-- member_zone_ids, member_record_share_ids and member_any_zone_ids are gone
+-- too: no policy has called them since memberships (0014), and
+-- migrations/0021 drops them.
 --
 -- * The policies' helper functions become PL/pgSQL with the same bodies,
 --   rights and search_path: a SQL-language function with SET is planned
@@ -70,49 +73,6 @@ BEGIN
 END
 $$;
 
--- Zones covered by a zone-wide share the caller accepted.
-CREATE OR REPLACE FUNCTION canopy.member_zone_ids(p_write boolean) RETURNS bigint[]
-    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN (
-        SELECT coalesce(array_agg(m.zone_id), '{}')
-          FROM canopy.memberships m
-         WHERE m.user_id = canopy.current_user_id() AND m.share_id IS NOT NULL AND m.role <> 'OWNER'
-           AND m.root_record_id IS NULL
-           AND (NOT p_write OR m.can_write)
-    );
-END
-$$;
-
--- Record-rooted shares the caller accepted (matched against records.share_id).
-CREATE OR REPLACE FUNCTION canopy.member_record_share_ids(p_write boolean) RETURNS bigint[]
-    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN (
-        SELECT coalesce(array_agg(m.share_id), '{}')
-          FROM canopy.memberships m
-         WHERE m.user_id = canopy.current_user_id() AND m.role <> 'OWNER'
-           AND m.root_record_id IS NOT NULL
-           AND (NOT p_write OR m.can_write)
-    );
-END
-$$;
-
--- Zones holding any share the caller accepted (what zones(scope: SHARED) lists).
-CREATE OR REPLACE FUNCTION canopy.member_any_zone_ids() RETURNS bigint[]
-    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN (
-        SELECT coalesce(array_agg(DISTINCT m.zone_id), '{}')
-          FROM canopy.memberships m
-         WHERE m.user_id = canopy.current_user_id() AND m.share_id IS NOT NULL AND m.role <> 'OWNER'
-    );
-END
-$$;
-
 -- Root records of the record-rooted shares the caller accepted: only the
 -- owner deletes a root.
 CREATE OR REPLACE FUNCTION canopy.member_root_record_ids() RETURNS bigint[]
@@ -153,17 +113,11 @@ REVOKE ALL ON FUNCTION canopy.owned_zone_ids() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.owned_share_ids() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.member_share_ids(boolean) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.admin_share_ids() FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.member_zone_ids(boolean) FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.member_record_share_ids(boolean) FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.member_any_zone_ids() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.member_root_record_ids() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.shares_managed_with(bigint) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.owned_zone_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.owned_share_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.member_share_ids(boolean) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.admin_share_ids() TO canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.member_zone_ids(boolean) TO canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.member_record_share_ids(boolean) TO canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.member_any_zone_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.member_root_record_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.shares_managed_with(bigint) TO canopy_gateway;

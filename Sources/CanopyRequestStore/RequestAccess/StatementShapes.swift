@@ -104,21 +104,10 @@ struct ShapedStatement<Slot: ShapeSlot>: PostgresPreparedStatement {
 }
 
 extension PostgresClient {
-    /// Runs a statement prepared by its shape on a pooled connection
-    /// (unnamed when the shapes are all numbered) and collects its rows.
+    /// Runs a statement prepared by its shape on a pooled connection and
+    /// collects its rows.
     func executeShaped(_ query: PostgresQuery, parameterTypes: [PostgresDataType], logger: Logger) async throws -> [PostgresRow] {
-        guard let number = StatementShapes.shared.number(sql: query.sql, parameterTypes: parameterTypes) else {
-            return try await withConnection { try await $0.query(query, logger: logger).collect() }
-        }
-        return try await executeShaped(StatementShapes.slot(number), query.binds, logger: logger)
-    }
-
-    private func executeShaped<Slot: ShapeSlot>(_: Slot.Type, _ binds: PostgresBindings, logger: Logger) async throws -> [PostgresRow] {
-        var rows: [PostgresRow] = []
-        for try await row in try await execute(ShapedStatement<Slot>(bindings: binds), logger: logger) {
-            rows.append(row)
-        }
-        return rows
+        try await withConnection { try await $0.executeShaped(query, parameterTypes: parameterTypes, logger: logger) }
     }
 }
 
