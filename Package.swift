@@ -251,9 +251,15 @@ let package = Package(
             dependencies: [
                 .product(name: "CanopyKit", package: "CanopyKit"),
                 "CanopyAdmin",
+                "CanopyPlanner",
                 "CanopyRequestStore",
                 "CanopyTestSupport",
             ],
+            swiftSettings: swiftSettings
+        ),
+        // docs/ARCHITECTURE.md against the tree; reads files, links nothing.
+        .testTarget(
+            name: "ArchitectureTests",
             swiftSettings: swiftSettings
         ),
         .testTarget(

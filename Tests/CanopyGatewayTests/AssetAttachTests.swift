@@ -14,13 +14,6 @@ import Testing
 /// HTTP: `POST /assets`, then `modifyRecords` with `{"type":"ASSET","uploadToken":…}`.
 @Suite("Attaching assets to records")
 struct AssetAttachTests {
-    func setUp() async throws -> (GatewayHarness, GatewayConfiguration, URL) {
-        let harness = try await GatewayHarness.make()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-attach-\(UUID().uuidString)")
-        let store = try await FileAssetStore(directory: directory.path)
-        return (harness, GatewayConfiguration(assets: AssetSettings(store: store)), directory)
-    }
-
     /// Uploads `text`; returns the upload token and the answer's sha256.
     func upload(_ client: any TestClientProtocol, _ text: String, token: String) async throws -> (String, String) {
         let response = try await client.execute(uri: "/assets", method: .post,
@@ -61,7 +54,7 @@ struct AssetAttachTests {
 
     @Test("an upload token saves as the upload's digest, size and type, once; another user's, a made-up, an expired or a forged one fails the record")
     func attach() async throws {
-        let (harness, configuration, directory) = try await setUp()
+        let (harness, configuration, directory) = try await GatewayHarness.withAssets()
         defer { try? FileManager.default.removeItem(at: directory) }
         try await harness.test(configuration: configuration, live: true) { client in
             _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Z\") { zoneName } }", token: harness.aliceToken)
@@ -138,7 +131,7 @@ struct AssetAttachTests {
 
     @Test("declared ASSET and LIST<ASSET> fields in production mode: saved by token, exported as declared; another type refused")
     func declared() async throws {
-        let (harness, configuration, directory) = try await setUp()
+        let (harness, configuration, directory) = try await GatewayHarness.withAssets()
         defer { try? FileManager.default.removeItem(at: directory) }
         let schema = """
             DEFINE SCHEMA
@@ -164,7 +157,7 @@ struct AssetAttachTests {
 
     @Test("an atomic batch that fails leaves its uploads unused and usable; a READ_ONLY participant cannot attach")
     func failuresLeaveUploads() async throws {
-        let (harness, configuration, directory) = try await setUp()
+        let (harness, configuration, directory) = try await GatewayHarness.withAssets()
         defer { try? FileManager.default.removeItem(at: directory) }
         try await harness.test(configuration: configuration, live: true) { client in
             _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Z\") { zoneName } }", token: harness.aliceToken)

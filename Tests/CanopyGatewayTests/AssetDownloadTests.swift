@@ -16,13 +16,6 @@ import Testing
 struct AssetDownloadTests {
     static let text = "0123456789abcdefghij"
 
-    func setUp(lifetime: TimeInterval = 3600) async throws -> (GatewayHarness, GatewayConfiguration, URL) {
-        let harness = try await GatewayHarness.make()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-download-\(UUID().uuidString)")
-        let store = try await FileAssetStore(directory: directory.path)
-        return (harness, GatewayConfiguration(assets: AssetSettings(store: store, downloadLifetime: lifetime)), directory)
-    }
-
     /// Alice's record `doc` in zone Z holding an upload of `text`; Bob, a
     /// READ_ONLY participant of Z. Returns the sha256.
     func seed(_ client: any TestClientProtocol, _ harness: GatewayHarness) async throws -> String {
@@ -71,7 +64,7 @@ struct AssetDownloadTests {
 
     @Test("whoever may read the record gets a URL that serves the bytes without a token, with Range, ETag and 304; a stranger gets none")
     func download() async throws {
-        let (harness, configuration, directory) = try await setUp()
+        let (harness, configuration, directory) = try await GatewayHarness.withAssets()
         defer { try? FileManager.default.removeItem(at: directory) }
         let (stranger, strangerToken) = try await addUser("stranger", on: harness.endpoint)
         _ = stranger
@@ -126,7 +119,7 @@ struct AssetDownloadTests {
 
     @Test("a URL with its signature, expiry, type or digest changed, or none, is refused; an expired one too")
     func refused() async throws {
-        let (harness, configuration, directory) = try await setUp()
+        let (harness, configuration, directory) = try await GatewayHarness.withAssets()
         defer { try? FileManager.default.removeItem(at: directory) }
         try await harness.test(configuration: configuration, live: true) { client in
             let digest = try await seed(client, harness)
@@ -144,7 +137,7 @@ struct AssetDownloadTests {
             }
             #expect(try await get(client, "/assets/\(digest)").status == .badRequest)
         }
-        let (expiredHarness, expiredConfiguration, expiredDirectory) = try await setUp(lifetime: -1)
+        let (expiredHarness, expiredConfiguration, expiredDirectory) = try await GatewayHarness.withAssets(lifetime: -1)
         defer { try? FileManager.default.removeItem(at: expiredDirectory) }
         try await expiredHarness.test(configuration: expiredConfiguration, live: true) { client in
             _ = try await seed(client, expiredHarness)

@@ -17,13 +17,6 @@ struct AssetUploadTests {
     static let bytes: [UInt8] = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ $0 >> 9) }
 
     /// A harness and a store in a fresh directory, limited to `limit` bytes.
-    func setUp(limit: Int64 = AssetSettings.defaultMaximumSize) async throws -> (GatewayHarness, GatewayConfiguration, URL) {
-        let harness = try await GatewayHarness.make()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-upload-\(UUID().uuidString)")
-        let store = try await FileAssetStore(directory: directory.path)
-        return (harness, GatewayConfiguration(assets: AssetSettings(store: store, maximumSize: limit)), directory)
-    }
-
     /// A response's status and JSON body.
     struct Answer: Sendable {
         var status: HTTPResponse.Status
@@ -64,7 +57,7 @@ struct AssetUploadTests {
 
     @Test("an upload streams into the store under its SHA-256 and answers a token only its uploader's row holds")
     func upload() async throws {
-        let (harness, configuration, directory) = try await setUp()
+        let (harness, configuration, directory) = try await GatewayHarness.withAssets()
         defer { try? FileManager.default.removeItem(at: directory) }
         let digest = try sha256sum(Self.bytes)
         let answer = try await harness.test(configuration: configuration, live: true) { client in
@@ -102,7 +95,7 @@ struct AssetUploadTests {
 
     @Test("without a token, 401; over --max-asset-size, 413; neither keeps a file or a row")
     func refusals() async throws {
-        let (harness, configuration, directory) = try await setUp(limit: 100_000)
+        let (harness, configuration, directory) = try await GatewayHarness.withAssets(maximumSize: 100_000)
         defer { try? FileManager.default.removeItem(at: directory) }
         let (anonymous, tooLarge) = try await harness.test(configuration: configuration, live: true) { client in
             (try await upload(client, Self.bytes, token: nil), try await upload(client, Self.bytes, token: harness.aliceToken))

@@ -43,7 +43,7 @@ struct BackupRestoreTests {
 
     @Test("backup while serving, restore into a new cluster: same records, assets, shares and permissions; every older change token is CHANGE_TOKEN_EXPIRED; the target must be empty; a damaged backup is refused")
     func roundTrip() async throws {
-        let (harness, configuration, assetDirectory) = try await downloads.setUp()
+        let (harness, configuration, assetDirectory) = try await GatewayHarness.withAssets()
         let (_, carolToken) = try await addUser("carol", on: harness.endpoint)
         let scratch = "/tmp/canopy-backup-\(UUID().uuidString.prefix(8))"
         let backup = "\(scratch)/backup", restoredData = "\(scratch)/restored"

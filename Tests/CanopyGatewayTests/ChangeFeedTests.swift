@@ -9,44 +9,6 @@ import HummingbirdTesting
 import PostgresNIO
 import Testing
 
-/// One page of `zoneChanges` as a test reads it.
-struct ZonePage {
-    var changed: [String]
-    var deleted: [String]
-    var token: String
-    var moreComing: Bool
-}
-
-extension TestClientProtocol {
-    func zoneChanges(
-        _ zone: String, scope: String = "PRIVATE", owner: String? = nil, since: String?, limit: Int = 200, token: String
-    ) async throws -> (ZonePage?, Answer) {
-        let ownerPart = owner.map { ", ownerName: \"\($0)\"" } ?? ""
-        let answer = try await call("zoneChanges", """
-            query($since: String, $limit: Int) { zoneChanges(scope: \(scope), zone: {zoneName: "\(zone)"\(ownerPart)}, since: $since, limit: $limit) {
-              changed { recordName } deleted { recordName recordType } token moreComing } }
-            """, ["since": since as Any? ?? NSNull(), "limit": limit], token: token)
-        guard let token = answer.object["token"] as? String else { return (nil, answer) }
-        let page = ZonePage(
-            changed: (answer.object["changed"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String },
-            deleted: (answer.object["deleted"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String },
-            token: token, moreComing: answer.object["moreComing"] as? Bool ?? false
-        )
-        return (page, answer)
-    }
-
-    func databaseChanges(scope: String, since: String?, limit: Int = 200, token: String) async throws -> (changed: [String], deleted: [String], token: String, more: Bool, answer: Answer) {
-        let answer = try await call("databaseChanges", """
-            query($since: String, $limit: Int) { databaseChanges(scope: \(scope), since: $since, limit: $limit) {
-              changedZones { zoneName ownerName } deletedZones { zoneName ownerName } token moreComing } }
-            """, ["since": since as Any? ?? NSNull(), "limit": limit], token: token)
-        return (
-            (answer.object["changedZones"] as? [[String: Any]] ?? []).compactMap { $0["zoneName"] as? String },
-            (answer.object["deletedZones"] as? [[String: Any]] ?? []).compactMap { $0["zoneName"] as? String },
-            answer.object["token"] as? String ?? "", answer.object["moreComing"] as? Bool ?? false, answer
-        )
-    }
-}
 
 /// zoneChanges and databaseChanges through `/graphql`: paging, updates and
 /// deletions once each, shared feeds, bad and expired tokens.

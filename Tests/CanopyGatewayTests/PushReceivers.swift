@@ -14,16 +14,6 @@ import NIOSSL
 import ServiceLifecycle
 import Testing
 
-/// Waits until `condition` holds, polling; false when `timeout` passed first.
-func eventually(timeout: Duration = .seconds(15), _ condition: @Sendable () async throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(100))
-    }
-    return try await condition()
-}
-
 /// `Tests/python/webpush_endpoint.py`: a browser's subscription keys and a
 /// push service on loopback, decrypting with http_ece and checking VAPID
 /// with PyJWT. Stops when dropped (its stdin closes).

@@ -8,47 +8,6 @@ import HummingbirdTesting
 import PostgresNIO
 import Testing
 
-/// What a GraphQL call answered: the field's data and its first error.
-struct Answer {
-    let status: HTTPResponse.Status
-    let body: [String: Any]
-    let field: String
-
-    var data: Any? { (body["data"] as? [String: Any])?[field] }
-    var object: [String: Any] { data as? [String: Any] ?? [:] }
-    var list: [[String: Any]] { data as? [[String: Any]] ?? [] }
-    var code: String? { errorCode(body) }
-    var message: String { firstError(body)["message"] as? String ?? "" }
-}
-
-extension TestClientProtocol {
-    func call(_ field: String, _ query: String, _ variables: [String: Any]? = nil, token: String) async throws -> Answer {
-        let (status, body) = try await graphql(query, variables: variables, token: token)
-        return Answer(status: status, body: body, field: field)
-    }
-}
-
-/// Saves through `modifyRecords`, failing the test on any record error.
-func save(_ client: any TestClientProtocol, token: String, zone: String = "Fasting", _ records: [[String: Any]], policy: String = "IF_SERVER_RECORD_UNCHANGED") async throws -> [[String: Any]] {
-    let answer = try await client.call("modifyRecords", """
-        mutation($s: [RecordInput!], $p: SavePolicy) { modifyRecords(scope: PRIVATE, zone: {zoneName: "\(zone)"}, save: $s, savePolicy: $p) {
-          saved { recordName recordChangeTag fields } errors { recordName code message } } }
-        """, ["s": records, "p": policy], token: token)
-    let errors = answer.object["errors"] as? [[String: Any]] ?? []
-    #expect(errors.isEmpty, "\(errors) \(answer.body)")
-    return answer.object["saved"] as? [[String: Any]] ?? []
-}
-
-func fast(_ name: String, hours: Int, end: Int64, tag: String? = nil, parent: String? = nil) -> [String: Any] {
-    var record: [String: Any] = [
-        "recordName": name, "recordType": "Fast",
-        "fields": ["hours": hours, "endDate": ["type": "TIMESTAMP", "value": end], "note": "fast \(name)"],
-    ]
-    if let tag { record["recordChangeTag"] = tag }
-    if let parent { record["parent"] = parent }
-    return record
-}
-
 @Suite("Zones, records, lookups and modifications over HTTP")
 struct RecordOperationTests {
     @Test("zones: save (idempotent), list, delete; bad names and unknown zones are located errors")

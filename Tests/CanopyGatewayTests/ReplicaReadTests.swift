@@ -211,28 +211,6 @@ func queryCounter(_ client: any TestClientProtocol, token: String) async throws 
     return (fields?["value"] as? Int, headers[HTTPField.Name("Canopy-Position")!])
 }
 
-extension TestClientProtocol {
-    /// A call that also returns the response's headers, sending
-    /// `Canopy-Position` when given.
-    func callWithHeaders(_ field: String, _ query: String, _ variables: [String: Any]? = nil, token: String, position: String? = nil) async throws -> (Answer, HTTPFields) {
-        var headers: HTTPFields = [.contentType: "application/json", .authorization: "Bearer \(token)"]
-        if let position { headers[HTTPField.Name("Canopy-Position")!] = position }
-        var payload: [String: Any] = ["query": query]
-        if let variables { payload["variables"] = variables }
-        let response = try await execute(uri: "/graphql", method: .post, headers: headers, body: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: payload)))
-        return (Answer(status: response.status, body: try responseJSON(response.body), field: field), response.headers)
-    }
-
-    func zoneChanges(_ zone: String, since: String?, token: String, position: String?) async throws -> (ZonePage?, Answer) {
-        let (answer, _) = try await callWithHeaders("zoneChanges", """
-            query($since: String) { zoneChanges(scope: PRIVATE, zone: {zoneName: "\(zone)"}, since: $since) { changed { recordName } deleted { recordName } token moreComing } }
-            """, ["since": since as Any? ?? NSNull()], token: token, position: position)
-        guard let next = answer.object["token"] as? String else { return (nil, answer) }
-        return (ZonePage(changed: (answer.object["changed"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String },
-                         deleted: (answer.object["deleted"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String },
-                         token: next, moreComing: answer.object["moreComing"] as? Bool ?? false), answer)
-    }
-}
 
 /// An embedded cluster of the test's own with a streaming replica `r1`
 /// whose replay is held back, two users, and their tokens.

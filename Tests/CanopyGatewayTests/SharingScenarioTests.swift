@@ -249,9 +249,3 @@ struct SharePageTests {
     }
 }
 
-func contact(_ name: String, name person: String, parent: String? = nil, tag: String? = nil) -> [String: Any] {
-    var record: [String: Any] = ["recordName": name, "recordType": "Contact", "fields": ["name": person]]
-    if let parent { record["parent"] = parent }
-    if let tag { record["recordChangeTag"] = tag }
-    return record
-}

@@ -81,7 +81,7 @@ struct CanopyKitPushTests {
         let note = Record(recordType: "Note", recordID: Record.ID(recordName: "from-phone", zoneID: .default))
         note["text"] = "hello"
         try await phone.privateCloudDatabase.save(note)
-        #expect(try await eventually { await receiver.log.count(path: "/hook/laptop") >= 1 }, "the laptop was not told")
+        #expect(await eventually { await receiver.log.count(path: "/hook/laptop") >= 1 }, "the laptop was not told")
         try await Task.sleep(for: .seconds(1.5))
         #expect(await receiver.log.count(path: "/hook/phone") == 0, "the phone was told of its own change")
 

@@ -69,13 +69,3 @@ final class LiveServer: @unchecked Sendable {
         guard result.succeeded else { throw CanopyError(.internalError, "psql: \(result.output)") }
     }
 }
-
-/// Waits until `condition` holds, polling every 50 ms for up to `seconds`.
-func eventually(_ seconds: Double = 15, _ condition: @Sendable () async throws -> Bool) async throws -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    return try await condition()
-}

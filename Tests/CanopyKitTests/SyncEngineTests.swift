@@ -136,7 +136,7 @@ struct SyncEngineTests {
         try await Task.sleep(for: .milliseconds(500))
         await aliceStore.edit(Record.ID(recordName: "pushed", zoneID: aliceZone), in: aliceEngine, ["hours": 24])
         try await aliceEngine.sendChanges()
-        #expect(try await eventually { await listening.records.keys.contains { $0.recordName == "pushed" } },
+        #expect(await eventually { await listening.records.keys.contains { $0.recordName == "pushed" } },
                 "the subscription made the engine fetch")
         #expect(await listening.fetchedRecords == 1, "it fetched only the new record, from the saved state")
     }

@@ -25,17 +25,11 @@ struct UsersAdd: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        CommandLogging.bootstrap(verbose: database.verbose)
-        let logger = database.logger("canopy.users")
-        do {
-            let (name, email, phone) = (self.name, self.email, self.phone)
-            let (user, token) = try await withAdminConnection(database, logger: logger) { connection, _ in
-                try await UserAdmin(logger: logger).add(name: name, email: email, phone: phone, connection: connection)
-            }
-            printToken(user: user, token: token, json: json)
-        } catch {
-            throw fail(error)
+        let (name, email, phone) = (self.name, self.email, self.phone)
+        let (user, token) = try await withUserAdmin(database) { users, connection in
+            try await users.add(name: name, email: email, phone: phone, connection: connection)
         }
+        printToken(user: user, token: token, json: json)
     }
 }
 

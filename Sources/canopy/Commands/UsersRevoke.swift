@@ -22,16 +22,10 @@ struct UsersRevoke: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        CommandLogging.bootstrap(verbose: database.verbose)
-        let logger = database.logger("canopy.users")
-        do {
-            let prefix = self.prefix
-            let (user, token) = try await withAdminConnection(database, logger: logger) { connection, _ in
-                try await UserAdmin(logger: logger).revoke(prefix: prefix, connection: connection)
-            }
-            print("revoked \(token.prefix) of user \(user.name) (\(user.userRecordName))")
-        } catch {
-            throw fail(error)
+        let prefix = self.prefix
+        let (user, token) = try await withUserAdmin(database) { users, connection in
+            try await users.revoke(prefix: prefix, connection: connection)
         }
+        print("revoked \(token.prefix) of user \(user.name) (\(user.userRecordName))")
     }
 }

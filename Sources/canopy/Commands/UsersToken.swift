@@ -18,16 +18,10 @@ struct UsersToken: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        CommandLogging.bootstrap(verbose: database.verbose)
-        let logger = database.logger("canopy.users")
-        do {
-            let name = self.name
-            let (user, token) = try await withAdminConnection(database, logger: logger) { connection, _ in
-                try await UserAdmin(logger: logger).token(for: name, connection: connection)
-            }
-            printToken(user: user, token: token, json: json)
-        } catch {
-            throw fail(error)
+        let name = self.name
+        let (user, token) = try await withUserAdmin(database) { users, connection in
+            try await users.token(for: name, connection: connection)
         }
+        printToken(user: user, token: token, json: json)
     }
 }

@@ -21,34 +21,28 @@ struct UsersTokens: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        CommandLogging.bootstrap(verbose: database.verbose)
-        let logger = database.logger("canopy.users")
-        do {
-            let name = self.name
-            let (user, tokens) = try await withAdminConnection(database, logger: logger) { connection, _ in
-                try await UserAdmin(logger: logger).tokens(of: name, connection: connection)
+        let name = self.name
+        let (user, tokens) = try await withUserAdmin(database) { users, connection in
+            try await users.tokens(of: name, connection: connection)
+        }
+        let format = ISO8601DateFormatter()
+        if json {
+            let rows: [[String: Any]] = tokens.map { token in
+                [
+                    "prefix": token.prefix, "created": format.string(from: token.created),
+                    "lastUsed": token.lastUsed.map { format.string(from: $0) } ?? NSNull(),
+                    "revoked": token.revoked.map { format.string(from: $0) } ?? NSNull(),
+                ]
             }
-            let format = ISO8601DateFormatter()
-            if json {
-                let rows: [[String: Any]] = tokens.map { token in
-                    [
-                        "prefix": token.prefix, "created": format.string(from: token.created),
-                        "lastUsed": token.lastUsed.map { format.string(from: $0) } ?? NSNull(),
-                        "revoked": token.revoked.map { format.string(from: $0) } ?? NSNull(),
-                    ]
-                }
-                let data = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys])
-                print(String(decoding: data, as: UTF8.self))
-                return
-            }
-            print("user \(user.name) (\(user.userRecordName)): \(tokens.count) token\(tokens.count == 1 ? "" : "s")")
-            for token in tokens {
-                let used = token.lastUsed.map { "last used \(format.string(from: $0))" } ?? "never used"
-                let state = token.revoked.map { "revoked \(format.string(from: $0))" } ?? "live"
-                print("\(token.prefix)  created \(format.string(from: token.created))  \(used)  \(state)")
-            }
-        } catch {
-            throw fail(error)
+            let data = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+            return
+        }
+        print("user \(user.name) (\(user.userRecordName)): \(tokens.count) token\(tokens.count == 1 ? "" : "s")")
+        for token in tokens {
+            let used = token.lastUsed.map { "last used \(format.string(from: $0))" } ?? "never used"
+            let state = token.revoked.map { "revoked \(format.string(from: $0))" } ?? "live"
+            print("\(token.prefix)  created \(format.string(from: token.created))  \(used)  \(state)")
         }
     }
 }

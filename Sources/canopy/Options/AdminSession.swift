@@ -53,3 +53,20 @@ func withMigrator<T: Sendable>(
         throw fail(error)
     }
 }
+
+/// What every `canopy users` subcommand does around its work: logging, the
+/// administrator connection, ``UserAdmin`` on it, and a failure in words.
+func withUserAdmin<T: Sendable>(
+    _ database: DatabaseOptions,
+    _ body: (UserAdmin, PostgresConnection) async throws -> T
+) async throws -> T {
+    CommandLogging.bootstrap(verbose: database.verbose)
+    let logger = database.logger("canopy.users")
+    do {
+        return try await withAdminConnection(database, logger: logger) { connection, _ in
+            try await body(UserAdmin(logger: logger), connection)
+        }
+    } catch {
+        throw fail(error)
+    }
+}
