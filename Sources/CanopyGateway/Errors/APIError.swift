@@ -99,8 +99,8 @@ public struct APIError: Error, Sendable {
         return APIError(.internalError, "internal error; quote request id \(requestID) when reporting it")
     }
 
-    /// The HTTP status for an error that stops a request before it executes.
-    var httpStatus: HTTPResponse.Status {
+    /// The HTTP status when it stops a request (``HTTPResponseError``).
+    public var status: HTTPResponse.Status {
         if let statusOverride { return statusOverride }
         switch code {
         case .notAuthenticated: return .unauthorized
@@ -112,12 +112,10 @@ public struct APIError: Error, Sendable {
 }
 
 extension APIError: HTTPResponseError {
-    public var status: HTTPResponse.Status { httpStatus }
-
     /// `{"errors": [this]}` with the request's id (`X-Request-ID` is added by
     /// ``RequestIDMiddleware``), `Retry-After` where it applies.
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         let requestID = (context as? CanopyRequestContext)?.requestID ?? ""
-        return GraphQLResponse.errors([self], requestID: requestID, status: httpStatus)
+        return GraphQLResponse.errors([self], requestID: requestID, status: status)
     }
 }
