@@ -1,3 +1,5 @@
+import CanopyEncoding
+
 /// Adds a signed `downloadURL` to every asset value of an answer in one
 /// pass over PostgreSQL's JSON text, copying every other byte as it is, so
 /// numbers keep their spelling (`1.0` stays a DOUBLE) and keys their order.
@@ -61,7 +63,7 @@ struct AssetValueScanner {
             case UInt8(ascii: "}"):
                 if let frame = frames.popLast(), frame.type == "ASSET", let sha256 = frame.sha256, AssetDigest(hex: sha256) != nil {
                     output.append(contentsOf: #","downloadURL":"#.utf8)
-                    Self.appendQuoted(url(sha256, frame.contentType), to: &output)
+                    output.append(contentsOf: JSONString.quoted(url(sha256, frame.contentType)).utf8)
                 }
                 afterValue()
             case UInt8(ascii: "]"):
@@ -163,29 +165,5 @@ struct AssetValueScanner {
         }
         flush()
         return String(scalars)
-    }
-
-    /// `text` as a JSON string: quotes, backslashes and control characters escaped.
-    static func appendQuoted(_ text: String, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
-                output.append(UInt8(ascii: "\\"))
-                output.append(byte)
-            case 0..<0x20:
-                output.append(contentsOf: "\\u00".utf8)
-                output.append(contentsOf: Array(String(byte, radix: 16).leftPadded(to: 2).utf8))
-            default:
-                output.append(byte)
-            }
-        }
-        output.append(UInt8(ascii: "\""))
-    }
-}
-
-private extension String {
-    func leftPadded(to width: Int) -> String {
-        String(repeating: "0", count: Swift.max(0, width - count)) + self
     }
 }

@@ -1,3 +1,4 @@
+import CanopyEncoding
 import CanopyPlanner
 import Foundation
 import Hummingbird
@@ -63,6 +64,6 @@ struct GraphQLResponse {
     }
 
     static func quoted(_ string: String) -> String {
-        JSONValue.string(string).jsonText
+        JSONString.quoted(string)
     }
 }

@@ -1,10 +1,11 @@
+import CanopyEncoding
+
 /// Writes a ``JSONValue`` as compact JSON text with its keys sorted, so
 /// the same value always reads the same (cursor fingerprints, tests).
 /// Written by hand, not with `JSONEncoder`: every record of a batch is
 /// written once for its size check and once as the statement's parameter.
 ///
-/// Strings are escaped as `JSONEncoder` escapes them (`\"`, `\\`, the short
-/// escapes, `\u00XX` for other control characters; `/` as is). A double
+/// Strings are escaped as `JSONEncoder` escapes them (``JSONString``). A double
 /// keeps a fraction (`5.0`, `0.5`, `1e-07`), so PostgreSQL reads it as a
 /// decimal, as the client wrote it. A whole double too large for Swift to
 /// print without an exponent (`1e+20`) is written out in digits with `.0`
@@ -55,26 +56,6 @@ struct JSONWriter {
     }
 
     mutating func write(_ string: String) {
-        text += "\""
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            text += string
-        } else {
-            for scalar in string.unicodeScalars {
-                switch scalar {
-                case "\"": text += "\\\""
-                case "\\": text += "\\\\"
-                case "\n": text += "\\n"
-                case "\r": text += "\\r"
-                case "\t": text += "\\t"
-                case "\u{08}": text += "\\b"
-                case "\u{0C}": text += "\\f"
-                case let control where control.value < 0x20:
-                    let hex = String(control.value, radix: 16)
-                    text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                default: text.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        text += "\""
+        JSONString.append(string, to: &text)
     }
 }

@@ -103,6 +103,6 @@ enum PushPayload {
     }
 
     static func jsonString(_ text: String) -> String {
-        JSONValue.string(text).jsonText
+        JSONString.quoted(text)
     }
 }

@@ -103,14 +103,6 @@ struct ShapedStatement<Slot: ShapeSlot>: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
-extension PostgresClient {
-    /// Runs a statement prepared by its shape on a pooled connection and
-    /// collects its rows.
-    func executeShaped(_ query: PostgresQuery, parameterTypes: [PostgresDataType], logger: Logger) async throws -> [PostgresRow] {
-        try await withConnection { try await $0.executeShaped(query, parameterTypes: parameterTypes, logger: logger) }
-    }
-}
-
 extension PostgresConnection {
     /// Runs a statement prepared by its shape on this connection (inside
     /// its transaction, if one is open) and collects its rows.
