@@ -39,6 +39,7 @@ public func buildApplication(
     let router = Router(context: CanopyRequestContext.self)
     router.add(middleware: CrossOriginMiddleware(policy: configuration.crossOrigin))
     router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: TransportHeadersMiddleware(publicURL: configuration.publicURL))
     if configuration.accessLog {
         router.add(middleware: LogRequestsMiddleware(.info))
     }

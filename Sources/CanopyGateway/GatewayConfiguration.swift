@@ -4,7 +4,8 @@ import CanopyPush
 /// that set them (see `canopy serve --help`):
 /// - `host` (`--host`, `CANOPY_HOST`, default 127.0.0.1)
 /// - `port` (`--port`, `CANOPY_PORT`, default 8080)
-/// - `publicURL` (`--public-url`, `CANOPY_PUBLIC_URL`): base of share URLs
+/// - `publicURL` (`--public-url`, `CANOPY_PUBLIC_URL`): base of share URLs;
+///   when it is https, every answer carries `Strict-Transport-Security`
 /// - `maximumBodySize`: request bodies above it are HTTP 413 (default 2 MiB)
 /// - `statementTimeout`: per-request `statement_timeout` (default 10 s)
 /// - `documentLimits`: GraphQL depth and alias limits

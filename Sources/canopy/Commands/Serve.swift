@@ -24,7 +24,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Port to listen on (env CANOPY_PORT).")
     var port: Int = Int(ProcessInfo.processInfo.environment["CANOPY_PORT"] ?? "") ?? 8080
 
-    @Option(name: .customLong("public-url"), help: "Base URL clients reach this server at, used in share URLs (env CANOPY_PUBLIC_URL).")
+    @Option(name: .customLong("public-url"), help: "Base URL clients reach this server at, used in share and download URLs; an https URL also turns on Strict-Transport-Security (env CANOPY_PUBLIC_URL).")
     var publicURL: String?
 
     @Option(name: .customLong("change-retention-days"), help: "Days tombstones and zone departures are kept for change feeds; older change tokens are CHANGE_TOKEN_EXPIRED (env CANOPY_CHANGE_RETENTION_DAYS).")
