@@ -83,6 +83,33 @@ struct ParsedRequestTests {
         #expect(throws: QueryError.self) { try ParsedRequest(query: document, operationName: "C") }
     }
 
+    @Test("two alike definitions (anonymous operations, or operations or fragments sharing a name) are refused before validation, whose dictionaries trap on them at random (found while fuzzing)")
+    func alikeDefinitions() throws {
+        // Each document is new text, so none comes from the cache, and each
+        // parse makes new nodes with new hashes: without the check, a few
+        // hundred tries meet a collision and the process traps.
+        func column(ofLast word: String, in text: String) -> Int {
+            text.distance(from: text.startIndex, to: text.range(of: word, options: .backwards)!.lowerBound) + 1
+        }
+        for n in 0..<300 {
+            let padding = String(repeating: " ", count: n % 40)
+            let anonymous = "{ me { name } }\(padding) { me { name } } #\(n)"
+            #expect(throws: QueryError(.badRequest, "This anonymous operation must be the only defined operation.", locations: [.init(line: 1, column: 1)])) {
+                try ParsedRequest(query: anonymous)
+            }
+            let named = "query A { me { name } }\(padding) query A { me { name } } #\(n)"
+            #expect(throws: QueryError(.badRequest, "There can be only one operation named \"A\".", locations: [.init(line: 1, column: column(ofLast: "query", in: named))])) {
+                try ParsedRequest(query: named, operationName: "A")
+            }
+            let fragments = "query A { me { ...F } } fragment F on User { name }\(padding) fragment F on User { name } #\(n)"
+            #expect(throws: QueryError(.badRequest, "There can be only one fragment named \"F\".", locations: [.init(line: 1, column: column(ofLast: "fragment", in: fragments))])) {
+                try ParsedRequest(query: fragments)
+            }
+        }
+        #expect(throws: Never.self) { try ParsedRequest(query: "query A { me { name } } query B { me { name } }", operationName: "B") }
+        #expect(throws: Never.self) { try ParsedRequest(query: "{ me { ...F ...G } } fragment F on User { name } fragment G on User { name }") }
+    }
+
     @Test("fragments, inline fragments, aliases and @skip/@include flatten into response keys")
     func flattening() throws {
         let request = try ParsedRequest(

@@ -70,6 +70,7 @@ public struct ParsedRequest: @unchecked Sendable {
         } catch let error as GraphQLError {
             throw QueryError(.badRequest, Self.firstLine(error.message), locations: error.positions.map(locator.location(ofUTF8Offset:)))
         }
+        try DefinitionNames.check(document, locator: locator)
         let errors = validate(schema: GraphQLAPI.schema, ast: document)
         if let first = errors.first {
             throw QueryError(
