@@ -144,11 +144,23 @@ let package = Package(
             swiftSettings: parserSettings
         ),
         // Push (issue 23, docs/PUSH.md): the deliverer from the outbox to
+        // User-supplied URLs (webhooks, Web Push endpoints) checked and
+        // pinned so they cannot be aimed into the operator's network.
+        .target(
+            name: "CanopyOutbound",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // APNs (HTTP/2, ES256 tokens), Web Push (RFC 8291/8292) and webhooks.
         .target(
             name: "CanopyPush",
             dependencies: [
                 "CanopyEncoding",
+                "CanopyOutbound",
                 "CanopyPlanner",
                 "CanopyRequestStore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -167,6 +179,7 @@ let package = Package(
             name: "CanopyGateway",
             dependencies: [
                 "CanopyAssets",
+                "CanopyOutbound",
                 "CanopyPush",
                 "CanopyEncoding",
                 "CanopyIdentity",
@@ -195,6 +208,7 @@ let package = Package(
                 "CanopyAssets",
                 "CanopyGateway",
                 "CanopyIdentity",
+                "CanopyOutbound",
                 "CanopyPush",
                 "CanopyPlanner",
                 "CanopyAdmin",
@@ -292,6 +306,7 @@ let package = Package(
             name: "CanopyGatewayTests",
             dependencies: [
                 "CanopyAssets",
+                "CanopyOutbound",
                 "CanopyGateway",
                 "CanopyIdentity",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

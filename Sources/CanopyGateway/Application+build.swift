@@ -1,5 +1,6 @@
 import CanopyAssets
 import CanopyIdentity
+import CanopyOutbound
 import CanopyPlanner
 import CanopyPush
 import CanopyRequestStore
@@ -75,7 +76,7 @@ public func buildApplication(
         ChangeHistoryPurger(primary: database.primary, retention: configuration.changeRetention, interval: configuration.purgeInterval, logger: logger),
     ] + (database.replicas.map { [$0] } ?? [])
     if let push = configuration.push {
-        services.append(PushDeliverer(database: database, settings: push, schema: { recordType, logger in
+        services.append(PushDeliverer(database: database, settings: push, outbound: configuration.outbound, schema: { recordType, logger in
             try await recordSchemas.schema(of: recordType, refresh: false, logger: logger)
         }, logger: logger))
     }

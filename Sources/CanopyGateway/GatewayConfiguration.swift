@@ -1,4 +1,5 @@
 import CanopyIdentity
+import CanopyOutbound
 import CanopyPush
 /// How the gateway serves. Keys and the CLI flags / environment variables
 /// that set them (see `canopy serve --help`):
@@ -46,6 +47,10 @@ public struct GatewayConfiguration: Sendable {
     public var signInProviders: [IdentityProvider]
     public var limits: AbuseLimits
     public var push: PushSettings?
+    /// Which user-supplied URLs (webhooks, Web Push endpoints) may be
+    /// registered and called: public https on port 443 unless the operator
+    /// allows more (`--outbound-allow`, `--outbound-ports`).
+    public var outbound: OutboundPolicy
 
     public init(
         host: String = "127.0.0.1",
@@ -63,8 +68,10 @@ public struct GatewayConfiguration: Sendable {
         console: ConsoleFiles? = nil,
         signInProviders: [IdentityProvider] = [],
         limits: AbuseLimits = AbuseLimits(),
-        push: PushSettings? = nil
+        push: PushSettings? = nil,
+        outbound: OutboundPolicy = OutboundPolicy()
     ) {
+        self.outbound = outbound
         self.host = host
         self.port = port
         self.publicURL = publicURL ?? "http://\(host):\(port)"

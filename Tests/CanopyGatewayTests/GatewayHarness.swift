@@ -1,6 +1,7 @@
 import CanopyAdmin
 import CanopyGateway
 import CanopyIdentity
+import CanopyOutbound
 import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
@@ -98,6 +99,9 @@ struct GatewayHarness: Sendable {
     ) async throws -> T {
         var configuration = configuration
         if !rateLimited { configuration.limits.requestsPerSecond = 0 }
+        // No test asks the system's DNS: a name resolves only where a test
+        // says where.
+        if configuration.outbound.resolver is SystemHostResolver { configuration.outbound.resolver = FixedHostResolver() }
         let logger = logs.logger()
         let database = try RequestDatabase(
             endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),

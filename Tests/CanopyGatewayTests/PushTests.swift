@@ -29,8 +29,10 @@ struct PushTests {
         return settings
     }
 
+    /// Loopback allowed, where the receivers listen; hooks.example.com
+    /// stands for a public host (never connected to).
     static func configuration(_ settings: PushSettings = PushTests.settings) -> GatewayConfiguration {
-        GatewayConfiguration(push: settings)
+        GatewayConfiguration(push: settings, outbound: .loopbackForTests(resolver: FixedHostResolver(["hooks.example.com": ["93.184.215.14"]])))
     }
 
     // MARK: GraphQL

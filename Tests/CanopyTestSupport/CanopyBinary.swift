@@ -18,10 +18,13 @@ public enum CanopyBinary {
 
     /// Starts `canopy serve` on `databaseURL` and `port`, migrating from the
     /// package's migrations, with `extra` flags; the caller stops it.
+    /// Webhooks and Web Push may go to loopback, where test receivers
+    /// listen (`--outbound-allow`; `canopy serve` refuses it by default).
     public static func serve(databaseURL: String, port: Int, _ extra: [String] = [],
                              environment: [String: String] = [:]) throws -> Subprocess.Started {
         try Subprocess.start(path, [
             "serve", "--database-url", databaseURL, "--migrations-dir", TestDatabase.migrationsDirectory, "--port", String(port),
+            "--outbound-allow", "127.0.0.0/8,::1,localhost",
         ] + extra, environment: environment)
     }
 }

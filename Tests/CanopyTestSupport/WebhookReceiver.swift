@@ -47,12 +47,15 @@ public actor PushLog {
 /// POST to `/hook/<name>` and answers 204 (or what ``PushLog/fail(with:times:)`` says).
 public final class WebhookReceiver: Sendable {
     public let port: Int
+    /// The loopback address it listens on (127.0.0.1 unless told).
+    public let host: String
     public let log = PushLog()
     private let task: Task<Void, any Error>
 
-    public init() async throws {
+    public init(host: String = "127.0.0.1") async throws {
         let port = try EmbeddedCluster.freePort()
         self.port = port
+        self.host = host
         let router = Router()
         let log = self.log
         router.post("hook/:name") { request, context -> Response in
@@ -64,13 +67,13 @@ public final class WebhookReceiver: Sendable {
             return Response(status: .init(code: status))
         }
         let (ready, running) = AsyncStream<Void>.makeStream()
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), onServerRunning: { _ in running.yield() })
+        let app = Application(router: router, configuration: .init(address: .hostname(host, port: port)), onServerRunning: { _ in running.yield() })
         task = Task { try await app.runService(gracefulShutdownSignals: []) }
         var iterator = ready.makeAsyncIterator()
         _ = await iterator.next()
     }
 
-    public func url(_ name: String) -> String { "http://127.0.0.1:\(port)/hook/\(name)" }
+    public func url(_ name: String) -> String { "http://\(host):\(port)/hook/\(name)" }
 
     deinit { task.cancel() }
 }

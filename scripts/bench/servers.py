@@ -3,6 +3,7 @@
 import json
 import re
 import shutil
+import os
 import signal
 import subprocess
 import sys
@@ -26,7 +27,12 @@ class Gateway:
         # refuses.
         self.process = subprocess.Popen([str(common.BINARY), "serve", "--data-dir", str(DATA), "--port", str(PORT),
                                          "--rate-limit", "1000000000"] + self.extra,
-                                        stdout=log, stderr=subprocess.STDOUT)
+                                        stdout=log, stderr=subprocess.STDOUT,
+                                        # The push-latency section's webhook listens on loopback,
+                                        # which canopy serve refuses unless allowed (an
+                                        # environment variable: older builds compared with
+                                        # --binary ignore it).
+                                        env={**os.environ, "CANOPY_OUTBOUND_ALLOW": "127.0.0.1"})
         for _ in range(300):
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=1)

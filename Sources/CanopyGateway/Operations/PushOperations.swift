@@ -1,3 +1,4 @@
+import CanopyOutbound
 import CanopyPlanner
 import CanopyPush
 import CanopyRequestStore
@@ -18,12 +19,23 @@ struct SaveSubscriptionOperation: RootOperation {
 }
 
 /// `registerDevice`: a webhook's signing secret comes from the system's
-/// secure random source, and is answered once.
+/// secure random source, and is answered once. A webhook or Web Push URL
+/// passes the outbound check first (the deliverer checks it again before
+/// every request).
 struct RegisterDeviceOperation: RootOperation {
     func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
         var generator = SystemRandomNumberGenerator()
         let secret = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return try await executor.run(try RegisterDevicePlan(field, request: executor.request, webhookSecret: secret))
+        let plan = try RegisterDevicePlan(field, request: executor.request, webhookSecret: secret)
+        if let destination = plan.destination {
+            do {
+                _ = try await executor.configuration.outbound.destination(for: destination)
+            } catch {
+                executor.logger.notice("device registration refused: its URL leads inside the operator's network", metadata: ["canopy.reason": "\(error.message)"])
+                throw plan.refusedDestination(error.message)
+            }
+        }
+        return try await executor.run(plan)
     }
 }
 

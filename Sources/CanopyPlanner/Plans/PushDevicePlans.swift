@@ -15,6 +15,11 @@ public struct RegisterDevicePlan: Sendable {
     let endpoint: String?
     let url: String?
     let signingSecret: String?
+    /// The URL Canopy will call (a webhook's `url`, a Web Push `endpoint`),
+    /// which the gateway puts through the outbound check before running
+    /// the plan; nil for APNs.
+    public let destination: String?
+    private let destinationLocation: [QueryError.Location]
 
     /// - Parameter webhookSecret: 32 random bytes, used when `kind` is WEBHOOK.
     public init(_ field: SelectedField, request: ParsedRequest, webhookSecret: [UInt8]) throws {
@@ -50,7 +55,7 @@ public struct RegisterDevicePlan: Sendable {
             try forbid(["apnsToken", "apnsTopic", "url"])
             let text = try arguments.requiredString("endpoint")
             guard text.count <= 2048, let parsed = URL(string: text), Self.isAllowed(parsed) else {
-                throw arguments.invalid("endpoint", "endpoint must be the push service's https URL (http only to loopback)")
+                throw arguments.invalid("endpoint", "endpoint must be the push service's https URL")
             }
             endpoint = text
             let key = Base64URL.decode(try arguments.requiredString("p256dh")).map { [UInt8]($0) }
@@ -67,7 +72,7 @@ public struct RegisterDevicePlan: Sendable {
             try forbid(["apnsToken", "apnsTopic", "endpoint", "p256dh", "auth"])
             let text = try arguments.requiredString("url")
             guard text.count <= 2048, let parsed = URL(string: text), Self.isAllowed(parsed) else {
-                throw arguments.invalid("url", "url must be an https URL (http only to loopback: 127.0.0.1, ::1 or localhost)")
+                throw arguments.invalid("url", "url must be an https URL")
             }
             url = text
             secret = webhookSecret
@@ -78,6 +83,8 @@ public struct RegisterDevicePlan: Sendable {
         self.topic = topic
         self.endpoint = endpoint
         self.url = url
+        destination = url ?? endpoint
+        destinationLocation = arguments.location(kind == "WEBHOOK" ? "url" : "endpoint")
         signingSecret = secret.map { Base64URL.encode(Data($0)) }
         var builder = SQLBuilder()
         let k = builder.bind(kind), t = builder.bind(token), e = builder.bind(environment), tp = builder.bind(topic)
@@ -87,14 +94,18 @@ public struct RegisterDevicePlan: Sendable {
         statement = builder.query
     }
 
-    /// https anywhere; http only to this machine (tests, a sidecar relay).
+    /// An absolute http(s) URL with a host. Where it may lead (https only,
+    /// public addresses, allowed ports) is the gateway's outbound check,
+    /// which resolves the name.
     static func isAllowed(_ url: URL) -> Bool {
         guard let host = url.host, !host.isEmpty else { return false }
-        switch url.scheme?.lowercased() {
-        case "https": return true
-        case "http": return ["127.0.0.1", "::1", "[::1]", "localhost"].contains(host.lowercased())
-        default: return false
-        }
+        return ["https", "http"].contains(url.scheme?.lowercased())
+    }
+
+    /// The error for a destination the outbound check refused, pointing at
+    /// the `url` or `endpoint` argument.
+    public func refusedDestination(_ reason: String) -> QueryError {
+        QueryError(.invalidArguments, "\(kind == "WEBHOOK" ? "url" : "endpoint") may not be called: \(reason)", locations: destinationLocation)
     }
 }
 

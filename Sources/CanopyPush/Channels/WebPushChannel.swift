@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CanopyOutbound
 import CanopyEncoding
 import CanopyRequestStore
 import Crypto
@@ -12,7 +13,7 @@ import NIOCore
 /// VAPID JWT (RFC 8292) signed by jwt-kit. `Topic` is the device's ID, so a
 /// push service holding an undelivered message replaces it with the newer.
 struct WebPushChannel: Sendable {
-    let client: HTTPClient
+    let client: OutboundHTTPClient
     let vapid: VAPIDKey
     let subject: String
     let timeout: Duration

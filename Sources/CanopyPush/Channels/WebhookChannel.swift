@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CanopyOutbound
 import CanopyEncoding
 import Crypto
 import Foundation
@@ -9,7 +10,7 @@ import NIOCore
 /// "<t>.<body>")>` (the time stops replays; the receiver compares in
 /// constant time). Redirects are not followed (the client is configured so).
 struct WebhookChannel: Sendable {
-    let client: HTTPClient
+    let client: OutboundHTTPClient
     let timeout: Duration
 
     func send(_ delivery: ClaimedDelivery, url: String, secret: [UInt8], now: Date = Date()) async -> PushOutcome {

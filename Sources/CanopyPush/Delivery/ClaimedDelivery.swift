@@ -70,12 +70,18 @@ enum PushOutcome: Sendable, Equatable {
     case retry(reason: String, after: Duration?)
     /// The token or endpoint is gone for good: the device is removed.
     case gone(reason: String)
+    /// The URL failed the outbound check (it names or resolves to an
+    /// address inside the operator's network): nothing was sent. Retried
+    /// with back-off like a failure, since names change, and given up as
+    /// one after a day.
+    case refused(reason: String)
 
     var label: String {
         switch self {
         case .delivered: "delivered"
         case .retry: "retry"
         case .gone: "gone"
+        case .refused: "refused"
         }
     }
 }

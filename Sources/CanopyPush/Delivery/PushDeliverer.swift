@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CanopyOutbound
 import CanopyPlanner
 import CanopyRequestStore
 import Foundation
@@ -22,15 +23,19 @@ public final class PushDeliverer: Service, Sendable {
 
     private let database: RequestDatabase
     private let settings: PushSettings
+    private let outbound: OutboundPolicy
     private let schema: SchemaSource
     private let logger: Logger
     private let outboxGauge = Gauge(label: "canopy_push_outbox_backlog")
     private let pendingGauge = Gauge(label: "canopy_push_deliveries_pending")
     private let oldestGauge = Gauge(label: "canopy_push_oldest_pending_seconds")
 
-    public init(database: RequestDatabase, settings: PushSettings, schema: @escaping SchemaSource, logger: Logger) {
+    /// - Parameter outbound: which webhook and Web Push URLs may be called
+    ///   (the gateway's `--outbound-allow` and `--outbound-ports`).
+    public init(database: RequestDatabase, settings: PushSettings, outbound: OutboundPolicy = OutboundPolicy(), schema: @escaping SchemaSource, logger: Logger) {
         self.database = database
         self.settings = settings
+        self.outbound = outbound
         self.schema = schema
         var logger = logger
         logger[metadataKey: "canopy.service"] = "push"
@@ -53,7 +58,8 @@ public final class PushDeliverer: Service, Sendable {
             signer = nil
         }
         let vapid = VAPIDKeyCache(secrets: database.secrets, logger: logger)
-        let channels = Channels(client: client, settings: settings, apns: signer, vapid: { try await vapid.key() })
+        let outboundClient = OutboundHTTPClient(policy: outbound, configuration: configuration)
+        let channels = Channels(client: client, outbound: outboundClient, settings: settings, apns: signer, vapid: { try await vapid.key() })
         let pollInterval = settings.pollInterval
         await cancelWhenGracefulShutdown {
             let (wake, poke) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -81,6 +87,7 @@ public final class PushDeliverer: Service, Sendable {
         }
         database.notifier.unsubscribe(subscriber)
         try? await client.shutdown()
+        await outboundClient.shutdown()
     }
 
     /// One pass: every outbox row fanned out, then every delivery due sent.
@@ -190,7 +197,12 @@ public final class PushDeliverer: Service, Sendable {
                     try await connection.query("SELECT canopy.push_device_gone(\(delivery.deviceID)::uuid)", logger: self.logger)
                 }
                 logger.info("push device removed: its token or endpoint is gone", metadata: metadata.merging(["canopy.reason": "\(reason)"]) { $1 })
-            case .retry(let reason, let after):
+            case .retry, .refused:
+                let (reason, after): (String, Duration?) = switch outcome {
+                case .retry(let reason, let after): (reason, after)
+                case .refused(let reason): (reason, nil)
+                default: ("", nil)
+                }
                 let wait = Self.interval(after ?? Self.backOff(attempts: delivery.attempts, settings: settings))
                 let giveUp = Self.interval(settings.giveUpAfter)
                 let kept = try await database.primary.withConnection { connection in
@@ -198,7 +210,11 @@ public final class PushDeliverer: Service, Sendable {
                         "SELECT canopy.push_failed(\(delivery.deviceID)::uuid, \(wait)::interval, \(giveUp)::interval)", logger: self.logger
                     ).collect().first?.decode(Bool.self) ?? false
                 }
-                logger.notice(kept ? "push failed; will retry" : "push given up after retrying", metadata: metadata.merging([
+                let refused = if case .refused = outcome { true } else { false }
+                let message: Logger.Message = refused
+                    ? (kept ? "push refused: the URL leads inside the operator's network; will check again" : "push given up: the URL kept leading inside the operator's network")
+                    : (kept ? "push failed; will retry" : "push given up after retrying")
+                logger.log(level: refused ? .warning : .notice, message, metadata: metadata.merging([
                     "canopy.reason": "\(reason)", "canopy.retry_in": "\(wait)",
                 ]) { $1 })
             }
@@ -245,9 +261,12 @@ struct Channels: Sendable {
     let webPush: @Sendable () async throws -> WebPushChannel
     let apns: APNsChannel?
 
-    init(client: HTTPClient, settings: PushSettings, apns signer: APNsTokenSigner?, vapid: @escaping @Sendable () async throws -> VAPIDKey) {
-        webhook = WebhookChannel(client: client, timeout: settings.requestTimeout)
-        webPush = { WebPushChannel(client: client, vapid: try await vapid(), subject: settings.vapidSubject, timeout: settings.requestTimeout) }
+    /// - Parameters:
+    ///   - client: for APNs, whose URL is the operator's.
+    ///   - outbound: for webhooks and Web Push, whose URLs are users'.
+    init(client: HTTPClient, outbound: OutboundHTTPClient, settings: PushSettings, apns signer: APNsTokenSigner?, vapid: @escaping @Sendable () async throws -> VAPIDKey) {
+        webhook = WebhookChannel(client: outbound, timeout: settings.requestTimeout)
+        webPush = { WebPushChannel(client: outbound, vapid: try await vapid(), subject: settings.vapidSubject, timeout: settings.requestTimeout) }
         apns = signer.map {
             APNsChannel(client: client, signer: $0, productionURL: settings.apnsProductionURL, sandboxURL: settings.apnsSandboxURL, timeout: settings.requestTimeout)
         }

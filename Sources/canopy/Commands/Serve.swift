@@ -61,6 +61,7 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var limits: LimitOptions
     @OptionGroup var push: PushOptions
+    @OptionGroup var outbound: OutboundOptions
     @OptionGroup var replicas: ReplicaOptions
     @OptionGroup var mode: ModeOptions
     @OptionGroup var database: DatabaseOptions
@@ -155,7 +156,8 @@ struct Serve: AsyncParsableCommand {
             console: console,
             signInProviders: authConfiguration?.providers ?? [],
             limits: limits.limits,
-            push: pushSettings
+            push: pushSettings,
+            outbound: try outbound.policy()
         )
         var verifier: TokenVerifier?
         if let authConfiguration {
