@@ -9,16 +9,24 @@ import Foundation
 /// the URL alone then fetches the bytes (an `<img src>` sends no token).
 public struct AssetURLSigner: Sendable {
     let key: SymmetricKey
+    /// Keys rotated out but inside their overlap window (`canopy secrets
+    /// rotate asset-url`): URLs they signed still verify.
+    let acceptedKeys: [SymmetricKey]
     let publicURL: String
     let lifetime: TimeInterval
 
-    public init(key: SymmetricKey, publicURL: String, lifetime: TimeInterval) {
+    public init(key: SymmetricKey, acceptedKeys: [SymmetricKey] = [], publicURL: String, lifetime: TimeInterval) {
         self.key = key
+        self.acceptedKeys = acceptedKeys
         self.publicURL = publicURL
         self.lifetime = lifetime
     }
 
     public func signature(sha256: String, contentType: String, expires: Int64) -> String {
+        signature(sha256: sha256, contentType: contentType, expires: expires, key: key)
+    }
+
+    private func signature(sha256: String, contentType: String, expires: Int64, key: SymmetricKey) -> String {
         let message = Data("\(sha256)\n\(contentType)\n\(expires)".utf8)
         let code = HMAC<SHA256>.authenticationCode(for: message, using: key)
         return Hex.encode(code)
@@ -39,10 +47,12 @@ public struct AssetURLSigner: Sendable {
     /// Whether a request's parameters are a valid, unexpired signature for `sha256`.
     public func verify(sha256: String, contentType: String, expires: Int64, signature given: String, now: Date = Date()) -> Bool {
         guard Double(expires) > now.timeIntervalSince1970 else { return false }
-        let expected = Array(signature(sha256: sha256, contentType: contentType, expires: expires).utf8)
         let actual = Array(given.utf8)
-        guard expected.count == actual.count else { return false }
-        return zip(expected, actual).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+        return ([key] + acceptedKeys).contains { key in
+            let expected = Array(signature(sha256: sha256, contentType: contentType, expires: expires, key: key).utf8)
+            guard expected.count == actual.count else { return false }
+            return zip(expected, actual).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+        }
     }
 
     /// Whether `json` (a root field's answer) may hold an asset value: a

@@ -33,8 +33,9 @@ public func buildApplication(
         let publicURL = configuration.publicURL
         let lifetime = assets.downloadLifetime
         assetURLs = { @Sendable logger in
-            let key = try await database.secrets.key("asset-url", logger: logger)
-            return AssetURLSigner(key: SymmetricKey(data: key), publicURL: publicURL, lifetime: lifetime)
+            let keys = try await database.secrets.keys("asset-url", logger: logger)
+            return AssetURLSigner(key: SymmetricKey(data: keys.current), acceptedKeys: keys.accepted.map { SymmetricKey(data: $0) },
+                                  publicURL: publicURL, lifetime: lifetime)
         }
     }
     let router = Router(context: CanopyRequestContext.self)

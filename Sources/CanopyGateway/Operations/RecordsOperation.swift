@@ -6,7 +6,8 @@ struct RecordsOperation: RootOperation {
     func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
         let request = executor.request
         let recordType = try RecordsPlan.recordType(of: field, request: request)
-        let secret = SigningKey(try await executor.database.secrets.key("cursor", logger: executor.logger))
+        let keys = try await executor.database.secrets.keys("cursor", logger: executor.logger)
+        let secret = SigningKey(keys.current, accepted: keys.accepted)
         let plan = try await executor.recordSchemas.planning(recordType, logger: executor.logger) { schema in
             try RecordsPlan(field, request: request, schema: schema, secret: secret)
         }

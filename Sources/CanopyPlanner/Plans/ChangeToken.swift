@@ -115,7 +115,7 @@ public enum ChangeToken: Sendable, Equatable {
 
     /// Decodes and verifies; nil for anything this server did not issue.
     public static func decode(_ text: String, secret: SigningKey) -> ChangeToken? {
-        guard let box = sealedBox(text), let json = try? ChaChaPoly.open(box, using: secret.symmetricKey),
+        guard let box = sealedBox(text), let json = secret.verifyingKeys.lazy.compactMap({ try? ChaChaPoly.open(box, using: $0) }).first,
               let envelope = try? JSONDecoder().decode(Envelope.self, from: json)
         else { return nil }
         if let zone = envelope.zone { return .zone(zone) }

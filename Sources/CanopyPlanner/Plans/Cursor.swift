@@ -25,7 +25,7 @@ public struct Cursor: Sendable, Equatable {
     public static func decode(_ text: String, secret: SigningKey, fingerprint: String) -> Cursor? {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 2, let signature = Base64URL.decode(parts[1]),
-              HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: Data(parts[0].utf8), using: secret.symmetricKey),
+              secret.verifyingKeys.contains(where: { HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: Data(parts[0].utf8), using: $0) }),
               let json = Base64URL.decode(parts[0]),
               case .object(let payload)? = try? json.withUnsafeBytes({ bytes throws(QueryError) in try JSONValue(parsing: bytes) }),
               case .string(fingerprint)? = payload["q"], case .array(let keys)? = payload["k"]
