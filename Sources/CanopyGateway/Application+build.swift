@@ -53,7 +53,8 @@ public func buildApplication(
     ).register(on: router)
     InvitationPageController(database: database, configuration: configuration).register(on: router)
     if let console = configuration.console {
-        ConsoleController(files: console, providers: configuration.signInProviders).register(on: router)
+        let transport = ConsoleTransport(publicURL: configuration.publicURL, plainHTTPAllowed: configuration.consoleOverPlainHTTP)
+        ConsoleController(files: console, providers: configuration.signInProviders, transport: transport).register(on: router)
     }
     if let assets = configuration.assets, let assetURLs {
         AssetController(database: database, settings: assets, authenticator: authenticator, signer: assetURLs).register(on: router)

@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 import HummingbirdWebSocket
 import Logging
 
@@ -10,9 +11,13 @@ public struct CanopyRequestContext: RequestContext, WebSocketRequestContext {
     let webSocketSlot: WebSocketSlot
     public var requestID: String
     public var userID: Int64?
+    /// The connection, for its remote address (read only where needed:
+    /// the console's transport check).
+    let channel: any Channel
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        channel = source.channel
         webSocketSlot = WebSocketSlot()
         requestID = Self.makeRequestID()
         userID = nil

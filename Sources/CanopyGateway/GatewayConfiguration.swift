@@ -44,6 +44,10 @@ public struct GatewayConfiguration: Sendable {
     public var accessLog: Bool
     public var assets: AssetSettings?
     public var console: ConsoleFiles?
+    /// Serve the console over plain HTTP to clients beyond this machine
+    /// (`--console-over-http`); by default only loopback clients get it
+    /// unless the public URL is https.
+    public var consoleOverPlainHTTP = false
     public var signInProviders: [IdentityProvider]
     public var limits: AbuseLimits
     public var push: PushSettings?

@@ -4,6 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import NIOCore
 import Testing
 
 /// The console's files as the gateway serves them (API.md §12): from the
@@ -40,6 +41,30 @@ struct WebConsoleRouteTests {
             for missing in ["/console/nothing.js", "/console/..%2FPackage.swift", "/console/.hidden.js", "/console/README.md"] {
                 #expect(try await client.execute(uri: missing, method: .get).status == .notFound, "\(missing)")
             }
+        }
+    }
+
+    @Test("over plain HTTP the console goes only to this machine's clients (loopback, IPv4 or IPv6) unless the public URL is https or --console-over-http, and a loopback client through a real socket gets the page")
+    func plainHTTP() async throws {
+        let plain = ConsoleTransport(publicURL: "http://canopy.example.com:8080", plainHTTPAllowed: false)
+        let loopback = ["127.0.0.1", "127.9.8.7", "::1", "::ffff:127.0.0.1"].map { try! SocketAddress(ipAddress: $0, port: 50_000) }
+        let elsewhere = ["10.0.0.5", "192.168.1.20", "203.0.113.9", "::ffff:10.0.0.5", "fd00::1", "2001:db8::1", "128.0.0.1"]
+            .map { try! SocketAddress(ipAddress: $0, port: 50_000) }
+        for client in loopback { #expect(plain.allows(client: client), "\(client)") }
+        for client in elsewhere { #expect(!plain.allows(client: client), "\(client)") }
+        let socketFile = try SocketAddress(unixDomainSocketPath: "/tmp/canopy-test.sock")
+        #expect(!plain.allows(client: socketFile))
+        let proxied = ConsoleTransport(publicURL: "https://canopy.example.com", plainHTTPAllowed: false)
+        let told = ConsoleTransport(publicURL: "http://canopy.example.com:8080", plainHTTPAllowed: true)
+        for client in elsewhere { #expect(proxied.allows(client: client) && told.allows(client: client), "\(client)") }
+
+        let harness = try await GatewayHarness.make()
+        var configuration = GatewayConfiguration(console: try Self.console())
+        configuration.publicURL = "http://canopy.example.com:8080"
+        try await harness.test(configuration: configuration, live: true) { client in
+            let page = try await client.execute(uri: "/", method: .get)
+            let module = try await client.execute(uri: "/console/app.js", method: .get)
+            #expect(page.status == .ok && module.status == .ok)
         }
     }
 

@@ -12,9 +12,11 @@ struct ConsoleController {
     /// `/console/sign-in.json`: the providers' browser sign-in settings
     /// (public by nature: a client id and an authorization endpoint).
     let signIn: ByteBuffer
+    let transport: ConsoleTransport
 
-    init(files: ConsoleFiles, providers: [IdentityProvider]) {
+    init(files: ConsoleFiles, providers: [IdentityProvider], transport: ConsoleTransport) {
         self.files = files
+        self.transport = transport
         let list: [[String: String]] = providers.compactMap { provider in
             provider.signIn.map { signIn in
                 ["name": provider.name, "label": signIn.label, "authorizationURL": signIn.authorizationURL, "clientID": signIn.clientID, "scope": signIn.scope]
@@ -25,15 +27,27 @@ struct ConsoleController {
     }
 
     func register(on router: Router<CanopyRequestContext>) {
-        router.get("/") { request, _ -> Response in
-            serve("index.html", request)
+        router.get("/") { request, context -> Response in
+            guard transport.allows(client: context.channel.remoteAddress) else { return Self.plainHTTPRefusal }
+            return serve("index.html", request)
         }
-        router.get("console/sign-in.json") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-cache"], body: .init(byteBuffer: signIn))
+        router.get("console/sign-in.json") { _, context -> Response in
+            guard transport.allows(client: context.channel.remoteAddress) else { return Self.plainHTTPRefusal }
+            return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-cache"], body: .init(byteBuffer: signIn))
         }
         router.get("console/:name") { request, context -> Response in
-            serve(context.parameters.get("name") ?? "", request)
+            guard transport.allows(client: context.channel.remoteAddress) else { return Self.plainHTTPRefusal }
+            return serve(context.parameters.get("name") ?? "", request)
         }
+    }
+
+    /// What a browser elsewhere gets instead of the console over plain HTTP.
+    static var plainHTTPRefusal: Response {
+        let text = "The Canopy console is served over plain HTTP only to this machine: it takes your sign-in, "
+            + "which anyone on the network path could read. Reach Canopy through TLS (a proxy in front, with "
+            + "canopy serve --public-url https://...), or start it with --console-over-http.\n"
+        return Response(status: .forbidden, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
+                        body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     func serve(_ name: String, _ request: Request) -> Response {

@@ -56,6 +56,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .customLong("no-console"), help: "Serve no web console at / (the invitation page at /share/<token> stays).")
     var noConsole = false
 
+    @Flag(name: .customLong("console-over-http"), help: "Serve the console over plain HTTP to browsers on other machines too; by default they get it only when --public-url is https (a TLS proxy in front), since the page carries their sign-in (env CANOPY_CONSOLE_OVER_HTTP=1).")
+    var consoleOverHTTP = false
+
     @Flag(name: .customLong("access-log"), help: "Log a line for every request, at info (env CANOPY_ACCESS_LOG=1). Off by default: errors are logged either way.")
     var accessLog = false
 
@@ -146,7 +149,7 @@ struct Serve: AsyncParsableCommand {
             throw fail(error)
         }
 
-        let configuration = GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             host: host, port: port,
             publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"],
             changeRetention: .seconds(changeRetentionDays * 24 * 3600),
@@ -159,6 +162,7 @@ struct Serve: AsyncParsableCommand {
             push: pushSettings,
             outbound: try outbound.policy()
         )
+        configuration.consoleOverPlainHTTP = consoleOverHTTP || ProcessInfo.processInfo.environment["CANOPY_CONSOLE_OVER_HTTP"] == "1"
         var verifier: TokenVerifier?
         if let authConfiguration {
             let identity = await TokenVerifier(configuration: authConfiguration, logger: logger)
