@@ -118,6 +118,10 @@ AS $$
 DECLARE
     existing canopy.participants := canopy.managed_participant(p_share_id, p_user_record_name, p_email, p_phone);
 BEGIN
+    IF existing.id IS NULL OR existing.status = 'REMOVED' THEN
+        -- An invitation: capped per user per day (daily_quotas.sql).
+        PERFORM canopy.use_daily_quota('invitation');
+    END IF;
     IF existing.id IS NULL THEN
         INSERT INTO canopy.participants (share_id, user_id, email, phone, role, permission, status)
         VALUES (p_share_id, existing.user_id, lower(p_email), p_phone, p_role, p_permission, 'PENDING');
