@@ -1,12 +1,15 @@
 import AsyncHTTPClient
+import CanopyAdmin
 import CanopyEncoding
 import CanopyGateway
 import CanopyOutbound
 import CanopyPush
 import CanopyTestSupport
 import Foundation
+import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import Synchronization
 import Testing
 
 /// Issue 35: a webhook or Web Push URL cannot be aimed into the operator's
@@ -148,6 +151,46 @@ struct OutboundTests {
             let error = await Self.refusal({ _ = try await client.execute(request, timeout: .seconds(5)) }, "the rebound name")
             #expect(error?.code == .addressRefused && error?.message.contains("10.0.0.5") == true, "\(String(describing: error))")
         }
+    }
+
+    @Test("a webhook's answer is read to 64 KiB at most: a receiver streaming 256 MiB is hung up on before it is through, and the push still counts as delivered")
+    func answerCap() async throws {
+        let total = 256 << 20
+        // How the receiver's answer ended: written whole, or cut off by the
+        // gateway closing the connection.
+        let ending = Mutex<String?>(nil)
+        let port = try EmbeddedCluster.freePort()
+        let router = Router()
+        router.post("hook/big") { _, _ -> Response in
+            Response(status: .ok, body: ResponseBody { writer in
+                let chunk = ByteBuffer(repeating: 0x61, count: 1 << 16)
+                do {
+                    for _ in 0..<(total >> 16) { try await writer.write(chunk) }
+                    try await writer.finish(nil)
+                    ending.withLock { $0 = "written whole" }
+                } catch {
+                    ending.withLock { $0 = "cut off" }
+                    throw error
+                }
+            })
+        }
+        let (ready, running) = AsyncStream<Void>.makeStream()
+        let receiver = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), onServerRunning: { _ in running.yield() })
+        let task = Task { try await receiver.runService(gracefulShutdownSignals: []) }
+        defer { task.cancel() }
+        var iterator = ready.makeAsyncIterator()
+        _ = await iterator.next()
+
+        let harness = try await GatewayHarness.make()
+        try await harness.test(configuration: PushTests.configuration()) { client, _ in
+            _ = try await PushTests.registerWebhook(client, url: "http://127.0.0.1:\(port)/hook/big", token: harness.aliceToken)
+            try await PushTests.subscribe(client, "all", kind: "DATABASE", token: harness.aliceToken)
+            _ = try await save(client, token: harness.aliceToken, zone: "_defaultZone", [fast("a", hours: 12, end: 1_700_000_000_000)])
+            #expect(await PushTests.drained(harness), "the push was not recorded as delivered")
+            #expect(await eventually(timeout: .seconds(30)) { ending.withLock { $0 } != nil }, "the receiver's answer never ended")
+        }
+        let ended = ending.withLock { $0 }
+        #expect(ended == "cut off", "the receiver's answer was \(ended ?? "never ended"): the gateway read it through")
     }
 
     // MARK: Through the gateway
