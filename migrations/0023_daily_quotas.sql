@@ -14,6 +14,7 @@ CREATE TABLE canopy.daily_quotas (
 );
 COMMENT ON TABLE canopy.daily_quotas IS 'How many times a user may do an action that reaches other people in a day (UTC). Change with UPDATE as an administrator.';
 COMMENT ON COLUMN canopy.daily_quotas.action IS 'invitation: a participant added to a share (or added again after removal).';
+COMMENT ON COLUMN canopy.daily_quotas.per_day IS 'Uses allowed per user per UTC day; 0 forbids the action.';
 INSERT INTO canopy.daily_quotas (action, per_day) VALUES ('invitation', 200);
 
 CREATE TABLE canopy.daily_quota_use (
@@ -24,6 +25,10 @@ CREATE TABLE canopy.daily_quota_use (
     PRIMARY KEY (user_id, action, day)
 );
 COMMENT ON TABLE canopy.daily_quota_use IS 'Uses of each capped action by user and UTC day; rows of past days may be deleted at will.';
+COMMENT ON COLUMN canopy.daily_quota_use.user_id IS 'Who used it.';
+COMMENT ON COLUMN canopy.daily_quota_use.action IS 'Which capped action (canopy.daily_quotas).';
+COMMENT ON COLUMN canopy.daily_quota_use.day IS 'The UTC day counted.';
+COMMENT ON COLUMN canopy.daily_quota_use.used IS 'Uses that day, refused ones not counted.';
 
 ALTER TABLE canopy.daily_quotas ENABLE ROW LEVEL SECURITY;
 ALTER TABLE canopy.daily_quotas FORCE ROW LEVEL SECURITY;

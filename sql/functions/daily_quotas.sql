@@ -24,6 +24,10 @@ BEGIN
     IF v_cap IS NULL THEN
         RAISE EXCEPTION 'no daily quota named %', p_action USING ERRCODE = 'CN004';
     END IF;
+    -- Earlier days' counts are no longer needed: the table stays a row a
+    -- user and action.
+    DELETE FROM canopy.daily_quota_use
+     WHERE user_id = v_user AND action = p_action AND day < (now() AT TIME ZONE 'UTC')::date;
     INSERT INTO canopy.daily_quota_use AS q (user_id, action, day, used)
     VALUES (v_user, p_action, (now() AT TIME ZONE 'UTC')::date, 1)
     ON CONFLICT (user_id, action, day) DO UPDATE SET used = q.used + 1
