@@ -153,7 +153,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: parserSettings
         ),
         // APNs (HTTP/2, ES256 tokens), Web Push (RFC 8291/8292) and webhooks.
         .target(
@@ -341,7 +341,7 @@ if fuzzing {
     package.targets.append(.executableTarget(
         name: "canopy-fuzz",
         dependencies: [
-            "CanopyAssets", "CanopyEncoding", "CanopyIdentity", "CanopyPlanner",
+            "CanopyAssets", "CanopyEncoding", "CanopyIdentity", "CanopyOutbound", "CanopyPlanner",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "JWTKit", package: "jwt-kit"),
         ],

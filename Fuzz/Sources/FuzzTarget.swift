@@ -18,7 +18,7 @@ extension FuzzTarget {
 enum FuzzTargets {
     static let all: [any FuzzTarget] = [
         PredicateTarget(), RecordTypesTarget(), JSONTarget(), GraphQLTarget(),
-        TokenTarget(), JWTTarget(), KeySetTarget(), AssetURLTarget(),
+        TokenTarget(), JWTTarget(), KeySetTarget(), AssetURLTarget(), OutboundURLTarget(),
     ]
 
     static func named(_ name: String) -> (any FuzzTarget)? {
