@@ -294,6 +294,60 @@ struct PushTests {
         }
     }
 
+    @Test("Web Push across a VAPID key rotation: a device is pushed with the key it subscribed with while that key is accepted, a device registered after with the new one, and a device of a retired key is dropped")
+    func vapidRotation() async throws {
+        let harness = try await GatewayHarness.make()
+        let endpoint = try WebPushEndpointProcess()
+        try await harness.test(configuration: Self.configuration()) { client, database in
+            await database.secrets.setRefreshInterval(.zero)
+            let alice = harness.aliceToken
+            @Sendable func register(_ name: String) async throws {
+                let device = try await client.call("registerDevice", """
+                    mutation { registerDevice(kind: WEB_PUSH, endpoint: "\(endpoint.endpoint(name))", p256dh: "\(endpoint.p256dh)", auth: "\(endpoint.auth)") { deviceID } }
+                    """, token: alice)
+                #expect(device.object["deviceID"] is String, "\(device.body)")
+            }
+            @Sendable func currentKey() async throws -> String {
+                try #require(try await client.call("pushConfiguration", "{ pushConfiguration { vapidPublicKey } }", token: alice).object["vapidPublicKey"] as? String)
+            }
+            /// The VAPID key of each message to `path`, in order.
+            @Sendable func keys(_ path: String) async throws -> [String] {
+                try await endpoint.received().filter { $0["path"] as? String == path }.compactMap { $0["vapidKey"] as? String }
+            }
+            let before = try await currentKey()
+            try await register("old")
+            try await Self.subscribe(client, "all", kind: "DATABASE", token: alice)
+
+            let windowEnds = try await TestDatabase.withConnection(harness.endpoint) { connection in
+                try await SecretRotation.rotate("vapid", overlap: .seconds(6), allowShortOverlap: true, connection: connection, logger: TestDatabase.logger)
+            }
+            let after = try await currentKey()
+            #expect(after != before, "pushConfiguration still answers the old key")
+            try await register("new")
+            _ = try await save(client, token: alice, zone: "_defaultZone", [fast("r1", hours: 1, end: 1_700_000_000_000)])
+            #expect(try await eventually {
+                let new = try await keys("/push/new"), old = try await keys("/push/old")
+                return !new.isEmpty && !old.isEmpty
+            }, "not both devices were pushed")
+            #expect(try await keys("/push/new") == [after], "the new device was not pushed with the new key")
+            if let windowEnds, Date() < windowEnds.addingTimeInterval(-1) {
+                #expect(try await keys("/push/old") == [before], "the old device was not pushed with the key it subscribed with")
+            }
+            let messages = try await endpoint.received()
+            #expect(messages.allSatisfy { ($0["problems"] as? [String]) == [] }, "\(messages)")
+
+            // Past the window the old key is retired: its device is dropped.
+            try await Task.sleep(for: .seconds(max(0, (windowEnds ?? Date()).timeIntervalSinceNow) + 0.5))
+            _ = try await save(client, token: alice, zone: "_defaultZone", [fast("r2", hours: 1, end: 1_700_000_000_000)])
+            #expect(try await eventually {
+                let devices = try await client.call("devices", "{ devices { endpoint } }", token: alice).list
+                return devices.compactMap { $0["endpoint"] as? String } == [endpoint.endpoint("new")]
+            }, "the device of the retired key was not dropped")
+            #expect(try await eventually { try await keys("/push/new").count >= 2 }, "the new device missed the second change")
+            #expect(try await keys("/push/old").allSatisfy { $0 == before }, "the old device was pushed with another key")
+        }
+    }
+
     // MARK: APNs
 
     @Test("APNs: a background push over HTTP/2 with an ES256 provider token and APNs's headers; 410 removes the device")

@@ -68,10 +68,12 @@ class Handler(BaseHTTPRequestHandler):
         problems = []
         port = self.server.server_address[1]
         authorization = self.headers.get("Authorization", "")
+        vapid_key = None
         try:
             if not authorization.startswith("vapid "):
                 raise ValueError("Authorization is not 'vapid t=…, k=…'")
             fields = dict(part.strip().split("=", 1) for part in authorization[6:].split(","))
+            vapid_key = fields.get("k")
             server_key = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), unb64url(fields["k"]))
             claims = jwt.decode(fields["t"], server_key, algorithms=["ES256"], audience=f"http://127.0.0.1:{port}")
             if not claims.get("sub", "").startswith(("mailto:", "https:")):
@@ -92,7 +94,7 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             received.append({
                 "path": self.path, "payload": payload, "problems": problems,
-                "topic": self.headers.get("Topic"), "urgency": self.headers.get("Urgency"),
+                "topic": self.headers.get("Topic"), "urgency": self.headers.get("Urgency"), "vapidKey": vapid_key,
             })
         status = 410 if self.path.endswith("/gone") else 201
         self.send_response(status)

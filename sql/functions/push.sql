@@ -1,4 +1,6 @@
--- Push (issue 23, docs/PUSH.md): canopy.register_push_device,
+-- Push (issue 23, docs/PUSH.md): canopy.register_push_device (nine and
+-- ten arguments; the tenth, the VAPID key, needs migrations/0024),
+-- canopy.push_device_vapid_key,
 -- canopy.push_covered, canopy.claim_push_outbox, canopy.push_candidates,
 -- canopy.finish_push_outbox, canopy.claim_push_deliveries,
 -- canopy.push_delivered, canopy.push_failed, canopy.push_device_gone,
@@ -21,9 +23,12 @@ SET LOCAL ROLE canopy_owner;
 -- the caller (the phone changed hands; its old owner's notifications must
 -- stop). A webhook URL registered again gets the new secret. Returns the
 -- device's id.
+-- p_vapid_public_key: for WEB_PUSH, the VAPID public key the gateway hands
+-- pages now (pushConfiguration), which the subscription is bound to.
 CREATE OR REPLACE FUNCTION canopy.register_push_device(
     p_kind text, p_apns_token text, p_apns_environment text, p_apns_topic text,
-    p_endpoint text, p_p256dh bytea, p_auth bytea, p_webhook_url text, p_webhook_secret bytea
+    p_endpoint text, p_p256dh bytea, p_auth bytea, p_webhook_url text, p_webhook_secret bytea,
+    p_vapid_public_key text
 ) RETURNS uuid
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -44,10 +49,11 @@ BEGIN
         RETURNING id INTO device;
     ELSIF p_kind = 'WEB_PUSH' THEN
         DELETE FROM canopy.push_devices WHERE kind = 'WEB_PUSH' AND endpoint = p_endpoint AND user_id <> caller;
-        INSERT INTO canopy.push_devices (user_id, kind, endpoint, p256dh, auth)
-        VALUES (caller, 'WEB_PUSH', p_endpoint, p_p256dh, p_auth)
+        INSERT INTO canopy.push_devices (user_id, kind, endpoint, p256dh, auth, vapid_public_key)
+        VALUES (caller, 'WEB_PUSH', p_endpoint, p_p256dh, p_auth, p_vapid_public_key)
         ON CONFLICT (endpoint) WHERE kind = 'WEB_PUSH'
-        DO UPDATE SET p256dh = EXCLUDED.p256dh, auth = EXCLUDED.auth, failing_since = NULL
+        DO UPDATE SET p256dh = EXCLUDED.p256dh, auth = EXCLUDED.auth, vapid_public_key = EXCLUDED.vapid_public_key,
+                      failing_since = NULL
         RETURNING id INTO device;
     ELSIF p_kind = 'WEBHOOK' THEN
         INSERT INTO canopy.push_devices (user_id, kind, webhook_url, webhook_secret)
@@ -60,6 +66,26 @@ BEGIN
     END IF;
     RETURN device;
 END
+$$;
+
+-- The nine-argument form, for a gateway older than 0024 during an upgrade:
+-- the device's VAPID key is left unknown (read as the current one).
+CREATE OR REPLACE FUNCTION canopy.register_push_device(
+    p_kind text, p_apns_token text, p_apns_environment text, p_apns_topic text,
+    p_endpoint text, p_p256dh bytea, p_auth bytea, p_webhook_url text, p_webhook_secret bytea
+) RETURNS uuid
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT canopy.register_push_device(p_kind, p_apns_token, p_apns_environment, p_apns_topic,
+                                       p_endpoint, p_p256dh, p_auth, p_webhook_url, p_webhook_secret, NULL)
+$$;
+
+-- The VAPID public key a Web Push device subscribed with, for the
+-- deliverer (NULL: registered before keys were remembered).
+CREATE OR REPLACE FUNCTION canopy.push_device_vapid_key(p_device uuid) RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT vapid_public_key FROM canopy.push_devices WHERE id = p_device
 $$;
 
 -- Whether a change to the zone could concern a push subscription: one of
@@ -215,6 +241,10 @@ REVOKE ALL ON FUNCTION canopy.push_failed(uuid, interval, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION canopy.push_device_gone(uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION canopy.push_backlog() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea) TO canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea, text) TO canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.push_device_vapid_key(uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION canopy.push_device_vapid_key(uuid) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.claim_push_outbox(integer, interval) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.finish_push_outbox(bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.push_candidates(bigint, bigint) TO canopy_gateway;

@@ -14,6 +14,7 @@ public enum SecretRotation {
         "cursor": "records page cursors",
         "change-token": "change tokens (zoneChanges, databaseChanges); past the window they are CHANGE_TOKEN_EXPIRED",
         "asset-url": "asset download URLs",
+        "vapid": "Web Push requests; devices that subscribed with the old key are pushed with it until the window ends, then dropped (their pages must subscribe again)",
     ]
 
     /// The shortest window: twice the gateways' refresh interval.
@@ -32,12 +33,6 @@ public enum SecretRotation {
         _ name: String, overlap: Duration, allowShortOverlap: Bool = false, connection: PostgresConnection, logger: Logger
     ) async throws -> Date? {
         guard rotatable[name] != nil else {
-            if name == "vapid" {
-                throw StoreError(.invalidInput, """
-                    the VAPID key cannot be rotated: every browser subscription is bound to it, so a new key would \
-                    silence every Web Push device until its page subscribed again (docs/SECURITY.md)
-                    """)
-            }
             throw StoreError(.invalidInput, "no rotatable secret named '\(name)': use one of \(rotatable.keys.sorted().joined(separator: ", "))")
         }
         guard allowShortOverlap || overlap >= minimumOverlap else {

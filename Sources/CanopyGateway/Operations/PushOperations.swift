@@ -26,7 +26,11 @@ struct RegisterDeviceOperation: RootOperation {
     func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
         var generator = SystemRandomNumberGenerator()
         let secret = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        let plan = try RegisterDevicePlan(field, request: executor.request, webhookSecret: secret)
+        var vapidPublicKey: String?
+        if try executor.request.arguments(of: field).string("kind") == "WEB_PUSH" {
+            vapidPublicKey = try await VAPIDKey.load(from: executor.database.secrets, logger: executor.logger).publicKeyBase64URL
+        }
+        let plan = try RegisterDevicePlan(field, request: executor.request, webhookSecret: secret, vapidPublicKey: vapidPublicKey)
         if let destination = plan.destination {
             do {
                 _ = try await executor.configuration.outbound.destination(for: destination)

@@ -21,8 +21,12 @@ public struct RegisterDevicePlan: Sendable {
     public let destination: String?
     private let destinationLocation: [QueryError.Location]
 
-    /// - Parameter webhookSecret: 32 random bytes, used when `kind` is WEBHOOK.
-    public init(_ field: SelectedField, request: ParsedRequest, webhookSecret: [UInt8]) throws {
+    /// - Parameters:
+    ///   - webhookSecret: 32 random bytes, used when `kind` is WEBHOOK.
+    ///   - vapidPublicKey: the VAPID public key pages subscribe with now
+    ///     (`pushConfiguration`), kept with a WEB_PUSH device: its
+    ///     subscription is bound to it (`canopy secrets rotate vapid`).
+    public init(_ field: SelectedField, request: ParsedRequest, webhookSecret: [UInt8], vapidPublicKey: String? = nil) throws {
         fields = field.children
         let arguments = request.arguments(of: field)
         let kind = try arguments.requiredString("kind")
@@ -90,7 +94,8 @@ public struct RegisterDevicePlan: Sendable {
         let k = builder.bind(kind), t = builder.bind(token), e = builder.bind(environment), tp = builder.bind(topic)
         let ep = builder.bind(endpoint), p = builder.bind(p256dh.map { ByteBuffer(bytes: $0) })
         let a = builder.bind(auth.map { ByteBuffer(bytes: $0) }), u = builder.bind(url), s = builder.bind(secret.map { ByteBuffer(bytes: $0) })
-        builder.append("SELECT canopy.register_push_device(\(k), \(t), \(e), \(tp), \(ep), \(p), \(a), \(u), \(s))::text")
+        let v = builder.bind(kind == "WEB_PUSH" ? vapidPublicKey : nil)
+        builder.append("SELECT canopy.register_push_device(\(k), \(t), \(e), \(tp), \(ep), \(p), \(a), \(u), \(s), \(v))::text")
         statement = builder.query
     }
 

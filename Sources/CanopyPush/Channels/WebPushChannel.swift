@@ -76,21 +76,38 @@ extension VAPIDKey {
     }
 }
 
-/// The VAPID key, read once per process.
-actor VAPIDKeyCache {
+/// The VAPID keys a device may be pushed with: the current one, and those
+/// rotated out but still inside their window (`canopy secrets rotate
+/// vapid`). A browser's subscription is bound to the key it subscribed
+/// with, so each device is signed for with its own key while that key is
+/// accepted. Keys are built once per secret; which keys are accepted is
+/// read through `ServerSecrets` (again every 30 s).
+actor VAPIDKeyring {
     private let secrets: ServerSecrets
     private let logger: Logger
-    private var cached: VAPIDKey?
+    private var built: [Data: VAPIDKey] = [:]
 
     init(secrets: ServerSecrets, logger: Logger) {
         self.secrets = secrets
         self.logger = logger
     }
 
-    func key() async throws -> VAPIDKey {
-        if let cached { return cached }
-        let key = try await VAPIDKey.load(from: secrets, logger: logger)
-        cached = key
+    /// The key for a device that subscribed with `publicKey` (nil: before
+    /// keys were remembered, the current one); nil when that key was
+    /// retired: the subscription cannot be pushed to any more.
+    func key(for publicKey: String?) async throws -> VAPIDKey? {
+        let keys = try await secrets.keys("vapid", logger: logger)
+        for secret in [keys.current] + keys.accepted {
+            let key = try await vapidKey(secret)
+            if publicKey == nil || key.publicKeyBase64URL == publicKey { return key }
+        }
+        return nil
+    }
+
+    private func vapidKey(_ secret: Data) async throws -> VAPIDKey {
+        if let key = built[secret] { return key }
+        let key = try await VAPIDKey(secret: secret)
+        built[secret] = key
         return key
     }
 }

@@ -57,9 +57,9 @@ public final class PushDeliverer: Service, Sendable {
         } else {
             signer = nil
         }
-        let vapid = VAPIDKeyCache(secrets: database.secrets, logger: logger)
+        let vapid = VAPIDKeyring(secrets: database.secrets, logger: logger)
         let outboundClient = OutboundHTTPClient(policy: outbound, configuration: configuration)
-        let channels = Channels(client: client, outbound: outboundClient, settings: settings, apns: signer, vapid: { try await vapid.key() })
+        let channels = Channels(client: client, outbound: outboundClient, settings: settings, apns: signer, vapid: { try await vapid.key(for: $0) })
         let pollInterval = settings.pollInterval
         await cancelWhenGracefulShutdown {
             let (wake, poke) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -178,7 +178,14 @@ public final class PushDeliverer: Service, Sendable {
     }
 
     private func send(_ delivery: ClaimedDelivery, _ channels: Channels) async {
-        let outcome = await channels.send(delivery)
+        var vapidPublicKey: String?
+        if case .webPush = delivery.target {
+            vapidPublicKey = try? await database.primary.withConnection { connection in
+                try await connection.query("SELECT canopy.push_device_vapid_key(\(delivery.deviceID)::uuid)", logger: self.logger)
+                    .collect().first?.decode(String?.self)
+            } ?? nil
+        }
+        let outcome = await channels.send(delivery, vapidPublicKey: vapidPublicKey)
         Counter(label: "canopy_push_sent_total", dimensions: [("channel", delivery.channel), ("outcome", outcome.label)]).increment()
         let metadata: Logger.Metadata = [
             "canopy.device": "\(delivery.deviceID)", "canopy.channel": "\(delivery.channel)", "canopy.attempt": "\(delivery.attempts + 1)",
@@ -258,27 +265,35 @@ public final class PushDeliverer: Service, Sendable {
 /// The three ways out, chosen by the device's kind.
 struct Channels: Sendable {
     let webhook: WebhookChannel
-    let webPush: @Sendable () async throws -> WebPushChannel
+    /// The channel signing with the device's VAPID key (the public key it
+    /// subscribed with); nil when that key was retired.
+    let webPush: @Sendable (_ publicKey: String?) async throws -> WebPushChannel?
     let apns: APNsChannel?
 
     /// - Parameters:
     ///   - client: for APNs, whose URL is the operator's.
     ///   - outbound: for webhooks and Web Push, whose URLs are users'.
-    init(client: HTTPClient, outbound: OutboundHTTPClient, settings: PushSettings, apns signer: APNsTokenSigner?, vapid: @escaping @Sendable () async throws -> VAPIDKey) {
+    init(client: HTTPClient, outbound: OutboundHTTPClient, settings: PushSettings, apns signer: APNsTokenSigner?, vapid: @escaping @Sendable (String?) async throws -> VAPIDKey?) {
         webhook = WebhookChannel(client: outbound, timeout: settings.requestTimeout)
-        webPush = { WebPushChannel(client: outbound, vapid: try await vapid(), subject: settings.vapidSubject, timeout: settings.requestTimeout) }
+        webPush = { publicKey in
+            try await vapid(publicKey).map { WebPushChannel(client: outbound, vapid: $0, subject: settings.vapidSubject, timeout: settings.requestTimeout) }
+        }
         apns = signer.map {
             APNsChannel(client: client, signer: $0, productionURL: settings.apnsProductionURL, sandboxURL: settings.apnsSandboxURL, timeout: settings.requestTimeout)
         }
     }
 
-    func send(_ delivery: ClaimedDelivery) async -> PushOutcome {
+    /// - Parameter vapidPublicKey: for Web Push, the key the device subscribed with.
+    func send(_ delivery: ClaimedDelivery, vapidPublicKey: String?) async -> PushOutcome {
         switch delivery.target {
         case .webhook(let url, let secret):
             return await webhook.send(delivery, url: url, secret: secret)
         case .webPush(let endpoint, let p256dh, let auth):
             do {
-                return await (try webPush()).send(delivery, endpoint: endpoint, p256dh: p256dh, auth: auth)
+                guard let channel = try await webPush(vapidPublicKey) else {
+                    return .gone(reason: "the subscription was made with a VAPID key since rotated out; its page must subscribe again")
+                }
+                return await channel.send(delivery, endpoint: endpoint, p256dh: p256dh, auth: auth)
             } catch {
                 return .retry(reason: "the VAPID key could not be read: \(error)", after: nil)
             }

@@ -10,13 +10,15 @@ struct SecretsRotate: AsyncParsableCommand {
         abstract: "Replace a signing key, keeping the old one accepted for an overlap window.",
         discussion: """
             NAME is cursor (records page cursors), change-token (change tokens; past the window they are \
-            CHANGE_TOKEN_EXPIRED, so clients fetch again from the start) or asset-url (download URLs). Every \
-            gateway signs with the new key within 30 seconds. The VAPID key cannot be rotated: browser \
-            subscriptions are bound to it.
+            CHANGE_TOKEN_EXPIRED, so clients fetch again from the start), asset-url (download URLs) or vapid \
+            (Web Push: a browser's subscription is bound to the key it subscribed with, so devices registered \
+            before are pushed with the old key until the window ends, then dropped; pages that find \
+            pushConfiguration's key changed must subscribe again and register). Every gateway signs with the \
+            new key within 30 seconds.
             """
     )
 
-    @Argument(help: "The key: cursor, change-token or asset-url.")
+    @Argument(help: "The key: cursor, change-token, asset-url or vapid.")
     var name: String
 
     @Option(name: .customLong("overlap"), help: ArgumentHelp(
