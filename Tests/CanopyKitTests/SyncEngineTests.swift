@@ -130,6 +130,10 @@ struct SyncEngineTests {
 
         // Listening: with automaticallySync, Bob's new engine learns of Alice's next save without being asked.
         let listening = LocalStore()
+        // The engine hands its state to the delegate in an event of its own
+        // (.stateUpdate), which may arrive after fetchChanges() returns: wait
+        // for the last one, as an app persists whatever arrived last.
+        #expect(await eventually { await bobStore.serialization == bobEngine.state.serialization }, "the last state never reached the delegate")
         let listener = SyncEngine(.init(database: bob.sharedCloudDatabase, stateSerialization: await bobStore.serialization,
                                         delegate: listening, automaticallySync: true))
         defer { Task { await listener.stop() } }
@@ -156,7 +160,9 @@ struct SyncEngineTests {
         try await bobEngine.fetchChanges()
         #expect(await bobStore.fetchedRecords == 30)
 
-        // The app quits; its state is persisted as JSON, as an app would.
+        // The app quits; its state is persisted as JSON, as an app would,
+        // once the last .stateUpdate arrived (it may come after fetchChanges()).
+        #expect(await eventually { await bobStore.serialization == bobEngine.state.serialization }, "the last state never reached the delegate")
         let saved = try JSONEncoder().encode(try #require(await bobStore.serialization))
         let records = await bobStore.records
         await aliceStore.edit(Record.ID(recordName: "f05", zoneID: aliceZone), in: aliceEngine, ["hours": 55])
