@@ -319,7 +319,7 @@ struct PushTests {
             try await Self.subscribe(client, "all", kind: "DATABASE", token: alice)
 
             let windowEnds = try await TestDatabase.withConnection(harness.endpoint) { connection in
-                try await SecretRotation.rotate("vapid", overlap: .seconds(6), allowShortOverlap: true, connection: connection, logger: TestDatabase.logger)
+                try await SecretRotation.rotate("vapid", overlap: .seconds(10), allowShortOverlap: true, connection: connection, logger: TestDatabase.logger)
             }
             let after = try await currentKey()
             #expect(after != before, "pushConfiguration still answers the old key")
