@@ -9,7 +9,8 @@ public enum PushDevice: Sendable, Hashable {
     case apns(token: Data, environment: APNsEnvironment, topic: String)
     /// A browser's `PushSubscription.toJSON()`: its endpoint and keys (base64url).
     case webPush(endpoint: URL, p256dh: String, auth: String)
-    /// An https URL (http only to loopback) the server POSTs to, signed with
+    /// An https URL to a public address (unless the server allows more with
+    /// `--outbound-allow`) the server POSTs to, signed with
     /// the secret `RegisteredDevice.signingSecret` shows once.
     case webhook(url: URL)
 
