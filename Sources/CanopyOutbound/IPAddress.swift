@@ -1,3 +1,5 @@
+import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -99,4 +101,20 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
 private extension Character {
     var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}
+
+extension IPAddress {
+    /// A connection's address as bytes; nil for a Unix domain socket.
+    public init?(_ socketAddress: SocketAddress) {
+        switch socketAddress {
+        case .v4(let v4):
+            var address = v4.address.sin_addr
+            self.init(bytes: withUnsafeBytes(of: &address) { Array($0) })
+        case .v6(let v6):
+            var address = v6.address.sin6_addr
+            self.init(bytes: withUnsafeBytes(of: &address) { Array($0) })
+        case .unixDomainSocket:
+            return nil
+        }
+    }
 }

@@ -13,8 +13,7 @@ public final class OutboundHTTPClient: Sendable {
     public let policy: OutboundPolicy
     private let configuration: HTTPClient.Configuration
     private let direct: HTTPClient
-    private let pinned = Mutex<[PinKey: Pinned]>([:])
-    private let clock = Mutex<UInt64>(0)
+    private let pinned = Mutex<PinnedClients>(PinnedClients())
     let capacity: Int
 
     private struct PinKey: Hashable {
@@ -25,6 +24,12 @@ public final class OutboundHTTPClient: Sendable {
     private struct Pinned {
         var client: HTTPClient
         var lastUsed: UInt64
+    }
+
+    /// The pinned clients and a use counter, under one lock.
+    private struct PinnedClients {
+        var clients: [PinKey: Pinned] = [:]
+        var uses: UInt64 = 0
     }
 
     public init(policy: OutboundPolicy, configuration: HTTPClient.Configuration, capacity: Int = 64) {
@@ -48,25 +53,23 @@ public final class OutboundHTTPClient: Sendable {
     private func client(for destination: OutboundDestination) -> HTTPClient {
         guard let address = destination.pinnedAddress else { return direct }
         let key = PinKey(host: destination.requestHost, address: address)
-        let now = clock.withLock { tick -> UInt64 in
-            tick += 1
-            return tick
-        }
         var evicted: HTTPClient?
-        let client = pinned.withLock { clients -> HTTPClient in
-            if var entry = clients[key] {
+        let client = pinned.withLock { state -> HTTPClient in
+            state.uses += 1
+            let now = state.uses
+            if var entry = state.clients[key] {
                 entry.lastUsed = now
-                clients[key] = entry
+                state.clients[key] = entry
                 return entry.client
             }
             var configuration = self.configuration
             configuration.dnsOverride = [destination.requestHost: "\(address)"]
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
-            if clients.count >= capacity, let oldest = clients.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
-                clients[oldest.key] = nil
+            if state.clients.count >= capacity, let oldest = state.clients.min(by: { $0.value.lastUsed < $1.value.lastUsed }) {
+                state.clients[oldest.key] = nil
                 evicted = oldest.value.client
             }
-            clients[key] = Pinned(client: client, lastUsed: now)
+            state.clients[key] = Pinned(client: client, lastUsed: now)
             return client
         }
         if let evicted {
@@ -82,9 +85,9 @@ public final class OutboundHTTPClient: Sendable {
 
     /// Closes every client.
     public func shutdown() async {
-        let clients = pinned.withLock { clients in
-            defer { clients.removeAll() }
-            return clients.values.map(\.client)
+        let clients = pinned.withLock { state in
+            defer { state.clients.removeAll() }
+            return state.clients.values.map(\.client)
         }
         for client in clients { try? await client.shutdown() }
         try? await direct.shutdown()

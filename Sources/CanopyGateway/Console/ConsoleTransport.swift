@@ -1,3 +1,4 @@
+import CanopyOutbound
 import NIOCore
 
 /// Whether the console may be served to a client: the page takes a
@@ -24,17 +25,9 @@ public struct ConsoleTransport: Sendable {
         return Self.isLoopback(client)
     }
 
-    /// 127.0.0.0/8, ::1, and 127.x mapped into IPv6.
+    /// 127.0.0.0/8, ::1, and 127.x carried in IPv6, as the outbound check
+    /// classifies them; a Unix domain socket is not loopback.
     public static func isLoopback(_ address: SocketAddress) -> Bool {
-        switch address {
-        case .v4(let v4):
-            return UInt32(bigEndian: v4.address.sin_addr.s_addr) >> 24 == 127
-        case .v6(let v6):
-            let bytes = withUnsafeBytes(of: v6.address.sin6_addr) { Array($0) }
-            if bytes.dropLast().allSatisfy({ $0 == 0 }), bytes[15] == 1 { return true }
-            return bytes.prefix(10).allSatisfy { $0 == 0 } && bytes[10] == 0xff && bytes[11] == 0xff && bytes[12] == 127
-        case .unixDomainSocket:
-            return false
-        }
+        IPAddress(address).map { AddressScope.of($0) == .loopback } ?? false
     }
 }
