@@ -96,10 +96,16 @@ let permissionCases: [PermissionCase] =
         ("alice", .denied), ("writer", .denied),
     ])
     // zones
-    + cases("zones: select", "SELECT name FROM canopy.zones ORDER BY 1", [
+    + cases("zones: select", "SELECT name FROM canopy.zones WHERE owner_id IS NOT NULL ORDER BY 1", [
         ("alice", aliceZones), ("bob", .rows(["Bobs", "_defaultZone"])), ("pending", ownDefaultZone),
         ("reader", aliceZones), ("writer", aliceZones), ("admin", aliceZones), ("public", aliceZones),
         ("removed", ownDefaultZone), ("stranger", ownDefaultZone),
+    ])
+    + cases("zones: the public zone, which everyone sees", "SELECT name FROM canopy.zones WHERE owner_id IS NULL", [
+        ("alice", ownDefaultZone), ("bob", ownDefaultZone), ("pending", ownDefaultZone), ("stranger", ownDefaultZone),
+    ])
+    + cases("zones: delete the public zone", count("DELETE FROM canopy.zones WHERE owner_id IS NULL"), [
+        ("alice", .rows(["0"])), ("stranger", .rows(["0"])),
     ])
     + cases("zones: create one's own", "INSERT INTO canopy.zones (owner_id, name) VALUES ({me}, 'Mine') RETURNING name", [
         ("alice", .rows(["Mine"])), ("stranger", .rows(["Mine"])), ("reader", .rows(["Mine"])),
@@ -369,7 +375,7 @@ struct PermissionMatrixTests {
         }
     }
 
-    @Test("the gateway role without an identity sees nothing")
+    @Test("the gateway role without an identity sees nothing but the public zone")
     func anonymous() async throws {
         let fixture = try await Self.fixture.get()
         let counts = try await TestDatabase.withConnection(fixture.gateway) { connection in
@@ -381,7 +387,8 @@ struct PermissionMatrixTests {
                     """)
             }
         }
-        #expect(counts == ["0,0,0,0,0,0"])
+        // The one zone is the public database's (migrations/0025), empty here.
+        #expect(counts == ["0,1,0,0,0,0"])
     }
 }
 

@@ -58,7 +58,7 @@ BEGIN
     END IF;
     IF NOT touched THEN
         UPDATE canopy.zones SET changed_xid = pg_current_xact_id() WHERE id = p_zone_id;
-        PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || owner);
+        PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || coalesce(owner, 0));   -- 0: the public zone
         -- Push (issue 23, push.sql): the outbox row, in this transaction,
         -- only when a push subscription could cover the zone. Positions
         -- are drawn after this lock, so they are above after_seq.

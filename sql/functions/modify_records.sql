@@ -21,6 +21,11 @@ SET LOCAL ROLE canopy_owner;
 -- parents or change tags is one INSERT … SELECT. If that statement fails
 -- for any record, it is rolled back and the batch goes one record at a
 -- time, as before, so each failure is named.
+--
+-- For the public database (migrations/0025): a save refused by the row's
+-- policies is PERMISSION_FAILURE naming the record and its type, and a
+-- record that exists but that the caller may not change, readable or not,
+-- is PERMISSION_FAILURE rather than a clash of names.
 CREATE OR REPLACE FUNCTION canopy.modify_records(p_zone_id bigint, p_saves jsonb, p_deletes text[], p_policy text)
     RETURNS jsonb
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
@@ -78,7 +83,10 @@ BEGIN
             ELSIF existing.id IS NULL THEN
                 -- FOR UPDATE also applies the UPDATE policies: a record the
                 -- caller may read but not change is hidden from it.
-                IF save->>'recordChangeTag' IS NOT NULL AND EXISTS (
+                -- (With or without a tag: in the public database a record
+                -- of another's that the caller may read is one it may not
+                -- change, and saving it as new must not look like a clash.)
+                IF EXISTS (
                     SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name
                 ) THEN
                     failure := jsonb_build_object('code', 'PERMISSION_FAILURE',
@@ -111,8 +119,15 @@ BEGIN
                         'message', format('you may not change record %s', name));
                 END IF;
             END IF;
-        EXCEPTION WHEN OTHERS THEN
-            failure := jsonb_build_object('sqlstate', SQLSTATE, 'message', SQLERRM);
+        EXCEPTION
+            WHEN insufficient_privilege THEN   -- row-level security refused the new row
+                failure := jsonb_build_object('code', 'PERMISSION_FAILURE',
+                    'message', format('you may not create record %s (a %s) here', name, save->>'recordType'));
+            WHEN unique_violation THEN         -- it exists, and the caller may not even read it
+                failure := jsonb_build_object('code', 'PERMISSION_FAILURE',
+                    'message', format('you may not change record %s', name));
+            WHEN OTHERS THEN
+                failure := jsonb_build_object('sqlstate', SQLSTATE, 'message', SQLERRM);
         END;
         IF failure IS NULL THEN
             saved := saved || saved_id;

@@ -15,7 +15,8 @@ CREATE POLICY canopy_owner_all ON canopy.records TO canopy_owner USING (true) WI
 
 -- records: the owner of the zone; accepted participants of a zone-wide share
 -- of the zone or of the record-rooted share the record is in (share_id);
--- writing needs READ_WRITE; only the owner deletes a share's root.
+-- writing needs READ_WRITE; only the owner deletes a share's root. In the
+-- public zone (migrations/0025), the grants of the record's type.
 --
 -- Each check is one probe of canopy.memberships (migrations/0014) by
 -- (caller, zone), whatever the number of shares the caller accepted: the
@@ -30,32 +31,75 @@ CREATE POLICY canopy_owner_all ON canopy.records TO canopy_owner USING (true) WI
 -- growing with shares that the table is here to remove. A scan of many
 -- rows pays one index probe a row instead; the gateway's statements all
 -- read records by zone and name or by a zone's index.
+--
+-- The public zone comes first in each policy: a record outside it fails
+-- `zone_id = public zone` and goes on to the probe, and the grant
+-- functions (sql/functions/public_grants.sql), InitPlans evaluated on first
+-- use, are then never run; a public record is decided by its type's
+-- grants, resolved once per statement, and never probes memberships (the
+-- public zone has none). A type without grants gets CloudKit's defaults:
+-- READ to _world, CREATE to _icloud, WRITE to _creator. Writing needs a
+-- signed-in caller whatever the grants say.
 DROP POLICY IF EXISTS records_select ON canopy.records;
 CREATE POLICY records_select ON canopy.records FOR SELECT TO canopy_gateway
-    USING (EXISTS (SELECT 1 FROM canopy.memberships m
+    USING ((records.zone_id = (SELECT canopy.public_zone_id())
+            AND CASE WHEN records.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
+                     THEN records.record_type = ANY ((SELECT canopy.public_record_types('READ', false))::text[])
+                          OR (records.created_by = (SELECT canopy.current_user_id())
+                              AND records.record_type = ANY ((SELECT canopy.public_record_types('READ', true))::text[]))
+                     ELSE true END)
+        OR EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
                       AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0));
 
 DROP POLICY IF EXISTS records_insert ON canopy.records;
 CREATE POLICY records_insert ON canopy.records FOR INSERT TO canopy_gateway
-    WITH CHECK (EXISTS (SELECT 1 FROM canopy.memberships m
+    WITH CHECK ((records.zone_id = (SELECT canopy.public_zone_id())
+                 AND (SELECT canopy.current_user_id()) IS NOT NULL
+                 AND CASE WHEN records.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
+                          THEN records.record_type = ANY ((SELECT canopy.public_record_types('CREATE', false))::text[])
+                               OR records.record_type = ANY ((SELECT canopy.public_record_types('CREATE', true))::text[])
+                          ELSE true END)
+        OR EXISTS (SELECT 1 FROM canopy.memberships m
                          WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
                            AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0));
 
 DROP POLICY IF EXISTS records_update ON canopy.records;
 CREATE POLICY records_update ON canopy.records FOR UPDATE TO canopy_gateway
-    USING (EXISTS (SELECT 1 FROM canopy.memberships m
+    USING ((records.zone_id = (SELECT canopy.public_zone_id())
+            AND (SELECT canopy.current_user_id()) IS NOT NULL
+            AND CASE WHEN records.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
+                     THEN records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', false))::text[])
+                          OR (records.created_by = (SELECT canopy.current_user_id())
+                              AND records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', true))::text[]))
+                     ELSE records.created_by = (SELECT canopy.current_user_id()) END)
+        OR EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
                       AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0))
-    WITH CHECK (EXISTS (SELECT 1 FROM canopy.memberships m
+    WITH CHECK ((records.zone_id = (SELECT canopy.public_zone_id())
+                 AND (SELECT canopy.current_user_id()) IS NOT NULL
+                 AND CASE WHEN records.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
+                          THEN records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', false))::text[])
+                               OR (records.created_by = (SELECT canopy.current_user_id())
+                                   AND records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', true))::text[]))
+                          ELSE records.created_by = (SELECT canopy.current_user_id()) END)
+        OR EXISTS (SELECT 1 FROM canopy.memberships m
                          WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
                            AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0));
 
 -- A share's root: the zone owner's row (share_id NULL) reaches it, a
--- participant's row of that share does not.
+-- participant's row of that share does not. Deleting a public record is
+-- WRITE.
 DROP POLICY IF EXISTS records_delete ON canopy.records;
 CREATE POLICY records_delete ON canopy.records FOR DELETE TO canopy_gateway
-    USING (EXISTS (SELECT 1 FROM canopy.memberships m
+    USING ((records.zone_id = (SELECT canopy.public_zone_id())
+            AND (SELECT canopy.current_user_id()) IS NOT NULL
+            AND CASE WHEN records.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
+                     THEN records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', false))::text[])
+                          OR (records.created_by = (SELECT canopy.current_user_id())
+                              AND records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', true))::text[]))
+                     ELSE records.created_by = (SELECT canopy.current_user_id()) END)
+        OR EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
                       AND m.can_write
                       AND (m.share_id IS NULL OR m.root_record_id IS NULL

@@ -13,13 +13,20 @@ DROP POLICY IF EXISTS canopy_owner_all ON canopy.tombstones;
 CREATE POLICY canopy_owner_all ON canopy.tombstones TO canopy_owner USING (true) WITH CHECK (true);
 
 -- tombstones: whoever could read the record (records_select's probe of
--- canopy.memberships). Written by trigger only.
+-- canopy.memberships; in the public zone, the READ grants of its type, with
+-- the record's creator kept in the tombstone for _creator). Written by
+-- trigger only.
 DROP POLICY IF EXISTS tombstones_select ON canopy.tombstones;
 CREATE POLICY tombstones_select ON canopy.tombstones FOR SELECT TO canopy_gateway
-    USING (EXISTS (SELECT 1 FROM canopy.memberships m
+    USING ((tombstones.zone_id = (SELECT canopy.public_zone_id())
+            AND CASE WHEN tombstones.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
+                     THEN tombstones.record_type = ANY ((SELECT canopy.public_record_types('READ', false))::text[])
+                          OR (tombstones.created_by = (SELECT canopy.current_user_id())
+                              AND tombstones.record_type = ANY ((SELECT canopy.public_record_types('READ', true))::text[]))
+                     ELSE true END)
+        OR EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = tombstones.zone_id
                       AND (m.root_record_id IS NULL OR m.share_id = tombstones.share_id) OFFSET 0));
 
--- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.tombstones FROM canopy_gateway;
 GRANT SELECT ON canopy.tombstones TO canopy_gateway;

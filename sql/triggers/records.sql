@@ -138,8 +138,8 @@ BEGIN
         -- Nothing to record when the whole zone goes (ON DELETE CASCADE).
         IF canopy.touch_zone(OLD.zone_id) THEN
             seq := nextval('canopy.change_seq');
-            INSERT INTO canopy.tombstones (zone_id, record_name, record_type, share_id, change_seq, deleted_by)
-            VALUES (OLD.zone_id, OLD.record_name, OLD.record_type, OLD.share_id, seq, canopy.current_user_id());
+            INSERT INTO canopy.tombstones (zone_id, record_name, record_type, share_id, change_seq, deleted_by, created_by)
+            VALUES (OLD.zone_id, OLD.record_name, OLD.record_type, OLD.share_id, seq, canopy.current_user_id(), OLD.created_by);
             -- Children keep their dangling parent_name but leave the share.
             PERFORM canopy.propagate_share(OLD.zone_id, OLD.record_name, NULL);
         END IF;

@@ -41,7 +41,7 @@ CREATE OR REPLACE FUNCTION canopy.zones_after_insert() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM pg_notify('canopy_changes', NEW.id || ' ' || NEW.owner_id);
+    PERFORM pg_notify('canopy_changes', NEW.id || ' ' || coalesce(NEW.owner_id, 0));
     RETURN NULL;
 END
 $$;

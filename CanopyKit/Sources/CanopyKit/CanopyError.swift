@@ -22,6 +22,8 @@ public struct CanopyError: Error, Sendable, CustomStringConvertible {
         case limitExceeded = "LIMIT_EXCEEDED"
         case serviceUnavailable = "SERVICE_UNAVAILABLE"
         case internalError = "INTERNAL_ERROR"
+        /// CKError.badDatabase: not in this database (a custom zone or a share in the public one).
+        case badDatabase = "BAD_DATABASE"
         /// CKError.requestRateLimited: HTTP 429 from the rate limit; wait `retryAfterSeconds`.
         case requestRateLimited = "REQUEST_RATE_LIMITED"
         /// CKError.partialFailure: some items of a batch failed; see `partialErrors`.

@@ -17,4 +17,7 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     case limitExceeded = "LIMIT_EXCEEDED"
     case serviceUnavailable = "SERVICE_UNAVAILABLE"
     case internalError = "INTERNAL_ERROR"
+    /// CloudKit's `badDatabase`: an operation the database named by
+    /// `scope` does not have (a custom zone or a share in `PUBLIC`).
+    case badDatabase = "BAD_DATABASE"
 }

@@ -61,7 +61,7 @@ public struct DatabaseChangesPlan: Sendable {
     ///   the token to continue from instead of the field's `since` argument.
     public init(_ field: SelectedField, request: ParsedRequest, userID: Int64, secret: SigningKey, overridingSince: String?? = .none) throws {
         let arguments = request.arguments(of: field)
-        let scope = try DatabaseScope.read(arguments)
+        let scope = try DatabaseScope.read(arguments, publicRefusal: DatabaseScope.notInPublic("it has no database change feed; follow zoneChanges of _defaultZone"))
         let limit = try arguments.limit(default: 200, maximum: Self.maximumLimit)
         var since: ChangeToken.DatabasePosition?
         if let text = try overridingSince ?? arguments.string("since") {

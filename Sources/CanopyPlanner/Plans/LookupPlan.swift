@@ -10,7 +10,7 @@ public struct LookupPlan: Sendable {
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
-        let scope = try DatabaseScope.read(arguments)
+        let scope = try DatabaseScope.read(arguments, publicRefusal: nil)
         let zone = try ZoneReference(scope: scope, in: arguments)
         locations = request.location(of: field.field)
         let names = try arguments.strings("recordNames")

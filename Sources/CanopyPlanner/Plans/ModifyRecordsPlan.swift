@@ -75,7 +75,7 @@ public struct ModifyRecordsPlan: Sendable {
         let arguments = request.arguments(of: field)
         self.field = field
         self.request = request
-        zone = try ZoneReference(scope: try DatabaseScope.read(arguments), in: arguments)
+        zone = try ZoneReference(scope: try DatabaseScope.read(arguments, publicRefusal: nil), in: arguments)
         atomic = try arguments.bool("atomic", default: true)
         let policyName = try arguments.string("savePolicy") ?? SavePolicy.ifServerRecordUnchanged.rawValue
         guard let policy = SavePolicy(rawValue: policyName) else {

@@ -51,7 +51,15 @@ public struct SaveSubscriptionPlan: Sendable {
         guard Self.kinds.contains(kind) else { throw arguments.invalid("kind", "kind must be DATABASE, ZONE or QUERY, not \(kind)") }
         let scopeText = try arguments.string("scope") ?? "PRIVATE"
         guard let scope = DatabaseScope(rawValue: scopeText) else {
-            throw arguments.invalid("scope", "scope must be PRIVATE or SHARED, not \(scopeText)")
+            throw arguments.invalid("scope", "scope must be PRIVATE, SHARED or PUBLIC, not \(scopeText)")
+        }
+        if scope == .public {
+            // CloudKit refuses database and zone subscriptions in its public
+            // database; query subscriptions there are not served yet (docs/STATUS.md).
+            throw QueryError(.badDatabase, kind == "QUERY"
+                ? "query subscriptions in the public database are not served yet; follow zoneChanges(scope: PUBLIC) instead"
+                : DatabaseScope.notInPublic("\(kind) subscriptions are refused there, as in CloudKit; use a QUERY subscription"),
+                locations: arguments.location("scope"))
         }
         let zonePresent = (try arguments.value("zone")).map { !$0.isNull } ?? false
         let zone = zonePresent ? try ZoneReference(scope: scope, in: arguments) : nil

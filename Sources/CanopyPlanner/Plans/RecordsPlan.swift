@@ -36,7 +36,7 @@ public struct RecordsPlan: Sendable {
         self.secret = secret
         locations = request.location(of: field.field)
         let arguments = request.arguments(of: field)
-        let scope = try DatabaseScope.read(arguments)
+        let scope = try DatabaseScope.read(arguments, publicRefusal: nil)
         let zone = try ZoneReference(scope: scope, in: arguments)
         let recordType = try Self.recordType(of: field, request: request)
         let limit = try arguments.limit(default: 100, maximum: Self.maximumLimit)

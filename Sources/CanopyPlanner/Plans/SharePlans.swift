@@ -9,7 +9,7 @@ public struct SharePlan: Sendable {
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
-        let target = try ShareTarget(zone: ZoneReference(scope: DatabaseScope.read(arguments), in: arguments), in: arguments)
+        let target = try ShareTarget(zone: ZoneReference(scope: DatabaseScope.read(arguments, publicRefusal: DatabaseScope.notInPublic("it has no shares")), in: arguments), in: arguments)
         locations = request.location(of: field.field)
         var builder = SQLBuilder()
         let cte = target.zone.cte(&builder)

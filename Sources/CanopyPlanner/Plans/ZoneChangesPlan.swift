@@ -62,7 +62,7 @@ public struct ZoneChangesPlan: Sendable {
     ///   the token to continue from instead of the field's `since` argument.
     public init(_ field: SelectedField, request: ParsedRequest, userID: Int64, secret: SigningKey, overridingSince: String?? = .none) throws {
         let arguments = request.arguments(of: field)
-        let scope = try DatabaseScope.read(arguments)
+        let scope = try DatabaseScope.read(arguments, publicRefusal: nil)
         let zone = try ZoneReference(scope: scope, in: arguments)
         let limit = try arguments.limit(default: 200, maximum: Self.maximumLimit)
         var since: ChangeToken.ZonePosition?

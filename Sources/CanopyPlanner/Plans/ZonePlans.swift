@@ -5,7 +5,7 @@ public struct ZonesPlan: Sendable {
     public let statement: SQLStatement
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
-        let scope = try DatabaseScope.read(request.arguments(of: field))
+        let scope = try DatabaseScope.read(request.arguments(of: field), publicRefusal: DatabaseScope.notInPublic("it lists no zones"))
         var builder = SQLBuilder()
         let zone = try Projection.zone(field.children, id: "z.id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
         let (filter, order): (SQL, SQL) = scope == .private
@@ -52,7 +52,7 @@ public struct DeleteZonePlan: Sendable {
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
-        let scope = try DatabaseScope.read(arguments)
+        let scope = try DatabaseScope.read(arguments, publicRefusal: DatabaseScope.notInPublic("its zone cannot be deleted"))
         let zone = try ZoneReference(scope: scope, in: arguments)
         locations = request.location(of: field.field)
         if scope == .private && zone.zoneName == "_defaultZone" {
@@ -66,7 +66,7 @@ public struct DeleteZonePlan: Sendable {
                 WITH \(cte), deleted AS (DELETE FROM canopy.zones WHERE id IN (SELECT id FROM zone) RETURNING 1) \
                 SELECT count(*)::int FROM deleted
                 """)
-        case .shared:
+        case .shared, .public:   // PUBLIC was refused above
             builder.append("WITH \(cte) SELECT coalesce((SELECT canopy.leave_shares(zone.id, NULL) FROM zone), 0)::int")
         }
         statement = builder.query

@@ -39,6 +39,13 @@ public struct ZoneReference: Sendable, Equatable {
         if scope == .shared && ownerName == nil {
             throw arguments.invalid(name, "in SHARED scope the zone needs its ownerName")
         }
+        if scope == .public {
+            guard zoneName == "_defaultZone" else {
+                throw QueryError(.badDatabase, DatabaseScope.notInPublic("there is no zone \(zoneName)"), locations: arguments.location(name))
+            }
+            // Whatever ownerName says (CloudKit clients send __defaultOwner__), the public zone has no owner.
+            ownerName = nil
+        }
         self.scope = scope
         self.zoneName = zoneName
         self.ownerName = ownerName
@@ -47,6 +54,12 @@ public struct ZoneReference: Sendable, Equatable {
 
     /// `zone AS (...)`, for a WITH clause.
     func cte(_ builder: inout SQLBuilder) -> SQL {
+        if scope == .public {
+            return """
+                zone AS (SELECT z.id, z.name, \(builder.bind(DatabaseScope.publicOwnerName))::text AS owner_name \
+                FROM canopy.zones z WHERE z.owner_id IS NULL)
+                """
+        }
         let name = builder.bind(zoneName)
         let owner = builder.bind(ownerName)
         let ownership: SQL = visibleToCaller

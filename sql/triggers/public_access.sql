@@ -1,0 +1,40 @@
+-- What a caller may read in the public zone changes with the grants
+-- (canopy.record_type_grants, written by `canopy schema apply`) and the
+-- custom roles' members (canopy.role_members, `canopy roles add|remove`),
+-- not only with its records: triggers public_grants_changed and
+-- public_role_members_changed move the public zone's access_changed_seq
+-- (migrations/0025), so every public change token from before is
+-- CHANGE_TOKEN_EXPIRED and its client fetches what it may read now
+-- (docs/PUBLIC_DATABASE.md).
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent.
+
+SET LOCAL ROLE canopy_owner;
+
+CREATE OR REPLACE FUNCTION canopy.public_access_changed() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    zone bigint;
+BEGIN
+    SELECT id INTO zone FROM canopy.zones WHERE owner_id IS NULL FOR NO KEY UPDATE;
+    IF zone IS NOT NULL THEN
+        UPDATE canopy.zones SET access_changed_seq = nextval('canopy.change_seq'), changed_xid = pg_current_xact_id()
+         WHERE id = zone;
+        -- Live public feeds look again (and find their token expired).
+        PERFORM pg_notify('canopy_changes', zone || ' 0');
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS public_grants_changed ON canopy.record_type_grants;
+CREATE TRIGGER public_grants_changed AFTER INSERT OR UPDATE OR DELETE ON canopy.record_type_grants
+    FOR EACH STATEMENT EXECUTE FUNCTION canopy.public_access_changed();
+
+DROP TRIGGER IF EXISTS public_role_members_changed ON canopy.role_members;
+CREATE TRIGGER public_role_members_changed AFTER INSERT OR UPDATE OR DELETE ON canopy.role_members
+    FOR EACH STATEMENT EXECUTE FUNCTION canopy.public_access_changed();
+
+REVOKE ALL ON FUNCTION canopy.public_access_changed() FROM PUBLIC, canopy_gateway;
