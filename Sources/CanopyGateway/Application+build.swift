@@ -26,7 +26,9 @@ public func buildApplication(
     logger: Logger,
     metricsRegistry: PrometheusCollectorRegistry? = nil
 ) -> some ApplicationProtocol {
-    let authenticator = Authenticator(database: database, verifier: identity, limits: UserLimits(configuration.limits))
+    let authenticator = Authenticator(
+        database: database, verifier: identity, limits: UserLimits(configuration.limits), anonymous: AnonymousAccess(configuration.limits)
+    )
     let recordSchemas = RecordSchemas(database: database)
     var assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
     if let assets = configuration.assets {

@@ -5,26 +5,17 @@ import PostgresNIO
 import Testing
 
 /// The public database's grants (API.md §15), enforced by row-level
-/// security: who × privilege × record type, every cell run as
-/// `canopy_gateway` with the identity set as the gateway sets it.
-///
-/// Record types, one record each (`<type>1`, created by `creator`):
-///
-/// | type     | grants                                               |
-/// |----------|------------------------------------------------------|
-/// | `Post`   | none: CloudKit's defaults (READ _world, CREATE _icloud, WRITE _creator) |
-/// | `Member` | READ, CREATE to _icloud; WRITE to _creator           |
-/// | `Flag`   | READ to _world; CREATE, WRITE to the role Moderator  |
-/// | `Secret` | READ, WRITE to _creator; CREATE to _icloud (nothing to _world) |
-///
-/// Callers: nobody (no token), `stranger` (signed in), `creator`,
-/// `moderator` (in Moderator) and `editor` (in another role, Editor).
+/// security: ``PublicGrantTable``'s who × privilege × record type, every
+/// cell run as `canopy_gateway` with the identity set as the gateway sets
+/// it. Here every record is `creator`'s, so `Flag`'s cells are checked
+/// against the table with `creator` as the records' creator (no `Flag`
+/// grant names _creator, so the answers are the same).
 struct PublicDatabaseFixture: Sendable {
     let endpoint: DatabaseEndpoint
     let ids: [String: Int64]
 
-    static let users = ["stranger", "creator", "moderator", "editor"]
-    static let types = ["Post", "Member", "Flag", "Secret"]
+    static let users = PublicGrantTable.users
+    static let types = PublicGrantTable.types
 
     static func make() async throws -> PublicDatabaseFixture {
         let endpoint = try await TestDatabase.shared.migratedDatabase()
@@ -62,9 +53,9 @@ struct PublicDatabaseFixture: Sendable {
     var gateway: DatabaseEndpoint { endpoint.asUser("canopy_gateway", password: nil) }
 }
 
-/// Who × privilege × type → what must happen, from the table above.
+/// Who × privilege × type → what must happen (``PublicGrantTable``).
 struct PublicCell: Sendable, CustomStringConvertible {
-    enum Privilege: String, Sendable, CaseIterable { case read = "READ", create = "CREATE", write = "WRITE", delete = "DELETE" }
+    typealias Privilege = PublicGrantTable.Privilege
 
     let who: String   // "nobody" or a user of the fixture
     let privilege: Privilege
@@ -72,18 +63,7 @@ struct PublicCell: Sendable, CustomStringConvertible {
 
     var description: String { "\(who) \(privilege.rawValue) \(type)" }
 
-    /// Whether the grants allow it.
-    var allowed: Bool {
-        let signedIn = who != "nobody"
-        switch (type, privilege) {
-        case ("Post", .read), ("Flag", .read): return true
-        case ("Post", .create), ("Member", .create), ("Secret", .create), ("Member", .read): return signedIn
-        case ("Post", .write), ("Post", .delete), ("Member", .write), ("Member", .delete),
-             ("Secret", .read), ("Secret", .write), ("Secret", .delete): return who == "creator"
-        case ("Flag", .create), ("Flag", .write), ("Flag", .delete): return who == "moderator"
-        default: return false
-        }
-    }
+    var allowed: Bool { PublicGrantTable.allows(who, privilege, type) }
 
     var sql: String {
         let record = "zone_id = canopy.public_zone_id() AND record_name = '\(type)1'"

@@ -98,7 +98,10 @@ struct GatewayHarness: Sendable {
         _ body: @Sendable (any TestClientProtocol, RequestDatabase) async throws -> T
     ) async throws -> T {
         var configuration = configuration
-        if !rateLimited { configuration.limits.requestsPerSecond = 0 }
+        if !rateLimited {
+            configuration.limits.requestsPerSecond = 0
+            configuration.limits.anonymousRequestsPerSecond = 0
+        }
         // No test asks the system's DNS: a name resolves only where a test
         // says where.
         if configuration.outbound.resolver is SystemHostResolver { configuration.outbound.resolver = FixedHostResolver() }

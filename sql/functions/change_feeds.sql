@@ -146,7 +146,9 @@ CREATE OR REPLACE FUNCTION canopy.lock_zone_for_write(p_zone_id bigint) RETURNS 
 AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM canopy.memberships m
-                WHERE m.user_id = canopy.current_user_id() AND m.zone_id = p_zone_id AND m.can_write) THEN
+                WHERE m.user_id = canopy.current_user_id() AND m.zone_id = p_zone_id AND m.can_write)
+       OR (canopy.current_user_id() IS NOT NULL
+           AND EXISTS (SELECT 1 FROM canopy.zones z WHERE z.id = p_zone_id AND z.owner_id IS NULL)) THEN
         PERFORM 1 FROM canopy.zones WHERE id = p_zone_id FOR NO KEY UPDATE;
     END IF;
     RETURN true;
@@ -164,10 +166,12 @@ AS $$
         (SELECT max(r.change_seq) FROM canopy.records r WHERE r.zone_id = z.id),
         (SELECT max(t.change_seq) FROM canopy.tombstones t WHERE t.zone_id = z.id),
         (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = z.id AND d.user_id = canopy.current_user_id()),
+        z.access_changed_seq,   -- the public zone's last change of grants (0 elsewhere)
         0)
       FROM canopy.zones z
      WHERE z.id = p_zone_id
-       AND EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id)
+       AND (z.owner_id IS NULL   -- the public zone (migrations/0025): everyone's feed
+            OR EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id))
 $$;
 
 -- Where this server's data stands in the write-ahead log, for

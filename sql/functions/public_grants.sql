@@ -59,22 +59,9 @@ END
 $$;
 COMMENT ON FUNCTION canopy.public_record_types(text, boolean) IS 'Record types whose grants give the current user READ, CREATE or WRITE in the public database: by _world, _icloud or a custom role (false), or by _creator (true).';
 
--- The custom roles the caller holds (the console greys what they may not do).
-CREATE OR REPLACE FUNCTION canopy.my_security_roles() RETURNS text[]
-    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN (SELECT coalesce(array_agg(rm.role_name ORDER BY rm.role_name), '{}') FROM canopy.role_members rm
-             WHERE rm.user_id = canopy.current_user_id());
-END
-$$;
-COMMENT ON FUNCTION canopy.my_security_roles() IS 'The custom security roles the current user was given.';
-
 REVOKE ALL ON FUNCTION canopy.public_zone_id() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.granted_record_types() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.public_record_types(text, boolean) FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.my_security_roles() FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.public_zone_id() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.granted_record_types() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.public_record_types(text, boolean) TO canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.my_security_roles() TO canopy_gateway;

@@ -56,6 +56,14 @@ public enum RecordTypeCatalog {
         return fields
     }
 
+    /// The custom security roles (`CREATE ROLE`), by name.
+    public static func roles(connection: PostgresConnection, logger: Logger) async throws -> [String] {
+        var roles: [String] = []
+        let rows = try await connection.query("SELECT name FROM canopy.security_roles ORDER BY name", logger: logger)
+        for try await name in rows.decode(String.self) { roles.append(name) }
+        return roles
+    }
+
     public static func grants(connection: PostgresConnection, logger: Logger) async throws -> [StoredGrant] {
         var grants: [StoredGrant] = []
         let rows = try await connection.query(
@@ -98,9 +106,13 @@ public enum RecordTypeCatalog {
     /// registered (before they are built: see ``buildIndexes``).
     public static func write(
         upserting fields: [StoredField], removing removed: [(recordType: String, fieldName: String)],
-        grants: [String: [StoredGrant]], indexes: [StoredIndex], connection: PostgresConnection, logger: Logger
+        grants: [String: [StoredGrant]], roles: (added: [String], dropped: [String]) = ([], []),
+        indexes: [StoredIndex], connection: PostgresConnection, logger: Logger
     ) async throws {
         try await connection.inTransaction(logger: logger) { connection in
+            for role in roles.added {
+                try await connection.query("INSERT INTO canopy.security_roles (name) VALUES (\(role)) ON CONFLICT DO NOTHING", logger: logger)
+            }
             for field in fields {
                 try await connection.query("""
                     INSERT INTO canopy.field_types (record_type, field_name, field_type, queryable, sortable, searchable)
@@ -122,6 +134,10 @@ public enum RecordTypeCatalog {
                         VALUES (\(grant.recordType), \(grant.privilege), \(grant.role), \(grant.position))
                         """, logger: logger)
                 }
+            }
+            // A dropped role's members go with it (ON DELETE CASCADE).
+            for role in roles.dropped {
+                try await connection.query("DELETE FROM canopy.security_roles WHERE name = \(role)", logger: logger)
             }
             for index in indexes {
                 try await connection.query("""

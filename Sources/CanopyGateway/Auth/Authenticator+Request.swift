@@ -3,8 +3,16 @@ import Hummingbird
 extension Authenticator {
     /// Authenticates an HTTP request (/graphql and /assets alike) and takes
     /// one request from the caller's rate: sets `context.userID`, or throws
-    /// the ``APIError`` that answers 401, 503 or 429.
-    func authenticate(_ request: Request, context: inout CanopyRequestContext) async throws {
+    /// the ``APIError`` that answers 401, 503 or 429. With
+    /// `allowingAnonymous`, a request without `Authorization` goes on as
+    /// nobody (`context.userID` nil) once its address's rate allows.
+    func authenticate(_ request: Request, context: inout CanopyRequestContext, allowingAnonymous: Bool = false) async throws {
+        if allowingAnonymous && request.headers[.authorization] == nil {
+            let address = anonymous.clientAddress(of: request, channel: context.channel)
+            context.logger[metadataKey: "canopy.client"] = .string(address)
+            try anonymous.takeRequest(from: address)
+            return
+        }
         guard let header = request.headers[.authorization], let token = BearerTokenReader.token(in: header) else {
             throw APIError(.notAuthenticated, "send Authorization: Bearer <token>: a Canopy token (canopy users token NAME issues one) or an identity provider's JWT")
         }

@@ -21,6 +21,8 @@ struct Authenticator: Sendable {
     let database: RequestDatabase
     let verifier: TokenVerifier?
     let limits: UserLimits
+    /// What a request without a token may do, and its rate by address.
+    let anonymous: AnonymousAccess
 
     /// Refused credentials by kind (`canopy`, `jwt`, `other`), for /metrics:
     /// a rise in `jwt` is often a provider's key rotation or a wrong audience.

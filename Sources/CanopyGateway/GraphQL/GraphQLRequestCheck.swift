@@ -5,6 +5,13 @@ import CanopyPlanner
 /// alias limits, then its root fields read and their cost checked.
 struct GraphQLRequestCheck {
     let configuration: GatewayConfiguration
+    /// The cost limit: `--max-query-cost`, or `--anonymous-max-query-cost` without a token.
+    var maximumCost: Int
+
+    init(configuration: GatewayConfiguration, maximumCost: Int? = nil) {
+        self.configuration = configuration
+        self.maximumCost = maximumCost ?? configuration.limits.maximumQueryCost
+    }
 
     /// The document parsed and validated against the schema.
     func parse(_ request: GraphQLHTTPRequest) throws -> ParsedRequest {
@@ -22,7 +29,7 @@ struct GraphQLRequestCheck {
     /// than the limit.
     func rootFields(of parsed: ParsedRequest) throws -> [SelectedField] {
         let fields = try parsed.rootFields()
-        try QueryCost.check(fields, in: parsed, maximum: configuration.limits.maximumQueryCost)
+        try QueryCost.check(fields, in: parsed, maximum: maximumCost)
         return fields
     }
 }

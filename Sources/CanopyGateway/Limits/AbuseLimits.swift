@@ -23,6 +23,15 @@
 /// - `maximumSubscriptionsPerUser` (`--max-subscriptions-per-user`, default
 ///   100): live subscriptions one user holds over all their sockets to this
 ///   gateway; one more is an `error` message `LIMIT_EXCEEDED`
+/// - `anonymousRequestsPerSecond` / `anonymousBurst`
+///   (`--anonymous-rate-limit`, default 10; `--anonymous-rate-burst`,
+///   default 20): requests without a token (the public database's reads,
+///   issue 36), a bucket per client address; 429 past it
+/// - `anonymousMaximumQueryCost` (`--anonymous-max-query-cost`, default
+///   5,000): the cost limit for a request without a token
+/// - `trustsProxyHeader` (`--trust-proxy-header`, off): the client address
+///   of a request without a token is the last address of its
+///   `X-Forwarded-For` (as the proxy in front appended it), not the peer's
 public struct AbuseLimits: Sendable {
     public var requestsPerSecond: Double
     public var burst: Int
@@ -33,6 +42,10 @@ public struct AbuseLimits: Sendable {
     public var maximumWebSocketFrame: Int
     public var webSocketPingInterval: Duration
     public var maximumSubscriptionsPerUser: Int
+    public var anonymousRequestsPerSecond: Double = 10
+    public var anonymousBurst: Int = 20
+    public var anonymousMaximumQueryCost: Int = 5_000
+    public var trustsProxyHeader = false
 
     public init(
         requestsPerSecond: Double = 50, burst: Int = 100, maximumQueryCost: Int = 50_000,

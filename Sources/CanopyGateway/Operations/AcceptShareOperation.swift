@@ -6,7 +6,7 @@ struct AcceptShareOperation: RootOperation {
     func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
         let plan = try ShareMetadataPlan(field, request: executor.request)
         let logger = executor.logger
-        let row = try await executor.database.withUser(executor.userID, device: executor.device, logger: logger) { connection in
+        let row = try await executor.database.withUser(try executor.signedInUser(), device: executor.device, logger: logger) { connection in
             _ = try await connection.execute(plan.accept, logger: logger)
             return try await connection.execute(plan.statement, logger: logger).first.map(ShareMetadataPlan.decode)
         }

@@ -42,7 +42,7 @@ extension OperationExecutor {
     /// the page must show, such as the primary's when a commit woke it).
     func zoneChanges(_ field: SelectedField, overridingSince: String?? = .none, after: WALPosition? = nil) async throws -> FeedPage {
         let secret = try await changeTokenKey()
-        let plan = try ZoneChangesPlan(field, request: request, userID: userID, secret: secret, overridingSince: overridingSince)
+        let plan = try ZoneChangesPlan(field, request: request, userID: userID ?? ChangeToken.anonymousUser, secret: secret, overridingSince: overridingSince)
         let source = RequestDatabase.ReadSource.replica(after: readAfter.later(plan.requiredPosition).later(after))
         let page = try await read(plan.statement, from: source) { rows in try rows.first.map(ZoneChangesPlan.Page.decode) }
         guard let page, page.zoneID != nil else { throw QueryError.zoneNotFound(at: request.location(of: field.field)) }
@@ -55,7 +55,7 @@ extension OperationExecutor {
     /// `databaseChanged` subscription continuing from `overridingSince`).
     func databaseChanges(_ field: SelectedField, overridingSince: String?? = .none, after: WALPosition? = nil) async throws -> FeedPage {
         let secret = try await changeTokenKey()
-        let plan = try DatabaseChangesPlan(field, request: request, userID: userID, secret: secret, overridingSince: overridingSince)
+        let plan = try DatabaseChangesPlan(field, request: request, userID: try signedInUser(), secret: secret, overridingSince: overridingSince)
         let source = RequestDatabase.ReadSource.replica(after: readAfter.later(plan.requiredPosition).later(after))
         let page = try await read(plan.statement, from: source) { rows in try rows.first.map(DatabaseChangesPlan.Page.decode) }
         guard let page else { throw APIError(.internalError, "databaseChanges returned no row") }

@@ -20,7 +20,7 @@ struct ModifyRecordsOperation: RootOperation {
         let requestID = executor.requestID
         let location = executor.request.location(of: field.field)
         do {
-            return try await executor.database.withUser(executor.userID, device: executor.device, logger: logger) { connection in
+            return try await executor.database.withUser(try executor.signedInUser(), device: executor.device, logger: logger) { connection in
                 let written = try await connection.execute(plan.writeQuery, logger: logger).first.map(ModifyRecordsPlan.decodeWritten)
                 guard let written, written.zoneFound, let raw = written.result else { throw QueryError.zoneNotFound(at: location) }
                 let failures = raw.errors.map { error -> ModifyRecordsPlan.RecordFailure in

@@ -16,7 +16,9 @@ struct OperationExecutor {
     let configuration: GatewayConfiguration
     let recordSchemas: RecordSchemas
     let request: ParsedRequest
-    let userID: Int64
+    /// The caller; nil for a request without a token, which reaches only
+    /// the public database's reads (``AnonymousAccess``).
+    let userID: Int64?
     let requestID: String
     let logger: Logger
     /// The position the client says it has seen (`Canopy-Position`): reads
@@ -46,7 +48,7 @@ struct OperationExecutor {
         let row: Plan.Row?
         if Plan.writes {
             let logger = self.logger
-            row = try await database.withUser(userID, device: device, logger: logger) { connection in
+            row = try await database.withUser(try signedInUser(), device: device, logger: logger) { connection in
                 try await connection.execute(plan.statement, logger: logger).first.map(Plan.decode)
             }
         } else {
@@ -54,6 +56,12 @@ struct OperationExecutor {
             row = try await read(plan.statement, from: source) { rows in try rows.first.map(Plan.decode) }
         }
         return try plan.answer(row)
+    }
+
+    /// The caller, for what only a signed-in caller may do (every write).
+    func signedInUser() throws -> Int64 {
+        guard let userID else { throw APIError(.notAuthenticated, "sign in first: only the public database's reads are open without a token") }
+        return userID
     }
 
     /// Runs a read in one round trip on the pool, acting for the caller.

@@ -7,7 +7,7 @@ struct ShareMutationOperation: RootOperation {
         let plan = try ShareMutationPlan(field, request: executor.request)
         let logger = executor.logger
         let location = executor.request.location(of: field.field)
-        return try await executor.database.withUser(executor.userID, device: executor.device, logger: logger) { connection in
+        return try await executor.database.withUser(try executor.signedInUser(), device: executor.device, logger: logger) { connection in
             let located = try await connection.execute(plan.target.locate, logger: logger).first.map(ShareTarget.decodeLocated)
             guard let located, let zoneID = located.zoneID else { throw QueryError.zoneNotFound(at: location) }
             let shareID = located.shareID

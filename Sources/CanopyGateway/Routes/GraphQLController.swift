@@ -29,7 +29,7 @@ struct GraphQLController {
 
     func handlePost(_ request: Request, context: CanopyRequestContext) async throws -> Response {
         var context = context
-        try await authenticator.authenticate(request, context: &context)
+        try await authenticator.authenticate(request, context: &context, allowingAnonymous: true)
         let buffer: ByteBuffer
         do {
             buffer = try await request.body.collect(upTo: configuration.maximumBodySize)
@@ -50,7 +50,7 @@ struct GraphQLController {
 
     func handleGet(_ request: Request, context: CanopyRequestContext) async throws -> Response {
         var context = context
-        try await authenticator.authenticate(request, context: &context)
+        try await authenticator.authenticate(request, context: &context, allowingAnonymous: true)
         let parameters: FormEncodedQuery
         do {
             parameters = try FormEncodedQuery(request.uri.query.map { Substring($0) } ?? "")
@@ -75,8 +75,11 @@ struct GraphQLController {
     func execute(
         _ graphQLRequest: GraphQLHTTPRequest, allowMutations: Bool, readAfter: WALPosition?, device: String? = nil, context: CanopyRequestContext
     ) async throws -> Response {
-        guard let userID = context.userID else { throw APIError(.notAuthenticated, "not authenticated") }
-        let check = GraphQLRequestCheck(configuration: configuration)
+        let userID = context.userID
+        let check = GraphQLRequestCheck(
+            configuration: configuration,
+            maximumCost: userID == nil ? configuration.limits.anonymousMaximumQueryCost : configuration.limits.maximumQueryCost
+        )
         let parsed: ParsedRequest
         let fields: [SelectedField]
         do {
@@ -88,6 +91,12 @@ struct GraphQLController {
                 return try await introspect(graphQLRequest)
             }
             fields = try check.rootFields(of: parsed)
+            // Without a token: a request with nothing open to nobody is
+            // refused whole (401, as ever); otherwise the fields that need
+            // a caller are errors beside the public reads' answers.
+            if userID == nil && !fields.contains(where: { AnonymousAccess.allows($0, in: parsed) && $0.name != "__typename" }) {
+                throw APIError(.notAuthenticated, "send Authorization: Bearer <token>: a Canopy token (canopy users token NAME issues one) or an identity provider's JWT; without one only the public database's reads (lookup, records and zoneChanges with scope PUBLIC) are open")
+            }
         } catch {
             throw APIError(error, requestID: context.requestID, logger: context.logger)
         }
@@ -100,6 +109,14 @@ struct GraphQLController {
         var entries: [(key: String, json: String?)] = []
         var errors: [APIError] = []
         for field in fields {
+            if userID == nil && !AnonymousAccess.allows(field, in: parsed) {
+                var refusal = AnonymousAccess.refusal(of: field)
+                refusal.path = [field.responseKey]
+                refusal.locations = parsed.location(of: field.field)
+                errors.append(refusal)
+                entries.append((field.responseKey, nil))
+                continue
+            }
             do {
                 var json = try await executor.resolve(field)
                 if let assetURLs, let text = json, AssetURLSigner.mayHoldAssets(text) {
@@ -120,7 +137,7 @@ struct GraphQLController {
         // What this client has seen, to send back (on any gateway).
         // (Not the stand-in for a position that could not be read: sent
         // back, it would keep this client on the primary for good.)
-        if let replicas = database.replicas, let position = readAfter.later(replicas.lastWrite(of: userID)),
+        if let replicas = database.replicas, let position = readAfter.later(userID.flatMap(replicas.lastWrite(of:))),
            position != ReplicaSet.unknownPosition {
             response.headers[.canopyPosition] = position.description
         }

@@ -15,6 +15,10 @@ public enum ChangeToken: Sendable, Equatable {
     case zone(ZonePosition)
     case database(DatabasePosition)
 
+    /// The `user` of a token issued to a caller without a token (the
+    /// public database's feed); no account has id 0.
+    public static let anonymousUser: Int64 = 0
+
     /// A position in one zone's feed, for one user and scope.
     public struct ZonePosition: Codable, Sendable, Equatable {
         /// The user it was issued to.

@@ -96,6 +96,15 @@ public struct ZoneChangesPlan: Sendable {
                 NOT EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() \
                 AND m.zone_id = (SELECT id FROM zone) AND m.root_record_id IS NULL)
                 """
+        // What the caller may see changed other than through records: in
+        // the public zone, grants or role members (for everyone, see
+        // sql/triggers/public_access.sql); elsewhere, the caller's departures.
+        let departures: SQL = scope == .public
+            ? "(SELECT nullif(z.access_changed_seq, 0) FROM canopy.zones z WHERE z.id = (SELECT id FROM zone))"
+            : """
+                (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = (SELECT id FROM zone) \
+                AND d.user_id = canopy.current_user_id())
+                """
         let changed = try field.children.first { $0.name == "changed" }.map {
             try Projection.record($0.children, request: request, &builder)
         } ?? "NULL::json"
@@ -123,8 +132,7 @@ public struct ZoneChangesPlan: Sendable {
             page AS (SELECT DISTINCT ON (name) * FROM inside ORDER BY name, position DESC, live DESC) \
             SELECT (SELECT id FROM zone), \
             (SELECT z.tombstones_purged_through FROM canopy.zones z WHERE z.id = (SELECT id FROM zone)), \
-            (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = (SELECT id FROM zone) \
-            AND d.user_id = canopy.current_user_id()), \
+            \(departures), \
             (SELECT position FROM floor), \
             (SELECT coalesce(json_agg(\(changed) ORDER BY p.position), '[]') FROM page p JOIN canopy.records r ON r.id = p.id WHERE p.live)::text, \
             (SELECT coalesce(json_agg(\(deleted) ORDER BY p.position), '[]') FROM page p JOIN canopy.tombstones t ON t.id = p.id WHERE NOT p.live)::text, \
@@ -153,7 +161,9 @@ public struct ZoneChangesPlan: Sendable {
                 throw QueryError(.changeTokenExpired, "this token is older than the change history kept; fetch the zone's changes from null")
             }
             if let departed = page.departedAt, departed > reached {
-                throw QueryError(.changeTokenExpired, "you lost access to part of this zone since this token; fetch its changes from null")
+                throw QueryError(.changeTokenExpired, scope == .public
+                    ? "the public database's grants or security roles changed since this token; fetch its changes from null"
+                    : "you lost access to part of this zone since this token; fetch its changes from null")
             }
         }
         let token = ChangeToken.ZonePosition(

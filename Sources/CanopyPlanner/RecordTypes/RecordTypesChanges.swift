@@ -8,11 +8,17 @@ public struct RecordTypesChanges: Sendable, Equatable {
         case retype(recordType: String, from: FieldDeclaration, to: FieldDeclaration)
         case dropField(recordType: String, FieldDeclaration)
         case setGrants(recordType: String, [GrantDeclaration])
+        /// A custom security role declared (`CREATE ROLE`) or no longer.
+        case addRole(String)
+        case dropRole(String)
 
-        public var recordType: String {
+        /// The record type changed; nil for a role.
+        public var recordType: String? {
             switch self {
             case .addField(let type, _), .changeIndexes(let type, _, _), .retype(let type, _, _), .dropField(let type, _), .setGrants(let type, _):
                 return type
+            case .addRole, .dropRole:
+                return nil
             }
         }
 
@@ -24,7 +30,9 @@ public struct RecordTypesChanges: Sendable, Equatable {
             case .retype(let type, let from, let to): return "retype \(type).\(to.name) from \(from.schema.type) to \(to.schema.type)"
             case .dropField(let type, let field): return "drop \(type).\(field.name) \(field.schema.type)"
             case .setGrants(let type, let grants):
-                return "grants of \(type): " + (grants.isEmpty ? "none" : grants.map { "\($0.privileges.map(\.rawValue).joined(separator: ", ")) TO \"\($0.role)\"" }.joined(separator: "; "))
+                return "grants of \(type): " + (grants.isEmpty ? "none (CloudKit's defaults)" : grants.map { "\($0.privileges.map(\.rawValue).joined(separator: ", ")) TO \"\($0.role)\"" }.joined(separator: "; "))
+            case .addRole(let name): return "create role \(name)"
+            case .dropRole(let name): return "drop role \(name) (its members lose it)"
             }
         }
 
@@ -48,6 +56,9 @@ public struct RecordTypesChanges: Sendable, Equatable {
     /// fields absent from `desired` are dropped, as CloudKit's import does.
     public static func between(current: RecordTypesDocument, desired: RecordTypesDocument) -> RecordTypesChanges {
         var changes: [Change] = []
+        let currentRoles = Set(current.roles.map(\.name)), desiredRoles = Set(desired.roles.map(\.name))
+        changes += desiredRoles.subtracting(currentRoles).sorted(by: RecordTypesPrinter.precedes).map(Change.addRole)
+        changes += currentRoles.subtracting(desiredRoles).sorted(by: RecordTypesPrinter.precedes).map(Change.dropRole)
         let names = Set(current.recordTypes.map(\.name)).union(desired.recordTypes.map(\.name))
         for name in names.sorted(by: RecordTypesPrinter.precedes) {
             let old = current[recordType: name] ?? RecordTypeDeclaration(name: name)
@@ -84,6 +95,8 @@ public struct RecordTypesChanges: Sendable, Equatable {
             switch change {
             case .dropField(let type, let field):
                 return "\(type).\(field.name) (\(field.schema.type)) would be dropped: a production schema is additive only"
+            case .dropRole(let name):
+                return "role \(name) would be dropped: a production schema is additive only"
             case .retype(let type, let from, let to):
                 return "\(type).\(to.name) would change from \(from.schema.type) to \(to.schema.type): a production schema is additive only"
             case .changeIndexes(let type, let from, let to):

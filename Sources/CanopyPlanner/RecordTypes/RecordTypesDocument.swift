@@ -1,10 +1,14 @@
 /// A schema file in CloudKit's schema language (what `cktool
-/// export-schema` writes): record types, their fields with indexes, and
-/// grants. `canopy schema` reads, applies and prints it.
+/// export-schema` writes): custom security roles, record types, their
+/// fields with indexes, and grants. `canopy schema` reads, applies and
+/// prints it.
 public struct RecordTypesDocument: Sendable, Equatable {
+    /// `CREATE ROLE Name;`: the public database's custom security roles.
+    public var roles: [RoleDeclaration]
     public var recordTypes: [RecordTypeDeclaration]
 
-    public init(recordTypes: [RecordTypeDeclaration] = []) {
+    public init(roles: [RoleDeclaration] = [], recordTypes: [RecordTypeDeclaration] = []) {
+        self.roles = roles
         self.recordTypes = recordTypes
     }
 
@@ -12,10 +16,34 @@ public struct RecordTypesDocument: Sendable, Equatable {
         recordTypes.first { $0.name == name }
     }
 
-    /// The same record types, whatever order they were written in.
+    /// The same roles and record types, whatever order they were written in.
     public static func == (a: Self, b: Self) -> Bool {
-        a.recordTypes.count == b.recordTypes.count && a.recordTypes.allSatisfy { b[recordType: $0.name] == $0 }
+        Set(a.roles.map(\.name)) == Set(b.roles.map(\.name))
+            && a.recordTypes.count == b.recordTypes.count && a.recordTypes.allSatisfy { b[recordType: $0.name] == $0 }
     }
+}
+
+/// `CREATE ROLE Moderator;`: a custom security role of the public
+/// database, whose members an operator assigns (`canopy roles add`).
+public struct RoleDeclaration: Sendable, Equatable {
+    /// The security roles every schema has: everyone (even without a
+    /// token), every signed-in user, and a record's creator.
+    public static let builtIn: Set<String> = ["_world", "_icloud", "_creator"]
+
+    public var name: String
+    public var location: QueryError.Location?
+
+    public init(name: String, location: QueryError.Location? = nil) {
+        self.name = name
+        self.location = location
+    }
+
+    /// A custom role's name: a letter, then letters, digits or _ (at most 255).
+    public static func isValidName(_ name: String) -> Bool {
+        Names.isRecordType(name)
+    }
+
+    public static func == (a: Self, b: Self) -> Bool { a.name == b.name }
 }
 
 /// `RECORD TYPE Name ( fields..., grants... );`
@@ -68,7 +96,8 @@ public struct FieldDeclaration: Sendable, Equatable {
     }
 }
 
-/// `GRANT READ, WRITE TO "_creator"`: kept and exported, not enforced.
+/// `GRANT READ, WRITE TO "_creator"`: who may read, create and write the
+/// type's records in the public database (API.md §15).
 public struct GrantDeclaration: Sendable, Equatable {
     public enum Privilege: String, Sendable, CaseIterable {
         case read = "READ", write = "WRITE", create = "CREATE"
@@ -76,10 +105,17 @@ public struct GrantDeclaration: Sendable, Equatable {
 
     public var privileges: [Privilege]
     public var role: String
+    /// Where the role is named in its file (nil when read from the database).
+    public var location: QueryError.Location?
 
-    public init(privileges: [Privilege], role: String) {
+    public init(privileges: [Privilege], role: String, location: QueryError.Location? = nil) {
         self.privileges = privileges
         self.role = role
+        self.location = location
+    }
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.privileges == b.privileges && a.role == b.role
     }
 }
 

@@ -63,12 +63,28 @@ public struct RecordTypesParser {
             try expect(keyword: "SCHEMA", "SCHEMA after DEFINE")
         }
         while current.kind != .end {
+            if isKeyword("CREATE") {
+                document.roles.append(try role())
+                continue
+            }
             guard isKeyword("RECORD") else {
-                throw Self.error(current.location, "expected RECORD TYPE, found \(current.text)")
+                throw Self.error(current.location, "expected RECORD TYPE or CREATE ROLE, found \(current.text)")
             }
             document.recordTypes.append(try recordType())
         }
         return document
+    }
+
+    /// `CREATE ROLE Name;`
+    private mutating func role() throws -> RoleDeclaration {
+        let start = next().location
+        try expect(keyword: "ROLE", "ROLE after CREATE")
+        let name = try self.name("a role name")
+        guard RoleDeclaration.isValidName(name.text) else {
+            throw Self.error(name.location, "role name '\(name.text)' must be a letter followed by letters, digits or _ (at most 255); _world, _icloud and _creator are built in")
+        }
+        if current.kind == .symbol(";") { _ = next() }
+        return RoleDeclaration(name: name.text, location: start)
     }
 
     private mutating func recordType() throws -> RecordTypeDeclaration {
@@ -116,10 +132,13 @@ public struct RecordTypesParser {
         } while current.kind == .symbol(",") && GrantDeclaration.Privilege.allCases.contains { isKeyword($0.rawValue, tokens[position + 1]) }
         try expect(keyword: "TO", "TO and a role")
         let role = next()
-        guard case .quoted(let name) = role.kind, !name.isEmpty, name.utf8.count <= 255 else {
-            throw Self.error(role.location, "expected a quoted role name (\"_world\", \"_icloud\", \"_creator\"), found \(role.text)")
+        let name: String
+        switch role.kind {
+        case .quoted(let quoted) where !quoted.isEmpty && quoted.utf8.count <= 255: name = quoted
+        case .word(let word): name = word
+        default: throw Self.error(role.location, "expected a role name (\"_world\", \"_icloud\", \"_creator\" or one of CREATE ROLE), found \(role.text)")
         }
-        return GrantDeclaration(privileges: privileges, role: name)
+        return GrantDeclaration(privileges: privileges, role: name, location: role.location)
     }
 
     private mutating func field() throws -> FieldDeclaration {
@@ -165,10 +184,24 @@ public struct RecordTypesParser {
     /// declared twice, a system field with the wrong type, an index its
     /// type cannot have.
     static func check(_ document: RecordTypesDocument) throws {
+        var roles: Set<String> = []
+        for role in document.roles {
+            guard roles.insert(role.name).inserted else {
+                throw error(role.location, "role \(role.name) is declared twice")
+            }
+        }
         var types: Set<String> = []
         for recordType in document.recordTypes {
             guard types.insert(recordType.name).inserted else {
                 throw error(recordType.location, "record type \(recordType.name) is declared twice")
+            }
+            for grant in recordType.grants {
+                guard RoleDeclaration.builtIn.contains(grant.role) || roles.contains(grant.role) else {
+                    throw error(grant.location ?? recordType.location, "GRANT to \(grant.role), which is neither _world, _icloud nor _creator nor declared by CREATE ROLE \(grant.role)")
+                }
+                if grant.role == "_world", let other = grant.privileges.first(where: { $0 != .read }) {
+                    throw error(grant.location ?? recordType.location, "_world may only be granted READ, not \(other.rawValue): writing needs a signed-in user")
+                }
             }
             var fields: Set<String> = []
             for field in recordType.fields {

@@ -4,12 +4,16 @@
 /// document and `canopy schema export | canopy schema apply -` changes nothing.
 public enum RecordTypesPrinter {
     static let keywords: Set<String> = [
-        "DEFINE", "SCHEMA", "RECORD", "TYPE", "GRANT", "TO", "READ", "WRITE", "CREATE",
+        "DEFINE", "SCHEMA", "RECORD", "TYPE", "GRANT", "TO", "READ", "WRITE", "CREATE", "ROLE",
         "QUERYABLE", "SORTABLE", "SEARCHABLE", "LIST",
     ]
 
     public static func print(_ document: RecordTypesDocument) -> String {
         var out = "DEFINE SCHEMA\n"
+        let roles = document.roles.map(\.name).sorted(by: precedes)
+        if !roles.isEmpty {
+            out += "\n" + roles.map { "    CREATE ROLE \($0);\n" }.joined()
+        }
         for recordType in document.recordTypes.sorted(by: { precedes($0.name, $1.name) }) {
             out += "\n    RECORD TYPE \(recordType.name) (\n"
             let fields = ordered(recordType.fields)

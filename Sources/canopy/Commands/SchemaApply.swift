@@ -14,7 +14,10 @@ struct SchemaApply: AsyncParsableCommand {
             but never while records hold them. In production mode (--mode production or \
             CANOPY_MODE=production) the schema may only grow: a drop, a retype or a removed index \
             is refused, each named, and nothing is written. Indexes are built with CREATE INDEX \
-            CONCURRENTLY; an index left invalid by an interrupted apply is rebuilt by the next one.
+            CONCURRENTLY; an index left invalid by an interrupted apply is rebuilt by the next one. \
+            CREATE ROLE lines declare the public database's custom security roles (members are \
+            assigned with canopy roles add); GRANT lines decide who reads, creates and writes each \
+            type's public records, from the next request on.
             """
     )
 
@@ -42,7 +45,8 @@ struct SchemaApply: AsyncParsableCommand {
                 return try await RecordTypeCatalog.withApplyLock(connection: connection, logger: logger) {
                     let current = StoredRecordTypes.document(
                         fields: try await RecordTypeCatalog.fields(connection: connection, logger: logger),
-                        grants: try await RecordTypeCatalog.grants(connection: connection, logger: logger)
+                        grants: try await RecordTypeCatalog.grants(connection: connection, logger: logger),
+                    roles: try await RecordTypeCatalog.roles(connection: connection, logger: logger)
                     )
                     let changes = RecordTypesChanges.between(current: current, desired: desired)
                     var refusals = changes.refusals(in: mode)
@@ -64,6 +68,7 @@ struct SchemaApply: AsyncParsableCommand {
                     var upserts: [StoredField] = []
                     var removed: [(recordType: String, fieldName: String)] = []
                     var grants: [String: [StoredGrant]] = [:]
+                    var roles: (added: [String], dropped: [String]) = ([], [])
                     for change in changes.changes {
                         switch change {
                         case .addField(let type, let field), .changeIndexes(let type, _, let field), .retype(let type, _, let field):
@@ -72,11 +77,15 @@ struct SchemaApply: AsyncParsableCommand {
                             removed.append((type, field.name))
                         case .setGrants(let type, let list):
                             grants[type] = StoredRecordTypes.stored(list, of: type)
+                        case .addRole(let name):
+                            roles.added.append(name)
+                        case .dropRole(let name):
+                            roles.dropped.append(name)
                         }
                     }
                     let indexes = RecordTypeIndex.indexes(for: desired).map(StoredRecordTypes.stored)
                     try await RecordTypeCatalog.write(
-                        upserting: upserts, removing: removed, grants: grants, indexes: indexes, connection: connection, logger: logger
+                        upserting: upserts, removing: removed, grants: grants, roles: roles, indexes: indexes, connection: connection, logger: logger
                     )
                     let report = try await RecordTypeCatalog.buildIndexes(indexes, connection: connection, logger: logger) { print($0) }
                     return Outcome(changes: changes, refusals: [], report: report)

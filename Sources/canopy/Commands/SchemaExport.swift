@@ -24,7 +24,8 @@ struct SchemaExport: AsyncParsableCommand {
                 try await migrator.up(connection: connection) { _ in }
                 return StoredRecordTypes.document(
                     fields: try await RecordTypeCatalog.fields(connection: connection, logger: logger),
-                    grants: try await RecordTypeCatalog.grants(connection: connection, logger: logger)
+                    grants: try await RecordTypeCatalog.grants(connection: connection, logger: logger),
+                    roles: try await RecordTypeCatalog.roles(connection: connection, logger: logger)
                 )
             }
         } catch {

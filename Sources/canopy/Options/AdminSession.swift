@@ -70,3 +70,20 @@ func withUserAdmin<T: Sendable>(
         throw fail(error)
     }
 }
+
+/// Runs `body` with role administration (`canopy roles`) on an
+/// administrator's connection; errors are printed as `fail` prints them.
+func withRoleAdmin<T: Sendable>(
+    _ database: DatabaseOptions,
+    _ body: (RoleAdmin, PostgresConnection) async throws -> T
+) async throws -> T {
+    CommandLogging.bootstrap(verbose: database.verbose)
+    let logger = database.logger("canopy.roles")
+    do {
+        return try await withAdminConnection(database, logger: logger) { connection, _ in
+            try await body(RoleAdmin(logger: logger), connection)
+        }
+    } catch {
+        throw fail(error)
+    }
+}

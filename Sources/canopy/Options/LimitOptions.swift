@@ -56,6 +56,25 @@ struct LimitOptions: ParsableArguments {
         valueName: "count"))
     var maximumSubscriptionsPerUser: Int = environment("CANOPY_MAX_SUBSCRIPTIONS_PER_USER").map { Int($0) } ?? defaults.maximumSubscriptionsPerUser
 
+    @Option(name: .customLong("anonymous-rate-limit"), help: ArgumentHelp(
+        "Requests a second each client address may make on average without a token (the public database's reads); past it, HTTP 429 LIMIT_EXCEEDED with Retry-After (env CANOPY_ANONYMOUS_RATE_LIMIT; 0 turns it off).",
+        valueName: "per-second"))
+    var anonymousRateLimit: Double = environment("CANOPY_ANONYMOUS_RATE_LIMIT") ?? defaults.anonymousRequestsPerSecond
+
+    @Option(name: .customLong("anonymous-rate-burst"), help: ArgumentHelp(
+        "Requests a client address may make at once without a token before --anonymous-rate-limit applies (env CANOPY_ANONYMOUS_RATE_BURST).",
+        valueName: "requests"))
+    var anonymousRateBurst: Int = environment("CANOPY_ANONYMOUS_RATE_BURST").map { Int($0) } ?? defaults.anonymousBurst
+
+    @Option(name: .customLong("anonymous-max-query-cost"), help: ArgumentHelp(
+        "--max-query-cost for a request without a token (env CANOPY_ANONYMOUS_MAX_QUERY_COST).",
+        valueName: "rows"))
+    var anonymousMaximumQueryCost: Int = environment("CANOPY_ANONYMOUS_MAX_QUERY_COST").map { Int($0) } ?? defaults.anonymousMaximumQueryCost
+
+    @Flag(name: .customLong("trust-proxy-header"), help: ArgumentHelp(
+        "Behind a reverse proxy: take a tokenless request's client address (for --anonymous-rate-limit) from the last address of X-Forwarded-For, which the proxy appends, instead of the connection's peer. Only with a proxy that sets it: otherwise any client picks its own address (env CANOPY_TRUST_PROXY_HEADER=1)."))
+    var trustProxyHeader: Bool = ProcessInfo.processInfo.environment["CANOPY_TRUST_PROXY_HEADER"] == "1"
+
     func validate() throws {
         guard rateLimit >= 0, rateLimit.isFinite else { throw ValidationError("--rate-limit must be 0 (off) or more requests a second, got \(rateLimit)") }
         guard rateBurst >= 1 else { throw ValidationError("--rate-burst must be at least 1, got \(rateBurst)") }
@@ -66,14 +85,22 @@ struct LimitOptions: ParsableArguments {
         }
         guard maximumWebSocketFrame >= 1024 else { throw ValidationError("--max-websocket-frame must be at least 1024 bytes, got \(maximumWebSocketFrame)") }
         guard maximumSubscriptionsPerUser >= 1 else { throw ValidationError("--max-subscriptions-per-user must be at least 1, got \(maximumSubscriptionsPerUser)") }
+        guard anonymousRateLimit >= 0, anonymousRateLimit.isFinite else { throw ValidationError("--anonymous-rate-limit must be 0 (off) or more requests a second, got \(anonymousRateLimit)") }
+        guard anonymousRateBurst >= 1 else { throw ValidationError("--anonymous-rate-burst must be at least 1, got \(anonymousRateBurst)") }
+        guard anonymousMaximumQueryCost >= 1 else { throw ValidationError("--anonymous-max-query-cost must be at least 1, got \(anonymousMaximumQueryCost)") }
     }
 
     var limits: AbuseLimits {
-        AbuseLimits(
+        var limits = AbuseLimits(
             requestsPerSecond: rateLimit, burst: rateBurst, maximumQueryCost: maximumQueryCost,
             maximumHeaderSize: maximumHeaderSize, requestHeadTimeout: .seconds(requestHeadTimeout), idleTimeout: .seconds(idleTimeout),
             maximumWebSocketFrame: maximumWebSocketFrame, webSocketPingInterval: .seconds(webSocketPingInterval),
             maximumSubscriptionsPerUser: maximumSubscriptionsPerUser
         )
+        limits.anonymousRequestsPerSecond = anonymousRateLimit
+        limits.anonymousBurst = anonymousRateBurst
+        limits.anonymousMaximumQueryCost = anonymousMaximumQueryCost
+        limits.trustsProxyHeader = trustProxyHeader
+        return limits
     }
 }

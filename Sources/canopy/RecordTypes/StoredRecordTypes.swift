@@ -6,7 +6,7 @@ import CanopyRequestStore
 /// Converts between the schema language's document and the rows the
 /// database keeps, in both directions, so `export` prints what `apply` stored.
 enum StoredRecordTypes {
-    static func document(fields: [StoredField], grants: [StoredGrant]) -> RecordTypesDocument {
+    static func document(fields: [StoredField], grants: [StoredGrant], roles: [String]) -> RecordTypesDocument {
         var types: [String: RecordTypeDeclaration] = [:]
         for field in fields {
             guard let schema = field.fieldSchema else { continue }
@@ -22,7 +22,7 @@ enum StoredRecordTypes {
             }
             types[grant.recordType] = declaration
         }
-        return RecordTypesDocument(recordTypes: types.values.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) })
+        return RecordTypesDocument(roles: roles.map { RoleDeclaration(name: $0) }, recordTypes: types.values.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) })
     }
 
     static func stored(_ field: FieldDeclaration, of recordType: String) -> StoredField {

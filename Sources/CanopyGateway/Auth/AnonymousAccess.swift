@@ -1,0 +1,57 @@
+import CanopyPlanner
+import GraphQL
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// What a request without a token may do (API.md §15): read the public
+/// database (`lookup`, `records` and `zoneChanges` with `scope: PUBLIC`)
+/// and nothing else, at a rate per client address and within a cost limit
+/// of its own. Row-level security decides what it reads, as nobody
+/// (`canopy.current_user_id()` NULL): the grants to `_world`.
+struct AnonymousAccess: Sendable {
+    /// The root fields open without a token, with `scope: PUBLIC`.
+    static let openFields: Set<String> = ["lookup", "records", "zoneChanges"]
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+
+    let limits: AbuseLimits
+    private let requests: TokenBuckets<String>
+
+    init(_ limits: AbuseLimits) {
+        self.limits = limits
+        requests = TokenBuckets(rate: limits.anonymousRequestsPerSecond, burst: limits.anonymousBurst)
+    }
+
+    /// Whether `field` may run without a token.
+    static func allows(_ field: SelectedField, in request: ParsedRequest) -> Bool {
+        if field.name == "__typename" { return true }
+        guard request.operation.operation == .query, openFields.contains(field.name) else { return false }
+        return (try? request.arguments(of: field).string("scope")) == DatabaseScope.public.rawValue
+    }
+
+    /// The refusal of a field that needs a caller.
+    static func refusal(of field: SelectedField) -> APIError {
+        APIError(.notAuthenticated, "\(field.name) needs a caller: send Authorization: Bearer <token>; without one only the public database's reads (lookup, records and zoneChanges with scope PUBLIC) are open")
+    }
+
+    /// Who is asking, as far as the rate goes: the connection's peer, or
+    /// with `--trust-proxy-header` the last address of `X-Forwarded-For`
+    /// (the one the proxy in front appended; earlier ones are the client's
+    /// say and could be anything).
+    func clientAddress(of request: Request, channel: any Channel) -> String {
+        if limits.trustsProxyHeader, let header = request.headers[values: Self.forwardedFor].last,
+           let last = header.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty {
+            return last
+        }
+        return channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+
+    /// Takes one request from `address`'s bucket, or throws 429 LIMIT_EXCEEDED.
+    func takeRequest(from address: String) throws {
+        guard let wait = requests.take(for: address) else { return }
+        var error = APIError(.limitExceeded, "more than \(UserLimits.format(limits.anonymousRequestsPerSecond)) requests a second (burst \(limits.anonymousBurst)) without a token from this address; slow down, or sign in",
+                             status: .tooManyRequests)
+        error.retryAfter = max(1, Int(wait.inSeconds.rounded(.up)))
+        throw error
+    }
+}

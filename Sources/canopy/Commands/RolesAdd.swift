@@ -1,0 +1,26 @@
+import ArgumentParser
+import CanopyAdmin
+
+/// `canopy roles add ROLE USER`.
+struct RolesAdd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "add",
+        abstract: "Give a user a custom security role."
+    )
+
+    @Argument(help: "The role, as CREATE ROLE declared it (e.g. Moderator).")
+    var role: String
+
+    @Argument(help: "The user's name or userRecordName.")
+    var user: String
+
+    @OptionGroup var database: DatabaseOptions
+
+    func run() async throws {
+        let (role, user) = (self.role, self.user)
+        let (member, added) = try await withRoleAdmin(database) { roles, connection in
+            try await roles.add(role: role, user: user, connection: connection)
+        }
+        print(added ? "\(member.name) (\(member.userRecordName)) now holds \(role)" : "\(member.name) already holds \(role); nothing changed")
+    }
+}
