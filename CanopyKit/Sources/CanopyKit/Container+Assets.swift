@@ -43,7 +43,9 @@ extension Container {
             throw CanopyError(.invalidArguments, "cannot read \(fileURL.path): \(error.localizedDescription)")
         }
         let type = contentType ?? Self.contentType(forExtension: fileURL.pathExtension)
-        var token = try await transport.tokens.current()
+        guard var token = try await transport.tokens.current() else {
+            throw CanopyError(.notAuthenticated, "uploading an asset needs a signed-in container (a token provider)")
+        }
         for attempt in 0..<2 {
             var request = URLRequest(url: baseURL.appendingPathComponent("assets"))
             request.httpMethod = "POST"
@@ -52,7 +54,7 @@ extension Container {
             request.httpBody = bytes
             let (data, http) = try await transport.send(request)
             if http.statusCode == 401, attempt == 0 {
-                token = try await transport.tokens.refresh(after: token)
+                token = try await transport.tokens.refresh(after: token) ?? token
                 continue
             }
             if http.statusCode == 413 { throw CanopyError(.limitExceeded, "\(fileURL.lastPathComponent) is larger than the server accepts") }

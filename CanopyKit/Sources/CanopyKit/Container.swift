@@ -28,10 +28,25 @@ public final class Container: Sendable {
         self.init(baseURL: baseURL) { _ in token }
     }
 
+    /// A container that sends no token: only `publicCloudDatabase`'s reads
+    /// work (what its record types grant to `_world`); anything else
+    /// throws `.notAuthenticated`.
+    public init(baseURL: URL, session: URLSession = .shared, assetCacheDirectory: URL? = nil) {
+        self.baseURL = baseURL
+        self.assetCacheDirectory = assetCacheDirectory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("CanopyKit-assets", isDirectory: true)
+        self.transport = GraphQLTransport(baseURL: baseURL, session: session, tokens: TokenCache(provider: nil))
+    }
+
     /// The signed-in user's own zones (CKContainer.privateCloudDatabase).
     public var privateCloudDatabase: Database { Database(container: self, scope: .private) }
     /// Zones and records others shared with the user, once accepted (CKContainer.sharedCloudDatabase).
     public var sharedCloudDatabase: Database { Database(container: self, scope: .shared) }
+    /// The app's public database (CKContainer.publicCloudDatabase): one
+    /// zone, `RecordZone.ID.default`; each record type's grants decide who
+    /// reads, creates and writes, and reads need no token where `_world`
+    /// may READ. No zones of its own and no shares (`.badDatabase`).
+    public var publicCloudDatabase: Database { Database(container: self, scope: .public) }
 
     /// The signed-in user (CKContainer.userRecordID / CKUserIdentity).
     public func currentUser() async throws -> UserIdentity {

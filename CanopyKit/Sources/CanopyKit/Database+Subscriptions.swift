@@ -35,7 +35,9 @@ extension Database {
         let task = Task {
             var socket: (any WebSocketConnection)?
             do {
-                let token = try await transport.tokens.current()
+                guard let token = try await transport.tokens.current() else {
+                    throw CanopyError(.notAuthenticated, "subscriptions need a signed-in container (a token provider)")
+                }
                 var components = URLComponents(url: transport.endpoint, resolvingAgainstBaseURL: false)!
                 components.scheme = components.scheme == "https" ? "wss" : "ws"
                 let connection = try await WebSockets.connect(components.url!, headers: [

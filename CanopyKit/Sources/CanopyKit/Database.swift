@@ -1,13 +1,16 @@
 import Foundation
 
-/// One of the user's two views of the server (CKDatabase): `.private`, the
-/// user's own zones, or `.shared`, what others shared and the user
-/// accepted. Row-level security on the server decides what each shows.
+/// One of the user's three views of the server (CKDatabase): `.private`,
+/// the user's own zones; `.shared`, what others shared and the user
+/// accepted; `.public`, the app's public database (one zone,
+/// `RecordZone.ID.default`, whose record types' grants decide who reads
+/// and writes). Row-level security on the server decides what each shows.
 public struct Database: Sendable {
-    /// CKDatabase.Scope (Canopy has no public database yet).
+    /// CKDatabase.Scope.
     public enum Scope: String, Sendable, Codable {
         case `private` = "PRIVATE"
         case shared = "SHARED"
+        case `public` = "PUBLIC"
     }
 
     /// How a save treats the server's copy (CKModifyRecordsOperation.RecordSavePolicy).
@@ -34,7 +37,7 @@ public struct Database: Sendable {
     /// A zone as the app addresses it: its own zones with `CurrentUserDefaultName`.
     func zoneID(fromServer json: JSON?) -> RecordZone.ID? {
         guard let name = json?["zoneName"]?.string, let owner = json?["ownerName"]?.string else { return nil }
-        return RecordZone.ID(zoneName: name, ownerName: databaseScope == .private ? CurrentUserDefaultName : owner)
+        return RecordZone.ID(zoneName: name, ownerName: databaseScope == .shared ? owner : CurrentUserDefaultName)
     }
 
     func requireSharedOwner(_ zoneID: RecordZone.ID) throws {
@@ -58,6 +61,9 @@ extension Database {
     /// Creates a zone in the private database; saving one that exists changes nothing (CKDatabase.save(_:)).
     @discardableResult
     public func save(_ zone: RecordZone) async throws -> RecordZone {
+        if databaseScope == .public {
+            throw CanopyError(.badDatabase, "the public database has one zone, _defaultZone (RecordZone.ID.default), and no zones of its own")
+        }
         guard databaseScope == .private else {
             throw CanopyError(.permissionFailure, "zones are created in the private database")
         }

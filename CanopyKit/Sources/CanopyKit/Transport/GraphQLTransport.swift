@@ -9,23 +9,28 @@ import FoundationNetworking
 public typealias TokenProvider = @Sendable (_ refresh: Bool) async throws -> String
 
 /// Keeps the current token, so every request does not call the provider.
+/// Without a provider there is no token: requests go without
+/// `Authorization` (the public database's reads).
 actor TokenCache {
-    private let provider: TokenProvider
+    private let provider: TokenProvider?
     private var token: String?
 
-    init(provider: @escaping TokenProvider) {
+    init(provider: TokenProvider?) {
         self.provider = provider
     }
 
-    func current() async throws -> String {
+    func current() async throws -> String? {
+        guard let provider else { return nil }
         if let token { return token }
         let fresh = try await provider(false)
         token = fresh
         return fresh
     }
 
-    /// After a 401 with `stale`: asks the provider for a new one (once, even when many requests saw the 401).
-    func refresh(after stale: String) async throws -> String {
+    /// After a 401 with `stale`: asks the provider for a new one (once, even
+    /// when many requests saw the 401); nil without a provider.
+    func refresh(after stale: String?) async throws -> String? {
+        guard let provider else { return nil }
         if let token, token != stale { return token }
         let fresh = try await provider(true)
         token = fresh
@@ -54,11 +59,11 @@ struct GraphQLTransport: Sendable {
             request.httpMethod = "POST"
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.setValue("application/json", forHTTPHeaderField: "Accept")
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
             if let device = device.id { request.setValue(device, forHTTPHeaderField: "Canopy-Device") }
             request.httpBody = Data(body.utf8)
             let (data, http) = try await send(request)
-            if http.statusCode == 401, attempt == 0 {
+            if http.statusCode == 401, attempt == 0, token != nil {
                 token = try await tokens.refresh(after: token)
                 continue
             }
