@@ -19,15 +19,20 @@ function signedOut(message) {
   window.dispatchEvent(new CustomEvent("canopy:signed-out", {detail: message}));
 }
 
-/** Runs a query or mutation; answers `data`, or throws the first error. */
+/**
+ * Runs a query or mutation; answers `data`, or throws the first error.
+ * Signed out, it goes without a token: the server then answers only the
+ * public database's reads.
+ */
 export async function gql(query, variables = {}) {
   const token = currentToken();
-  if (!token) throw new APIError("NOT_AUTHENTICATED", "You are not signed in.");
+  const headers = {"Content-Type": "application/json"};
+  if (token) headers.Authorization = `Bearer ${token}`;
   let response;
   try {
     response = await fetch("/graphql", {
       method: "POST",
-      headers: {"Content-Type": "application/json", "Authorization": `Bearer ${token}`},
+      headers,
       body: JSON.stringify({query, variables}),
     });
   } catch (error) {
@@ -42,7 +47,7 @@ export async function gql(query, variables = {}) {
   const error = body.errors?.[0];
   if (error) {
     const code = error.extensions?.code ?? "INTERNAL_ERROR";
-    if (code === "NOT_AUTHENTICATED") signedOut(error.message);
+    if (code === "NOT_AUTHENTICATED" && token) signedOut(error.message);
     throw new APIError(code, error.message, body);
   }
   return body.data;

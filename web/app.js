@@ -3,6 +3,8 @@
 //   #/zone/SCOPE/OWNER/ZONE?type=&filter=&sort=   a zone's records
 //   #/record/SCOPE/OWNER/ZONE/RECORD     a record's fields
 //   #/new/SCOPE/OWNER/ZONE?type=         a new record
+// SCOPE is PRIVATE, SHARED or PUBLIC; the public database's zone and
+// records are shown signed out too, as nobody sees them.
 
 import {h, message, replace} from "./dom.js";
 import {gql, describe, endSession} from "./api.js";
@@ -13,6 +15,7 @@ import {renderZone} from "./view-zone.js";
 import {renderRecord} from "./view-record.js";
 import {parseRoute} from "./routes.js";
 import {finishSignIn} from "./oidc.js";
+import {publicRoute} from "./public.js";
 
 const view = document.getElementById("view");
 const account = document.getElementById("account");
@@ -22,6 +25,10 @@ let generation = 0;   // which route() is current: a view that finishes late dra
 let signInProblem = null;   // why a provider's sign-in failed, for the sign-in form
 
 function showAccount() {
+  if (!me && !currentToken() && parseRoute(location.hash).parts[1] === "PUBLIC") {
+    replace(account, h("a", {href: "#/", id: "sign-in-link"}, "Sign in"));
+    return;
+  }
   if (!me) { replace(account); return; }
   replace(account,
     h("span", {class: "who"}, "Signed in as ", h("strong", {id: "signed-in-name"}, me.name ?? me.email ?? me.userRecordName)),
@@ -35,6 +42,15 @@ async function route() {
   const isCurrent = () => mine === generation;
   if (!currentToken()) {
     me = null;
+    const signedOut = parseRoute(location.hash);
+    if (signedOut.parts[1] === "PUBLIC" && ["zone", "record"].includes(signedOut.parts[0])) {
+      showAccount();
+      const context = {me: null, isCurrent, setLeaving: (stop) => { if (isCurrent()) leaving = stop; else stop(); }};
+      const [kind, scope, owner, zone, record] = signedOut.parts;
+      if (kind === "record" && record) await renderRecord(view, {scope, ownerName: owner, zoneName: zone, recordName: record}, context);
+      else await renderZone(view, {scope, ownerName: owner, zoneName: zone, params: signedOut.params}, context);
+      return;
+    }
     showAccount();
     document.title = "Sign in · Canopy";
     const problem = signInProblem;
@@ -45,6 +61,7 @@ async function route() {
       if (next && next !== location.pathname + location.hash) { location.assign(next); return; }
       route();
     }, {problem});
+    view.append(h("p", {class: "hint", id: "public-hint"}, "Or ", h("a", {href: publicRoute, id: "browse-public"}, "browse the public database"), " without signing in."));
     return;
   }
   if (!me) {

@@ -25,6 +25,8 @@ const PERMISSION_WORDS = {READ_ONLY: "Can view", READ_WRITE: "Can edit"};
  * canWrite is null: each record's share decides (recordAccess).
  */
 export async function accessTo(scope, zone) {
+  // The public database has no shares: its types' grants decide (public.js).
+  if (scope === "PUBLIC") return {owner: false, canWrite: null, share: null, isPublic: true};
   const {share} = await gql(SHARE, {scope, zone, root: null});
   if (scope === "PRIVATE") return {owner: true, canWrite: true, share};
   if (!share) {

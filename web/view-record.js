@@ -7,6 +7,7 @@ import {gql, describe, followChanges} from "./api.js";
 import {FIELD_TYPES, FieldError, display, editor, typeOf} from "./fields.js";
 import {recordRoute, zoneRoute} from "./routes.js";
 import {accessTo, openSharingSheet, recordAccess} from "./sharing.js";
+import {publicAccessOf, mayWrite} from "./public.js";
 
 const RECORD = "recordName recordType fields recordChangeTag parent created { timestamp userRecordName } modified { timestamp userRecordName } share { url title }";
 
@@ -32,13 +33,19 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
 
   let access, schema, record;
   try {
-    [access, schema] = await Promise.all([accessTo(scope, zone), gql("{ recordTypes { name fields { name type } } }").then((data) => data.recordTypes)]);
+    [access, schema] = await Promise.all([accessTo(scope, zone),
+      context.me ? gql("{ recordTypes { name fields { name type } publicAccess { read create write writeOwn } } }").then((data) => data.recordTypes) : []]);
     if (isNew) {
       record = {recordName: "", recordType: recordType ?? "", fields: {}, parent: null};
     } else {
       const [result] = (await gql(LOOKUP, {scope, zone, names: [recordName]})).lookup;
       if (!result.record) throw Object.assign(new Error(result.error?.message ?? "not found"), {code: result.error?.code ?? "UNKNOWN_ITEM"});
       record = result.record;
+    }
+    // The public database: the type's grants decide, and for writeOwn the record's creator.
+    if (access.isPublic) {
+      const grants = publicAccessOf(schema, record.recordType, context.me);
+      access = {...access, canWrite: isNew ? grants.create : mayWrite(grants, record, context.me)};
     }
     // Shared record by record: this record's share decides.
     if (access.canWrite === null && !isNew) access = {...access, ...(await recordAccess(zone, record))};
@@ -207,19 +214,20 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
   const stamps = isNew ? null : h("p", {class: "muted"},
     `Created ${formatDate(record.created.timestamp)}${who(record.created.userRecordName)} · modified ${formatDate(record.modified.timestamp)}${who(record.modified.userRecordName)}`);
   function who(userRecordName) {
-    return userRecordName === context.me.userRecordName ? " by you" : "";
+    return userRecordName === context.me?.userRecordName ? " by you" : "";
   }
   replace(view,
-    h("nav", {class: "crumbs", "aria-label": "Breadcrumb"}, h("a", {href: "#/"}, "Zones"), " › ", h("a", {href: zoneLink}, zoneName), " › ", isNew ? "New record" : record.recordName),
+    h("nav", {class: "crumbs", "aria-label": "Breadcrumb"}, h("a", {href: "#/"}, context.me ? "Zones" : "Sign in"), " › ", h("a", {href: zoneLink}, access.isPublic ? "Public" : zoneName), " › ", isNew ? "New record" : record.recordName),
     h("h1", {}, isNew ? "New record" : record.recordName, record.share ? h("span", {class: "badge"}, "shared") : null),
-    readOnly ? h("p", {class: "access", id: "read-only-note"}, "Read only: this was shared with you to view. You cannot change it.") : null,
+    readOnly ? h("p", {class: "access", id: "read-only-note"}, !access.isPublic ? "Read only: this was shared with you to view. You cannot change it."
+      : context.me ? `Read only: the grants of ${record.recordType} do not let you change this record.` : "Read only: sign in to change records.") : null,
     !readOnly && scope === "SHARED" && access.rootRecordName && !isNew
       ? h("p", {class: "access"}, `Shared with you as part of ${access.rootRecordName}: you can view and edit it.`) : null,
     stamps,
     feedback,
     form);
 
-  if (isNew) return;
+  if (isNew || !context.me) return;   // live changes need a token (a WebSocket)
   // Live: a change made elsewhere shows at once, unless the person is
   // editing; then they are told, and saving shows the conflict.
   stopLive = followChanges("zoneChanges", {scope, zone}, (change) => {

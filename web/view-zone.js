@@ -1,13 +1,16 @@
 // A zone's records: one record type at a time, in pages (keyset cursors),
 // filtered with the predicate language (API.md §5) and sorted; kept
 // current by the zone's change feed. Also the zone's sharing and its
-// deletion (the owner) or leaving it (a participant).
+// deletion (the owner) or leaving it (a participant). The public
+// database's zone the same way, its type's grants deciding what may be
+// added (signed out: read only, no live feed).
 
 import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
 import {gql, describe, followChanges} from "./api.js";
 import {display} from "./fields.js";
 import {recordRoute, newRecordRoute, zoneRoute} from "./routes.js";
 import {accessTo, openSharingSheet} from "./sharing.js";
+import {publicAccessOf, describeAccess} from "./public.js";
 
 const PAGE = 25;
 
@@ -24,11 +27,14 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
   const feedback = h("div", {class: "feedback"});
   replace(view, h("p", {}, "Loading…"));
 
+  const isPublic = scope === "PUBLIC";
+  const signedIn = Boolean(context.me);
   let access, schema, present;
   try {
     [access, schema, present] = await Promise.all([
       accessTo(scope, zone),
-      gql("{ recordTypes { name fields { name type } } }").then((data) => data.recordTypes),
+      // Signed out there is no schema to read: types come from the feed.
+      signedIn ? gql("{ recordTypes { name fields { name type } publicAccess { read create write writeOwn } } }").then((data) => data.recordTypes) : [],
       gql(`query($scope: DatabaseScope!, $zone: ZoneID!) { zoneChanges(scope: $scope, zone: $zone, limit: 50) { changed { recordType } } }`, {scope, zone})
         .then((data) => [...new Set(data.zoneChanges.changed.map((record) => record.recordType))]),
     ]);
@@ -38,9 +44,11 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
     return;
   }
   if (!context.isCurrent()) return;
+  if (isPublic) document.title = "Public · Canopy";
   const types = [...new Set([...present, ...schema.map((type) => type.name)])];
   const recordType = params.get("type") || present[0] || types[0] || "";
   const fieldsOf = (type) => schema.find((candidate) => candidate.name === type)?.fields ?? [];
+  if (isPublic) access = {...access, canWrite: publicAccessOf(schema, recordType, context.me).create};
 
   // The query form: record type, filter, sort.
   const typeInput = h("input", {type: "text", name: "recordType", value: recordType, list: "record-types", required: true, autocomplete: "off"});
@@ -78,12 +86,13 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
   // The toolbar: sharing, a new record, deleting or leaving the zone.
   const owner = scope === "PRIVATE";
   const shareButton = h("button", {type: "button", id: "share-zone", disabled: zoneName === "_defaultZone",
-    hidden: !owner && !access.share},   // shared record by record: each root record's page has its sheet
+    hidden: isPublic || (!owner && !access.share)},   // shared record by record: each root record's page has its sheet
     owner ? (access.share ? "Sharing…" : "Share zone…") : "Sharing…");
   shareButton.addEventListener("click", () => openSharingSheet({scope, zone, rootRecordName: access.share?.rootRecordName ?? null, me: context.me, onChange: () => {}}));
   const newButton = h("a", {class: "button", id: "new-record", href: newRecordRoute(scope, ownerName, zoneName, recordType),
-    "aria-disabled": access.canWrite === false ? "true" : null, onclick: (event) => { if (access.canWrite === false) event.preventDefault(); }}, "New record");
-  const removeButton = h("button", {type: "button", class: "danger", id: owner ? "delete-zone" : "leave-zone", hidden: zoneName === "_defaultZone"},
+    "aria-disabled": access.canWrite === false ? "true" : null, onclick: (event) => { if (access.canWrite === false) event.preventDefault(); },
+    title: isPublic && access.canWrite === false ? (signedIn ? `The grants of ${recordType} do not let you create one` : "Sign in to add records") : null}, "New record");
+  const removeButton = h("button", {type: "button", class: "danger", id: owner ? "delete-zone" : "leave-zone", hidden: isPublic || zoneName === "_defaultZone"},
     owner ? "Delete zone…" : "Leave share…");
   removeButton.addEventListener("click", async () => {
     const question = owner ? `Delete the zone ${zoneName} and every record in it? This cannot be undone.` : `Leave ${zoneName}? You will need a new invitation to see it again.`;
@@ -97,7 +106,9 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
   });
 
   const sharer = access.ownerDisplayName ?? ownerName;
-  const accessNote = owner ? null : h("p", {class: "access", id: "access-note"},
+  const accessNote = owner ? null : isPublic
+    ? h("p", {class: "access", id: "access-note"}, recordType ? describeAccess(recordType, publicAccessOf(schema, recordType, context.me), context.me) : "The public database: records everyone may read.")
+    : h("p", {class: "access", id: "access-note"},
     access.canWrite === null ? `Records shared with you by ${sharer}, one hierarchy at a time: each shared record's page says what you may change.`
       : access.canWrite ? `Shared with you by ${sharer}: you can view and edit.`
         : `Shared with you by ${sharer}: read only. You can view these records but not change them.`);
@@ -105,8 +116,9 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
   const table = h("div", {class: "records"});
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
   replace(view,
-    h("nav", {class: "crumbs", "aria-label": "Breadcrumb"}, h("a", {href: "#/"}, "Zones"), " › ", zoneName),
-    h("h1", {}, access.share?.title ?? zoneName, owner || access.canWrite === null ? null : h("span", {class: "badge"}, access.canWrite ? "can edit" : "read only")),
+    h("nav", {class: "crumbs", "aria-label": "Breadcrumb"}, h("a", {href: "#/"}, signedIn ? "Zones" : "Sign in"), " › ", isPublic ? "Public" : zoneName),
+    h("h1", {}, isPublic ? "Public database" : access.share?.title ?? zoneName,
+      owner || isPublic || access.canWrite === null ? null : h("span", {class: "badge"}, access.canWrite ? "can edit" : "read only")),
     accessNote,
     h("div", {class: "toolbar"}, shareButton, newButton, removeButton),
     feedback,
@@ -173,6 +185,7 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
   }
 
   await load();
+  if (!signedIn) return;   // live changes come over a WebSocket, which needs a token
   const stop = followChanges("zoneChanges", {scope, zone}, () => {
     load();
     announce("Records updated");

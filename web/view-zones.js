@@ -4,6 +4,7 @@
 import {h, labelled, message, replace, announce} from "./dom.js";
 import {gql, describe, followChanges} from "./api.js";
 import {zoneRoute} from "./routes.js";
+import {publicRoute} from "./public.js";
 
 const ZONES = `query Zones {
   private: zones(scope: PRIVATE) { zoneName ownerName share { title publicPermission participants { status } } }
@@ -32,7 +33,10 @@ export async function renderZones(view, context) {
     h("h1", {}, "Zones"),
     feedback,
     h("section", {class: "panel"}, h("h2", {id: "private-heading"}, "Your zones"), privateList, create),
-    h("section", {class: "panel"}, h("h2", {id: "shared-heading"}, "Shared with you"), sharedList));
+    h("section", {class: "panel"}, h("h2", {id: "shared-heading"}, "Shared with you"), sharedList),
+    h("section", {class: "panel"}, h("h2", {id: "public-heading"}, "Public"),
+      h("p", {}, h("a", {href: publicRoute, id: "public-zone"}, "The public database"),
+        h("span", {class: "muted"}, " — records everyone may read; each type's grants say who may add and change them."))));
 
   async function load() {
     try {

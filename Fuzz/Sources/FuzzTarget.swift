@@ -18,7 +18,7 @@ extension FuzzTarget {
 enum FuzzTargets {
     static let all: [any FuzzTarget] = [
         PredicateTarget(), RecordTypesTarget(), JSONTarget(), GraphQLTarget(),
-        TokenTarget(), JWTTarget(), KeySetTarget(), AssetURLTarget(), OutboundURLTarget(),
+        TokenTarget(), JWTTarget(), KeySetTarget(), AssetURLTarget(), OutboundURLTarget(), AnonymousAccessTarget(),
     ]
 
     static func named(_ name: String) -> (any FuzzTarget)? {

@@ -12,25 +12,32 @@ struct GraphQLTarget: FuzzTarget {
     static let schema: RecordSchema = ["hours": .int64, "note": .string, "endDate": .timestamp, "done": .boolean, "tags": .list(.string)]
 
     func run(_ bytes: UnsafeRawBufferPointer) {
-        guard case .object(let body)? = try? JSONValue(parsing: bytes), case .string(let query)? = body["query"] else { return }
+        guard let (request, fields) = Self.parse(bytes) else { return }
+        for field in fields {
+            _ = try? Self.plan(field, request)
+        }
+    }
+
+    /// The body read, the document parsed and validated, its root fields
+    /// within the cost limit; nil wherever the gateway would refuse it.
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> (ParsedRequest, [SelectedField])? {
+        guard case .object(let body)? = try? JSONValue(parsing: bytes), case .string(let query)? = body["query"] else { return nil }
         var variables: [String: JSONValue] = [:]
         switch body["variables"] {
         case .object(let given)?: variables = given
         case nil, .null?: break
-        default: return
+        default: return nil
         }
         var operationName: String?
         switch body["operationName"] {
         case .string(let name)?: operationName = name
         case nil, .null?: break
-        default: return
+        default: return nil
         }
         guard let request = try? ParsedRequest(query: query, variables: variables, operationName: operationName),
-              let fields = try? request.rootFields() else { return }
-        guard (try? QueryCost.check(fields, in: request, maximum: 50_000)) != nil else { return }
-        for field in fields {
-            _ = try? Self.plan(field, request)
-        }
+              let fields = try? request.rootFields() else { return nil }
+        guard (try? QueryCost.check(fields, in: request, maximum: 50_000)) != nil else { return nil }
+        return (request, fields)
     }
 
     /// The plan OperationTable would make for the field.

@@ -14,7 +14,7 @@ import Glibc
 /// stranger learns nothing, the owner removes the invitee and stops
 /// sharing. Screenshots of every step are kept in
 /// `.build/test-artifacts/web-console/` (or `$CANOPY_TEST_ARTIFACTS`).
-@Suite("Web console in a real browser", .enabled(if: CanopyBinary.exists, "build the canopy executable first (swift build)"),
+@Suite("Web console in a real browser", .serialized, .enabled(if: CanopyBinary.exists, "build the canopy executable first (swift build)"),
        .enabled(if: BrowserTests.enabled, "CANOPY_SKIP_BROWSER_TESTS is set (make test runs them on their own)"))
 struct WebConsoleTests {
     static var artifacts: String {
@@ -60,5 +60,45 @@ struct WebConsoleTests {
         for secret in [owner, invitee, stranger] {
             #expect(!log.output.contains(secret) && !log.output.contains(String(secret.suffix(20))), "a token is in the server's log")
         }
+    }
+
+    /// The public database's section (issue 36): signed in, greyed where the
+    /// grants refuse, and signed out. Screenshots in
+    /// `.build/test-artifacts/web-public/`.
+    @Test("the Public section: alice creates a post where the grants allow, Notice's New record is greyed, bob reads alice's post only, and signed out the page shows what everyone may read")
+    func publicDatabase() async throws {
+        let endpoint = try await TestDatabase.shared.emptyDatabase()
+        let port = 23001 + Int(getpid() % 20000)
+        let server = try CanopyBinary.serve(databaseURL: endpoint.url, port: port, ["--web-dir", "\(TestDatabase.packageRoot)/web"])
+        defer { kill(server.pid, SIGKILL) }
+        let ready = try await CanopyBinary.waitUntilServing(port: port, attempts: 150)
+        try #require(ready, "canopy serve answered /health")
+        func token(_ name: String) throws -> String {
+            let added = try CanopyBinary.run(["users", "add", name, "--json", "--database-url", endpoint.url])
+            try #require(added.succeeded, "\(added.output)")
+            let object = try JSONSerialization.jsonObject(with: Data(added.output.utf8)) as? [String: Any]
+            return try #require(object?["token"] as? String)
+        }
+        let alice = try token("alice"), bob = try token("bob")
+        _ = try token("mod")
+        let schema = FileManager.default.temporaryDirectory.appendingPathComponent("public-\(UUID().uuidString).ckdb").path
+        try """
+            DEFINE SCHEMA
+                CREATE ROLE Moderator;
+                RECORD TYPE Notice (title STRING, GRANT READ TO "_world", GRANT CREATE, WRITE TO "Moderator");
+                RECORD TYPE Post (title STRING QUERYABLE SORTABLE);
+            """.write(toFile: schema, atomically: true, encoding: .utf8)
+        let applied = try CanopyBinary.run(["schema", "apply", schema, "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory])
+        try #require(applied.succeeded, "\(applied.output)")
+        let role = try CanopyBinary.run(["roles", "add", "Moderator", "mod", "--database-url", endpoint.url])
+        try #require(role.succeeded, "\(role.output)")
+        let artifacts = Self.artifacts.replacingOccurrences(of: "web-console", with: "web-public")
+        try? FileManager.default.removeItem(atPath: artifacts)
+        let story = try Subprocess.start("/usr/bin/env", [
+            "python3", "\(TestDatabase.packageRoot)/Tests/python/web_public.py", "http://127.0.0.1:\(port)", alice, bob, artifacts,
+        ]).wait()
+        #expect(story.succeeded, "\(story.output)")
+        let screenshots = try FileManager.default.contentsOfDirectory(atPath: artifacts).filter { $0.hasSuffix(".png") && $0.first?.isNumber == true }
+        #expect(screenshots.count == 7, "a screenshot of every step: \(screenshots.sorted())")
     }
 }

@@ -196,6 +196,7 @@ struct PublicDatabaseTests {
                 ("databaseChanges", "{ databaseChanges(scope: PUBLIC) { token } }"),
                 ("records", "{ records(scope: PUBLIC, zone: {zoneName: \"Catalog\"}, recordType: \"Post\") { records { recordName } } }"),
                 ("saveSubscription", "mutation { saveSubscription(subscriptionID: \"s\", kind: DATABASE, scope: PUBLIC) { subscriptionID } }"),
+                ("saveSubscription", "mutation { saveSubscription(subscriptionID: \"s\", kind: ZONE, scope: PUBLIC, zone: {zoneName: \"_defaultZone\"}) { subscriptionID } }"),
             ]
             for (field, query) in calls {
                 let answer = try await client.call(field, query, as: token)
@@ -265,6 +266,33 @@ struct PublicDatabaseTests {
             #expect(expired.code == "CHANGE_TOKEN_EXPIRED", "\(expired.body)")
             let again = try await follow(nil)
             #expect(again.changed.sorted() == ["post1", "post3", "post4", "post5"], "\(again)")
+        }
+    }
+
+    @Test("live: a signed-in subscriber of zoneChanged(scope: PUBLIC) is told of another user's public record it may read, and not of one it may not")
+    func liveFeed() async throws {
+        let world = try await Self.world()
+        let (creator, stranger) = (world.token("creator"), world.token("stranger")!)
+        try await world.harness.test(live: true) { client in
+            let close = try await client.subscriptionSocket(token: stranger) { inbox, send in
+                try await send("{\"type\":\"connection_init\"}")
+                #expect(try await inbox.next()?["type"] as? String == "connection_ack")
+                try await send(try subscribeMessage(id: "public", """
+                    subscription { zoneChanged(scope: PUBLIC, zone: {zoneName: "_defaultZone"}) { changed { recordName } token } }
+                    """))
+                // From null: an empty zone sends nothing until something the subscriber may read commits.
+                _ = try await modify(client, as: creator, save: [["recordName": "hidden", "recordType": "Secret", "fields": ["title": "mine"]]])
+                _ = try await modify(client, as: creator, save: [["recordName": "news", "recordType": "Post", "fields": ["title": "for all"]]])
+                var told: [String] = []
+                while !told.contains("news") {
+                    let message = try #require(try await inbox.next(within: .seconds(20)), "the stranger was not told of the public post")
+                    let page = ((message["payload"] as? [String: Any])?["data"] as? [String: Any])?["zoneChanged"] as? [String: Any]
+                    told += (page?["changed"] as? [[String: Any]] ?? []).compactMap { $0["recordName"] as? String }
+                }
+                #expect(!told.contains("hidden"), "the stranger was told of a record only its creator may read: \(told)")
+                try await send("{\"id\":\"public\",\"type\":\"complete\"}")
+            }
+            #expect(close == 1000)
         }
     }
 

@@ -228,6 +228,51 @@ struct PushTests {
         }
     }
 
+    @Test("a QUERY subscription in the public database fires for another user's record the grants let the subscriber read, never for one they may not read; DATABASE and ZONE there are BAD_DATABASE")
+    func publicQuerySubscription() async throws {
+        let harness = try await GatewayHarness.make()
+        let receiver = try await WebhookReceiver()
+        let schema = try schemaCommand(["apply"], file: """
+            DEFINE SCHEMA
+                RECORD TYPE Post (title STRING QUERYABLE);
+                RECORD TYPE Diary (title STRING, GRANT READ, WRITE TO "_creator", GRANT CREATE TO "_icloud");
+            """, on: harness.endpoint)
+        #expect(schema.succeeded, "\(schema.output)")
+        try await harness.test(configuration: Self.configuration()) { client in
+            let (alice, bob) = (harness.aliceToken, harness.bobToken)
+            _ = try await Self.registerWebhook(client, url: receiver.url("bob"), token: bob)
+            for (id, type, filter) in [("posts", "Post", "title BEGINSWITH 'News'"), ("diaries", "Diary", nil)] as [(String, String, String?)] {
+                let saved = try await client.call("saveSubscription", """
+                    mutation($f: String) { saveSubscription(subscriptionID: "\(id)", kind: QUERY, scope: PUBLIC, recordType: "\(type)", filter: $f) {
+                      subscriptionID scope zone { zoneName ownerName } } }
+                    """, ["f": filter ?? NSNull()], token: bob)
+                #expect(saved.object["scope"] as? String == "PUBLIC", "\(saved.body)")
+                #expect((saved.object["zone"] as? [String: Any])?["ownerName"] as? String == "__defaultOwner__", "\(saved.body)")
+            }
+            let publish: (String, String, String) async throws -> Void = { name, type, title in
+                let answer = try await client.call("modifyRecords", """
+                    mutation($s: [RecordInput!]) { modifyRecords(scope: PUBLIC, zone: {zoneName: "_defaultZone"}, save: $s) { errors { code message } } }
+                    """, ["s": [["recordName": name, "recordType": type, "fields": ["title": title]]]], token: alice)
+                #expect((answer.object["errors"] as? [Any])?.isEmpty == true, "\(answer.body)")
+            }
+            // alice's diary: only alice may read it, so bob's subscription on Diary never fires.
+            try await publish("d1", "Diary", "dear diary")
+            try await publish("p0", "Post", "Old news")
+            #expect(await Self.drained(harness))
+            #expect(await receiver.log.count() == 0, "bob was told of a record he may not read, or of one the filter excludes")
+            try await publish("p1", "Post", "News of the day")
+            #expect(await eventually { await receiver.log.count() == 1 }, "a matching public record did not fire bob's subscription")
+            let body = await receiver.log.received.first?.body ?? ""
+            #expect(body.contains("posts") && !body.contains("diaries"), "\(body)")
+            for kind in ["DATABASE", "ZONE"] {
+                let refused = try await client.call("saveSubscription", """
+                    mutation { saveSubscription(subscriptionID: "x", kind: \(kind), scope: PUBLIC\(kind == "ZONE" ? ", zone: {zoneName: \"_defaultZone\"}" : "")) { subscriptionID } }
+                    """, token: bob)
+                #expect(refused.code == "BAD_DATABASE", "\(kind): \(refused.body)")
+            }
+        }
+    }
+
     @Test("a participant removed from a share is told once (they must fetch to learn it) and never again")
     func removedParticipantStops() async throws {
         let harness = try await GatewayHarness.make()

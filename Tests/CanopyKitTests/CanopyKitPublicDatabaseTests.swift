@@ -9,7 +9,7 @@ import Testing
 /// needs a caller or another zone is refused as CloudKit refuses it.
 @Suite("CanopyKit: the public database", .enabled(if: CanopyBinary.exists && ClientTests.enabled, "build the canopy executable first (swift build)"))
 struct CanopyKitPublicDatabaseTests {
-    @Test("save signed in; fetch, query and follow changes without a token; writes by others or by nobody refused; no zones of its own")
+    @Test("save signed in; fetch, query and follow changes without a token; writes by others or by nobody refused; a query subscription; no zones of its own")
     func publicDatabase() async throws {
         let server = try await LiveServer.start()
         let alice = try server.user("alice")
@@ -45,6 +45,13 @@ struct CanopyKitPublicDatabaseTests {
         await #expect { try await bob.container.publicCloudDatabase.save(fetched) } throws: { ($0 as? CanopyError)?.code == .permissionFailure }
         try await database.deleteRecord(withID: Record.ID(recordName: "recipe-1"))
         await #expect { try await anyone.publicCloudDatabase.record(for: Record.ID(recordName: "recipe-1")) } throws: { ($0 as? CanopyError)?.code == .unknownItem }
+
+        // A query subscription on the public database (DATABASE ones are refused there, as in CloudKit).
+        let watching = try await bob.container.publicCloudDatabase.save(
+            Subscription.query(recordType: "Recipe", predicate: Predicate(format: "minutes < %@", 15), subscriptionID: "quick-recipes", options: [.firesOnRecordCreation]))
+        #expect(watching.subscriptionID == "quick-recipes")
+        #expect(try await bob.container.publicCloudDatabase.allSubscriptions().map(\.subscriptionID) == ["quick-recipes"])
+        await #expect { try await bob.container.publicCloudDatabase.save(Subscription.database(subscriptionID: "all")) } throws: { ($0 as? CanopyError)?.code == .badDatabase }
 
         await #expect { try await database.save(RecordZone(zoneName: "Kitchen")) } throws: { ($0 as? CanopyError)?.code == .badDatabase }
         await #expect { _ = try await database.allRecordZones() } throws: { ($0 as? CanopyError)?.code == .badDatabase }

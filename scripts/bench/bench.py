@@ -133,6 +133,7 @@ def everything(options, scales):
         under_64 = sections.wide_load(cluster, gateway, floors[work[1][0]], work[1], options)
         membership_rows = sections.memberships(cluster, statements, guest_shares, options)
         cost_rows = sections.batch_costs(cluster, setup.owner_id)
+        public64 = sections.public_at_64(cluster, work, options)
         latency = sections.subscription_latency(token, options)
         push = sections.push_latencies(token, options)
 
@@ -140,7 +141,7 @@ def everything(options, scales):
 
     text = report.benchmarks_md(options, scales, cluster.psql("SHOW server_version"), setup.people, guest_shares,
                                 rows, floor_rows, membership_rows, cost_rows, replica_rows, saved, under_64,
-                                latency, push, Gateway.hung)
+                                latency, push, Gateway.hung, public64)
     Path(options.output).write_text(text)
     say(f"wrote {options.output}")
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])

@@ -61,6 +61,9 @@ def pgbench_script(sql, parameters, random_parameter=None):
         value = parameters.get(number)
         if value is None:
             return "NULL"
+        if value == "":
+            # pgbench refuses an empty -D (nobody's identity, issue 36's W7 and W8).
+            return "''"
         defines.append(f"p{number}={value}")
         return f":p{number}"
 
@@ -104,8 +107,10 @@ def run_wrk(lua, clients, seconds, environment, url=URL):
 def wrk_script(token, query, variables=None, token_file=False):
     if not token_file:
         body = json.dumps({"query": query, "variables": variables or {}})
-        return (f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
-                f'wrk.headers["Content-Type"] = "application/json"\nwrk.headers["Authorization"] = "Bearer {token}"\n')
+        script = (f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
+                  f'wrk.headers["Content-Type"] = "application/json"\n')
+        # token None: without Authorization (the public database, issue 36).
+        return script + (f'wrk.headers["Authorization"] = "Bearer {token}"\n' if token else "")
     prefix, suffix = json.dumps({"query": query, "variables": {"since": "TOKEN"}}).split("TOKEN")
     return f"""
 local tokens = {{}}

@@ -19,13 +19,17 @@ def add_user(name, email=None):
     return json.loads(run(arguments))
 
 
-def seed(cluster, user, zone, records):
+def seed(cluster, user, zone, records, public=False):
     """A zone of `records` Fasting-like records owned by `user`, loaded with
-    COPY, triggers off (their columns filled as the triggers would).
-    Returns the zone's first and last change positions."""
+    COPY, triggers off (their columns filled as the triggers would); with
+    `public`, the same records in the public database's zone, created by
+    `user` (W7, W8). Returns the zone's first and last change positions."""
     user_id = cluster.psql(f"SELECT id FROM canopy.users WHERE record_name = '{user['userRecordName']}'")
-    cluster.psql(f"INSERT INTO canopy.zones (owner_id, name) VALUES ({user_id}, '{zone}')")
-    zone_id = cluster.psql(f"SELECT id FROM canopy.zones WHERE owner_id = {user_id} AND name = '{zone}'")
+    if public:
+        zone_id = cluster.psql("SELECT id FROM canopy.zones WHERE owner_id IS NULL")
+    else:
+        cluster.psql(f"INSERT INTO canopy.zones (owner_id, name) VALUES ({user_id}, '{zone}')")
+        zone_id = cluster.psql(f"SELECT id FROM canopy.zones WHERE owner_id = {user_id} AND name = '{zone}'")
     started = time.monotonic()
     first = int(cluster.psql("SELECT nextval('canopy.change_seq')")) + 1
     cluster.psql(f"SELECT setval('canopy.change_seq', {first + records})")
@@ -97,6 +101,10 @@ def load(cluster, options, scales):
     say(f"  {people['zones']:,} zones (largest {people['largest_zone']:,} records), {people['zone_shares']} zone-wide and "
         f"{people['record_shares']} record-hierarchy shares, {people['participants']:,} participants, in {people['seconds']:.1f} s")
     first_position, last_position = seed(cluster, owner, "Bench", options.records)
+    # The public database (issue 36): the same records again, in its zone,
+    # for W7 and W8; Fast has no grants, so CloudKit's defaults (READ to
+    # _world) let a request without a token read them.
+    seed(cluster, owner, "_defaultZone", options.records, public=True)
     scale_zones = {}
     for scale in scales:
         scale_zones[scale] = "Bench" if scale == options.records else f"S{scale}"

@@ -23,7 +23,7 @@ def floor_table(floor_rows):
 
 
 def benchmarks_md(options, scales, server_version, people, guest_shares, rows, floor_rows, membership_rows,
-                  cost_rows, replica_rows, saved, under_64, latency, push, hung):
+                  cost_rows, replica_rows, saved, under_64, latency, push, hung, public64):
     """BENCHMARKS.md's text. `options` as bench.py parses them; `under_64` as
     sections.wide_load returns it; `hung`: the gateway did not stop on SIGTERM."""
     wide, memory, tails = under_64["wide"], under_64["memory"], under_64["tails"]
@@ -58,6 +58,35 @@ def benchmarks_md(options, scales, server_version, people, guest_shares, rows, f
     ]
     for name, unit, g, c, g50, c50, g99, c99 in rows:
         lines.append(f"| {name} | {unit} | {g:,.0f} | {c:,.0f} | {g / c:.2f} | {g50:.2f} | {c50:.2f} | {g99:.2f} | {c99:.2f} |")
+
+    w1_row = rows[0]
+    w2_row = rows[1]
+    w7_row = next(row for row in rows if row[0].startswith("W7"))
+    w8_row = next(row for row in rows if row[0].startswith("W8"))
+    w1_64 = next(row for row in public64 if row[0].startswith("W1"))
+    w7_64 = next(row for row in public64 if row[0].startswith("W7"))
+    lines += [
+        "", "## The public database (issue 36)", "",
+        "W7 asks for one public record and W8 for the W2 first page over the public database's zone (the same "
+        f"{options.records:,} records, record type `Fast` without grants, so CloudKit's defaults: READ to `_world`), "
+        "both without `Authorization`: row-level security decides by the type's grants, resolved once per statement "
+        "(`sql/functions/public_grants.sql`). Below, W1 and W7 at 64 clients, through the gateway and through pgbench "
+        "(the gateway's own statements, as `canopy_gateway`), runs interleaved; medians.", "",
+        "| workload, 64 clients | gateway req/s | pgbench tps | p50 gateway | p50 pgbench |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, g, c, g50, c50 in public64:
+        lines.append(f"| {name} | {g:,.0f} | {c:,.0f} | {g50:.2f} | {c50:.2f} |")
+    lines += [
+        "", "| goal (issue 36) | measured | |", "|---|---|---|",
+        f"| W7 ≥ 0.8× the gateway's W1 (64 clients) | {w7_64[1] / w1_64[1]:.2f}× | {'met' if w7_64[1] >= 0.8 * w1_64[1] else '**not met**'} |",
+        f"| W8 p50 within 1.3× of W2's p50 ({options.records:,} records) | {w8_row[4] / w2_row[4]:.2f}× | "
+        f"{'met' if w8_row[4] <= 1.3 * w2_row[4] else '**not met**'} |",
+        f"| policy cost: a public lookup through grants ≤ 1.2× a private one (pgbench tps, W1 / W7, {options.clients} clients) | "
+        f"{w1_row[3] / w7_row[3]:.2f}× | {'met' if w1_row[3] <= 1.2 * w7_row[3] else '**not met**'} |",
+        f"| policy cost: a public page through grants ≤ 1.2× a private one (pgbench tps, W2 / W8) | "
+        f"{w2_row[3] / w8_row[3]:.2f}× | {'met' if w2_row[3] <= 1.2 * w8_row[3] else '**not met**'} |",
+    ]
 
     lines += [
         "", FLOOR_HEADING, "",

@@ -230,3 +230,24 @@ def replica_comparison(cluster, lua, options):
         rows.append(row)
         say(f"  {label}: {row[1]:,.0f} requests/s, p50 {row[2]:.2f} ms; primary {row[4]:,.0f} tps, replica {row[5]:,.0f} tps")
     return rows
+
+
+def public_at_64(cluster, workloads, options):
+    """W1 and W7 (a lookup signed in, and of a public record without a
+    token) at 64 clients, each through the gateway and through pgbench,
+    runs interleaved (issue 36: anonymous must not cost more than signed
+    in). Returns (name, gateway req/s, pgbench tps, p50 gateway, p50
+    pgbench), medians of the runs."""
+    chosen = [w for w in workloads if w[0].startswith("W1") or w[0].startswith("W7")]
+    runs = {w[0]: ([], []) for w in chosen}
+    say(f"W1 and W7 at 64 clients: {options.runs} runs of {options.seconds} s each side")
+    for _ in range(options.runs):
+        for name, unit, scale, lua, template, (script, defines), header in chosen:
+            runs[name][0].append(run_wrk(lua, 64, options.seconds, template))
+            runs[name][1].append(run_pgbench(cluster, script, defines, 64, options.seconds, header))
+    rows = []
+    for name, (gateway_runs, ceiling_runs) in runs.items():
+        median = lambda values, i: statistics.median(v[i] for v in values)
+        rows.append((name, median(gateway_runs, 0), median(ceiling_runs, 0), median(gateway_runs, 1), median(ceiling_runs, 1)))
+        say(f"  {name}: gateway {rows[-1][1]:,.0f} req/s, pgbench {rows[-1][2]:,.0f} tps")
+    return rows

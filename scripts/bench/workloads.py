@@ -15,13 +15,16 @@ def records_query(zone="Bench", scope="PRIVATE", owner=None):
             'limit: 100, cursor: $c) { records { recordName fields } cursor } }')
 
 
-def lookup_query(scope="PRIVATE", owner=None):
+def lookup_query(scope="PRIVATE", owner=None, zone="Bench"):
     owner_name = f', ownerName: "{owner}"' if owner else ""
-    return ('{ lookup(scope: ' + scope + ', zone: {zoneName: "Bench"' + owner_name + '}, recordNames: ["r4242"]) '
+    return ('{ lookup(scope: ' + scope + ', zone: {zoneName: "' + zone + '"' + owner_name + '}, recordNames: ["r4242"]) '
             '{ recordName record { recordName fields recordChangeTag } } }')
 
 
 LOOKUP = lookup_query()
+# The public database (issue 36), asked without a token.
+PUBLIC_LOOKUP = lookup_query(scope="PUBLIC", zone="_defaultZone")
+PUBLIC_RECORDS = records_query(zone="_defaultZone", scope="PUBLIC")
 RECORDS_ARGS = {"a": [{"type": "TIMESTAMP", "value": 1700000000000 + 5000 * 60000},
                       {"type": "TIMESTAMP", "value": 1700000000000 + 900000000 * 60000}]}
 CHANGES = ('query($since: String) { zoneChanges(scope: PRIVATE, zone: {zoneName: "Bench"}, since: $since, limit: 400) '
@@ -103,6 +106,8 @@ def all_requests(owner, guest, deep_args, since, scale_zones):
         ("shared lookup", guest["token"], lookup_query(scope="SHARED", owner=owner["userRecordName"]), {}, ["unnest("]),
         ("changes", token, CHANGES, {"since": since}, ["floor AS"]),
         ("modify", token, MODIFY, {"s": batch("W3PREFIX")}, ["canopy.modify_records(", "r.id = ANY("]),
+        ("public lookup", None, PUBLIC_LOOKUP, {}, ["unnest("]),
+        ("public records", None, PUBLIC_RECORDS, RECORDS_ARGS, ["canopy_ord"]),
     ] + [(f"scale{scale}", token, records_query(zone), RECORDS_ARGS, ["canopy_ord"]) for scale, zone in scale_zones.items()]
 
 
@@ -147,6 +152,10 @@ def all_workloads(setup, statements, records, deep_args, token_file):
     for scale, zone in setup.scale_zones.items():
         workloads.append((f"W6 the W2 first page, zone of {scale:,} records", "requests/s", 1,
                           wrk_script(token, records_query(zone), RECORDS_ARGS), {}) + ceiling(statements, f"scale{scale}"))
+    workloads.append(("W7 lookup of one public record, without a token", "requests/s", 1,
+                      wrk_script(None, PUBLIC_LOOKUP), {}) + ceiling(statements, "public lookup"))
+    workloads.append((f"W8 the W2 first page in the public database, {records:,} public records, without a token",
+                      "requests/s", 1, wrk_script(None, PUBLIC_RECORDS, RECORDS_ARGS), {}) + ceiling(statements, "public records"))
     return workloads
 
 

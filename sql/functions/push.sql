@@ -96,9 +96,11 @@ CREATE OR REPLACE FUNCTION canopy.push_covered(p_zone_id bigint) RETURNS boolean
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT EXISTS (SELECT 1 FROM canopy.push_subscriptions LIMIT 1)
-       AND EXISTS (SELECT 1 FROM canopy.memberships m
-                    WHERE m.zone_id = p_zone_id
-                      AND EXISTS (SELECT 1 FROM canopy.push_subscriptions s WHERE s.user_id = m.user_id))
+       AND (EXISTS (SELECT 1 FROM canopy.memberships m
+                     WHERE m.zone_id = p_zone_id
+                       AND EXISTS (SELECT 1 FROM canopy.push_subscriptions s WHERE s.user_id = m.user_id))
+            -- The public zone (migrations/0025, 0026): its QUERY subscriptions.
+            OR EXISTS (SELECT 1 FROM canopy.push_subscriptions s WHERE s.scope = 'PUBLIC' AND s.zone_id = p_zone_id))
 $$;
 
 -- The deliverer's claim on committed changes: up to p_limit outbox rows
@@ -124,9 +126,10 @@ AS $$
 $$;
 
 -- The subscriptions a change to the zone may fire, with their users: of
--- the zone's members (PRIVATE for its owner, SHARED for participants) and
--- of users who stopped seeing it in this change (their departure is at a
--- position above p_after: they are told once, and fetch to learn it).
+-- the zone's members (PRIVATE for its owner, SHARED for participants), of
+-- users who stopped seeing it in this change (their departure is at a
+-- position above p_after: they are told once, and fetch to learn it), and
+-- in the public zone of every user with a PUBLIC subscription on it.
 -- Whether each fired is decided afterwards as its user, under row-level
 -- security (PushFanOut): this only narrows the candidates.
 CREATE OR REPLACE FUNCTION canopy.push_candidates(p_zone_id bigint, p_after bigint)
@@ -140,6 +143,11 @@ AS $$
         UNION
         SELECT d.user_id, d.scope FROM canopy.zone_departures d
          WHERE d.zone_id = p_zone_id AND d.change_seq > p_after
+        UNION
+        -- The public zone: every user with a QUERY subscription on it
+        -- (whether it fires is then decided as them, by the grants).
+        SELECT s.user_id, 'PUBLIC' FROM canopy.push_subscriptions s
+         WHERE s.scope = 'PUBLIC' AND s.zone_id = p_zone_id
     )
     SELECT s.user_id, s.subscription_id, s.kind, s.scope, s.zone_id, s.record_type, s.filter, s.args::text, s.fires_on
       FROM reach JOIN canopy.push_subscriptions s ON s.user_id = reach.user_id AND s.scope = reach.scope

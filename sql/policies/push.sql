@@ -23,8 +23,12 @@ DROP POLICY IF EXISTS push_subscriptions_own ON canopy.push_subscriptions;
 CREATE POLICY push_subscriptions_own ON canopy.push_subscriptions TO canopy_gateway
     USING (user_id = (SELECT canopy.current_user_id()))
     WITH CHECK (user_id = (SELECT canopy.current_user_id())
-                AND (zone_id IS NULL OR EXISTS (SELECT 1 FROM canopy.memberships m
-                                                 WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = push_subscriptions.zone_id)));
+                AND (zone_id IS NULL
+                     -- The public zone (migrations/0025, 0026): anyone signed in may subscribe;
+                     -- what fires is decided by the grants, as the subscriber.
+                     OR (scope = 'PUBLIC' AND zone_id = (SELECT canopy.public_zone_id()))
+                     OR EXISTS (SELECT 1 FROM canopy.memberships m
+                                 WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = push_subscriptions.zone_id)));
 
 -- Devices: your own to list and remove (registering is
 -- canopy.register_push_device); a webhook's secret is never readable.

@@ -1,5 +1,4 @@
 import CanopyPlanner
-import GraphQL
 import HTTPTypes
 import Hummingbird
 import NIOCore
@@ -10,8 +9,6 @@ import NIOCore
 /// of its own. Row-level security decides what it reads, as nobody
 /// (`canopy.current_user_id()` NULL): the grants to `_world`.
 struct AnonymousAccess: Sendable {
-    /// The root fields open without a token, with `scope: PUBLIC`.
-    static let openFields: Set<String> = ["lookup", "records", "zoneChanges"]
     static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
 
     let limits: AbuseLimits
@@ -22,11 +19,9 @@ struct AnonymousAccess: Sendable {
         requests = TokenBuckets(rate: limits.anonymousRequestsPerSecond, burst: limits.anonymousBurst)
     }
 
-    /// Whether `field` may run without a token.
+    /// Whether `field` may run without a token (``AnonymousFields``).
     static func allows(_ field: SelectedField, in request: ParsedRequest) -> Bool {
-        if field.name == "__typename" { return true }
-        guard request.operation.operation == .query, openFields.contains(field.name) else { return false }
-        return (try? request.arguments(of: field).string("scope")) == DatabaseScope.public.rawValue
+        AnonymousFields.allows(field, in: request)
     }
 
     /// The refusal of a field that needs a caller.

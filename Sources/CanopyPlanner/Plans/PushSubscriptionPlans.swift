@@ -53,16 +53,14 @@ public struct SaveSubscriptionPlan: Sendable {
         guard let scope = DatabaseScope(rawValue: scopeText) else {
             throw arguments.invalid("scope", "scope must be PRIVATE, SHARED or PUBLIC, not \(scopeText)")
         }
-        if scope == .public {
-            // CloudKit refuses database and zone subscriptions in its public
-            // database; query subscriptions there are not served yet (docs/STATUS.md).
-            throw QueryError(.badDatabase, kind == "QUERY"
-                ? "query subscriptions in the public database are not served yet; follow zoneChanges(scope: PUBLIC) instead"
-                : DatabaseScope.notInPublic("\(kind) subscriptions are refused there, as in CloudKit; use a QUERY subscription"),
-                locations: arguments.location("scope"))
+        if scope == .public && kind != "QUERY" {
+            // CloudKit refuses database and zone subscriptions in its public database.
+            throw QueryError(.badDatabase, DatabaseScope.notInPublic("\(kind) subscriptions are refused there, as in CloudKit; use a QUERY subscription"),
+                             locations: arguments.location("scope"))
         }
         let zonePresent = (try arguments.value("zone")).map { !$0.isNull } ?? false
-        let zone = zonePresent ? try ZoneReference(scope: scope, in: arguments) : nil
+        // The public database's query subscriptions are on its one zone, named or not.
+        let zone = zonePresent ? try ZoneReference(scope: scope, in: arguments) : scope == .public ? ZoneReference.publicZone : nil
         switch kind {
         case "DATABASE" where zone != nil:
             throw arguments.invalid("zone", "a DATABASE subscription covers every zone of its scope: leave zone out, or use kind ZONE")
@@ -201,8 +199,13 @@ extension Projection {
             case "firesOn": return "to_json(s.fires_on)"
             case "__typename": return "'PushSubscription'"
             case "zone":
-                let zone = try Projection.zone(field.children, id: "pz.id", name: "pz.name", ownerName: "pu.record_name", request: request, &builder)
-                return "(SELECT \(zone) FROM canopy.zones pz JOIN canopy.users pu ON pu.id = pz.owner_id WHERE pz.id = s.zone_id)"
+                let zone = try Projection.zone(field.children, id: "pz.id", name: "pz.name",
+                                               ownerName: "coalesce(pu.record_name, \(builder.bind(DatabaseScope.publicOwnerName)))", request: request, &builder)
+                // The public zone has no owner: CloudKit's __defaultOwner__ (ZoneReference).
+                return """
+                    (SELECT \(zone) FROM canopy.zones pz LEFT JOIN canopy.users pu ON pu.id = pz.owner_id \
+                    WHERE pz.id = s.zone_id AND (pu.id IS NOT NULL OR pz.owner_id IS NULL))
+                    """
             default: throw QueryError(.badRequest, "PushSubscription has no field \(field.name)")
             }
         }

@@ -16,6 +16,25 @@ public struct RecordTypesPlan: Sendable {
             switch child.name {
             case "name": return "\(t).record_type"
             case "__typename": return "'RecordType'"
+            case "publicAccess":
+                // The policies' rule (sql/policies/records.sql), for the
+                // type rather than a record: CloudKit's defaults without grants.
+                let type: SQL = "\(t).record_type"
+                let granted: SQL = "\(type) = ANY ((SELECT canopy.granted_record_types())::text[])"
+                let holds: (GrantDeclaration.Privilege, Bool) -> SQL = { privilege, creator in
+                    "\(type) = ANY ((SELECT canopy.public_record_types(\(SQL.literal(privilege.rawValue)), \(SQL(unescaped: creator ? "true" : "false"))))::text[])"
+                }
+                let signedIn: SQL = "canopy.current_user_id() IS NOT NULL"
+                return try Projection.object(child.children, &builder) { grandchild, _ in
+                    switch grandchild.name {
+                    case "read": return "(CASE WHEN \(granted) THEN \(holds(.read, false)) ELSE true END)"
+                    case "create": return "(\(signedIn) AND CASE WHEN \(granted) THEN \(holds(.create, false)) OR \(holds(.create, true)) ELSE true END)"
+                    case "write": return "(\(signedIn) AND \(granted) AND \(holds(.write, false)))"
+                    case "writeOwn": return "(\(signedIn) AND CASE WHEN \(granted) THEN \(holds(.write, false)) OR \(holds(.write, true)) ELSE true END)"
+                    case "__typename": return "'PublicAccess'"
+                    default: throw QueryError.noField(grandchild, of: "PublicAccess")
+                    }
+                }
             case "fields":
                 let recordField = try Projection.object(child.children, &builder) { grandchild, _ in
                     switch grandchild.name {

@@ -52,6 +52,16 @@ public struct ZoneReference: Sendable, Equatable {
         self.visibleToCaller = false
     }
 
+    /// The public database's one zone.
+    static let publicZone = ZoneReference(scope: .public, zoneName: "_defaultZone", ownerName: nil, visibleToCaller: false)
+
+    private init(scope: DatabaseScope, zoneName: String, ownerName: String?, visibleToCaller: Bool) {
+        self.scope = scope
+        self.zoneName = zoneName
+        self.ownerName = ownerName
+        self.visibleToCaller = visibleToCaller
+    }
+
     /// `zone AS (...)`, for a WITH clause.
     func cte(_ builder: inout SQLBuilder) -> SQL {
         if scope == .public {
