@@ -117,6 +117,32 @@ struct AssetDownloadTests {
         }
     }
 
+    @Test("an asset on a public record (issue 36): attached by its creator, and its URL handed to a request without a token, which it serves")
+    func publicRecordAsset() async throws {
+        let (harness, configuration, directory) = try await GatewayHarness.withAssets()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await harness.test(configuration: configuration) { client in
+            let uploaded = try await client.execute(uri: "/assets", method: .post,
+                                                    headers: [.authorization: "Bearer \(harness.aliceToken)", .contentType: "text/plain; charset=utf-8"],
+                                                    body: ByteBuffer(string: Self.text))
+            let token = try responseJSON(uploaded.body)["uploadToken"] as? String ?? ""
+            let saved = try await client.call("modifyRecords", """
+                mutation($s: [RecordInput!]) { modifyRecords(scope: PUBLIC, zone: {zoneName: "_defaultZone"}, save: $s) { errors { code message } } }
+                """, ["s": [["recordName": "flyer", "recordType": "Poster", "fields": ["file": ["type": "ASSET", "uploadToken": token]]]]], token: harness.aliceToken)
+            #expect((saved.object["errors"] as? [Any])?.isEmpty == true, "\(saved.body)")
+            var headers: HTTPFields = [.contentType: "application/json"]
+            headers[.accept] = "application/json"
+            let anonymous = try await client.execute(uri: "/graphql", method: .post, headers: headers, body: ByteBuffer(string: """
+                {"query": "{ lookup(scope: PUBLIC, zone: {zoneName: \\"_defaultZone\\"}, recordNames: [\\"flyer\\"]) { record { fields } } }"}
+                """))
+            let body = try responseJSON(anonymous.body)
+            let record = (((body["data"] as? [String: Any])?["lookup"] as? [[String: Any]])?.first?["record"] as? [String: Any])
+            let url = try #require(((record?["fields"] as? [String: Any])?["file"] as? [String: Any])?["downloadURL"] as? String, "\(body)")
+            let fetched = try await get(client, path(url))
+            #expect(fetched.status == .ok && fetched.body == Self.text)
+        }
+    }
+
     @Test("a URL with its signature, expiry, type or digest changed, or none, is refused; an expired one too")
     func refused() async throws {
         let (harness, configuration, directory) = try await GatewayHarness.withAssets()
