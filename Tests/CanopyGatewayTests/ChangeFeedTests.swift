@@ -102,6 +102,10 @@ struct ChangeFeedTests {
             #expect(fresh?.changed == [] && fresh?.deleted == [])
             let (restart, _) = try await client.zoneChanges("Fasting", since: nil, token: alice)
             #expect(restart?.changed == ["b"])
+            // The zone's newest event was the purged deletion: the restart's
+            // token must still hold, or a client would refetch forever.
+            let (continued, continuedAnswer) = try await client.zoneChanges("Fasting", since: restart?.token, token: alice)
+            #expect(continuedAnswer.code == nil && continued?.changed == [] && continued?.deleted == [], "\(continuedAnswer.body)")
 
             // A zone deleted and created again under the same name is a new feed.
             _ = try await client.call("deleteZone", "mutation { deleteZone(scope: PRIVATE, zone: {zoneName: \"Fasting\"}) }", token: alice)

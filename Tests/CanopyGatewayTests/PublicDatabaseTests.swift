@@ -315,6 +315,14 @@ struct PublicDatabaseTests {
             #expect(other.status == .ok, "another address was refused: \(other.body)")
             let signedIn = try await client.call("lookup", query, as: world.token("stranger"), headers: [forwarded: "198.51.100.7, 127.0.0.1"])
             #expect(signedIn.status == .ok, "a signed-in caller has the user's limit, not the address's: \(signedIn.body)")
+            // IPv6 counts by /64: other addresses of one network share its bucket, another network has its own.
+            var sixes: [HTTPResponse.Status] = []
+            for index in 1...10 {
+                sixes.append(try await client.call("lookup", query, as: nil, headers: [forwarded: "2001:db8:0:7::\(index)"]).status)
+            }
+            #expect(sixes.contains(.tooManyRequests), "every address of one /64 had a bucket of its own: \(sixes)")
+            let otherNetwork = try await client.call("lookup", query, as: nil, headers: [forwarded: "2001:db8:0:8::1"])
+            #expect(otherNetwork.status == .ok, "another /64 was refused: \(otherNetwork.body)")
         }
         // Without --trust-proxy-header the header is the client's say: ignored.
         configuration.limits.trustsProxyHeader = false

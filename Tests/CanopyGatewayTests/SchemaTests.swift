@@ -39,6 +39,23 @@ struct SchemaTests {
             );
         """
 
+    @Test("a grant stored before CREATE ROLE was read (a role never declared) is exported with its CREATE ROLE, so export | apply round-trips")
+    func legacyGrantRoundTrips() async throws {
+        let harness = try await GatewayHarness.make()
+        try await TestDatabase.withConnection(harness.endpoint) { connection in
+            _ = try await connection.texts("""
+                INSERT INTO canopy.record_type_grants (record_type, privilege, role_name, position)
+                VALUES ('Note', 'WRITE', 'Editors', 0) RETURNING role_name
+                """)
+        }
+        let exported = try schemaCommand(["export"], on: harness.endpoint)
+        #expect(exported.succeeded && exported.output.contains("CREATE ROLE Editors;") && exported.output.contains("GRANT WRITE TO \"Editors\""), "\(exported.output)")
+        let applied = try schemaCommand(["apply"], file: exported.output, on: harness.endpoint)
+        #expect(applied.succeeded && applied.output.contains("create role Editors"), "\(applied.output)")
+        let again = try schemaCommand(["apply"], file: exported.output, on: harness.endpoint)
+        #expect(again.succeeded && again.output.contains("no changes"), "\(again.output)")
+    }
+
     @Test("apply records types and builds indexes; export prints them, inferred types included; export | apply changes nothing")
     func roundTrip() async throws {
         let harness = try await GatewayHarness.make()

@@ -167,6 +167,11 @@ AS $$
         (SELECT max(t.change_seq) FROM canopy.tombstones t WHERE t.zone_id = z.id),
         (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = z.id AND d.user_id = canopy.current_user_id()),
         z.access_changed_seq,   -- the public zone's last change of grants (0 elsewhere)
+        -- Never below what the purge removed: a zone whose newest event was a
+        -- purged deletion would otherwise start every sync from null below
+        -- tombstones_purged_through, and its next page would always be
+        -- CHANGE_TOKEN_EXPIRED (found in issue 36's review).
+        z.tombstones_purged_through,
         0)
       FROM canopy.zones z
      WHERE z.id = p_zone_id

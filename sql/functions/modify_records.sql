@@ -41,6 +41,7 @@ DECLARE
     errors jsonb := '[]';
     failure jsonb;
     written_together boolean := false;
+    was_there boolean := false;
 BEGIN
     IF jsonb_array_length(p_saves) > 1
        AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_saves) s
@@ -75,6 +76,7 @@ BEGIN
         BEGIN
             SELECT id, record_type, change_tag, fields INTO existing
               FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name FOR UPDATE;
+            was_there := existing.id IS NOT NULL;
             IF save->>'parent' IS NOT NULL AND save->>'parent' <> name AND NOT EXISTS (
                 SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = save->>'parent'
             ) THEN
@@ -120,9 +122,10 @@ BEGIN
                 END IF;
             END IF;
         EXCEPTION
-            WHEN insufficient_privilege THEN   -- row-level security refused the new row
+            WHEN insufficient_privilege THEN   -- row-level security refused the row
                 failure := jsonb_build_object('code', 'PERMISSION_FAILURE',
-                    'message', format('you may not create record %s (a %s) here', name, save->>'recordType'));
+                    'message', CASE WHEN was_there THEN format('you may not change record %s', name)
+                                    ELSE format('you may not create record %s (a %s) here', name, save->>'recordType') END);
             WHEN unique_violation THEN         -- it exists, and the caller may not even read it
                 failure := jsonb_build_object('code', 'PERMISSION_FAILURE',
                     'message', format('you may not change record %s', name));
@@ -136,6 +139,7 @@ BEGIN
         END IF;
         saved_id := NULL;
         existing := NULL;
+        was_there := false;
     END LOOP;
 
     FOREACH name IN ARRAY coalesce(p_deletes, '{}') LOOP

@@ -109,4 +109,7 @@ CREATE POLICY records_delete ON canopy.records FOR DELETE TO canopy_gateway
 REVOKE ALL ON TABLE canopy.records FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.records TO canopy_gateway;
 GRANT INSERT (zone_id, record_name, record_type, fields, parent_name) ON canopy.records TO canopy_gateway;
-GRANT UPDATE (record_type, fields, parent_name) ON canopy.records TO canopy_gateway;
+-- Not record_type (issue 36): a record never changes type (modify_records
+-- refuses it), and in the public database a type change would take a record
+-- past the new type's CREATE grant.
+GRANT UPDATE (fields, parent_name) ON canopy.records TO canopy_gateway;

@@ -1,3 +1,4 @@
+import CanopyOutbound
 import CanopyPlanner
 import HTTPTypes
 import Hummingbird
@@ -32,13 +33,26 @@ struct AnonymousAccess: Sendable {
     /// Who is asking, as far as the rate goes: the connection's peer, or
     /// with `--trust-proxy-header` the last address of `X-Forwarded-For`
     /// (the one the proxy in front appended; earlier ones are the client's
-    /// say and could be anything).
+    /// say and could be anything). An IPv6 address counts by its /64, the
+    /// block one client is usually given, so a client cannot take a bucket
+    /// per address of its own network.
     func clientAddress(of request: Request, channel: any Channel) -> String {
         if limits.trustsProxyHeader, let header = request.headers[values: Self.forwardedFor].last,
            let last = header.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty {
-            return last
+            return Self.bucket(of: last)
         }
-        return channel.remoteAddress?.ipAddress ?? "unknown"
+        return Self.bucket(of: channel.remoteAddress?.ipAddress ?? "unknown")
+    }
+
+    /// The bucket's key for an address: IPv4 as it is, IPv6 as its /64
+    /// (an IPv4-mapped IPv6 address as its IPv4), anything else as given.
+    static func bucket(of address: String) -> String {
+        guard let parsed = IPAddress(address), !parsed.isIPv4 else { return address }
+        let bytes = parsed.bytes
+        if bytes.prefix(10).allSatisfy({ $0 == 0 }) && bytes[10] == 0xff && bytes[11] == 0xff {
+            return bytes.suffix(4).map(String.init).joined(separator: ".")
+        }
+        return (IPAddress(bytes: Array(bytes.prefix(8)) + Array(repeating: 0, count: 8))?.description ?? address) + "/64"
     }
 
     /// Takes one request from `address`'s bucket, or throws 429 LIMIT_EXCEEDED.

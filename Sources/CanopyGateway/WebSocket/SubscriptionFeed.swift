@@ -67,7 +67,8 @@ struct SubscriptionFeed {
         let wants: @Sendable (ChangeNotifier.Event) -> Bool = { event in
             guard case .zone(let zone, let owner) = event else { return event == .resync }
             if isZoneFeed { return followed.id.withLock { $0 == nil || $0 == zone } }
-            return scope == "PRIVATE" ? owner == userID : owner != userID
+            // Owner 0 is the public database's zone: neither PRIVATE nor SHARED.
+            return scope == "PRIVATE" ? owner == userID : owner != userID && owner != 0
         }
         // Subscribe before the first read, so no commit falls between them.
         let (subscriber, events) = database.notifier.subscribe(wants: wants)

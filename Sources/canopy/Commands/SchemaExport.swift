@@ -25,7 +25,8 @@ struct SchemaExport: AsyncParsableCommand {
                 return StoredRecordTypes.document(
                     fields: try await RecordTypeCatalog.fields(connection: connection, logger: logger),
                     grants: try await RecordTypeCatalog.grants(connection: connection, logger: logger),
-                    roles: try await RecordTypeCatalog.roles(connection: connection, logger: logger)
+                    roles: try await RecordTypeCatalog.roles(connection: connection, logger: logger),
+                    declaringGrantedRoles: true
                 )
             }
         } catch {

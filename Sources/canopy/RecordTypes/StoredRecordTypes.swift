@@ -6,7 +6,9 @@ import CanopyRequestStore
 /// Converts between the schema language's document and the rows the
 /// database keeps, in both directions, so `export` prints what `apply` stored.
 enum StoredRecordTypes {
-    static func document(fields: [StoredField], grants: [StoredGrant], roles: [String]) -> RecordTypesDocument {
+    /// - Parameter declaringGrantedRoles: for `export`, also declare the
+    ///   custom roles grants name but `canopy.security_roles` lacks.
+    static func document(fields: [StoredField], grants: [StoredGrant], roles: [String], declaringGrantedRoles: Bool = false) -> RecordTypesDocument {
         var types: [String: RecordTypeDeclaration] = [:]
         for field in fields {
             guard let schema = field.fieldSchema else { continue }
@@ -22,7 +24,13 @@ enum StoredRecordTypes {
             }
             types[grant.recordType] = declaration
         }
-        return RecordTypesDocument(roles: roles.map { RoleDeclaration(name: $0) }, recordTypes: types.values.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) })
+        // Grants stored before CREATE ROLE was read (migrations/0025) may name
+        // roles never declared: export declares them, so export | apply
+        // round-trips (and apply then stores them).
+        let named = declaringGrantedRoles
+            ? Set(grants.map(\.role)).subtracting(RoleDeclaration.builtIn).filter(RoleDeclaration.isValidName) : []
+        let declared = Set(roles).union(named).sorted()
+        return RecordTypesDocument(roles: declared.map { RoleDeclaration(name: $0) }, recordTypes: types.values.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) })
     }
 
     static func stored(_ field: FieldDeclaration, of recordType: String) -> StoredField {
