@@ -181,6 +181,14 @@ struct PublicDatabaseTests {
             #expect(mixed.code == "NOT_AUTHENTICATED" && (firstError(mixed.body)["path"] as? [String]) == ["me"], "\(mixed.body)")
             let write = try await modify(client, as: nil, save: [["recordName": "x", "recordType": "Post", "fields": [:]]])
             #expect(write.status == .unauthorized, "\(write.body)")
+            // GET /graphql without a token: the same rule.
+            let query = "{ lookup(scope: PUBLIC, zone: {zoneName: \"_defaultZone\"}, recordNames: [\"none\"]) { error { code } } }"
+            let encoded = query.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let (status, body, _) = try await client.get("/graphql?query=\(encoded)", token: nil)
+            #expect(status == .ok && "\(body)".contains("UNKNOWN_ITEM"), "\(body)")
+            let meEncoded = "{ me { userRecordName } }".addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            let (meStatus, _, _) = try await client.get("/graphql?query=\(meEncoded)", token: nil)
+            #expect(meStatus == .unauthorized)
         }
     }
 
