@@ -54,36 +54,36 @@ func withMigrator<T: Sendable>(
     }
 }
 
-/// What every `canopy users` subcommand does around its work: logging, the
-/// administrator connection, ``UserAdmin`` on it, and a failure in words.
-func withUserAdmin<T: Sendable>(
-    _ database: DatabaseOptions,
-    _ body: (UserAdmin, PostgresConnection) async throws -> T
+/// What every `canopy users` and `canopy roles` subcommand does around its
+/// work: logging under `category`, the administrator connection, the
+/// administration made for that logger, and a failure in words.
+func withAdministration<Admin, T: Sendable>(
+    _ database: DatabaseOptions, category: String, _ make: (Logger) -> Admin,
+    _ body: (Admin, PostgresConnection) async throws -> T
 ) async throws -> T {
     CommandLogging.bootstrap(verbose: database.verbose)
-    let logger = database.logger("canopy.users")
+    let logger = database.logger(category)
     do {
         return try await withAdminConnection(database, logger: logger) { connection, _ in
-            try await body(UserAdmin(logger: logger), connection)
+            try await body(make(logger), connection)
         }
     } catch {
         throw fail(error)
     }
 }
 
-/// Runs `body` with role administration (`canopy roles`) on an
-/// administrator's connection; errors are printed as `fail` prints them.
+/// `canopy users`: ``UserAdmin`` on an administrator's connection.
+func withUserAdmin<T: Sendable>(
+    _ database: DatabaseOptions,
+    _ body: (UserAdmin, PostgresConnection) async throws -> T
+) async throws -> T {
+    try await withAdministration(database, category: "canopy.users", UserAdmin.init(logger:), body)
+}
+
+/// `canopy roles`: ``RoleAdmin`` on an administrator's connection.
 func withRoleAdmin<T: Sendable>(
     _ database: DatabaseOptions,
     _ body: (RoleAdmin, PostgresConnection) async throws -> T
 ) async throws -> T {
-    CommandLogging.bootstrap(verbose: database.verbose)
-    let logger = database.logger("canopy.roles")
-    do {
-        return try await withAdminConnection(database, logger: logger) { connection, _ in
-            try await body(RoleAdmin(logger: logger), connection)
-        }
-    } catch {
-        throw fail(error)
-    }
+    try await withAdministration(database, category: "canopy.roles", RoleAdmin.init(logger:), body)
 }
