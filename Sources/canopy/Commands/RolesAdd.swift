@@ -8,16 +8,12 @@ struct RolesAdd: AsyncParsableCommand {
         abstract: "Give a user a custom security role."
     )
 
-    @Argument(help: "The role, as CREATE ROLE declared it (e.g. Moderator).")
-    var role: String
-
-    @Argument(help: "The user's name or userRecordName.")
-    var user: String
+    @OptionGroup var assignment: RoleAssignmentArguments
 
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let (role, user) = (self.role, self.user)
+        let (role, user) = (assignment.role, assignment.user)
         let (member, added) = try await withRoleAdmin(database) { roles, connection in
             try await roles.add(role: role, user: user, connection: connection)
         }

@@ -8,16 +8,12 @@ struct RolesRemove: AsyncParsableCommand {
         abstract: "Take a custom security role from a user."
     )
 
-    @Argument(help: "The role, as CREATE ROLE declared it (e.g. Moderator).")
-    var role: String
-
-    @Argument(help: "The user's name or userRecordName.")
-    var user: String
+    @OptionGroup var assignment: RoleAssignmentArguments
 
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let (role, user) = (self.role, self.user)
+        let (role, user) = (assignment.role, assignment.user)
         let (member, removed) = try await withRoleAdmin(database) { roles, connection in
             try await roles.remove(role: role, user: user, connection: connection)
         }
