@@ -36,8 +36,9 @@ test: postgres
 	# The whole-story browser suites on their own: two Chromiums take both
 	# cores, which would stretch the timing bounds of the suites above.
 	scripts/swift-test.sh --filter "WebConsoleTests|ConsoleSignInTests"
-	# Again alone, where the 100 ms notification bound is asserted.
-	CANOPY_STRICT_LATENCY=1 scripts/swift-test.sh --filter "SubscriptionTests/toldAtOnce"
+	# Again alone, where the 100 ms notification bound and the 5 s
+	# closing of a revoked token's socket are asserted.
+	CANOPY_STRICT_LATENCY=1 scripts/swift-test.sh --filter "SubscriptionTests/toldAtOnce|TokenRevocationTests/revokedOverWebSocket"
 	# Every parser of outside input under libFuzzer for 10 s, after the
 	# regression inputs of crashes found before (docs/FUZZING.md).
 	$(MAKE) fuzz-build
