@@ -54,6 +54,12 @@ public func buildApplication(
         database: database, configuration: configuration, authenticator: authenticator, recordSchemas: recordSchemas, assetURLs: assetURLs
     ).register(on: router)
     InvitationPageController(database: database, configuration: configuration).register(on: router)
+    if let webServices = configuration.webServices {
+        WebServicesController(
+            settings: webServices, database: database, configuration: configuration, authenticator: authenticator,
+            recordSchemas: recordSchemas, assetURLs: assetURLs
+        ).register(on: router)
+    }
     if let console = configuration.console {
         let transport = ConsoleTransport(publicURL: configuration.publicURL, plainHTTPAllowed: configuration.consoleOverPlainHTTP)
         ConsoleController(files: console, providers: configuration.signInProviders, transport: transport).register(on: router)

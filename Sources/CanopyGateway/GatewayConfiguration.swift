@@ -28,6 +28,10 @@ import CanopyPush
 ///   at `/share/<token>` is served either way)
 /// - `signInProviders`: the `--auth-config` providers with a `signIn` block,
 ///   offered by the console as "Sign in with …" buttons
+/// - `webServices` (`--container`, `CANOPY_CONTAINER`; `--environment`,
+///   `CANOPY_ENVIRONMENT`, default production): the CloudKit container
+///   whose Web Services API (`/database/1/…`) this server answers; nil:
+///   none (docs/WEB_SERVICES.md)
 /// - `limits`: rates, sizes and timeouts that keep one client from taking
 ///   the gateway from others (``AbuseLimits`` lists each with its flag)
 public struct GatewayConfiguration: Sendable {
@@ -55,6 +59,9 @@ public struct GatewayConfiguration: Sendable {
     /// registered and called: public https on port 443 unless the operator
     /// allows more (`--outbound-allow`, `--outbound-ports`).
     public var outbound: OutboundPolicy
+    /// The container and environment CloudKit Web Services requests name
+    /// (`canopy serve --container`); nil: `/database/1/…` is not served.
+    public var webServices: WebServicesSettings?
 
     public init(
         host: String = "127.0.0.1",
@@ -73,9 +80,11 @@ public struct GatewayConfiguration: Sendable {
         signInProviders: [IdentityProvider] = [],
         limits: AbuseLimits = AbuseLimits(),
         push: PushSettings? = nil,
-        outbound: OutboundPolicy = OutboundPolicy()
+        outbound: OutboundPolicy = OutboundPolicy(),
+        webServices: WebServicesSettings? = nil
     ) {
         self.outbound = outbound
+        self.webServices = webServices
         self.host = host
         self.port = port
         self.publicURL = publicURL ?? "http://\(host):\(port)"

@@ -1,7 +1,9 @@
 -- Who is asking: canopy.current_user_id(), the default of
 -- canopy.records.created_by / modified_by that calls it, bearer-token
 -- lookup (canopy.token_for_selector, canopy.note_token_use) and sign-in with
--- an identity provider (canopy.sign_in, migrations/0013).
+-- an identity provider (canopy.sign_in, migrations/0013), and CloudKit Web
+-- Services' container API tokens (canopy.container_token_for_selector,
+-- migrations/0027).
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -135,15 +137,28 @@ END
 $$;
 COMMENT ON FUNCTION canopy.sign_in(text, text, text, text, text, text) IS 'The user of a verified identity-provider token, created with its _defaultZone on the first sign-in; verified email/phone become the user''s when no other user holds them.';
 
+-- CloudKit Web Services (migrations/0027): the container a ckAPIToken opens
+-- and its secret's hash, by the token's public selector, for the gateway to
+-- compare in constant time. Nothing for a revoked or unknown selector.
+CREATE OR REPLACE FUNCTION canopy.container_token_for_selector(p_selector text, OUT container text, OUT secret_hash bytea)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.container, t.secret_hash FROM canopy.container_tokens t
+     WHERE t.selector = p_selector AND t.revoked_at IS NULL
+$$;
+COMMENT ON FUNCTION canopy.container_token_for_selector(text) IS 'The container and secret hash of a live ckAPIToken, by its selector (CloudKit Web Services).';
+
 REVOKE ALL ON FUNCTION canopy.current_user_id() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_for_selector(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.note_token_use(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.sign_in(text, text, text, text, text, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.issue_token(text, bytea) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.revoke_own_token(text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.container_token_for_selector(text) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.current_user_id() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.token_for_selector(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.note_token_use(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.sign_in(text, text, text, text, text, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.issue_token(text, bytea) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.revoke_own_token(text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.container_token_for_selector(text) TO canopy_gateway;

@@ -26,7 +26,17 @@ SET LOCAL ROLE canopy_owner;
 -- policies is PERMISSION_FAILURE naming the record and its type, and a
 -- record that exists but that the caller may not change, readable or not,
 -- is PERMISSION_FAILURE rather than a clash of names.
-CREATE OR REPLACE FUNCTION canopy.modify_records(p_zone_id bigint, p_saves jsonb, p_deletes text[], p_policy text)
+--
+-- For CloudKit Web Services (issue 37): a save may carry its own
+-- "savePolicy", over the batch's p_policy (Web Services' operation types
+-- differ record by record), and the policy IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS
+-- checks the tag and merges the given keys (Web Services' `update`).
+-- p_delete_tags ({recordName: recordChangeTag}) deletes those records only
+-- at that tag, else SERVER_RECORD_CHANGED (Web Services' `delete`). The
+-- four-argument version before it is dropped.
+DROP FUNCTION IF EXISTS canopy.modify_records(bigint, jsonb, text[], text);
+CREATE OR REPLACE FUNCTION canopy.modify_records(p_zone_id bigint, p_saves jsonb, p_deletes text[], p_policy text,
+                                                 p_delete_tags jsonb DEFAULT '{}')
     RETURNS jsonb
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
@@ -42,6 +52,8 @@ DECLARE
     failure jsonb;
     written_together boolean := false;
     was_there boolean := false;
+    policy text;
+    delete_tag text;
 BEGIN
     IF jsonb_array_length(p_saves) > 1
        AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_saves) s
@@ -72,6 +84,7 @@ BEGIN
 
     FOR save IN SELECT value FROM jsonb_array_elements(p_saves) WHERE NOT written_together LOOP
         name := save->>'recordName';
+        policy := coalesce(save->>'savePolicy', p_policy);
         failure := NULL;
         BEGIN
             SELECT id, record_type, change_tag, fields INTO existing
@@ -104,13 +117,14 @@ BEGIN
             ELSIF existing.record_type <> save->>'recordType' THEN
                 failure := jsonb_build_object('code', 'INVALID_ARGUMENTS',
                     'message', format('record %s is a %s, not a %s', name, existing.record_type, save->>'recordType'));
-            ELSIF p_policy = 'IF_SERVER_RECORD_UNCHANGED' AND (save->>'recordChangeTag') IS DISTINCT FROM existing.change_tag THEN
+            ELSIF policy IN ('IF_SERVER_RECORD_UNCHANGED', 'IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS')
+                  AND (save->>'recordChangeTag') IS DISTINCT FROM existing.change_tag THEN
                 failure := jsonb_build_object('code', 'SERVER_RECORD_CHANGED', 'serverRecordId', existing.id,
                     'message', CASE WHEN save->>'recordChangeTag' IS NULL
                         THEN format('record %s exists: save it with its recordChangeTag', name)
                         ELSE format('record %s changed on the server since tag %s', name, save->>'recordChangeTag') END);
             ELSE
-                new_fields := CASE WHEN p_policy = 'CHANGED_KEYS'
+                new_fields := CASE WHEN policy IN ('CHANGED_KEYS', 'IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS')
                     THEN jsonb_strip_nulls(existing.fields || (save->'fields'))
                     ELSE save->'fields' END;
                 UPDATE canopy.records SET fields = new_fields, parent_name = save->>'parent'
@@ -144,9 +158,22 @@ BEGIN
 
     FOREACH name IN ARRAY coalesce(p_deletes, '{}') LOOP
         failure := NULL;
+        delete_tag := p_delete_tags->>name;
         BEGIN
-            DELETE FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name RETURNING id INTO saved_id;
-            IF saved_id IS NULL AND EXISTS (
+            IF delete_tag IS NOT NULL THEN
+                SELECT id, change_tag INTO existing
+                  FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name;
+                IF existing.id IS NOT NULL AND existing.change_tag IS DISTINCT FROM delete_tag THEN
+                    failure := jsonb_build_object('code', 'SERVER_RECORD_CHANGED', 'serverRecordId', existing.id,
+                        'message', format('record %s changed on the server since tag %s', name, delete_tag));
+                END IF;
+                existing := NULL;
+            END IF;
+            IF failure IS NULL THEN
+                DELETE FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name
+                   AND (delete_tag IS NULL OR change_tag = delete_tag) RETURNING id INTO saved_id;
+            END IF;
+            IF failure IS NULL AND saved_id IS NULL AND EXISTS (
                 SELECT 1 FROM canopy.records r WHERE r.zone_id = p_zone_id AND r.record_name = name
                    AND r.id = ANY (canopy.member_root_record_ids())
             ) THEN
@@ -155,7 +182,7 @@ BEGIN
                 PERFORM canopy.leave_shares(p_zone_id, name);
                 saved_id := 0;
             END IF;
-            IF saved_id IS NULL THEN
+            IF failure IS NULL AND saved_id IS NULL THEN
                 IF EXISTS (SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name) THEN
                     failure := jsonb_build_object('code', 'PERMISSION_FAILURE', 'message', format('you may not delete record %s', name));
                 ELSE
@@ -176,5 +203,5 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text) FROM PUBLIC, canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text) TO canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text, jsonb) FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text, jsonb) TO canopy_gateway;

@@ -14,6 +14,13 @@ public struct ModifyRecordsPlan: Sendable {
         case ifServerRecordUnchanged = "IF_SERVER_RECORD_UNCHANGED"
         case changedKeys = "CHANGED_KEYS"
         case allKeys = "ALL_KEYS"
+        /// The tag checked, and only the given keys changed: Web Services'
+        /// `update` (and what CloudKit's own clients get from
+        /// IF_SERVER_RECORD_UNCHANGED, as they send only changed keys).
+        case ifServerRecordUnchangedChangedKeys = "IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS"
+
+        /// Whether fields left out (or null) are kept from the server's record.
+        var mergesKeys: Bool { self == .changedKeys || self == .ifServerRecordUnchangedChangedKeys }
     }
 
     /// A per-record failure, with its API code (the gateway maps SQLSTATEs).
@@ -66,6 +73,8 @@ public struct ModifyRecordsPlan: Sendable {
     /// Saves that passed validation, parents first, as the JSON the function takes.
     let saves: [JSONValue]
     public let deletes: [String]
+    /// Deletes that happen only at the given tag (`deleteIfUnchanged`).
+    public let deleteTags: [String: String]
     /// Records refused before reaching the database.
     public let refused: [RecordFailure]
     /// Every record name in the request, saves then deletes, for BATCH_REQUEST_FAILED.
@@ -79,10 +88,23 @@ public struct ModifyRecordsPlan: Sendable {
         atomic = try arguments.bool("atomic", default: true)
         let policyName = try arguments.string("savePolicy") ?? SavePolicy.ifServerRecordUnchanged.rawValue
         guard let policy = SavePolicy(rawValue: policyName) else {
-            throw arguments.invalid("savePolicy", "savePolicy must be IF_SERVER_RECORD_UNCHANGED, CHANGED_KEYS or ALL_KEYS")
+            throw arguments.invalid("savePolicy", "savePolicy must be IF_SERVER_RECORD_UNCHANGED, CHANGED_KEYS, ALL_KEYS or IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS")
         }
         self.policy = policy
-        deletes = try arguments.strings("delete")
+        var deletes = try arguments.strings("delete")
+        var deleteTags: [String: String] = [:]
+        if case .array(let versions)? = try arguments.value("deleteIfUnchanged") {
+            for version in versions {
+                guard case .object(let fields) = version, case .string(let name)? = fields["recordName"],
+                      case .string(let tag)? = fields["recordChangeTag"] else {
+                    throw arguments.invalid("deleteIfUnchanged", "each of deleteIfUnchanged needs recordName and recordChangeTag")
+                }
+                deletes.append(name)
+                deleteTags[name] = tag
+            }
+        }
+        self.deletes = deletes
+        self.deleteTags = deleteTags
         var inputs: [JSONValue] = []
         switch try arguments.value("save") {
         case nil, .null?: break
@@ -110,7 +132,8 @@ public struct ModifyRecordsPlan: Sendable {
                 refused.append(RecordFailure(recordName: name, code: .invalidArguments, message: "record \(name) appears twice in the batch"))
                 continue
             }
-            if policy != .changedKeys, case .object(let fields)? = record["fields"] {
+            let recordPolicy = record["savePolicy"]?.stringValue.flatMap(SavePolicy.init(rawValue:)) ?? policy
+            if !recordPolicy.mergesKeys, case .object(let fields)? = record["fields"] {
                 record["fields"] = .object(fields.filter { !$0.value.isNull })
             }
             valid.append((name, record["parent"]?.stringValue, .object(record)))
@@ -190,9 +213,12 @@ public struct ModifyRecordsPlan: Sendable {
         let saves = builder.bind(json: .array(self.saves))
         let deletes = builder.bind(self.deletes.filter { name in !refused.contains { $0.recordName == name } })
         let policy = builder.bind(self.policy.rawValue)
+        // The tag-checked deletes only when there are any: the statement of
+        // every other batch stays the one it was.
+        let tags: SQL = deleteTags.isEmpty ? "" : ", \(builder.bind(json: .object(deleteTags.mapValues(JSONValue.string))))"
         builder.append("""
             WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
-            (SELECT canopy.modify_records(z.id, \(saves), \(deletes)::text[], \(policy))::text \
+            (SELECT canopy.modify_records(z.id, \(saves), \(deletes)::text[], \(policy)\(tags))::text \
             FROM (SELECT zone.id, canopy.lock_zone_for_write(zone.id) AS locked FROM zone) z WHERE z.locked)
             """)
         return builder.query

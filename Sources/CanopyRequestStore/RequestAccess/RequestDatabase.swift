@@ -24,6 +24,9 @@ public final class RequestDatabase: Sendable {
     let availabilityTimeout: Duration
     /// Looked-up tokens by selector: the user and the stored hash.
     let tokens: ExpiringCache<String, (userID: Int64, hash: [UInt8])>
+    /// Looked-up container API tokens (`ckAPIToken`) by selector: the
+    /// container and the stored hash.
+    let containerTokens: ExpiringCache<String, (container: String, hash: [UInt8])>
     /// Sign-ins already written, for a minute: a person's requests need no
     /// round trip until their claims change (changed claims are another key).
     let signIns = ExpiringCache<SignIn, Int64>(timeToLive: .seconds(60))
@@ -52,6 +55,7 @@ public final class RequestDatabase: Sendable {
         let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
         let startupParameters = [("statement_timeout", String(max(1, milliseconds)))]
         self.tokens = ExpiringCache(timeToLive: tokenCacheTime)
+        self.containerTokens = ExpiringCache(timeToLive: tokenCacheTime)
         self.primary = try PrimaryPool(
             endpoint: endpoint,
             configure: { configuration in

@@ -65,6 +65,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var limits: LimitOptions
     @OptionGroup var push: PushOptions
     @OptionGroup var outbound: OutboundOptions
+    @OptionGroup var webServices: WebServicesOptions
     @OptionGroup var replicas: ReplicaOptions
     @OptionGroup var mode: ModeOptions
     @OptionGroup var database: DatabaseOptions
@@ -160,7 +161,8 @@ struct Serve: AsyncParsableCommand {
             signInProviders: authConfiguration?.providers ?? [],
             limits: limits.limits,
             push: pushSettings,
-            outbound: try outbound.policy()
+            outbound: try outbound.policy(),
+            webServices: try webServices.settings()
         )
         configuration.consoleOverPlainHTTP = consoleOverHTTP || ProcessInfo.processInfo.environment["CANOPY_CONSOLE_OVER_HTTP"] == "1"
         var verifier: TokenVerifier?

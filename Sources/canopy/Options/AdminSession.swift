@@ -87,3 +87,11 @@ func withRoleAdmin<T: Sendable>(
 ) async throws -> T {
     try await withAdministration(database, category: "canopy.roles", RoleAdmin.init(logger:), body)
 }
+
+/// `canopy tokens api`: ``ContainerTokenAdmin`` on an administrator's connection.
+func withContainerTokenAdmin<T: Sendable>(
+    _ database: DatabaseOptions,
+    _ body: (ContainerTokenAdmin, PostgresConnection) async throws -> T
+) async throws -> T {
+    try await withAdministration(database, category: "canopy.tokens", ContainerTokenAdmin.init(logger:), body)
+}

@@ -1,0 +1,78 @@
+import CanopyPlanner
+
+/// `changes/database` and `changes/zone`, over Canopy's `databaseChanges`
+/// and `zoneChanges`: the sync tokens are Canopy's change tokens, opaque
+/// and tamper-evident, and expire as they do (`CHANGE_TOKEN_EXPIRED`,
+/// Canopy's own code: start again without one).
+enum ChangesEndpoints {
+    static let databaseDocument = """
+        query WebServicesDatabaseChanges($scope: DatabaseScope!, $since: String, $limit: Int) \
+        { databaseChanges(scope: $scope, since: $since, limit: $limit) { changedZones { zoneName ownerName } \
+        deletedZones { zoneName ownerName } token moreComing } }
+        """
+
+    static func databaseChanges(_ call: WebServicesCall, syncToken: String?) async throws -> (zones: [JSONValue], syncToken: JSONValue, moreComing: JSONValue) {
+        if call.database == "public" {
+            throw APIError(.badDatabase, "the public database has one zone, _defaultZone: follow it with changes/zone")
+        }
+        let limit = try call.integer("resultsLimit")
+        let answer = try await call.bridge.run(databaseDocument, [
+            "scope": call.scope, "since": syncToken.map(JSONValue.string) ?? .null, "limit": limit.map(JSONValue.int) ?? .int(200),
+        ])
+        guard case .object(let changes) = answer else { return ([], .null, .bool(false)) }
+        var zones: [JSONValue] = []
+        for (key, deleted) in [("changedZones", false), ("deletedZones", true)] {
+            guard case .array(let items)? = changes[key] else { continue }
+            for case .object(let zone) in items {
+                guard case .string(let name)? = zone["zoneName"] else { continue }
+                var dictionary: [String: JSONValue] = [
+                    "zoneID": WebServicesCall.zoneID(zoneName: name, owner: zone["ownerName"]?.stringValue, database: call.database),
+                ]
+                if deleted { dictionary["deleted"] = .bool(true) }
+                zones.append(.object(dictionary))
+            }
+        }
+        return (zones, changes["token"] ?? .null, changes["moreComing"] ?? .bool(false))
+    }
+
+    static func database(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        let feed = try await databaseChanges(call, syncToken: try call.string("syncToken"))
+        return ["zones": .array(feed.zones), "syncToken": feed.syncToken, "moreComing": feed.moreComing]
+    }
+
+    /// Each zone asked for, on its own: one zone's failure (not found, an
+    /// expired token) is that zone's error, beside the others' changes.
+    static func zone(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        guard case .array(let requested)? = call.body["zones"], !requested.isEmpty else {
+            throw QueryError(.badRequest, "changes/zone needs zones, a list of {\"zoneID\": …, \"syncToken\": …}")
+        }
+        var out: [JSONValue] = []
+        for (index, item) in requested.enumerated() {
+            guard case .object(let request) = item else { throw QueryError(.badRequest, "zones[\(index)] must be a dictionary with a zoneID") }
+            let zone = try call.zone(request["zoneID"], at: "zones[\(index)].zoneID")
+            var recordTypes: Set<String>?
+            if case .array(let types)? = request["desiredRecordTypes"] ?? call.body["desiredRecordTypes"] {
+                recordTypes = Set(types.compactMap(\.stringValue))
+            }
+            let limit: Int64?
+            switch request["resultsLimit"] {
+            case .int(let number)?: limit = number
+            default: limit = try call.integer("resultsLimit")
+            }
+            do {
+                let feed = try await RecordsEndpoints.zoneChanges(
+                    call, zone: zone, syncToken: try call.string("syncToken", in: request), limit: limit,
+                    keys: try call.desiredKeys(request["desiredKeys"] ?? call.body["desiredKeys"]), recordTypes: recordTypes
+                )
+                out.append(.object([
+                    "zoneID": zone.dictionary, "syncToken": feed.syncToken, "moreComing": feed.moreComing, "records": .array(feed.records),
+                ]))
+            } catch let error as QueryError where error.code == .badRequest {
+                throw error
+            } catch {
+                out.append(call.itemError("zoneID", zone.dictionary, error: error))
+            }
+        }
+        return ["zones": .array(out)]
+    }
+}

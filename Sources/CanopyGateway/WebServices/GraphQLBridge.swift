@@ -1,0 +1,52 @@
+import CanopyAssets
+import CanopyPlanner
+import CanopyRequestStore
+import Logging
+
+/// How Web Services requests run: each endpoint says what it wants as a
+/// GraphQL document (a constant text, parsed and validated once and then
+/// taken from ``ParsedRequest``'s cache) and its variables, and the bridge
+/// runs it through the same check and the same ``OperationExecutor`` as
+/// `POST /graphql`. So a Web Services request and its GraphQL twin run the
+/// same plan and the same SQL under the same policies; only the envelope
+/// differs (docs/WEB_SERVICES.md, DECISIONS 86).
+struct GraphQLBridge {
+    let database: RequestDatabase
+    let configuration: GatewayConfiguration
+    let recordSchemas: RecordSchemas
+    let userID: Int64?
+    let requestID: String
+    let logger: Logger
+    /// Signs asset download URLs into answers that hold assets (nil: no asset store).
+    let assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
+
+    /// The one root field of `document`, run with `variables`: its JSON, parsed.
+    func run(_ document: String, _ variables: [String: JSONValue]) async throws -> JSONValue {
+        let check = GraphQLRequestCheck(
+            configuration: configuration,
+            maximumCost: userID == nil ? configuration.limits.anonymousMaximumQueryCost : configuration.limits.maximumQueryCost
+        )
+        let parsed = try check.parse(GraphQLHTTPRequest(query: document, variables: variables, operationName: nil))
+        let fields = try check.rootFields(of: parsed)
+        guard fields.count == 1, let field = fields.first else {
+            throw APIError(.internalError, "a Web Services document has one root field")
+        }
+        // Without a web token, what nobody may ask over GraphQL, nobody may ask here.
+        if userID == nil && !AnonymousAccess.allows(field, in: parsed) {
+            throw AnonymousAccess.refusal(of: field)
+        }
+        let executor = OperationExecutor(
+            database: database, configuration: configuration, recordSchemas: recordSchemas, request: parsed,
+            userID: userID, requestID: requestID, logger: logger
+        )
+        guard var text = try await executor.resolve(field) else { return .null }
+        if let assetURLs, AssetURLSigner.mayHoldAssets(text) {
+            text = try await assetURLs(logger).addingDownloadURLs(to: text)
+        }
+        do {
+            return try JSONValue(parsing: text)
+        } catch {
+            throw APIError(.internalError, "internal error; quote request id \(requestID) when reporting it")
+        }
+    }
+}

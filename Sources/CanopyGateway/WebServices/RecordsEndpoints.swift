@@ -1,0 +1,126 @@
+import CanopyPlanner
+import Foundation
+
+/// `records/query`, `records/lookup`, `records/modify` and `records/changes`,
+/// each one GraphQL field of Canopy's (`records`, `lookup`, `modifyRecords`,
+/// `zoneChanges`) under a reference envelope.
+enum RecordsEndpoints {
+    static let queryDocument = """
+        query WebServicesQuery($scope: DatabaseScope!, $zone: ZoneID!, $type: String!, $filter: String, $args: JSON, \
+        $sort: [Sort!], $limit: Int, $cursor: String, $keys: [String!]) { records(scope: $scope, zone: $zone, \
+        recordType: $type, filter: $filter, args: $args, sort: $sort, limit: $limit, cursor: $cursor) \
+        { records { \(WebServicesRecord.selection) } cursor } }
+        """
+
+    /// The most records one query answers, as Canopy's `records` allows.
+    static let maximumResults: Int64 = 400
+
+    static func query(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        let zone = try call.zone(call.body["zoneID"])
+        if call.body["zoneWide"] == .bool(true), call.body["zoneID"] == nil || call.body["zoneID"]?.isNull == true {
+            throw QueryError(.badRequest, "zoneWide queries (every zone at once) are not served by Canopy: query each zone (zones/list lists them)")
+        }
+        let query = try WebServicesQuery(call.body["query"])
+        let limit = try call.integer("resultsLimit") ?? 200
+        guard (1...maximumResults).contains(limit) else {
+            throw QueryError(.badRequest, "resultsLimit must be 1-\(maximumResults), not \(limit)")
+        }
+        let variables: [String: JSONValue] = [
+            "scope": call.scope, "zone": zone.input, "type": .string(query.recordType),
+            "filter": query.filter.map(JSONValue.string) ?? .null, "args": .object(query.args),
+            "sort": .array(query.sort), "limit": .int(limit),
+            "cursor": try call.string("continuationMarker").map(JSONValue.string) ?? .null,
+            "keys": try call.desiredKeys(),
+        ]
+        let answer = try await call.bridge.run(queryDocument, variables)
+        guard case .object(let page) = answer, case .array(let records)? = page["records"] else { return ["records": .array([])] }
+        var body: [String: JSONValue] = ["records": .array(try await call.recordDictionaries(records, zoneID: zone.dictionary))]
+        if case .string(let cursor)? = page["cursor"] { body["continuationMarker"] = .string(cursor) }
+        return body
+    }
+
+    static let lookupDocument = """
+        query WebServicesLookup($scope: DatabaseScope!, $zone: ZoneID!, $names: [String!]!, $keys: [String!]) \
+        { lookup(scope: $scope, zone: $zone, recordNames: $names) { recordName record { \(WebServicesRecord.selection) } \
+        error { code message } } }
+        """
+
+    static func lookup(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        let zone = try call.zone(call.body["zoneID"])
+        guard case .array(let items)? = call.body["records"], !items.isEmpty else {
+            throw QueryError(.badRequest, "records/lookup needs records, a list of {\"recordName\": …}")
+        }
+        var names: [JSONValue] = []
+        for (index, item) in items.enumerated() {
+            guard case .object(let record) = item, case .string(let name)? = record["recordName"] else {
+                throw QueryError(.badRequest, "records[\(index)] needs a recordName")
+            }
+            names.append(.string(name))
+        }
+        let answer = try await call.bridge.run(lookupDocument, [
+            "scope": call.scope, "zone": zone.input, "names": .array(names), "keys": try call.desiredKeys(),
+        ])
+        guard case .array(let results) = answer else { return ["records": .array([])] }
+        var found: [JSONValue] = []
+        for case .object(let result) in results {
+            if let record = result["record"], !record.isNull { found.append(record) }
+        }
+        var dictionaries = try await call.recordDictionaries(found, zoneID: zone.dictionary)[...]
+        var out: [JSONValue] = []
+        for case .object(let result) in results {
+            if let record = result["record"], !record.isNull {
+                out.append(dictionaries.removeFirst())
+            } else {
+                var error: [String: JSONValue] = [:]
+                if case .object(let found)? = result["error"] { error = found }
+                let code = (error["code"]?.stringValue).flatMap(ErrorCode.init(rawValue:)) ?? .unknownItem
+                out.append(call.itemError("recordName", result["recordName"] ?? .null, code: WebServicesCode(code),
+                                          reason: error["message"]?.stringValue ?? "record not found"))
+            }
+        }
+        return ["records": .array(out)]
+    }
+
+    static let changesDocument = """
+        query WebServicesZoneChanges($scope: DatabaseScope!, $zone: ZoneID!, $since: String, $limit: Int, $keys: [String!]) \
+        { zoneChanges(scope: $scope, zone: $zone, since: $since, limit: $limit) { changed { \(WebServicesRecord.selection) } \
+        deleted { recordName recordType } token moreComing } }
+        """
+
+    /// One zone's changes since `syncToken`, as changes/zone and
+    /// records/changes answer them: `(records, syncToken, moreComing)`.
+    static func zoneChanges(
+        _ call: WebServicesCall, zone: WebServicesCall.Zone, syncToken: String?, limit: Int64?, keys: JSONValue,
+        recordTypes: Set<String>?
+    ) async throws -> (records: [JSONValue], syncToken: JSONValue, moreComing: JSONValue) {
+        let answer = try await call.bridge.run(changesDocument, [
+            "scope": call.scope, "zone": zone.input, "since": syncToken.map(JSONValue.string) ?? .null,
+            "limit": limit.map(JSONValue.int) ?? .int(200), "keys": keys,
+        ])
+        guard case .object(let changes) = answer else { return ([], .null, .bool(false)) }
+        var changed: [JSONValue] = []
+        if case .array(let records)? = changes["changed"] { changed = records }
+        var deleted: [JSONValue] = []
+        if case .array(let tombstones)? = changes["deleted"] { deleted = tombstones }
+        if let recordTypes {
+            func wanted(_ item: JSONValue) -> Bool {
+                if case .object(let object) = item, let type = object["recordType"]?.stringValue { return recordTypes.contains(type) }
+                return false
+            }
+            changed = changed.filter(wanted)
+            deleted = deleted.filter(wanted)
+        }
+        let records = try await call.recordDictionaries(changed, zoneID: zone.dictionary)
+            + deleted.map { WebServicesRecord.tombstone($0, zoneID: zone.dictionary) }
+        return (records, changes["token"] ?? .null, changes["moreComing"] ?? .bool(false))
+    }
+
+    /// `records/changes`: the reference's older one-zone feed.
+    static func changes(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        let zone = try call.zone(call.body["zoneID"])
+        let limit = try call.integer("resultsLimit")
+        let feed = try await zoneChanges(call, zone: zone, syncToken: try call.string("syncToken"), limit: limit,
+                                         keys: try call.desiredKeys(), recordTypes: nil)
+        return ["records": .array(feed.records), "syncToken": feed.syncToken, "moreComing": feed.moreComing, "reverse": .bool(false)]
+    }
+}

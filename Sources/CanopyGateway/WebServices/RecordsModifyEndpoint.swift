@@ -1,0 +1,242 @@
+import CanopyPlanner
+import Foundation
+
+/// `records/modify`: the reference's operations as one `modifyRecords`
+/// batch, each save with its own save policy:
+///
+/// | operationType | Canopy |
+/// |---|---|
+/// | `create` | saved without a tag: a record already there is `EXISTS` |
+/// | `update` | `IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS`: tag checked, given keys merged |
+/// | `forceUpdate` | `CHANGED_KEYS` |
+/// | `replace` | `IF_SERVER_RECORD_UNCHANGED`: tag checked, fields not given removed |
+/// | `forceReplace` | `ALL_KEYS` |
+/// | `delete` | `deleteIfUnchanged`: deleted only at its tag, else `CONFLICT` |
+/// | `forceDelete` | `delete` |
+///
+/// One statement writes the whole batch, so `atomic` is Canopy's: all or
+/// nothing. A record whose type the operation does not say (the
+/// reference's `update` sends none) has it looked up first, in the same
+/// zone, as the caller.
+enum RecordsModifyEndpoint {
+    static let document = """
+        mutation WebServicesModify($scope: DatabaseScope!, $zone: ZoneID!, $save: [RecordInput!], $delete: [String!], \
+        $versions: [RecordVersion!], $atomic: Boolean, $keys: [String!]) { modifyRecords(scope: $scope, zone: $zone, \
+        save: $save, delete: $delete, deleteIfUnchanged: $versions, atomic: $atomic) { saved { \(WebServicesRecord.selection) } \
+        deleted errors { recordName code message } } }
+        """
+
+    static let typesDocument = """
+        query WebServicesRecordTypes($scope: DatabaseScope!, $zone: ZoneID!, $names: [String!]!) \
+        { lookup(scope: $scope, zone: $zone, recordNames: $names) { recordName record { recordType } } }
+        """
+
+    /// One operation of the request, read.
+    struct Operation {
+        var type: String
+        var recordName: String
+        var recordType: String?
+        var tag: String?
+        var fields: [String: JSONValue]
+        var parent: String?
+        /// Why it cannot run, found before the batch does (BAD_REQUEST).
+        var refusal: (code: WebServicesCode, reason: String)?
+
+        var isDelete: Bool { type == "delete" || type == "forceDelete" }
+
+        var savePolicy: String {
+            switch type {
+            case "update": return "IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS"
+            case "forceUpdate": return "CHANGED_KEYS"
+            case "forceReplace": return "ALL_KEYS"
+            default: return "IF_SERVER_RECORD_UNCHANGED"
+            }
+        }
+    }
+
+    static let operationTypes: Set<String> = ["create", "update", "forceUpdate", "replace", "forceReplace", "delete", "forceDelete"]
+
+    static func modify(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        let zone = try call.zone(call.body["zoneID"])
+        guard case .array(let items)? = call.body["operations"], !items.isEmpty else {
+            throw QueryError(.badRequest, "records/modify needs operations, a list of {\"operationType\": …, \"record\": {…}}")
+        }
+        guard items.count <= ModifyRecordsPlan.maximumItems else {
+            throw QueryError(.limitExceeded, "records/modify takes at most \(ModifyRecordsPlan.maximumItems) operations, got \(items.count)")
+        }
+        let atomic: Bool
+        switch call.body["atomic"] {
+        case nil, .null?: atomic = true
+        case .bool(let flag)?: atomic = flag
+        case let other?: throw QueryError(.badRequest, "atomic must be true or false, not \(other.typeName)")
+        }
+        var operations = try items.enumerated().map { index, item throws(QueryError) in try read(item, at: index) }
+
+        // Types the operations leave out, from the records themselves.
+        let untyped = operations.filter { !$0.isDelete && $0.recordType == nil && $0.refusal == nil }.map(\.recordName)
+        if !untyped.isEmpty {
+            let answer = try await call.bridge.run(typesDocument, [
+                "scope": call.scope, "zone": zone.input, "names": .array(untyped.map(JSONValue.string)),
+            ])
+            var types: [String: String] = [:]
+            if case .array(let results) = answer {
+                for case .object(let result) in results {
+                    if case .string(let name)? = result["recordName"], case .object(let record)? = result["record"],
+                       case .string(let type)? = record["recordType"] {
+                        types[name] = type
+                    }
+                }
+            }
+            for index in operations.indices where !operations[index].isDelete && operations[index].recordType == nil && operations[index].refusal == nil {
+                if let type = types[operations[index].recordName] {
+                    operations[index].recordType = type
+                } else if operations[index].type == "update" || operations[index].type == "replace" {
+                    operations[index].refusal = (.notFound, "record \(operations[index].recordName) does not exist")
+                } else {
+                    operations[index].refusal = (.badRequest, "record \(operations[index].recordName) does not exist: give its recordType to create it")
+                }
+            }
+        }
+
+        // Field values in Canopy's form, typed by the schemas where JSON cannot say.
+        let schemas = try await call.schemas(of: Set(operations.compactMap(\.recordType)))
+        var saves: [JSONValue] = []
+        var deletes: [JSONValue] = []
+        var versions: [JSONValue] = []
+        for index in operations.indices where operations[index].refusal == nil {
+            let operation = operations[index]
+            if operation.isDelete {
+                if operation.type == "delete" {
+                    guard let tag = operation.tag else {
+                        operations[index].refusal = (.badRequest, "record \(operation.recordName): delete needs the record's recordChangeTag (forceDelete does not)")
+                        continue
+                    }
+                    versions.append(.object(["recordName": .string(operation.recordName), "recordChangeTag": .string(tag)]))
+                } else {
+                    deletes.append(.string(operation.recordName))
+                }
+                continue
+            }
+            if operation.tag == nil && (operation.type == "update" || operation.type == "replace") {
+                operations[index].refusal = (.badRequest, "record \(operation.recordName): \(operation.type) needs the record's recordChangeTag (force\(operation.type.prefix(1).uppercased())\(operation.type.dropFirst()) does not)")
+                continue
+            }
+            let schema = operation.recordType.flatMap { schemas[$0] }
+            var fields: [String: JSONValue] = [:]
+            do throws(QueryError) {
+                for (name, field) in operation.fields {
+                    guard Names.isFieldName(name) else {
+                        throw QueryError(.badRequest, "field name '\(name.prefix(60))' must be a letter followed by letters, digits or _")
+                    }
+                    fields[name] = try WebServicesFieldValue.canopyValue(field, name: name, existing: schema?[name])
+                }
+            } catch {
+                operations[index].refusal = (.badRequest, "record \(operation.recordName): \(error.message)")
+                continue
+            }
+            var input: [String: JSONValue] = [
+                "recordName": .string(operation.recordName), "recordType": .string(operation.recordType ?? ""),
+                "fields": .object(fields), "savePolicy": .string(operation.savePolicy),
+            ]
+            if let tag = operation.tag, operation.type == "update" || operation.type == "replace" { input["recordChangeTag"] = .string(tag) }
+            if let parent = operation.parent { input["parent"] = .string(parent) }
+            saves.append(.object(input))
+        }
+
+        let refused = operations.contains { $0.refusal != nil }
+        if refused && atomic {
+            // Nothing runs: the refused say why, the others that they were not tried.
+            return ["records": .array(operations.map { operation in
+                let (code, reason) = operation.refusal ?? (.atomicError, "record \(operation.recordName) was not saved because another operation in the atomic batch failed")
+                return call.itemError("recordName", .string(operation.recordName), code: code, reason: reason)
+            })]
+        }
+
+        var saved: [String: JSONValue] = [:]
+        var deleted = Set<String>()
+        var failures: [String: (code: ErrorCode, message: String)] = [:]
+        if !saves.isEmpty || !deletes.isEmpty || !versions.isEmpty {
+            let answer = try await call.bridge.run(document, [
+                "scope": call.scope, "zone": zone.input, "save": .array(saves), "delete": .array(deletes),
+                "versions": .array(versions), "atomic": .bool(atomic), "keys": try call.desiredKeys(),
+            ])
+            guard case .object(let result) = answer else { return ["records": .array([])] }
+            if case .array(let records)? = result["saved"] {
+                for record in try await call.recordDictionaries(records, zoneID: zone.dictionary) {
+                    if case .object(let dictionary) = record, case .string(let name)? = dictionary["recordName"] { saved[name] = record }
+                }
+            }
+            if case .array(let names)? = result["deleted"] {
+                for case .string(let name) in names { deleted.insert(name) }
+            }
+            if case .array(let errors)? = result["errors"] {
+                for case .object(let error) in errors {
+                    guard case .string(let name)? = error["recordName"] else { continue }
+                    let code = error["code"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) ?? .internalError
+                    failures[name] = (code, error["message"]?.stringValue ?? "")
+                }
+            }
+        }
+        return ["records": .array(operations.map { operation in
+            let name = JSONValue.string(operation.recordName)
+            if let (code, reason) = operation.refusal {
+                return call.itemError("recordName", name, code: code, reason: reason)
+            }
+            if let failure = failures[operation.recordName] {
+                var code = WebServicesCode(failure.code)
+                if failure.code == .serverRecordChanged && operation.type == "create" { code = .exists }
+                return call.itemError("recordName", name, code: code, reason: failure.message)
+            }
+            if operation.isDelete {
+                return deleted.contains(operation.recordName)
+                    ? .object(["recordName": name, "deleted": .bool(true), "zoneID": zone.dictionary])
+                    : call.itemError("recordName", name, code: .internalError, reason: "record \(operation.recordName) was neither deleted nor refused")
+            }
+            return saved[operation.recordName]
+                ?? call.itemError("recordName", name, code: .internalError, reason: "record \(operation.recordName) was neither saved nor refused")
+        })]
+    }
+
+    /// An operation dictionary, read; what is wrong with one record is its
+    /// refusal, what is wrong with the request's shape is thrown.
+    static func read(_ item: JSONValue, at index: Int) throws(QueryError) -> Operation {
+        let place = "operations[\(index)]"
+        guard case .object(let dictionary) = item else { throw QueryError(.badRequest, "\(place) must be an operation dictionary") }
+        guard case .string(let type)? = dictionary["operationType"], operationTypes.contains(type) else {
+            throw QueryError(.badRequest, "\(place).operationType must be create, update, forceUpdate, replace, forceReplace, delete or forceDelete")
+        }
+        guard case .object(let record)? = dictionary["record"] else { throw QueryError(.badRequest, "\(place) needs a record dictionary") }
+        let recordName: String
+        switch record["recordName"] {
+        case .string(let name)?: recordName = name
+        case nil where type == "create", .null? where type == "create": recordName = UUID().uuidString
+        default: throw QueryError(.badRequest, "\(place).record needs a recordName")
+        }
+        var operation = Operation(type: type, recordName: recordName, recordType: nil, tag: nil, fields: [:], parent: nil, refusal: nil)
+        switch record["recordType"] {
+        case nil, .null?:
+            // update, replace and the force forms of an existing record may leave it out; create may not.
+            if type == "create" { operation.refusal = (.badRequest, "record \(recordName): create needs a recordType") }
+        case .string(let recordType)?: operation.recordType = recordType
+        case let other?: throw QueryError(.badRequest, "\(place).record.recordType must be a string, not \(other.typeName)")
+        }
+        switch record["recordChangeTag"] {
+        case nil, .null?: break
+        case .string(let tag)?: operation.tag = tag
+        case let other?: throw QueryError(.badRequest, "\(place).record.recordChangeTag must be a string, not \(other.typeName)")
+        }
+        switch record["fields"] {
+        case nil, .null?: break
+        case .object(let fields)?: operation.fields = fields
+        case let other?: throw QueryError(.badRequest, "\(place).record.fields must be a dictionary of fields, not \(other.typeName)")
+        }
+        switch record["parent"] {
+        case nil, .null?: break
+        case .object(let parent)?:
+            guard case .string(let name)? = parent["recordName"] else { throw QueryError(.badRequest, "\(place).record.parent needs a recordName") }
+            operation.parent = name
+        case let other?: throw QueryError(.badRequest, "\(place).record.parent must be {\"recordName\": …}, not \(other.typeName)")
+        }
+        return operation
+    }
+}

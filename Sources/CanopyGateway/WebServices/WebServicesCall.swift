@@ -1,0 +1,132 @@
+import CanopyPlanner
+import Logging
+
+/// One Web Services request on its way through an endpoint: the database
+/// its path names, its JSON body, and the bridge that runs GraphQL
+/// documents for it as its caller.
+struct WebServicesCall {
+    /// `public`, `private` or `shared`, as the path names it.
+    let database: String
+    let body: [String: JSONValue]
+    let bridge: GraphQLBridge
+    let recordSchemas: RecordSchemas
+    let requestID: String
+    let logger: Logger
+
+    /// The database as Canopy's `DatabaseScope`.
+    var scope: JSONValue {
+        switch database {
+        case "public": return .string("PUBLIC")
+        case "shared": return .string("SHARED")
+        default: return .string("PRIVATE")
+        }
+    }
+
+    /// `numbersAsStrings`: INT64 and DOUBLE values answered as strings.
+    var numbersAsStrings: Bool { body["numbersAsStrings"] == .bool(true) }
+
+    /// The request's `desiredKeys` (nil: every field), checked.
+    func desiredKeys(_ value: JSONValue? = nil) throws(QueryError) -> JSONValue {
+        switch value ?? body["desiredKeys"] {
+        case nil, .null?: return .null
+        case .array(let keys)?:
+            for key in keys {
+                guard case .string(let name) = key, Names.isFieldName(name) else {
+                    throw QueryError(.badRequest, "desiredKeys must be a list of field names")
+                }
+            }
+            return .array(keys)
+        case let other?: throw QueryError(.badRequest, "desiredKeys must be a list of field names, not \(other.typeName)")
+        }
+    }
+
+    /// A zone named by a request's zone ID dictionary (the default zone when
+    /// there is none): as Canopy's `ZoneID` input and as the dictionary
+    /// answers carry.
+    struct Zone {
+        var input: JSONValue
+        var dictionary: JSONValue
+    }
+
+    func zone(_ value: JSONValue?, at place: String = "zoneID") throws(QueryError) -> Zone {
+        var zoneName = "_defaultZone"
+        var owner: String?
+        switch value {
+        case nil, .null?: break
+        case .object(let zoneID)?:
+            switch zoneID["zoneName"] {
+            case nil, .null?: break
+            case .string(let name)?: zoneName = name
+            case let other?: throw QueryError(.badRequest, "\(place).zoneName must be a string, not \(other.typeName)")
+            }
+            switch zoneID["ownerRecordName"] {
+            case nil, .null?: break
+            case .string(let name)?: owner = name
+            case let other?: throw QueryError(.badRequest, "\(place).ownerRecordName must be a string, not \(other.typeName)")
+            }
+        case let other?: throw QueryError(.badRequest, "\(place) must be a zone ID dictionary, {\"zoneName\": …}, not \(other.typeName)")
+        }
+        if database == "public" && owner == DatabaseScope.publicOwnerName { owner = nil }
+        var input: [String: JSONValue] = ["zoneName": .string(zoneName)]
+        if let owner { input["ownerName"] = .string(owner) }
+        return Zone(input: .object(input), dictionary: Self.zoneID(zoneName: zoneName, owner: owner, database: database))
+    }
+
+    /// The reference's zone ID dictionary.
+    static func zoneID(zoneName: String, owner: String?, database: String) -> JSONValue {
+        var dictionary: [String: JSONValue] = [
+            "zoneName": .string(zoneName),
+            "zoneType": .string(zoneName == "_defaultZone" ? "DEFAULT_ZONE" : "REGULAR_CUSTOM_ZONE"),
+        ]
+        if database == "public" {
+            dictionary["ownerRecordName"] = .string(DatabaseScope.publicOwnerName)
+        } else if let owner {
+            dictionary["ownerRecordName"] = .string(owner)
+        }
+        return .object(dictionary)
+    }
+
+    /// The schemas of the record types an answer holds, for field type tags.
+    func schemas(of types: Set<String>) async throws -> [String: RecordSchema] {
+        var schemas: [String: RecordSchema] = [:]
+        for type in types {
+            schemas[type] = try await recordSchemas.schema(of: type, refresh: false, logger: logger)
+        }
+        return schemas
+    }
+
+    /// Records of a GraphQL answer as the reference's dictionaries.
+    func recordDictionaries(_ records: [JSONValue], zoneID: JSONValue) async throws -> [JSONValue] {
+        let schemas = try await schemas(of: WebServicesRecord.recordTypes(in: records))
+        return records.map { WebServicesRecord.dictionary($0, zoneID: zoneID, schemas: schemas, numbersAsStrings: numbersAsStrings) }
+    }
+
+    /// An item's error inside a 200 answer.
+    func itemError(_ key: String, _ value: JSONValue, code: WebServicesCode, reason: String) -> JSONValue {
+        WebServicesResponse.itemError(key, value, code: code, reason: reason, requestID: requestID)
+    }
+
+    /// A failure of a whole item (a zone in changes/zone, say), from any error.
+    func itemError(_ key: String, _ value: JSONValue, error: any Error) -> JSONValue {
+        let apiError = APIError(error, requestID: requestID, logger: logger)
+        return itemError(key, value, code: WebServicesCode(apiError.code, status: apiError.statusOverride), reason: apiError.message)
+    }
+
+    /// An integer of the body (`resultsLimit`), checked.
+    func integer(_ key: String) throws(QueryError) -> Int64? {
+        switch body[key] {
+        case nil, .null?: return nil
+        case .int(let number)?: return number
+        case let other?: throw QueryError(.badRequest, "\(key) must be a whole number, not \(other.typeName)")
+        }
+    }
+
+    /// A string of the body (`continuationMarker`, `syncToken`), checked.
+    func string(_ key: String, in dictionary: [String: JSONValue]? = nil) throws(QueryError) -> String? {
+        switch (dictionary ?? body)[key] {
+        case nil, .null?: return nil
+        case .string(let text)?: return text
+        case let other?: throw QueryError(.badRequest, "\(key) must be a string, not \(other.typeName)")
+        }
+    }
+}

@@ -1,0 +1,152 @@
+import CanopyAssets
+import CanopyPlanner
+import CanopyRequestStore
+import Hummingbird
+import Logging
+
+/// `/database/1/{container}/{environment}/…`: CloudKit Web Services, a
+/// second front door onto the same plans (``GraphQLBridge``). Checks, in
+/// order: the container and environment are this deployment's
+/// (NOT_FOUND), the `ckAPIToken` is a live token of that container
+/// (AUTHENTICATION_FAILED), the `ckWebAuthToken`, when there is one, is a
+/// person's token (else AUTHENTICATION_REQUIRED with the sign-in page's
+/// `redirectURL`), the caller's rate; then the endpoint runs. Every answer
+/// is the reference's JSON, errors included (docs/WEB_SERVICES.md).
+struct WebServicesController {
+    let settings: WebServicesSettings
+    let database: RequestDatabase
+    let configuration: GatewayConfiguration
+    let authenticator: Authenticator
+    let recordSchemas: RecordSchemas
+    let assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
+
+    func register(on router: Router<CanopyRequestContext>) {
+        let path: RouterPath = "database/1/:container/:environment/**"
+        router.post(path) { request, context in await handle(request, context: context) }
+        router.get(path) { request, context in await handle(request, context: context) }
+    }
+
+    func handle(_ request: Request, context: CanopyRequestContext) async -> Response {
+        var context = context
+        let requestID = context.requestID
+        guard let container = context.parameters.get("container"), let environment = context.parameters.get("environment"),
+              let path = WebServicesPath(container: container, environment: environment, rest: context.parameters.getCatchAll())
+        else {
+            return WebServicesResponse.failure(APIError(.unknownItem, "not a Web Services path: /database/1/CONTAINER/ENVIRONMENT/DATABASE/OPERATION"),
+                                               code: .notFound, requestID: requestID)
+        }
+        guard path.container == settings.container, path.environment == settings.environment.rawValue else {
+            return WebServicesResponse.failure(
+                APIError(.unknownItem, "this server answers for container \(settings.container) in its \(settings.environment.rawValue) environment, not \(path.container.prefix(80)) in \(path.environment.prefix(40))"),
+                code: .notFound, requestID: requestID)
+        }
+        let parameters: FormEncodedQuery
+        do {
+            parameters = try FormEncodedQuery(request.uri.query.map { Substring($0) } ?? "")
+        } catch {
+            return WebServicesResponse.failure(APIError(.badRequest, error.message), requestID: requestID)
+        }
+        let signIn = signInURL(path: path, apiToken: parameters["ckAPIToken"])
+        do {
+            try await checkAPIToken(parameters["ckAPIToken"], path: path, context: context)
+            try await identify(webAuthToken: parameters["ckWebAuthToken"], request: request, context: &context)
+            guard let database = path.database else {
+                throw notServed(path.operation)
+            }
+            guard let endpoint = WebServicesEndpoints.served[path.operation] else {
+                throw notServed(path.operation)
+            }
+            guard endpoint.databases.contains(database) else {
+                throw APIError(.badDatabase, "\(path.operation) is not an operation of the \(database) database")
+            }
+            if context.userID == nil && (endpoint.needsUser || database != "public") {
+                return WebServicesResponse.failure(
+                    APIError(.notAuthenticated, "request needs authorization: sign in at redirectURL and send the ckWebAuthToken it returns"),
+                    code: .authenticationRequired, requestID: requestID, redirectURL: signIn)
+            }
+            let body = try await readBody(request, method: request.method)
+            let call = WebServicesCall(
+                database: database, body: body,
+                bridge: GraphQLBridge(database: self.database, configuration: configuration, recordSchemas: recordSchemas,
+                                      userID: context.userID, requestID: requestID, logger: context.logger, assetURLs: assetURLs),
+                recordSchemas: recordSchemas, requestID: requestID, logger: context.logger
+            )
+            return WebServicesResponse.ok(try await endpoint.handler(call))
+        } catch {
+            let apiError = APIError(error, requestID: requestID, logger: context.logger)
+            // Nobody signed in, asked for something that needs a person: sign in.
+            if apiError.code == .notAuthenticated && context.userID == nil && parameters["ckAPIToken"] != nil
+                && apiError.statusOverride == nil {
+                return WebServicesResponse.failure(apiError, code: .authenticationRequired, requestID: requestID, redirectURL: signIn)
+            }
+            return WebServicesResponse.failure(apiError, requestID: requestID)
+        }
+    }
+
+    /// The container's API token, or AUTHENTICATION_FAILED.
+    func checkAPIToken(_ token: String?, path: WebServicesPath, context: CanopyRequestContext) async throws {
+        guard let token, !token.isEmpty else {
+            throw APIError(.notAuthenticated, "ckAPIToken is required: canopy tokens api add --container \(settings.container) makes one",
+                           status: .unauthorized)
+        }
+        guard try await database.container(ofAPIToken: token, logger: context.logger) == settings.container else {
+            throw APIError(.notAuthenticated, "the ckAPIToken is not a live API token of container \(settings.container)", status: .unauthorized)
+        }
+    }
+
+    /// The person a `ckWebAuthToken` names (a Canopy token or an identity
+    /// provider's JWT, as `Authorization: Bearer` takes), with their rate;
+    /// without one, nobody, at the address's rate.
+    func identify(webAuthToken: String?, request: Request, context: inout CanopyRequestContext) async throws {
+        guard let token = webAuthToken, !token.isEmpty else {
+            let address = authenticator.anonymous.clientAddress(of: request, channel: context.channel)
+            context.logger[metadataKey: "canopy.client"] = .string(address)
+            try authenticator.anonymous.takeRequest(from: address)
+            return
+        }
+        let caller = try await authenticator.caller(token: token, nonce: nil, logger: context.logger)
+        context.userID = caller.userID
+        context.logger[metadataKey: "canopy.user.id"] = .stringConvertible(caller.userID)
+        if let wait = authenticator.limits.takeRequest(for: caller.userID) {
+            throw authenticator.limits.rateError(retryingIn: wait)
+        }
+    }
+
+    /// The body as a JSON object: `{}` for a GET or an empty body.
+    func readBody(_ request: Request, method: HTTPRequest.Method) async throws -> [String: JSONValue] {
+        guard method == .post else { return [:] }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: configuration.maximumBodySize)
+        } catch {
+            throw APIError(.limitExceeded, "the request body is larger than the limit of \(configuration.maximumBodySize) bytes", status: .contentTooLarge)
+        }
+        if buffer.readableBytes == 0 { return [:] }
+        let value: JSONValue
+        do {
+            value = try buffer.withUnsafeReadableBytes { bytes throws(QueryError) in try JSONValue(parsing: bytes) }
+        } catch {
+            throw APIError(.badRequest, "the body is not JSON: \(error.message)")
+        }
+        guard case .object(let object) = value else {
+            throw APIError(.badRequest, "the body must be a JSON object, not \(value.typeName)")
+        }
+        return object
+    }
+
+    func notServed(_ operation: String) -> APIError {
+        if WebServicesEndpoints.notYetServed.contains(operation) {
+            return APIError(.badRequest, "\(operation) is an operation of the reference that this build of Canopy does not answer yet (docs/WEB_SERVICES.md lists each)")
+        }
+        return APIError(.unknownItem, "there is no Web Services operation \(operation.prefix(80))", status: .notFound)
+    }
+
+    /// Where a person signs in and gets a `ckWebAuthToken` (the 421's `redirectURL`).
+    func signInURL(path: WebServicesPath, apiToken: String?) -> String {
+        var url = "\(configuration.publicURL)/database/1/\(settings.container)/\(settings.environment.rawValue)/auth/sign-in"
+        if let apiToken, let prefix = BearerToken(parsing: apiToken, kind: BearerToken.containerPrefix) {
+            url += "?ckAPIToken=\(BearerToken.containerPrefix)\(prefix.selector)"
+        }
+        return url
+    }
+}

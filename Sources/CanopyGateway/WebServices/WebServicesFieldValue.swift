@@ -1,0 +1,197 @@
+import CanopyPlanner
+import Foundation
+
+/// Field values between the reference's typed form (`{"value": …, "type":
+/// "TIMESTAMP"}`) and Canopy's (API.md §4). The reference's type tags:
+/// `STRING`, `INT64`, `DOUBLE`, `TIMESTAMP`, `BYTES`, `REFERENCE`,
+/// `ASSETID` (also read as `ASSET`), `LOCATION`, and each as `<TYPE>_LIST`.
+/// Canopy's `BOOLEAN` answers as `INT64` 0 or 1, as CloudKit stores
+/// booleans (docs/WEB_SERVICES.md, "Field values").
+enum WebServicesFieldValue {
+    // MARK: Requests
+
+    /// A record field dictionary of a request as Canopy's value, or a
+    /// sentence saying what is wrong with it. `existing` is the field's type
+    /// in the record type's schema, if it has one (a 0 or 1 saved to a
+    /// BOOLEAN field is a boolean).
+    static func canopyValue(_ field: JSONValue, name: String, existing: FieldType?) throws(QueryError) -> JSONValue {
+        guard case .object(let dictionary) = field, let value = dictionary["value"] else {
+            throw QueryError(.badRequest, "field \(name): give a record field dictionary, {\"value\": …, \"type\": …}")
+        }
+        let type: String?
+        switch dictionary["type"] {
+        case nil, .null?: type = nil
+        case .string(let text)?: type = text
+        case let other?: throw QueryError(.badRequest, "field \(name): type must be a string such as STRING or INT64, not \(other.typeName)")
+        }
+        return try convert(value, type: type, name: name, existing: existing)
+    }
+
+    private static func convert(_ value: JSONValue, type: String?, name: String, existing: FieldType?) throws(QueryError) -> JSONValue {
+        if value.isNull { return .null }
+        guard let type else { return try inferred(value, name: name, existing: existing) }
+        if type.hasSuffix("_LIST") {
+            guard case .array(let items) = value else {
+                throw QueryError(.badRequest, "field \(name): a \(type) value is a list, not \(value.typeName)")
+            }
+            let element = String(type.dropLast(5))
+            let elementType: FieldType? = if case .list(let inner)? = existing { inner } else { nil }
+            var converted: [JSONValue] = []
+            converted.reserveCapacity(items.count)
+            for item in items { converted.append(try convert(item, type: element, name: name, existing: elementType)) }
+            return .array(converted)
+        }
+        switch type {
+        case "STRING":
+            guard case .string = value else { throw mismatch(name, type, value) }
+            return value
+        case "INT64":
+            switch value {
+            case .int(let number):
+                if existing == .boolean, number == 0 || number == 1 { return .bool(number == 1) }
+                return value
+            case .string(let text):
+                guard let number = Int64(text) else { throw mismatch(name, type, value) }
+                return .int(number)
+            case .bool(let flag): return existing == .boolean ? value : .int(flag ? 1 : 0)
+            default: throw mismatch(name, type, value)
+            }
+        case "DOUBLE":
+            switch value {
+            case .int(let number): return .double(Double(number))
+            case .double: return value
+            case .string(let text):
+                guard let number = Double(text), number.isFinite else { throw mismatch(name, type, value) }
+                return .double(number)
+            default: throw mismatch(name, type, value)
+            }
+        case "TIMESTAMP":
+            switch value {
+            case .int(let milliseconds): return .object(["type": .string("TIMESTAMP"), "value": .int(milliseconds)])
+            case .double(let milliseconds) where milliseconds.isFinite:
+                return .object(["type": .string("TIMESTAMP"), "value": .int(Int64(milliseconds.rounded()))])
+            default: throw mismatch(name, type, value)
+            }
+        case "BYTES":
+            guard case .string(let text) = value, Data(base64Encoded: text) != nil else {
+                throw QueryError(.badRequest, "field \(name): a BYTES value is a base64 string")
+            }
+            return .object(["type": .string("BYTES"), "base64": value])
+        case "REFERENCE":
+            guard case .object(let reference) = value, case .string(let recordName)? = reference["recordName"] else {
+                throw QueryError(.badRequest, "field \(name): a REFERENCE value is {\"recordName\": …, \"action\": …}")
+            }
+            let action: String
+            switch reference["action"] {
+            case nil, .null?, .string("NONE")?, .string("VALIDATE")?: action = "NONE"
+            case .string("DELETE_SELF")?: action = "DELETE_SELF"
+            case let other?:
+                throw QueryError(.badRequest, "field \(name): a reference's action is NONE, DELETE_SELF or VALIDATE, not \(other.stringValue ?? other.typeName)")
+            }
+            return .object(["type": .string("REFERENCE"), "recordName": .string(recordName), "action": .string(action)])
+        case "LOCATION":
+            guard case .object(let location) = value, let latitude = location["latitude"], let longitude = location["longitude"] else {
+                throw QueryError(.badRequest, "field \(name): a LOCATION value is {\"latitude\": …, \"longitude\": …}")
+            }
+            return .object(["type": .string("LOCATION"), "latitude": latitude, "longitude": longitude])
+        case "ASSETID", "ASSET":
+            guard case .object(let asset) = value, case .string(let receipt)? = asset["receipt"] else {
+                throw QueryError(.badRequest, "field \(name): an asset is saved with the receipt assets/upload's upload answered, {\"receipt\": …, \"fileChecksum\": …, \"size\": …}")
+            }
+            return .object(["type": .string("ASSET"), "uploadToken": .string(receipt)])
+        default:
+            throw QueryError(.badRequest, "field \(name): unknown type \(type.prefix(40)); the types are STRING, INT64, DOUBLE, TIMESTAMP, BYTES, REFERENCE, ASSETID, LOCATION and their _LIST forms")
+        }
+    }
+
+    /// A value sent without its type, as the reference allows: read from
+    /// its JSON shape (an object by its keys).
+    private static func inferred(_ value: JSONValue, name: String, existing: FieldType?) throws(QueryError) -> JSONValue {
+        switch value {
+        case .string, .double, .bool: return value
+        case .int(let number):
+            if existing == .boolean, number == 0 || number == 1 { return .bool(number == 1) }
+            if existing == .double { return .double(Double(number)) }
+            if existing == .timestamp { return .object(["type": .string("TIMESTAMP"), "value": value]) }
+            return value
+        case .array(let items):
+            let elementType: FieldType? = if case .list(let inner)? = existing { inner } else { nil }
+            var converted: [JSONValue] = []
+            for item in items { converted.append(try inferred(item, name: name, existing: elementType)) }
+            return .array(converted)
+        case .object(let object):
+            if object["recordName"] != nil { return try convert(value, type: "REFERENCE", name: name, existing: existing) }
+            if object["latitude"] != nil { return try convert(value, type: "LOCATION", name: name, existing: existing) }
+            if object["receipt"] != nil { return try convert(value, type: "ASSETID", name: name, existing: existing) }
+            throw QueryError(.badRequest, "field \(name): give the value's type: an object is a REFERENCE, LOCATION or ASSETID")
+        case .null: return .null
+        }
+    }
+
+    private static func mismatch(_ name: String, _ type: String, _ value: JSONValue) -> QueryError {
+        QueryError(.badRequest, "field \(name): a \(type) value cannot be \(value.typeName)")
+    }
+
+    // MARK: Answers
+
+    /// Canopy's value as the reference's record field dictionary, typed by
+    /// the schema where JSON alone cannot tell (a whole DOUBLE, an INT64).
+    static func webServicesField(_ value: JSONValue, type: FieldType?, numbersAsStrings: Bool) -> JSONValue {
+        let (converted, tag) = webServicesValue(value, type: type, numbersAsStrings: numbersAsStrings)
+        return .object(["value": converted, "type": .string(tag)])
+    }
+
+    private static func webServicesValue(_ value: JSONValue, type: FieldType?, numbersAsStrings: Bool) -> (JSONValue, String) {
+        switch value {
+        case .string: return (value, "STRING")
+        case .int(let number):
+            if type == .double { return (numbersAsStrings ? .string(String(Double(number))) : .double(Double(number)), "DOUBLE") }
+            return (numbersAsStrings ? .string(String(number)) : value, "INT64")
+        case .double(let number):
+            if type == .int64, let whole = Int64(exactly: number) { return (numbersAsStrings ? .string(String(whole)) : .int(whole), "INT64") }
+            return (numbersAsStrings ? .string(String(number)) : value, "DOUBLE")
+        case .bool(let flag): return (.int(flag ? 1 : 0), "INT64")
+        case .array(let items):
+            let elementType: FieldType? = if case .list(let inner)? = type { inner } else { nil }
+            var tag = elementType.map(listTag) ?? "STRING"
+            var converted: [JSONValue] = []
+            converted.reserveCapacity(items.count)
+            for item in items {
+                let (element, elementTag) = webServicesValue(item, type: elementType, numbersAsStrings: numbersAsStrings)
+                converted.append(element)
+                tag = elementTag
+            }
+            return (.array(converted), tag + "_LIST")
+        case .object(let object):
+            switch object["type"]?.stringValue {
+            case "TIMESTAMP"?: return (object["value"] ?? .null, "TIMESTAMP")
+            case "BYTES"?: return (object["base64"] ?? .null, "BYTES")
+            case "REFERENCE"?:
+                return (.object(["recordName": object["recordName"] ?? .null, "action": object["action"] ?? .string("NONE")]), "REFERENCE")
+            case "LOCATION"?:
+                return (.object(["latitude": object["latitude"] ?? .null, "longitude": object["longitude"] ?? .null]), "LOCATION")
+            case "ASSET"?:
+                var asset: [String: JSONValue] = ["fileChecksum": object["sha256"] ?? .null, "size": object["size"] ?? .null]
+                if let url = object["downloadURL"] { asset["downloadURL"] = url }
+                return (.object(asset), "ASSETID")
+            default: return (value, "STRING")
+            }
+        case .null: return (.null, type.map(listTag) ?? "STRING")
+        }
+    }
+
+    /// The reference's tag for a type of Canopy's schema.
+    static func listTag(_ type: FieldType) -> String {
+        switch type {
+        case .string: return "STRING"
+        case .int64, .boolean: return "INT64"
+        case .double: return "DOUBLE"
+        case .timestamp: return "TIMESTAMP"
+        case .reference: return "REFERENCE"
+        case .location: return "LOCATION"
+        case .bytes: return "BYTES"
+        case .asset: return "ASSETID"
+        case .list(let element): return listTag(element)
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import CanopyPlanner
+
+/// A `records/query` query dictionary (`recordType`, `filterBy`, `sortBy`)
+/// as the arguments of Canopy's `records`: the filters become one
+/// predicate (API.md §5) whose every value is a `$placeholder` bound from
+/// `args`, never written into its text; field names are checked to be
+/// names before they are. Comparators Canopy's predicates cannot say are
+/// refused by name (docs/WEB_SERVICES.md, "records/query").
+struct WebServicesQuery {
+    var recordType: String
+    var filter: String?
+    var args: [String: JSONValue] = [:]
+    var sort: [JSONValue] = []
+
+    init(_ query: JSONValue?) throws(QueryError) {
+        guard case .object(let query)? = query else {
+            throw QueryError(.badRequest, "records/query needs a query dictionary: {\"recordType\": …, \"filterBy\": […], \"sortBy\": […]}")
+        }
+        guard case .string(let recordType)? = query["recordType"], Names.isRecordType(recordType) else {
+            throw QueryError(.badRequest, "query.recordType must be a record type's name")
+        }
+        self.recordType = recordType
+        var clauses: [String] = []
+        switch query["filterBy"] {
+        case nil, .null?: break
+        case .array(let filters)?:
+            for (index, filter) in filters.enumerated() {
+                clauses.append(try clause(filter, at: index))
+            }
+        case let other?: throw QueryError(.badRequest, "query.filterBy must be a list of filter dictionaries, not \(other.typeName)")
+        }
+        filter = clauses.isEmpty ? nil : clauses.joined(separator: " AND ")
+        switch query["sortBy"] {
+        case nil, .null?: break
+        case .array(let sorts)?:
+            for (index, item) in sorts.enumerated() {
+                guard case .object(let descriptor) = item else {
+                    throw QueryError(.badRequest, "query.sortBy[\(index)] must be a sort descriptor dictionary")
+                }
+                if let location = descriptor["relativeLocation"], !location.isNull {
+                    throw QueryError(.badRequest, "query.sortBy[\(index)]: sorting by distance (relativeLocation) is not served by Canopy; filter with NEAR instead")
+                }
+                let key = try Self.key(of: descriptor, at: "query.sortBy[\(index)]")
+                let ascending: Bool
+                switch descriptor["ascending"] {
+                case nil, .null?: ascending = true
+                case .bool(let flag)?: ascending = flag
+                case let other?: throw QueryError(.badRequest, "query.sortBy[\(index)].ascending must be true or false, not \(other.typeName)")
+                }
+                sort.append(.object(["field": .string(key.name), "direction": .string(ascending ? "ASC" : "DESC")]))
+            }
+        case let other?: throw QueryError(.badRequest, "query.sortBy must be a list of sort descriptors, not \(other.typeName)")
+        }
+    }
+
+    /// A field a filter or sort names: a record field (`fieldName`) or a
+    /// system field (`systemFieldName`, or its `___` name as a fieldName),
+    /// by the name Canopy's predicates give it.
+    struct Key {
+        var name: String
+        var isSystem: Bool
+    }
+
+    static func key(of dictionary: [String: JSONValue], at place: String) throws(QueryError) -> Key {
+        if case .string(let system)? = dictionary["systemFieldName"] {
+            return try systemKey(system, at: place)
+        }
+        guard case .string(let name)? = dictionary["fieldName"] else {
+            throw QueryError(.badRequest, "\(place) needs fieldName or systemFieldName")
+        }
+        if name.hasPrefix("___") { return try systemKey(name, at: place) }
+        guard Names.isFieldName(name) else {
+            throw QueryError(.badRequest, "\(place).fieldName '\(name.prefix(60))' is not a field name: a letter followed by letters, digits or _")
+        }
+        return Key(name: name, isSystem: false)
+    }
+
+    private static func systemKey(_ name: String, at place: String) throws(QueryError) -> Key {
+        switch name {
+        case "recordName", "___recordId": return Key(name: "recordName", isSystem: true)
+        case "createdTimestamp", "___createTime": return Key(name: "creationDate", isSystem: true)
+        case "modifiedTimestamp", "___modTime": return Key(name: "modificationDate", isSystem: true)
+        case "createdUserRecordName", "___createdBy": return Key(name: "createdBy", isSystem: true)
+        case "modifiedUserRecordName", "___modifiedBy": return Key(name: "modifiedBy", isSystem: true)
+        case "share", "___share", "parent", "___parent":
+            throw QueryError(.badRequest, "\(place): filtering or sorting by \(name) is not served by Canopy (docs/WEB_SERVICES.md)")
+        default:
+            throw QueryError(.badRequest, "\(place).systemFieldName must be recordName, createdTimestamp, modifiedTimestamp, createdUserRecordName or modifiedUserRecordName, not '\(name.prefix(60))'")
+        }
+    }
+
+    /// A new placeholder bound to `value`.
+    private mutating func placeholder(_ value: JSONValue) -> String {
+        let name = "v\(args.count)"
+        args[name] = value
+        return "$" + name
+    }
+
+    private mutating func clause(_ item: JSONValue, at index: Int) throws(QueryError) -> String {
+        let place = "query.filterBy[\(index)]"
+        guard case .object(let filter) = item else { throw QueryError(.badRequest, "\(place) must be a filter dictionary") }
+        guard case .string(let comparator)? = filter["comparator"] else {
+            throw QueryError(.badRequest, "\(place) needs a comparator (EQUALS, LESS_THAN, IN, …)")
+        }
+        let key = try Self.key(of: filter, at: place)
+        guard let fieldValue = filter["fieldValue"] else { throw QueryError(.badRequest, "\(place) needs a fieldValue, {\"value\": …}") }
+        var value = try WebServicesFieldValue.canopyValue(fieldValue, name: "\(place).fieldValue", existing: nil)
+        if key.isSystem { value = Self.systemValue(value) }
+        let name = key.name
+        func values() throws(QueryError) -> [JSONValue] {
+            guard case .array(let items) = value, !items.isEmpty else {
+                throw QueryError(.badRequest, "\(place): \(comparator) takes a non-empty list of values")
+            }
+            return items
+        }
+        switch comparator {
+        case "EQUALS": return "\(name) == \(placeholder(value))"
+        case "NOT_EQUALS": return "\(name) != \(placeholder(value))"
+        case "LESS_THAN": return "\(name) < \(placeholder(value))"
+        case "LESS_THAN_OR_EQUALS": return "\(name) <= \(placeholder(value))"
+        case "GREATER_THAN": return "\(name) > \(placeholder(value))"
+        case "GREATER_THAN_OR_EQUALS": return "\(name) >= \(placeholder(value))"
+        case "IN": return "\(name) IN \(placeholder(.array(try values())))"
+        case "NOT_IN": return "NOT (\(name) IN \(placeholder(.array(try values()))))"
+        case "BEGINS_WITH": return "\(name) BEGINSWITH \(placeholder(value))"
+        case "NOT_BEGINS_WITH": return "NOT (\(name) BEGINSWITH \(placeholder(value)))"
+        case "LIST_CONTAINS": return "\(name) CONTAINS \(placeholder(value))"
+        case "NOT_LIST_CONTAINS": return "NOT (\(name) CONTAINS \(placeholder(value)))"
+        case "LIST_CONTAINS_ALL", "NOT_LIST_CONTAINS_ALL", "LIST_CONTAINS_ANY", "NOT_LIST_CONTAINS_ANY":
+            let joiner = comparator.hasSuffix("ALL") ? " AND " : " OR "
+            var parts: [String] = []
+            for item in try values() { parts.append("\(name) CONTAINS \(placeholder(item))") }
+            let all = "(" + parts.joined(separator: joiner) + ")"
+            return comparator.hasPrefix("NOT_") ? "NOT \(all)" : all
+        case "CONTAINS_ALL_TOKENS":
+            guard case .string = value else { throw QueryError(.badRequest, "\(place): CONTAINS_ALL_TOKENS takes a STRING of tokens") }
+            return "self CONTAINS \(placeholder(value))"
+        case "CONTAINS_ANY_TOKENS":
+            guard case .string(let text) = value else { throw QueryError(.badRequest, "\(place): CONTAINS_ANY_TOKENS takes a STRING of tokens") }
+            let tokens = text.split(whereSeparator: { $0.isWhitespace || $0.isPunctuation }).map(String.init)
+            guard !tokens.isEmpty else { throw QueryError(.badRequest, "\(place): CONTAINS_ANY_TOKENS takes at least one token") }
+            var parts: [String] = []
+            for token in tokens { parts.append("self CONTAINS \(placeholder(.string(token)))") }
+            return "(" + parts.joined(separator: " OR ") + ")"
+        case "NEAR":
+            guard let metres = PredicateChecker.number(filter["distance"]), metres >= 0 else {
+                throw QueryError(.badRequest, "\(place): NEAR needs distance, a radius in metres")
+            }
+            return "distanceToLocation:fromLocation:(\(name), \(placeholder(value))) <= \(placeholder(.double(metres / 1000)))"
+        case "LIST_MEMBER_BEGINS_WITH", "NOT_LIST_MEMBER_BEGINS_WITH":
+            throw QueryError(.badRequest, "\(place): \(comparator) is not served by Canopy, whose predicates have no prefix test on list members (docs/WEB_SERVICES.md)")
+        default:
+            throw QueryError(.badRequest, "\(place): unknown comparator '\(comparator.prefix(40))'")
+        }
+    }
+
+    /// A system field's value as Canopy's predicates compare it: a
+    /// reference to a user or record by its name.
+    private static func systemValue(_ value: JSONValue) -> JSONValue {
+        if case .object(let object) = value, object["type"] == .string("REFERENCE"), let name = object["recordName"] { return name }
+        if case .array(let items) = value { return .array(items.map(systemValue)) }
+        return value
+    }
+}

@@ -1,0 +1,37 @@
+import CanopyPlanner
+import Hummingbird
+
+/// Writes Web Services answers: a JSON object with HTTP 200, or a whole
+/// request's error as the reference gives it (`{uuid, serverErrorCode,
+/// reason, redirectURL?, retryAfter?}` with the code's status), and the
+/// per-item errors that sit inside 200 answers.
+enum WebServicesResponse {
+    static func ok(_ body: [String: JSONValue]) -> Response {
+        GraphQLResponse.json(JSONValue.object(body).jsonText, status: .ok)
+    }
+
+    /// A whole request refused. `code` is the reference's word when the
+    /// caller knows better than the mapping (421 for a missing web token).
+    static func failure(
+        _ error: APIError, code: WebServicesCode? = nil, requestID: String, redirectURL: String? = nil
+    ) -> Response {
+        let code = code ?? WebServicesCode(error.code, status: error.statusOverride)
+        var body: [String: JSONValue] = [
+            "uuid": .string(requestID), "serverErrorCode": .string(code.rawValue), "reason": .string(error.message),
+        ]
+        if let redirectURL { body["redirectURL"] = .string(redirectURL) }
+        if let seconds = error.retryAfter { body["retryAfter"] = .int(Int64(seconds)) }
+        let status = code == .limitExceeded && error.statusOverride == .contentTooLarge ? .contentTooLarge : code.status
+        var response = GraphQLResponse.json(JSONValue.object(body).jsonText, status: status)
+        if let seconds = error.retryAfter { response.headers[.retryAfter] = String(seconds) }
+        return response
+    }
+
+    /// One item's error inside a 200 answer: `{recordName | zoneID | …,
+    /// reason, serverErrorCode, uuid}` (`key` and `value` name the item).
+    static func itemError(
+        _ key: String, _ value: JSONValue, code: WebServicesCode, reason: String, requestID: String
+    ) -> JSONValue {
+        .object([key: value, "serverErrorCode": .string(code.rawValue), "reason": .string(reason), "uuid": .string(requestID)])
+    }
+}

@@ -1,0 +1,23 @@
+/// Which CloudKit container a deployment answers as, and in which
+/// environment: every Web Services path names both
+/// (`/database/1/{container}/{environment}/…`). One deployment is one
+/// container in one environment (docs/WEB_SERVICES.md, DECISIONS 85): a
+/// team keeps `development` apart from `production` by running two
+/// deployments over two databases, as CloudKit keeps the two apart, so no
+/// request can reach the other environment's data by a word in its path.
+public struct WebServicesSettings: Sendable, Equatable {
+    /// CloudKit's two environments.
+    public enum Environment: String, Sendable, CaseIterable {
+        case development
+        case production
+    }
+
+    /// The container identifier, as clients write it (`iCloud.com.example.app`).
+    public var container: String
+    public var environment: Environment
+
+    public init(container: String, environment: Environment = .production) {
+        self.container = container
+        self.environment = environment
+    }
+}

@@ -1,0 +1,107 @@
+import CanopyPlanner
+
+/// `zones/list`, `zones/lookup`, `zones/modify` and `zones/changes`, over
+/// Canopy's `zones`, `saveZone`, `deleteZone` and `databaseChanges`. The
+/// public database has one zone, `_defaultZone`, answered without asking
+/// the database (Canopy's `zones` refuses PUBLIC as CloudKit's clients do).
+enum ZonesEndpoints {
+    static let listDocument = "query WebServicesZones($scope: DatabaseScope!) { zones(scope: $scope) { zoneName ownerName } }"
+
+    /// The zones of the database, as the reference's zone dictionaries.
+    static func zones(_ call: WebServicesCall) async throws -> [JSONValue] {
+        if call.database == "public" {
+            return [zone(zoneName: "_defaultZone", owner: nil, database: call.database)]
+        }
+        let answer = try await call.bridge.run(listDocument, ["scope": call.scope])
+        guard case .array(let zones) = answer else { return [] }
+        return zones.compactMap { item in
+            guard case .object(let zone) = item, case .string(let name)? = zone["zoneName"] else { return nil }
+            return self.zone(zoneName: name, owner: zone["ownerName"]?.stringValue, database: call.database)
+        }
+    }
+
+    static func zone(zoneName: String, owner: String?, database: String) -> JSONValue {
+        .object(["zoneID": WebServicesCall.zoneID(zoneName: zoneName, owner: owner, database: database), "atomic": .bool(true)])
+    }
+
+    static func list(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        ["zones": .array(try await zones(call))]
+    }
+
+    static func lookup(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        guard case .array(let requested)? = call.body["zones"], !requested.isEmpty else {
+            throw QueryError(.badRequest, "zones/lookup needs zones, a list of zone ID dictionaries ({\"zoneName\": …})")
+        }
+        let known = try await zones(call)
+        var byName: [String: JSONValue] = [:]
+        for case .object(let zone) in known {
+            if case .object(let zoneID)? = zone["zoneID"], case .string(let name)? = zoneID["zoneName"] {
+                let owner = zoneID["ownerRecordName"]?.stringValue ?? ""
+                byName[name + "\u{0}" + owner] = .object(zone)
+                if byName[name] == nil { byName[name] = .object(zone) }
+            }
+        }
+        var out: [JSONValue] = []
+        for (index, item) in requested.enumerated() {
+            // The reference's zones/lookup lists zone IDs; some clients wrap them in {"zoneID": …}.
+            var zoneID = item
+            if case .object(let wrapper) = item, let inner = wrapper["zoneID"] { zoneID = inner }
+            let zone = try call.zone(zoneID, at: "zones[\(index)]")
+            guard case .object(let asked) = zone.dictionary, case .string(let name)? = asked["zoneName"] else { continue }
+            let owner = asked["ownerRecordName"]?.stringValue
+            if let found = owner.map({ byName[name + "\u{0}" + $0] }) ?? byName[name] {
+                out.append(found)
+            } else {
+                out.append(call.itemError("zoneID", zone.dictionary, code: .zoneNotFound, reason: "zone \(name) does not exist or is not shared with you"))
+            }
+        }
+        return ["zones": .array(out)]
+    }
+
+    static let saveDocument = "mutation WebServicesSaveZone($name: String!) { saveZone(zoneName: $name) { zoneName ownerName } }"
+    static let deleteDocument = "mutation WebServicesDeleteZone($scope: DatabaseScope!, $zone: ZoneID!) { deleteZone(scope: $scope, zone: $zone) }"
+
+    /// Each operation on its own, in order, as the reference says.
+    static func modify(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        guard case .array(let operations)? = call.body["operations"], !operations.isEmpty else {
+            throw QueryError(.badRequest, "zones/modify needs operations, a list of {\"operationType\": \"create\" | \"delete\", \"zone\": {\"zoneID\": …}}")
+        }
+        var out: [JSONValue] = []
+        for (index, item) in operations.enumerated() {
+            guard case .object(let operation) = item, case .string(let type)? = operation["operationType"], type == "create" || type == "delete" else {
+                throw QueryError(.badRequest, "operations[\(index)].operationType must be create or delete")
+            }
+            var zoneID: JSONValue? = nil
+            if case .object(let zone)? = operation["zone"] { zoneID = zone["zoneID"] }
+            guard zoneID != nil else { throw QueryError(.badRequest, "operations[\(index)] needs zone: {\"zoneID\": {\"zoneName\": …}}") }
+            let zone = try call.zone(zoneID, at: "operations[\(index)].zone.zoneID")
+            do {
+                if call.database == "public" {
+                    throw APIError(.badDatabase, "the public database has one zone, _defaultZone, and no custom zones")
+                }
+                if type == "create" {
+                    guard call.database == "private" else {
+                        throw APIError(.badDatabase, "zones are created in the private database")
+                    }
+                    guard case .object(let input) = zone.input, let name = input["zoneName"] else { continue }
+                    let answer = try await call.bridge.run(saveDocument, ["name": name])
+                    guard case .object(let saved) = answer, case .string(let zoneName)? = saved["zoneName"] else { continue }
+                    out.append(self.zone(zoneName: zoneName, owner: saved["ownerName"]?.stringValue, database: call.database))
+                } else {
+                    _ = try await call.bridge.run(deleteDocument, ["scope": call.scope, "zone": zone.input])
+                    out.append(.object(["zoneID": zone.dictionary, "deleted": .bool(true)]))
+                }
+            } catch {
+                out.append(call.itemError("zoneID", zone.dictionary, error: error))
+            }
+        }
+        return ["zones": .array(out)]
+    }
+
+    /// `zones/changes`: the zones changed since `metaSyncToken` (Canopy's
+    /// `databaseChanges`, whose token it is).
+    static func changes(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        let feed = try await ChangesEndpoints.databaseChanges(call, syncToken: try call.string("metaSyncToken"))
+        return ["zones": .array(feed.zones), "metaSyncToken": feed.syncToken, "moreComing": feed.moreComing]
+    }
+}

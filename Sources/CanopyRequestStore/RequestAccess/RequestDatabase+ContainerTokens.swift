@@ -1,0 +1,25 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+extension RequestDatabase {
+    /// The container a CloudKit Web Services API token (`ckAPIToken`,
+    /// `cka_…`) opens, or nil for an unknown, revoked or malformed one. The
+    /// stored hash is compared here, in constant time; a looked-up token is
+    /// remembered as long as a user's token is.
+    public func container(ofAPIToken token: String, logger: Logger) async throws -> String? {
+        guard let presented = BearerToken(parsing: token, kind: BearerToken.containerPrefix) else { return nil }
+        if let cached = await containerTokens.value(for: presented.selector) {
+            return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.container : nil
+        }
+        let rows = try await primary.withConnection { connection in
+            try await connection.query(
+                "SELECT container, secret_hash FROM canopy.container_token_for_selector(\(presented.selector)) WHERE container IS NOT NULL",
+                logger: logger
+            ).collect()
+        }
+        guard let (container, storedHash) = try rows.first?.decode((String, Data).self) else { return nil }
+        await containerTokens.store((container, Array(storedHash)), for: presented.selector)
+        return BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) ? container : nil
+    }
+}
