@@ -2,8 +2,9 @@
 -- canopy.records.created_by / modified_by that calls it, bearer-token
 -- lookup (canopy.token_for_selector, canopy.note_token_use) and sign-in with
 -- an identity provider (canopy.sign_in, migrations/0013), and CloudKit Web
--- Services' container API tokens (canopy.container_token_for_selector,
--- migrations/0027).
+-- Services' container API tokens and server-to-server keys
+-- (canopy.container_token_for_selector, canopy.server_key,
+-- canopy.note_server_signature; migrations/0027).
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -148,6 +149,36 @@ AS $$
 $$;
 COMMENT ON FUNCTION canopy.container_token_for_selector(text) IS 'The container and secret hash of a live ckAPIToken, by its selector (CloudKit Web Services).';
 
+-- CloudKit Web Services' server-to-server keys (migrations/0027): a live
+-- key by its identifier, for the gateway to verify a signature with.
+CREATE OR REPLACE FUNCTION canopy.server_key(p_key_id text, OUT container text, OUT user_id bigint,
+                                             OUT public_key bytea, OUT databases text[])
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT k.container, k.user_id, k.public_key, k.databases FROM canopy.server_keys k
+     WHERE k.key_id = p_key_id AND k.revoked_at IS NULL
+$$;
+COMMENT ON FUNCTION canopy.server_key(text) IS 'The container, user, public key and databases of a live server-to-server key (CloudKit Web Services).';
+
+-- A server-to-server signature, noted once: true the first time, false for
+-- a replay. Signatures dated before p_oldest are purged (they can no longer
+-- be accepted: the gateway refuses their date first).
+CREATE OR REPLACE FUNCTION canopy.note_server_signature(p_signature_hash bytea, p_signed_at timestamptz, p_oldest timestamptz)
+    RETURNS boolean
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    noted boolean;
+BEGIN
+    DELETE FROM canopy.server_key_signatures WHERE signed_at < p_oldest;
+    INSERT INTO canopy.server_key_signatures (signature_hash, signed_at) VALUES (p_signature_hash, p_signed_at)
+    ON CONFLICT (signature_hash) DO NOTHING
+    RETURNING true INTO noted;
+    RETURN coalesce(noted, false);
+END
+$$;
+COMMENT ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz) IS 'Notes a server-to-server signature; false when it was used before (a replay). Purges signatures older than the window.';
+
 REVOKE ALL ON FUNCTION canopy.current_user_id() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_for_selector(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.note_token_use(text) FROM PUBLIC, canopy_gateway;
@@ -155,6 +186,8 @@ REVOKE ALL ON FUNCTION canopy.sign_in(text, text, text, text, text, text) FROM P
 REVOKE ALL ON FUNCTION canopy.issue_token(text, bytea) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.revoke_own_token(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.container_token_for_selector(text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.server_key(text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.current_user_id() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.token_for_selector(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.note_token_use(text) TO canopy_gateway;
@@ -162,3 +195,5 @@ GRANT EXECUTE ON FUNCTION canopy.sign_in(text, text, text, text, text, text) TO 
 GRANT EXECUTE ON FUNCTION canopy.issue_token(text, bytea) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.revoke_own_token(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.container_token_for_selector(text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.server_key(text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz) TO canopy_gateway;

@@ -1,6 +1,7 @@
 import CanopyAssets
 import CanopyPlanner
 import CanopyRequestStore
+import Foundation
 import Hummingbird
 import Logging
 
@@ -47,9 +48,16 @@ struct WebServicesController {
             return WebServicesResponse.failure(APIError(.badRequest, error.message), requestID: requestID)
         }
         let signIn = signInURL(path: path, apiToken: parameters["ckAPIToken"])
+        var signedByKey = false
         do {
-            try await checkAPIToken(parameters["ckAPIToken"], path: path, context: context)
-            try await identify(webAuthToken: parameters["ckWebAuthToken"], request: request, context: &context)
+            let raw = try await rawBody(request)
+            if let signature = try ServerToServerSignature(request.headers) {
+                try await verify(signature, path: path, body: raw, request: request, context: &context)
+                signedByKey = true
+            } else {
+                try await checkAPIToken(parameters["ckAPIToken"], path: path, context: context)
+                try await identify(webAuthToken: parameters["ckWebAuthToken"], request: request, context: &context)
+            }
             guard let database = path.database else {
                 throw notServed(path.operation)
             }
@@ -64,7 +72,7 @@ struct WebServicesController {
                     APIError(.notAuthenticated, "request needs authorization: sign in at redirectURL and send the ckWebAuthToken it returns"),
                     code: .authenticationRequired, requestID: requestID, redirectURL: signIn)
             }
-            let body = try await readBody(request, method: request.method)
+            let body = try parseBody(raw)
             let call = WebServicesCall(
                 database: database, body: body,
                 bridge: GraphQLBridge(database: self.database, configuration: configuration, recordSchemas: recordSchemas,
@@ -75,7 +83,7 @@ struct WebServicesController {
         } catch {
             let apiError = APIError(error, requestID: requestID, logger: context.logger)
             // Nobody signed in, asked for something that needs a person: sign in.
-            if apiError.code == .notAuthenticated && context.userID == nil && parameters["ckAPIToken"] != nil
+            if apiError.code == .notAuthenticated && context.userID == nil && !signedByKey && parameters["ckAPIToken"] != nil
                 && apiError.statusOverride == nil {
                 return WebServicesResponse.failure(apiError, code: .authenticationRequired, requestID: requestID, redirectURL: signIn)
             }
@@ -112,15 +120,18 @@ struct WebServicesController {
         }
     }
 
-    /// The body as a JSON object: `{}` for a GET or an empty body.
-    func readBody(_ request: Request, method: HTTPRequest.Method) async throws -> [String: JSONValue] {
-        guard method == .post else { return [:] }
-        let buffer: ByteBuffer
+    /// The body's bytes (empty for a GET), within the size limit.
+    func rawBody(_ request: Request) async throws -> ByteBuffer {
+        guard request.method == .post else { return ByteBuffer() }
         do {
-            buffer = try await request.body.collect(upTo: configuration.maximumBodySize)
+            return try await request.body.collect(upTo: configuration.maximumBodySize)
         } catch {
             throw APIError(.limitExceeded, "the request body is larger than the limit of \(configuration.maximumBodySize) bytes", status: .contentTooLarge)
         }
+    }
+
+    /// The body as a JSON object: `{}` when it is empty.
+    func parseBody(_ buffer: ByteBuffer) throws -> [String: JSONValue] {
         if buffer.readableBytes == 0 { return [:] }
         let value: JSONValue
         do {
@@ -132,6 +143,37 @@ struct WebServicesController {
             throw APIError(.badRequest, "the body must be a JSON object, not \(value.typeName)")
         }
         return object
+    }
+
+    /// A server-to-server request: the key is live and this container's,
+    /// the date is fresh, the signature is the key's over this request and
+    /// has not been used before, and the database is one the key may reach.
+    /// It then acts as the key's user, at that user's rate.
+    func verify(
+        _ signature: ServerToServerSignature, path: WebServicesPath, body: ByteBuffer, request: Request, context: inout CanopyRequestContext
+    ) async throws {
+        guard let key = try await database.serverKey(signature.keyID, logger: context.logger), key.container == settings.container else {
+            throw APIError(.notAuthenticated, "X-Apple-CloudKit-Request-KeyID is not a live server-to-server key of container \(settings.container)", status: .unauthorized)
+        }
+        let now = Date()
+        guard signature.isFresh(now: now) else {
+            throw APIError(.notAuthenticated, "the request was signed at \(signature.dateText), more than \(Int(ServerToServerSignature.window / 60)) minutes from the server's clock", status: .unauthorized)
+        }
+        guard signature.verifies(with: key, body: body, path: request.uri.path) else {
+            throw APIError(.notAuthenticated, "the signature does not verify: sign [date]:[base64 of the body's SHA-256]:[the URL's path] with the key's private key (ECDSA P-256, SHA-256)", status: .unauthorized)
+        }
+        guard try await database.noteServerSignature(signature.signature, signedAt: signature.date,
+                                                     oldest: now.addingTimeInterval(-ServerToServerSignature.window), logger: context.logger) else {
+            throw APIError(.notAuthenticated, "this signature was used before: sign each request anew", status: .unauthorized)
+        }
+        guard let database = path.database, key.databases.contains(database) else {
+            throw APIError(.permissionFailure, "this key may reach the \(key.databases.sorted().joined(separator: " and ")) database\(key.databases.count > 1 ? "s" : ""), not \(path.database ?? path.operation)", status: .forbidden)
+        }
+        context.userID = key.userID
+        context.logger[metadataKey: "canopy.user.id"] = .stringConvertible(key.userID)
+        if let wait = authenticator.limits.takeRequest(for: key.userID) {
+            throw authenticator.limits.rateError(retryingIn: wait)
+        }
     }
 
     func notServed(_ operation: String) -> APIError {

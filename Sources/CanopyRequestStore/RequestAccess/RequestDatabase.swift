@@ -27,6 +27,8 @@ public final class RequestDatabase: Sendable {
     /// Looked-up container API tokens (`ckAPIToken`) by selector: the
     /// container and the stored hash.
     let containerTokens: ExpiringCache<String, (container: String, hash: [UInt8])>
+    /// Looked-up server-to-server keys by identifier.
+    let serverKeys: ExpiringCache<String, ServerKey>
     /// Sign-ins already written, for a minute: a person's requests need no
     /// round trip until their claims change (changed claims are another key).
     let signIns = ExpiringCache<SignIn, Int64>(timeToLive: .seconds(60))
@@ -56,6 +58,7 @@ public final class RequestDatabase: Sendable {
         let startupParameters = [("statement_timeout", String(max(1, milliseconds)))]
         self.tokens = ExpiringCache(timeToLive: tokenCacheTime)
         self.containerTokens = ExpiringCache(timeToLive: tokenCacheTime)
+        self.serverKeys = ExpiringCache(timeToLive: tokenCacheTime)
         self.primary = try PrimaryPool(
             endpoint: endpoint,
             configure: { configuration in

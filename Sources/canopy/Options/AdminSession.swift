@@ -95,3 +95,11 @@ func withContainerTokenAdmin<T: Sendable>(
 ) async throws -> T {
     try await withAdministration(database, category: "canopy.tokens", ContainerTokenAdmin.init(logger:), body)
 }
+
+/// `canopy keys`: ``ServerKeyAdmin`` on an administrator's connection.
+func withServerKeyAdmin<T: Sendable>(
+    _ database: DatabaseOptions,
+    _ body: (ServerKeyAdmin, PostgresConnection) async throws -> T
+) async throws -> T {
+    try await withAdministration(database, category: "canopy.keys", ServerKeyAdmin.init(logger:), body)
+}
