@@ -3,6 +3,7 @@
 //   #/zone/SCOPE/OWNER/ZONE?type=&filter=&sort=   a zone's records
 //   #/record/SCOPE/OWNER/ZONE/RECORD     a record's fields
 //   #/new/SCOPE/OWNER/ZONE?type=         a new record
+//   #/web-services/sign-in?container=&environment=&ckAPIToken=   a CloudKit web app's sign-in
 // SCOPE is PRIVATE, SHARED or PUBLIC; the public database's zone and
 // records are shown signed out too, as nobody sees them.
 
@@ -16,6 +17,7 @@ import {renderRecord} from "./view-record.js";
 import {parseRoute} from "./routes.js";
 import {finishSignIn} from "./oidc.js";
 import {publicRoute} from "./public.js";
+import {renderWebServicesSignIn} from "./view-web-services.js";
 
 const view = document.getElementById("view");
 const account = document.getElementById("account");
@@ -87,6 +89,8 @@ async function route() {
     await renderZone(view, {scope, ownerName: owner, zoneName: zone, params}, context);
   } else if (kind === "record" && record) {
     await renderRecord(view, {scope, ownerName: owner, zoneName: zone, recordName: record}, context);
+  } else if (kind === "web-services" && scope === "sign-in") {
+    await renderWebServicesSignIn(view, {params}, context);
   } else if (kind === "new" && zone) {
     await renderRecord(view, {scope, ownerName: owner, zoneName: zone, recordName: null, recordType: params.get("type")}, context);
   } else {

@@ -149,6 +149,17 @@ AS $$
 $$;
 COMMENT ON FUNCTION canopy.container_token_for_selector(text) IS 'The container and secret hash of a live ckAPIToken, by its selector (CloudKit Web Services).';
 
+-- Where the sign-in page sends a person back for an API token (its "Sign
+-- In Callback"), by the token's public selector; NULL when it has none (the
+-- page then posts the web token to the window that opened it). Not a secret.
+CREATE OR REPLACE FUNCTION canopy.container_sign_in_callback(p_selector text, OUT container text, OUT sign_in_callback text)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.container, t.sign_in_callback FROM canopy.container_tokens t
+     WHERE t.selector = p_selector AND t.revoked_at IS NULL
+$$;
+COMMENT ON FUNCTION canopy.container_sign_in_callback(text) IS 'The container and sign-in callback URL of a live ckAPIToken, by its selector (the Web Services sign-in page).';
+
 -- CloudKit Web Services' server-to-server keys (migrations/0027): a live
 -- key by its identifier, for the gateway to verify a signature with.
 CREATE OR REPLACE FUNCTION canopy.server_key(p_key_id text, OUT container text, OUT user_id bigint,
@@ -187,6 +198,7 @@ REVOKE ALL ON FUNCTION canopy.issue_token(text, bytea) FROM PUBLIC, canopy_gatew
 REVOKE ALL ON FUNCTION canopy.revoke_own_token(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.container_token_for_selector(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.server_key(text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.container_sign_in_callback(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.current_user_id() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.token_for_selector(text) TO canopy_gateway;
@@ -196,4 +208,5 @@ GRANT EXECUTE ON FUNCTION canopy.issue_token(text, bytea) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.revoke_own_token(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.container_token_for_selector(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.server_key(text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.container_sign_in_callback(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz) TO canopy_gateway;

@@ -10,6 +10,8 @@ public struct ContainerTokenSummary: Sendable, Codable, Equatable {
     public var prefix: String
     public var container: String
     public var name: String
+    /// Where the sign-in page sends people back with `?ckWebAuthToken=…`.
+    public var signInCallback: String?
     public var created: Date
     public var revoked: Date?
 }
@@ -26,7 +28,14 @@ public struct ContainerTokenAdmin: Sendable {
 
     /// A new token for `container`; the token's secret is in the returned
     /// ``BearerToken`` and nowhere else.
-    public func add(container: String, name: String, connection: PostgresConnection) async throws -> (ContainerTokenSummary, BearerToken) {
+    public func add(
+        container: String, name: String, signInCallback: String? = nil, connection: PostgresConnection
+    ) async throws -> (ContainerTokenSummary, BearerToken) {
+        if let signInCallback {
+            guard let url = URL(string: signInCallback), url.scheme == "https" || url.scheme == "http", url.host != nil, url.fragment == nil else {
+                throw StoreError(.invalidInput, "--sign-in-callback must be an http or https URL without a fragment, as https://app.example.com/signed-in")
+            }
+        }
         guard ContainerIdentifier.isValid(container) else {
             throw StoreError(.invalidInput, "'\(container.prefix(80))' is not a container identifier: letters, digits, '.', '-' and '_', starting with a letter or digit, as iCloud.com.example.app")
         }
@@ -36,26 +45,28 @@ public struct ContainerTokenAdmin: Sendable {
         let token = BearerToken.generate(kind: BearerToken.containerPrefix)
         let rows = try await connection.query(
             """
-            INSERT INTO canopy.container_tokens (container, name, selector, secret_hash)
-            VALUES (\(container), \(name), \(token.selector), \(Data(token.secretHash)))
+            INSERT INTO canopy.container_tokens (container, name, selector, secret_hash, sign_in_callback)
+            VALUES (\(container), \(name), \(token.selector), \(Data(token.secretHash)), \(signInCallback))
             RETURNING created_at
             """,
             logger: logger
         )
         var created = Date()
         for try await at in rows.decode(Date.self) { created = at }
-        return (ContainerTokenSummary(prefix: BearerToken.containerPrefix + token.selector, container: container, name: name, created: created), token)
+        return (ContainerTokenSummary(prefix: BearerToken.containerPrefix + token.selector, container: container, name: name,
+                                      signInCallback: signInCallback, created: created), token)
     }
 
     /// Every token, oldest first, revoked ones included.
     public func list(connection: PostgresConnection) async throws -> [ContainerTokenSummary] {
         let rows = try await connection.query(
-            "SELECT selector, container, name, created_at, revoked_at FROM canopy.container_tokens ORDER BY created_at, id",
+            "SELECT selector, container, name, sign_in_callback, created_at, revoked_at FROM canopy.container_tokens ORDER BY created_at, id",
             logger: logger
         )
         var tokens: [ContainerTokenSummary] = []
-        for try await (selector, container, name, created, revoked) in rows.decode((String, String, String, Date, Date?).self) {
-            tokens.append(ContainerTokenSummary(prefix: BearerToken.containerPrefix + selector, container: container, name: name, created: created, revoked: revoked))
+        for try await (selector, container, name, callback, created, revoked) in rows.decode((String, String, String, String?, Date, Date?).self) {
+            tokens.append(ContainerTokenSummary(prefix: BearerToken.containerPrefix + selector, container: container, name: name,
+                                                signInCallback: callback, created: created, revoked: revoked))
         }
         return tokens
     }
@@ -76,13 +87,14 @@ public struct ContainerTokenAdmin: Sendable {
                 UPDATE canopy.container_tokens SET revoked_at = now()
                  WHERE id = (SELECT id FROM canopy.container_tokens WHERE revoked_at IS NULL AND starts_with(selector, \(selector)))
                    AND (SELECT count(*) FROM canopy.container_tokens WHERE revoked_at IS NULL AND starts_with(selector, \(selector))) = 1
-                RETURNING selector, container, name, created_at, revoked_at
+                RETURNING selector, container, name, sign_in_callback, created_at, revoked_at
                 """,
                 logger: logger
             ).collect()
             if let row = rows.first {
-                let (selector, container, name, created, revoked) = try row.decode((String, String, String, Date, Date?).self)
-                return ContainerTokenSummary(prefix: BearerToken.containerPrefix + selector, container: container, name: name, created: created, revoked: revoked)
+                let (selector, container, name, callback, created, revoked) = try row.decode((String, String, String, String?, Date, Date?).self)
+                return ContainerTokenSummary(prefix: BearerToken.containerPrefix + selector, container: container, name: name,
+                                             signInCallback: callback, created: created, revoked: revoked)
             }
             let count = try await connection.query(
                 "SELECT count(*)::int8 FROM canopy.container_tokens WHERE revoked_at IS NULL AND starts_with(selector, \(selector))",

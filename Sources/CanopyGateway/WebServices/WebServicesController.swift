@@ -47,6 +47,9 @@ struct WebServicesController {
         } catch {
             return WebServicesResponse.failure(APIError(.badRequest, error.message), requestID: requestID)
         }
+        if path.database == nil && path.operation == "auth/sign-in.json" && request.method == .get {
+            return await signInSettings(apiToken: parameters["ckAPIToken"], context: context)
+        }
         let signIn = signInURL(path: path, apiToken: parameters["ckAPIToken"])
         var signedByKey = false
         do {
@@ -183,12 +186,36 @@ struct WebServicesController {
         return APIError(.unknownItem, "there is no Web Services operation \(operation.prefix(80))", status: .notFound)
     }
 
-    /// Where a person signs in and gets a `ckWebAuthToken` (the 421's `redirectURL`).
+    /// Where a person signs in and gets a `ckWebAuthToken` (the 421's
+    /// `redirectURL`): the console's Web Services sign-in, which names the
+    /// API token by its public prefix only, never its secret.
     func signInURL(path: WebServicesPath, apiToken: String?) -> String {
-        var url = "\(configuration.publicURL)/database/1/\(settings.container)/\(settings.environment.rawValue)/auth/sign-in"
-        if let apiToken, let prefix = BearerToken(parsing: apiToken, kind: BearerToken.containerPrefix) {
-            url += "?ckAPIToken=\(BearerToken.containerPrefix)\(prefix.selector)"
+        var url = "\(configuration.publicURL)/#/web-services/sign-in?container=\(settings.container)&environment=\(settings.environment.rawValue)"
+        if let apiToken, let token = BearerToken(parsing: apiToken, kind: BearerToken.containerPrefix) {
+            url += "&ckAPIToken=\(BearerToken.containerPrefix)\(token.selector)"
         }
         return url
+    }
+
+    /// `GET …/auth/sign-in.json?ckAPIToken=cka_<selector>`: what the sign-in
+    /// page needs to hand a person's new web token back: the API token's
+    /// callback, or the origins it may post the token to (`--cors-origin`).
+    func signInSettings(apiToken: String?, context: CanopyRequestContext) async -> Response {
+        let selector = apiToken.map { String($0.dropFirst(BearerToken.containerPrefix.count).prefix(16)) } ?? ""
+        do {
+            guard let apiToken, apiToken.hasPrefix(BearerToken.containerPrefix),
+                  let found = try await database.signIn(forAPITokenSelector: selector, logger: context.logger),
+                  found.container == settings.container else {
+                throw APIError(.notAuthenticated, "the sign-in page needs ckAPIToken, the prefix of a live API token of container \(settings.container)", status: .unauthorized)
+            }
+            var body: [String: JSONValue] = [
+                "container": .string(settings.container), "environment": .string(settings.environment.rawValue),
+                "origins": .array(configuration.crossOrigin.origins.sorted().map(JSONValue.string)),
+            ]
+            body["callback"] = found.callback.map(JSONValue.string) ?? .null
+            return WebServicesResponse.ok(body)
+        } catch {
+            return WebServicesResponse.failure(APIError(error, requestID: context.requestID, logger: context.logger), requestID: context.requestID)
+        }
     }
 }

@@ -22,4 +22,19 @@ extension RequestDatabase {
         await containerTokens.store((container, Array(storedHash)), for: presented.selector)
         return BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) ? container : nil
     }
+
+    /// The container and sign-in callback of the live API token whose
+    /// selector is `selector` (`cka_<selector>`, no secret: the sign-in page
+    /// is opened with it); nil for none.
+    public func signIn(forAPITokenSelector selector: String, logger: Logger) async throws -> (container: String, callback: String?)? {
+        guard selector.utf8.count == 16, selector.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else { return nil }
+        let rows = try await primary.withConnection { connection in
+            try await connection.query(
+                "SELECT container, sign_in_callback FROM canopy.container_sign_in_callback(\(selector)) WHERE container IS NOT NULL",
+                logger: logger
+            ).collect()
+        }
+        guard let (container, callback) = try rows.first?.decode((String, String?).self) else { return nil }
+        return (container, callback)
+    }
 }

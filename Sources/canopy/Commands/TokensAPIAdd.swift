@@ -15,15 +15,20 @@ struct TokensAPIAdd: AsyncParsableCommand {
     @Option(help: "What the token is for (the web app, the relay); shown by list.")
     var name = "api token"
 
+    @Option(name: .customLong("sign-in-callback"), help: ArgumentHelp(
+        "Where the sign-in page sends a person back, as ?ckWebAuthToken=… on this URL (CloudKit's \"Sign In Callback\"). Without it the page posts {ckWebAuthToken} to the window that opened it, if that window's origin is one of --cors-origin.",
+        valueName: "url"))
+    var signInCallback: String?
+
     @Flag(help: "Print {\"container\": ..., \"prefix\": ..., \"token\": ...} alone on stdout.")
     var json = false
 
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        let (container, name) = (self.container, self.name)
+        let (container, name, callback) = (self.container, self.name, self.signInCallback)
         let (summary, token) = try await withContainerTokenAdmin(database) { tokens, connection in
-            try await tokens.add(container: container, name: name, connection: connection)
+            try await tokens.add(container: container, name: name, signInCallback: callback, connection: connection)
         }
         if json {
             let object = ["container": summary.container, "prefix": summary.prefix, "token": token.string]

@@ -21,7 +21,8 @@ struct TokensAPIList: AsyncParsableCommand {
         }
         for token in tokens {
             let state = token.revoked.map { "revoked \($0.formatted(.iso8601))" } ?? "live"
-            print("\(token.prefix)  \(token.container)  \(token.name)  made \(token.created.formatted(.iso8601))  \(state)")
+            let callback = token.signInCallback.map { "  sign-in callback \($0)" } ?? ""
+            print("\(token.prefix)  \(token.container)  \(token.name)  made \(token.created.formatted(.iso8601))  \(state)\(callback)")
         }
     }
 }

@@ -49,7 +49,7 @@ struct WebServicesReferenceTests {
             let anonymous = try await client.webServices("public/users/current", apiToken: token, method: .get)
             #expect(anonymous.status.code == 421 && anonymous.code == "AUTHENTICATION_REQUIRED", "\(anonymous.body)")
             let redirect = try #require(anonymous.body["redirectURL"] as? String)
-            #expect(redirect.hasPrefix("https://canopy.example.com/database/1/\(WebServicesFixture.container)/production/auth/sign-in"), "\(redirect)")
+            #expect(redirect.hasPrefix("https://canopy.example.com/#/web-services/sign-in?container=\(WebServicesFixture.container)&environment=production&ckAPIToken=cka_"), "\(redirect)")
             #expect(!redirect.contains(String(token.split(separator: "_").last!)), "the redirect never carries the API token's secret")
             let badWebToken = try await client.webServices("public/users/current", apiToken: token, webAuthToken: "cnp_0123456789abcdef_nope", method: .get)
             #expect(badWebToken.status.code == 421 && badWebToken.code == "AUTHENTICATION_REQUIRED", "\(badWebToken.body)")
