@@ -44,6 +44,28 @@ public struct AssetURLSigner: Sendable {
         return "\(publicURL)/assets/\(sha256)?\(query)"
     }
 
+    /// A CloudKit Web Services upload URL's signature (`assets/upload`):
+    /// who may post bytes to it, until when. Its message starts with
+    /// `upload`, so no download signature can stand for one.
+    public func uploadSignature(user: Int64, expires: Int64) -> String {
+        uploadSignature(user: user, expires: expires, key: key)
+    }
+
+    private func uploadSignature(user: Int64, expires: Int64, key: SymmetricKey) -> String {
+        Hex.encode(HMAC<SHA256>.authenticationCode(for: Data("upload\n\(user)\n\(expires)".utf8), using: key))
+    }
+
+    /// Whether an upload URL's parameters are valid and unexpired.
+    public func verifyUpload(user: Int64, expires: Int64, signature given: String, now: Date = Date()) -> Bool {
+        guard Double(expires) > now.timeIntervalSince1970 else { return false }
+        let actual = Array(given.utf8)
+        return ([key] + acceptedKeys).contains { key in
+            let expected = Array(uploadSignature(user: user, expires: expires, key: key).utf8)
+            guard expected.count == actual.count else { return false }
+            return zip(expected, actual).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+        }
+    }
+
     /// Whether a request's parameters are a valid, unexpired signature for `sha256`.
     public func verify(sha256: String, contentType: String, expires: Int64, signature given: String, now: Date = Date()) -> Bool {
         guard Double(expires) > now.timeIntervalSince1970 else { return false }

@@ -92,6 +92,21 @@ struct AssetController {
         var context = context
         try await authenticator.authenticate(request, context: &context)
         guard let userID = context.userID else { throw APIError(.notAuthenticated, "no caller") }
+        let (token, stored) = try await Self.receive(request, as: userID, settings: settings, database: database, context: context)
+        let body: [String: Any] = ["uploadToken": token.text, "size": stored.size, "sha256": stored.digest.hex]
+        return Response(
+            status: .ok,
+            headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])))
+        )
+    }
+
+    /// Streams a request's body into the store and notes the upload as
+    /// `userID`'s: the upload token and what was stored. Used by `POST
+    /// /assets` and by Web Services' signed upload URLs alike.
+    static func receive(
+        _ request: Request, as userID: Int64, settings: AssetSettings, database: RequestDatabase, context: CanopyRequestContext
+    ) async throws -> (UploadToken, StoredAsset) {
         if let length = request.headers[.contentLength].flatMap(Int64.init), length > settings.maximumSize {
             throw Self.tooLarge(settings.maximumSize)
         }
@@ -114,12 +129,7 @@ struct AssetController {
         } catch {
             throw APIError(error, requestID: context.requestID, logger: context.logger)
         }
-        let body: [String: Any] = ["uploadToken": token.text, "size": stored.size, "sha256": stored.digest.hex]
-        return Response(
-            status: .ok,
-            headers: [.contentType: "application/json"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])))
-        )
+        return (token, stored)
     }
 
     static func tooLarge(_ limit: Int64) -> APIError {

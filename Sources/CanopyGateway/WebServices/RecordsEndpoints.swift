@@ -51,12 +51,18 @@ enum RecordsEndpoints {
             throw QueryError(.badRequest, "records/lookup needs records, a list of {\"recordName\": …}")
         }
         var names: [JSONValue] = []
+        var shares: [Int: JSONValue] = [:]
         for (index, item) in items.enumerated() {
             guard case .object(let record) = item, case .string(let name)? = record["recordName"] else {
                 throw QueryError(.badRequest, "records[\(index)] needs a recordName")
             }
-            names.append(.string(name))
+            if WebServicesShares.isShare(recordType: nil, recordName: name) {
+                shares[index] = await WebServicesShares.lookup(call, name: name, zone: zone)
+            } else {
+                names.append(.string(name))
+            }
         }
+        if names.isEmpty { return ["records": .array(items.indices.compactMap { shares[$0] })] }
         let answer = try await call.bridge.run(lookupDocument, [
             "scope": call.scope, "zone": zone.input, "names": .array(names), "keys": try call.desiredKeys(),
         ])
@@ -67,7 +73,10 @@ enum RecordsEndpoints {
         }
         var dictionaries = try await call.recordDictionaries(found, zoneID: zone.dictionary)[...]
         var out: [JSONValue] = []
-        for case .object(let result) in results {
+        var resultsInOrder = results[...]
+        for index in items.indices {
+            if let share = shares[index] { out.append(share); continue }
+            guard case .object(let result)? = resultsInOrder.popFirst() else { continue }
             if let record = result["record"], !record.isNull {
                 out.append(dictionaries.removeFirst())
             } else {

@@ -70,7 +70,36 @@ enum RecordsModifyEndpoint {
         case .bool(let flag)?: atomic = flag
         case let other?: throw QueryError(.badRequest, "atomic must be true or false, not \(other.typeName)")
         }
-        var operations = try items.enumerated().map { index, item throws(QueryError) in try read(item, at: index) }
+        // Share records (cloudkit.share) go to the sharing operations, one
+        // by one after the batch; every other operation is one batch.
+        var shareAnswers: [Int: JSONValue] = [:]
+        var recordItems: [(index: Int, item: JSONValue)] = []
+        for (index, item) in items.enumerated() {
+            if case .object(let operation) = item, case .object(let record)? = operation["record"],
+               WebServicesShares.isShare(recordType: record["recordType"]?.stringValue, recordName: record["recordName"]?.stringValue ?? "") {
+                shareAnswers[index] = .null
+            } else {
+                recordItems.append((index, item))
+            }
+        }
+        var operations = try recordItems.map { entry throws(QueryError) in try read(entry.item, at: entry.index) }
+        let answered = try await answer(call, operations: &operations, zone: zone, atomic: atomic)
+        for index in shareAnswers.keys.sorted() {
+            shareAnswers[index] = await WebServicesShares.modify(call, operation: items[index], zone: zone)
+        }
+        var out: [JSONValue] = []
+        var recordAnswers = answered[...]
+        for index in items.indices {
+            if let share = shareAnswers[index] { out.append(share) } else if let next = recordAnswers.popFirst() { out.append(next) }
+        }
+        return ["records": .array(out)]
+    }
+
+    /// The record operations run as one batch: each one's answer, in order.
+    static func answer(
+        _ call: WebServicesCall, operations: inout [Operation], zone: WebServicesCall.Zone, atomic: Bool
+    ) async throws -> [JSONValue] {
+        if operations.isEmpty { return [] }
 
         // Types the operations leave out, from the records themselves.
         let untyped = operations.filter { !$0.isDelete && $0.recordType == nil && $0.refusal == nil }.map(\.recordName)
@@ -146,10 +175,10 @@ enum RecordsModifyEndpoint {
         let refused = operations.contains { $0.refusal != nil }
         if refused && atomic {
             // Nothing runs: the refused say why, the others that they were not tried.
-            return ["records": .array(operations.map { operation in
+            return operations.map { operation in
                 let (code, reason) = operation.refusal ?? (.atomicError, "record \(operation.recordName) was not saved because another operation in the atomic batch failed")
                 return call.itemError("recordName", .string(operation.recordName), code: code, reason: reason)
-            })]
+            }
         }
 
         var saved: [String: JSONValue] = [:]
@@ -160,7 +189,7 @@ enum RecordsModifyEndpoint {
                 "scope": call.scope, "zone": zone.input, "save": .array(saves), "delete": .array(deletes),
                 "versions": .array(versions), "atomic": .bool(atomic), "keys": try call.desiredKeys(),
             ])
-            guard case .object(let result) = answer else { return ["records": .array([])] }
+            guard case .object(let result) = answer else { return [] }
             if case .array(let records)? = result["saved"] {
                 for record in try await call.recordDictionaries(records, zoneID: zone.dictionary) {
                     if case .object(let dictionary) = record, case .string(let name)? = dictionary["recordName"] { saved[name] = record }
@@ -177,7 +206,7 @@ enum RecordsModifyEndpoint {
                 }
             }
         }
-        return ["records": .array(operations.map { operation in
+        return operations.map { operation in
             let name = JSONValue.string(operation.recordName)
             if let (code, reason) = operation.refusal {
                 return call.itemError("recordName", name, code: code, reason: reason)
@@ -194,7 +223,7 @@ enum RecordsModifyEndpoint {
             }
             return saved[operation.recordName]
                 ?? call.itemError("recordName", name, code: .internalError, reason: "record \(operation.recordName) was neither saved nor refused")
-        })]
+        }
     }
 
     /// An operation dictionary, read; what is wrong with one record is its

@@ -12,6 +12,14 @@ struct WebServicesCall {
     let recordSchemas: RecordSchemas
     let requestID: String
     let logger: Logger
+    /// The deployment's container and environment, and its public URL.
+    var container = ""
+    var environment = ""
+    var publicURL = ""
+    /// The caller (nil: nobody; a web token or a key names one).
+    var userID: Int64? = nil
+    /// A signed upload URL for the caller's asset bytes (nil: no asset store).
+    var uploadURL: (@Sendable (_ userID: Int64) async throws -> String)? = nil
 
     /// The database as Canopy's `DatabaseScope`.
     var scope: JSONValue {

@@ -50,6 +50,10 @@ struct WebServicesController {
         if path.database == nil && path.operation == "auth/sign-in.json" && request.method == .get {
             return await signInSettings(apiToken: parameters["ckAPIToken"], context: context)
         }
+        if path.database == nil && path.operation == WebServicesAssets.receivePath && request.method == .post {
+            return await WebServicesAssets.receive(request, parameters: parameters, settings: configuration.assets,
+                                                   database: database, signer: assetURLs, context: context)
+        }
         let signIn = signInURL(path: path, apiToken: parameters["ckAPIToken"])
         var signedByKey = false
         do {
@@ -80,7 +84,9 @@ struct WebServicesController {
                 database: database, body: body,
                 bridge: GraphQLBridge(database: self.database, configuration: configuration, recordSchemas: recordSchemas,
                                       userID: context.userID, requestID: requestID, logger: context.logger, assetURLs: assetURLs),
-                recordSchemas: recordSchemas, requestID: requestID, logger: context.logger
+                recordSchemas: recordSchemas, requestID: requestID, logger: context.logger,
+                container: settings.container, environment: settings.environment.rawValue, publicURL: configuration.publicURL,
+                userID: context.userID, uploadURL: uploadURL
             )
             return WebServicesResponse.ok(try await endpoint.handler(call))
         } catch {
@@ -184,6 +190,17 @@ struct WebServicesController {
             return APIError(.badRequest, "\(operation) is an operation of the reference that this build of Canopy does not answer yet (docs/WEB_SERVICES.md lists each)")
         }
         return APIError(.unknownItem, "there is no Web Services operation \(operation.prefix(80))", status: .notFound)
+    }
+
+    /// Signs upload URLs for `assets/upload` (nil without an asset store).
+    var uploadURL: (@Sendable (_ userID: Int64) async throws -> String)? {
+        guard let assetURLs else { return nil }
+        let (base, logger) = ("\(configuration.publicURL)/database/1/\(settings.container)/\(settings.environment.rawValue)/\(WebServicesAssets.receivePath)", Logger(label: "canopy.web-services"))
+        return { userID in
+            let expires = Int64(Date().timeIntervalSince1970 + WebServicesAssets.uploadLifetime)
+            let signature = try await assetURLs(logger).uploadSignature(user: userID, expires: expires)
+            return "\(base)?user=\(userID)&expires=\(expires)&signature=\(signature)"
+        }
     }
 
     /// Where a person signs in and gets a `ckWebAuthToken` (the 421's

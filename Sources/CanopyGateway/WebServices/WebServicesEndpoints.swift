@@ -31,12 +31,15 @@ enum WebServicesEndpoints {
         "changes/zone": Endpoint(databases: all, handler: ChangesEndpoints.zone),
         "users/current": Endpoint(databases: all, handler: UsersEndpoints.current, needsUser: true),
         "users/caller": Endpoint(databases: all, handler: UsersEndpoints.caller, needsUser: true),
+        "records/resolve": Endpoint(databases: all, handler: WebServicesShares.resolve, needsUser: true),
+        "records/accept": Endpoint(databases: all, handler: WebServicesShares.accept, needsUser: true),
+        "assets/upload": Endpoint(databases: ["public", "private"], handler: WebServicesAssets.upload, needsUser: true),
     ]
 
     /// The reference's operations not answered yet.
     static let notYetServed: Set<String> = [
-        "records/resolve", "records/accept", "subscriptions/list", "subscriptions/lookup", "subscriptions/modify",
-        "users/discover", "users/lookup/email", "users/lookup/id", "users/lookup/contacts", "assets/upload", "assets/rereference",
+        "subscriptions/list", "subscriptions/lookup", "subscriptions/modify",
+        "users/discover", "users/lookup/email", "users/lookup/id", "users/lookup/contacts", "assets/rereference",
         "tokens/create", "tokens/register",
     ]
 }

@@ -7,7 +7,7 @@ import CanopyPlanner
 enum WebServicesRecord {
     /// The selection every Web Services record asks of `Record`; `$keys` is
     /// the request's `desiredKeys` (null: every field).
-    static let selection = "recordName recordType recordChangeTag parent fields(keys: $keys) created { timestamp userRecordName } modified { timestamp userRecordName }"
+    static let selection = "recordName recordType recordChangeTag parent fields(keys: $keys) created { timestamp userRecordName } modified { timestamp userRecordName } share { rootRecordName }"
 
     /// The `deviceID` answered in `created` and `modified`: Canopy does not
     /// keep which device wrote a record (docs/WEB_SERVICES.md).
@@ -47,6 +47,11 @@ enum WebServicesRecord {
                     "timestamp": milliseconds, "userRecordName": value["userRecordName"] ?? .null, "deviceID": .string(deviceID),
                 ])
             }
+        }
+        if case .object(let share)? = graphQL["share"] {
+            out["share"] = .object([
+                "recordName": .string(WebServicesShares.recordName(root: share["rootRecordName"]?.stringValue)), "zoneID": zoneID,
+            ])
         }
         if case .string(let parent)? = graphQL["parent"] {
             out["parent"] = .object(["recordName": .string(parent)])
