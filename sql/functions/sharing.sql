@@ -35,11 +35,14 @@ $$;
 -- discoverUser: the user with that email and/or phone (both must match
 -- when both are given). Shows the contact the caller already knows, never
 -- the other one.
-CREATE OR REPLACE FUNCTION canopy.discover_user(p_email text, p_phone text)
-    RETURNS TABLE (record_name text, name text, email text, phone text)
+-- (With display_name since issue 37: `discoverUser { name }` reads it, as
+-- every User does; the version without it is dropped.)
+DROP FUNCTION IF EXISTS canopy.discover_user(text, text);
+CREATE FUNCTION canopy.discover_user(p_email text, p_phone text)
+    RETURNS TABLE (record_name text, name text, display_name text, email text, phone text)
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT u.record_name, u.name,
+    SELECT u.record_name, u.name, u.display_name,
            CASE WHEN p_email IS NOT NULL THEN u.email END,
            CASE WHEN p_phone IS NOT NULL THEN u.phone END
       FROM canopy.users u

@@ -36,3 +36,59 @@ enum UsersEndpoints {
         return ["users": .array([identity])]
     }
 }
+
+/// `users/discover` and `users/lookup/email`, over Canopy's `discoverUser`:
+/// a person found by an email address or phone number. Canopy keeps no
+/// address books, so `GET users/discover` answers no one.
+enum DiscoveryEndpoints {
+    static let discoverDocument = "query WebServicesDiscover($email: String, $phone: String) { discoverUser(email: $email, phone: $phone) { userRecordName name email phone } }"
+
+    static func identity(_ user: [String: JSONValue]) -> JSONValue {
+        let (first, last) = UsersEndpoints.names(user["name"])
+        return .object([
+            "userRecordName": user["userRecordName"] ?? .null,
+            "lookupInfo": .object(["emailAddress": user["email"] ?? .null, "phoneNumber": user["phone"] ?? .null, "userRecordName": user["userRecordName"] ?? .null]),
+            "nameComponents": .object(["givenName": first, "familyName": last]),
+        ])
+    }
+
+    static func find(_ call: WebServicesCall, email: String?, phone: String?) async throws -> [String: JSONValue]? {
+        let answer = try await call.bridge.run(discoverDocument, [
+            "email": email.map(JSONValue.string) ?? .null, "phone": phone.map(JSONValue.string) ?? .null,
+        ])
+        if case .object(let user) = answer { return user }
+        return nil
+    }
+
+    /// `users/discover`: POST with lookupInfos, or GET (no address book: none).
+    static func discover(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        guard case .array(let infos)? = call.body["lookupInfos"] else { return ["users": .array([])] }
+        var users: [JSONValue] = []
+        for info in infos {
+            guard case .object(let lookup) = info else { continue }
+            let email = lookup["emailAddress"]?.stringValue, phone = lookup["phoneNumber"]?.stringValue
+            guard email != nil || phone != nil else { continue }
+            if let user = try await find(call, email: email, phone: phone) { users.append(identity(user)) }
+        }
+        return ["users": .array(users)]
+    }
+
+    /// `users/lookup/email`: `{users: [{emailAddress}]}`, each found or NOT_FOUND.
+    static func lookupEmail(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        guard case .array(let asked)? = call.body["users"], !asked.isEmpty else {
+            throw QueryError(.badRequest, "users/lookup/email needs users, a list of {\"emailAddress\": …}")
+        }
+        var users: [JSONValue] = []
+        for item in asked {
+            guard let email = item.objectValue?["emailAddress"]?.stringValue else { throw QueryError(.badRequest, "each of users needs an emailAddress") }
+            if let user = try await find(call, email: email, phone: nil) {
+                let (first, last) = UsersEndpoints.names(user["name"])
+                users.append(.object(["userRecordName": user["userRecordName"] ?? .null, "firstName": first, "lastName": last, "emailAddress": .string(email)]))
+            } else {
+                users.append(.object(["emailAddress": .string(email), "serverErrorCode": .string(WebServicesCode.notFound.rawValue),
+                                      "reason": .string("no discoverable user has that address"), "uuid": .string(call.requestID)]))
+            }
+        }
+        return ["users": .array(users)]
+    }
+}

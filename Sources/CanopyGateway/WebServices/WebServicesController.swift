@@ -65,14 +65,13 @@ struct WebServicesController {
                 try await checkAPIToken(parameters["ckAPIToken"], path: path, context: context)
                 try await identify(webAuthToken: parameters["ckWebAuthToken"], request: request, context: &context)
             }
-            guard let database = path.database else {
-                throw notServed(path.operation)
-            }
+            let database = path.database ?? ""
             guard let endpoint = WebServicesEndpoints.served[path.operation] else {
                 throw notServed(path.operation)
             }
             guard endpoint.databases.contains(database) else {
-                throw APIError(.badDatabase, "\(path.operation) is not an operation of the \(database) database")
+                throw database.isEmpty ? notServed(path.operation)
+                    : APIError(.badDatabase, "\(path.operation) is not an operation of the \(database) database")
             }
             if context.userID == nil && (endpoint.needsUser || database != "public") {
                 return WebServicesResponse.failure(
@@ -186,8 +185,8 @@ struct WebServicesController {
     }
 
     func notServed(_ operation: String) -> APIError {
-        if WebServicesEndpoints.notYetServed.contains(operation) {
-            return APIError(.badRequest, "\(operation) is an operation of the reference that this build of Canopy does not answer yet (docs/WEB_SERVICES.md lists each)")
+        if let why = WebServicesEndpoints.notServed[operation] {
+            return APIError(.badRequest, "\(operation) is not served by Canopy: \(why) (docs/WEB_SERVICES.md)")
         }
         return APIError(.unknownItem, "there is no Web Services operation \(operation.prefix(80))", status: .notFound)
     }

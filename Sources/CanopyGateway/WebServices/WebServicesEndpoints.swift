@@ -33,13 +33,20 @@ enum WebServicesEndpoints {
         "users/caller": Endpoint(databases: all, handler: UsersEndpoints.caller, needsUser: true),
         "records/resolve": Endpoint(databases: all, handler: WebServicesShares.resolve, needsUser: true),
         "records/accept": Endpoint(databases: all, handler: WebServicesShares.accept, needsUser: true),
+        "subscriptions/list": Endpoint(databases: all, handler: SubscriptionsEndpoints.list, needsUser: true),
+        "subscriptions/lookup": Endpoint(databases: all.union([""]), handler: SubscriptionsEndpoints.lookup, needsUser: true),
+        "subscriptions/modify": Endpoint(databases: all, handler: SubscriptionsEndpoints.modify, needsUser: true),
+        "tokens/register": Endpoint(databases: [""], handler: SubscriptionsEndpoints.register, needsUser: true),
+        "users/discover": Endpoint(databases: all, handler: DiscoveryEndpoints.discover, needsUser: true),
+        "users/lookup/email": Endpoint(databases: all, handler: DiscoveryEndpoints.lookupEmail, needsUser: true),
         "assets/upload": Endpoint(databases: ["public", "private"], handler: WebServicesAssets.upload, needsUser: true),
     ]
 
-    /// The reference's operations not answered yet.
-    static let notYetServed: Set<String> = [
-        "subscriptions/list", "subscriptions/lookup", "subscriptions/modify",
-        "users/discover", "users/lookup/email", "users/lookup/id", "users/lookup/contacts", "assets/rereference",
-        "tokens/create", "tokens/register",
+    /// The reference's operations Canopy does not answer, and why (docs/WEB_SERVICES.md).
+    static let notServed: [String: String] = [
+        "users/lookup/id": "Canopy finds people by email address or phone number only (users/lookup/email, users/discover), never by record name",
+        "users/lookup/contacts": "Canopy keeps no address books",
+        "assets/rereference": "an asset is saved again by giving its receipt (or a new upload's) in the record",
+        "tokens/create": "Canopy has no web courier to long-poll: web clients follow changes over WebSocket (/graphql) or Web Push (registerDevice)",
     ]
 }

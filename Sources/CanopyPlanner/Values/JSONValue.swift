@@ -25,6 +25,11 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
+    public var objectValue: [String: JSONValue]? {
+        if case .object(let value) = self { return value }
+        return nil
+    }
+
     public var isNull: Bool {
         if case .null = self { return true }
         return false
