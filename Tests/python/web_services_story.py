@@ -1,0 +1,119 @@
+"""What a CloudKit web app does, through Canopy's Web Services, with a client
+written only from Apple's reference (cloudkit_ws_client.py):
+
+1. asks who is signed in and is answered 421 AUTHENTICATION_REQUIRED with a
+   redirectURL; a person opens it in a browser (headless Chromium), signs in
+   and continues; the page sends them back to the API token's sign-in
+   callback with ?ckWebAuthToken=…, which the app keeps;
+2. makes a zone and a record, queries it, saves with a stale tag and is
+   answered CONFLICT;
+3. follows changes/zone with a syncToken: everything, then only what changed;
+4. uploads an asset in two steps and reads its downloadURL back;
+5. shares the zone with a second person (a cloudkit.share record), who signs
+   in the same way, accepts by the share's shortGUID and reads the record in
+   the shared database.
+
+Usage: web_services_story.py BASE CONTAINER API_TOKEN ALICE_TOKEN BOB_TOKEN BOB_EMAIL ARTIFACTS
+(the people's Canopy tokens are what they type into the sign-in page).
+Prints one JSON line of what it saw; exits non-zero on any mismatch.
+"""
+import json
+import sys
+import urllib.parse
+import urllib.request
+
+import console_browser as console
+from cloudkit_ws_client import CloudKit, CloudKitError
+
+base, container, api_token, alice_token, bob_token, bob_email, artifacts = sys.argv[1:8]
+console.use_artifacts(artifacts)
+seen = {}
+
+
+def check(condition, what):
+    if not condition:
+        raise AssertionError(what)
+
+
+def sign_in(person, typed_token):
+    """The 421 dance: the redirectURL, a person signing in, the callback's token."""
+    app = CloudKit(base, container, "production", api_token)
+    try:
+        app.current_user()
+        raise AssertionError("users/current answered without a web token")
+    except CloudKitError as error:
+        check(error.status == 421 and error.code == "AUTHENTICATION_REQUIRED" and error.redirect_url,
+              f"expected 421 AUTHENTICATION_REQUIRED with a redirectURL, got {error.status} {error.body}")
+        redirect = error.redirect_url
+    driver = console.browser()
+    try:
+        driver.get(redirect)
+        console.sign_in(driver, typed_token)
+        console.click(driver, "#web-services-continue", "the Continue button of the sign-in page")
+        console.wait(driver, lambda d: "ckWebAuthToken=" in d.current_url, "the sign-in callback with ckWebAuthToken")
+        query = urllib.parse.urlparse(driver.current_url).query
+        token = urllib.parse.parse_qs(query)["ckWebAuthToken"][0]
+    finally:
+        driver.quit()
+    app.web_auth_token = token
+    me = app.current_user()
+    check(me.get("userRecordName"), f"users/current after signing in: {me}")
+    seen[f"{person}_user"] = me
+    return app
+
+
+# 1. alice signs in.
+alice = sign_in("alice", alice_token)
+zone_id = {"zoneName": "Recipes"}
+
+# 2. A zone, a record, a query, a stale tag.
+created_zone = alice.create_zone("Recipes")
+check(created_zone.get("zoneID", {}).get("zoneName") == "Recipes", f"zones/modify: {created_zone}")
+saved = alice.modify("private", zone_id, [{"operationType": "create", "record": {
+    "recordType": "Recipe", "recordName": "soup", "fields": {"title": {"value": "Leek soup"}, "minutes": {"value": 40, "type": "INT64"}}}}])[0]
+first_tag = saved["recordChangeTag"]
+found = alice.query("private", zone_id, "Recipe", filter_by=[{"fieldName": "minutes", "comparator": "LESS_THAN", "fieldValue": {"value": 60}}])
+check([r["recordName"] for r in found["records"]] == ["soup"], f"records/query: {found}")
+updated = alice.modify("private", zone_id, [{"operationType": "update", "record": {
+    "recordName": "soup", "recordChangeTag": first_tag, "fields": {"minutes": {"value": 35}}}}])[0]
+check(updated.get("fields", {}).get("title", {}).get("value") == "Leek soup", f"update kept the title: {updated}")
+stale = alice.modify("private", zone_id, [{"operationType": "update", "record": {
+    "recordName": "soup", "recordChangeTag": first_tag, "fields": {"minutes": {"value": 30}}}}])[0]
+check(stale.get("serverErrorCode") == "CONFLICT", f"a stale tag is CONFLICT: {stale}")
+seen["conflict"] = stale["serverErrorCode"]
+
+# 3. changes/zone with a syncToken.
+everything = alice.zone_changes("private", zone_id)
+check([r["recordName"] for r in everything["records"]] == ["soup"] and not everything["moreComing"], f"changes/zone: {everything}")
+alice.modify("private", zone_id, [{"operationType": "create", "record": {"recordType": "Recipe", "recordName": "salad", "fields": {"title": {"value": "Salad"}}}}])
+since = alice.zone_changes("private", zone_id, everything["syncToken"])
+check([r["recordName"] for r in since["records"]] == ["salad"], f"changes/zone since the token: {since}")
+seen["changes"] = [r["recordName"] for r in since["records"]]
+
+# 4. An asset in two steps.
+picture = b"\x89PNG a picture of leek soup"
+record_name, single_file = alice.upload_asset("private", zone_id, "Recipe", "photo", picture, record_name="soup-photo")
+alice.modify("private", zone_id, [{"operationType": "create", "record": {
+    "recordType": "Recipe", "recordName": record_name, "fields": {"title": {"value": "Soup, pictured"}, "photo": {"value": single_file}}}}])
+photo = alice.lookup("private", zone_id, [record_name])[0]["fields"]["photo"]
+check(photo["value"]["size"] == len(picture) and photo["value"].get("downloadURL"), f"the asset: {photo}")
+with urllib.request.urlopen(photo["value"]["downloadURL"], timeout=30) as response:
+    check(response.read() == picture, "the downloaded bytes are the uploaded ones")
+seen["asset"] = photo["type"]
+
+# 5. Share the zone with bob; bob signs in, accepts and reads.
+share = alice.modify("private", zone_id, [{"operationType": "create", "record": {
+    "recordType": "cloudkit.share", "fields": {"cloudkit.title": {"value": "Our recipes"}}, "publicPermission": "NONE",
+    "participants": [{"type": "USER", "permission": "READ_WRITE", "acceptanceStatus": "INVITED",
+                      "userIdentity": {"lookupInfo": {"emailAddress": bob_email}}}]}}])[0]
+check(share.get("recordType") == "cloudkit.share" and share.get("shortGUID"), f"the share: {share}")
+bob = sign_in("bob", bob_token)
+accepted = bob.accept(share["shortGUID"])
+check(accepted.get("participantStatus") == "ACCEPTED", f"records/accept: {accepted}")
+shared_zone = {"zoneName": "Recipes", "ownerRecordName": seen["alice_user"]["userRecordName"]}
+check(any(z["zoneID"]["zoneName"] == "Recipes" for z in bob.list_zones("shared")), "the zone is in bob's shared database")
+read = bob.query("shared", shared_zone, "Recipe", sort_by=[{"fieldName": "title", "ascending": True}])
+seen["bob_reads"] = [r["recordName"] for r in read["records"]]
+check(set(seen["bob_reads"]) == {"soup", "salad", "soup-photo"}, f"bob reads the shared zone: {read}")
+
+print(json.dumps(seen, sort_keys=True))
