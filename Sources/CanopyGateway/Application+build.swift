@@ -45,7 +45,7 @@ public func buildApplication(
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: TransportHeadersMiddleware(publicURL: configuration.publicURL))
     if configuration.accessLog {
-        router.add(middleware: LogRequestsMiddleware(.info))
+        router.add(middleware: AccessLogMiddleware(logLevel: .info))
     }
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: GraphQLMediaTypeMiddleware())

@@ -38,6 +38,23 @@ struct WebServicesReferenceTests {
         }
     }
 
+    @Test("--access-log writes the path of every request but never the value of ckAPIToken, ckWebAuthToken or a URL's signature")
+    func accessLogRedacts() async throws {
+        let harness = try await GatewayHarness.make()
+        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        var configuration = WebServicesFixture.configuration()
+        configuration.accessLog = true
+        try await harness.test(configuration: configuration, live: true) { client in
+            let answer = try await client.webServices("private/zones/list", apiToken: token, webAuthToken: harness.aliceToken, method: .get)
+            #expect(answer.status == .ok)
+            _ = try await client.execute(uri: "/assets/\(String(repeating: "0", count: 64))?type=image/png&expires=1&signature=deadbeef", method: .get, headers: [:], body: nil)
+        }
+        let logs = harness.logs.text
+        #expect(logs.contains("private/zones/list?ckAPIToken=***&ckWebAuthToken=***"), "\(logs.suffix(2000))")
+        #expect(logs.contains("signature=***") && !logs.contains("deadbeef"))
+        #expect(!logs.contains(token) && !logs.contains(harness.aliceToken), "no credential in the log")
+    }
+
     @Test("users/current without a web token is AUTHENTICATION_REQUIRED with a redirectURL, and with one names the user")
     func currentUser() async throws {
         let harness = try await GatewayHarness.make()
