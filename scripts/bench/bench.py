@@ -46,6 +46,7 @@ drivers.py (wrk, pgbench), workloads.py, measure.py, latency.py,
 sections.py (each section's runs) and report.py (BENCHMARKS.md).
 """
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -79,9 +80,10 @@ def parse_options():
                         help="the canopy binary to benchmark (default: .build/release/canopy, or CANOPY_BENCH_BINARY)")
     parser.add_argument("--floor-binary", metavar="PATH",
                         help="the canopy-floor binary (default: .build/release/canopy-floor, or CANOPY_BENCH_FLOOR)")
-    parser.add_argument("--only", choices=["floor"],
+    parser.add_argument("--only", choices=["floor", "web-services"],
                         help="floor: only W1 and W2 against the floor, with the gateway's CPU a request; "
-                             "prints the table and does not write --output")
+                             "web-services: only W9 and W10 beside their GraphQL twins; "
+                             "either prints its table and does not write --output")
     return parser.parse_args()
 
 
@@ -99,6 +101,8 @@ def main():
         sys.exit(f"not found: {', '.join(missing)}")
     if options.only == "floor":
         floor_only(options)
+    elif options.only == "web-services":
+        web_services_only(options)
     else:
         everything(options, scales)
 
@@ -127,8 +131,11 @@ def everything(options, scales):
 
     # The floor answers W1 and W2's first page with the gateway's own statements.
     floors = workloads.floors(cluster, statements, work)
-    with Gateway() as gateway, floors[work[0][0]], floors[work[1][0]]:
+    api_token = json.loads(run([common.BINARY, "tokens", "api", "add", "--container", workloads.CONTAINER, "--json",
+                                "--data-dir", DATA]))["token"]
+    with Gateway(["--container", workloads.CONTAINER]) as gateway, floors[work[0][0]], floors[work[1][0]]:
         rows, floor_rows = sections.run_workloads(cluster, gateway, floors, work, options)
+        web_services = sections.web_services(workloads.web_services_pairs(token, api_token), options)
         saved = saved_batch_records(cluster)
         under_64 = sections.wide_load(cluster, gateway, floors[work[1][0]], work[1], options)
         membership_rows = sections.memberships(cluster, statements, guest_shares, options)
@@ -141,7 +148,7 @@ def everything(options, scales):
 
     text = report.benchmarks_md(options, scales, cluster.psql("SHOW server_version"), setup.people, guest_shares,
                                 rows, floor_rows, membership_rows, cost_rows, replica_rows, saved, under_64,
-                                latency, push, Gateway.hung, public64)
+                                latency, push, Gateway.hung, public64, web_services)
     Path(options.output).write_text(text)
     say(f"wrote {options.output}")
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
@@ -168,6 +175,21 @@ def floor_only(options):
                      f"{options.seconds} s per side; {options.clients} clients; {options.records:,} records in the zone; "
                      "latencies in ms." + (" The gateway did not stop within 30 s of SIGTERM." if Gateway.hung else ""),
                      ""] + report.floor_table(floor_rows)), flush=True)
+
+
+def web_services_only(options):
+    """--only web-services: W9 and W10 beside their GraphQL twins, as
+    everything() runs them; the table printed, --output untouched."""
+    cluster = loading.fresh_cluster()
+    setup = loading.load(cluster, options, [])
+    api_token = json.loads(run([common.BINARY, "tokens", "api", "add", "--container", workloads.CONTAINER, "--json",
+                                "--data-dir", DATA]))["token"]
+    with Gateway(["--container", workloads.CONTAINER]):
+        rows = sections.web_services(workloads.web_services_pairs(setup.owner["token"], api_token), options)
+    run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+    for name, w, g, w50, g50, w99, g99 in rows:
+        print(f"{name}: Web Services {w:,.0f} req/s, GraphQL twin {g:,.0f} req/s, twin / WS {g / w:.2f}; "
+              f"p50 {w50:.2f} / {g50:.2f} ms; p99 {w99:.2f} / {g99:.2f} ms", flush=True)
 
 
 if __name__ == "__main__":

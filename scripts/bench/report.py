@@ -23,7 +23,7 @@ def floor_table(floor_rows):
 
 
 def benchmarks_md(options, scales, server_version, people, guest_shares, rows, floor_rows, membership_rows,
-                  cost_rows, replica_rows, saved, under_64, latency, push, hung, public64):
+                  cost_rows, replica_rows, saved, under_64, latency, push, hung, public64, web_services):
     """BENCHMARKS.md's text. `options` as bench.py parses them; `under_64` as
     sections.wide_load returns it; `hung`: the gateway did not stop on SIGTERM."""
     wide, memory, tails = under_64["wide"], under_64["memory"], under_64["tails"]
@@ -87,6 +87,22 @@ def benchmarks_md(options, scales, server_version, people, guest_shares, rows, f
         f"| policy cost: a public page through grants ≤ 1.2× a private one (pgbench tps, W2 / W8) | "
         f"{w2_row[3] / w8_row[3]:.2f}× | {'met' if w2_row[3] <= 1.2 * w8_row[3] else '**not met**'} |",
     ]
+
+    lines += [
+        "", "## CloudKit Web Services (issue 37)", "",
+        "W9 is `records/lookup` of one record and W10 `records/query` for the W2 first page (the same date range, "
+        "sort and 100 rows), through `/database/1/…` with `ckAPIToken` and `ckWebAuthToken`. Each is beside its "
+        "GraphQL twin: the very document and variables the Web Services layer runs for it, POSTed to `/graphql` "
+        "(`scripts/bench/workloads.py`), so the two run the same plan and SQL and differ by the envelope alone "
+        f"(the typed field values and record dictionaries written back). Runs interleaved, {options.clients} clients; medians.", "",
+        "| workload | Web Services req/s | GraphQL twin req/s | ratio | p50 WS | p50 twin | p99 WS | p99 twin |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, w, g, w50, g50, w99, g99 in web_services:
+        lines.append(f"| {name} | {w:,.0f} | {g:,.0f} | {w / g:.2f} | {w50:.2f} | {g50:.2f} | {w99:.2f} | {g99:.2f} |")
+    lines += ["", "| goal (issue 37) | measured | |", "|---|---|---|"] + [
+        f"| {name.split(':')[0]} within 1.1× of its twin's throughput | {g / w:.2f}× | {'met' if g <= 1.1 * w else '**not met**'} |"
+        for name, w, g, *_ in web_services]
 
     lines += [
         "", FLOOR_HEADING, "",

@@ -1,14 +1,16 @@
 """The benchmark's sections, each run and reduced to its rows: the
 workloads against pgbench and the floor, 64 connections, memberships,
 what a batch pays for, notifications and push, a streaming replica."""
+import json
 import re
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 import common
-from common import DATA, run, say
+from common import DATA, PORT, run, say
 from drivers import run_pgbench, run_wrk
 from latency import notification_latency, push_latency
 from measure import cpu_seconds, peak_memory_mb, percentile, quiet, saved_batch_records
@@ -250,4 +252,30 @@ def public_at_64(cluster, workloads, options):
         median = lambda values, i: statistics.median(v[i] for v in values)
         rows.append((name, median(gateway_runs, 0), median(ceiling_runs, 0), median(gateway_runs, 1), median(ceiling_runs, 1)))
         say(f"  {name}: gateway {rows[-1][1]:,.0f} req/s, pgbench {rows[-1][2]:,.0f} tps")
+    return rows
+
+
+def web_services(pairs, options):
+    """Each Web Services request beside its GraphQL twin (the same document
+    and variables, POST /graphql), runs interleaved, at `options.clients`.
+    Returns (name, Web Services req/s, twin req/s, p50 WS, p50 twin, p99 WS,
+    p99 twin), medians of the runs (issue 37: within 1.1× of the twin)."""
+    rows = []
+    for name, (lua, path), twin in pairs:
+        say(f"{name}: {options.runs} runs of {options.seconds} s, Web Services and its GraphQL twin")
+        # Once by hand first: a 200 carrying an item's error would count as answered.
+        body = re.search(r'wrk.body = (".*")', lua).group(1)
+        request = urllib.request.Request(f"http://127.0.0.1:{PORT}{path}", data=json.loads(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        answer = json.loads(urllib.request.urlopen(request, timeout=10).read())
+        if not answer.get("records") or any("serverErrorCode" in r for r in answer["records"]):
+            sys.exit(f"{name}: the Web Services answer is not records: {answer}")
+        ws_runs, twin_runs = [], []
+        for _ in range(options.runs):
+            ws_runs.append(run_wrk(lua, options.clients, options.seconds, {}, url=f"http://127.0.0.1:{PORT}{path}"))
+            twin_runs.append(run_wrk(twin, options.clients, options.seconds, {}))
+        median = lambda runs, i: statistics.median(r[i] for r in runs)
+        rows.append((name, median(ws_runs, 0), median(twin_runs, 0), median(ws_runs, 1), median(twin_runs, 1),
+                     median(ws_runs, 2), median(twin_runs, 2)))
+        say(f"  Web Services {rows[-1][1]:,.0f} req/s, GraphQL twin {rows[-1][2]:,.0f} req/s, ratio {rows[-1][1] / rows[-1][2]:.2f}")
     return rows

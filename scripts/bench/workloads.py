@@ -164,3 +164,49 @@ def floors(cluster, statements, workloads):
     each answering with the gateway's own statement, by workload name."""
     return {workloads[0][0]: Floor(cluster, "lookup", "lookup", statements["lookup"][0], FLOOR_PORT),
             workloads[1][0]: Floor(cluster, "records", "records", statements["records"][0], FLOOR_PORT + 1)}
+
+
+# CloudKit Web Services (issue 37): records/lookup and records/query's first
+# page, each beside its GraphQL twin, the very document and variables the
+# gateway's Web Services layer runs for it (Sources/CanopyGateway/WebServices/),
+# so the two differ by the envelope alone.
+CONTAINER = "iCloud.com.example.bench"
+WS_SELECTION = ("recordName recordType recordChangeTag parent fields(keys: $keys) created { timestamp userRecordName } "
+                "modified { timestamp userRecordName } share { rootRecordName }")
+WS_LOOKUP_TWIN = ("query WebServicesLookup($scope: DatabaseScope!, $zone: ZoneID!, $names: [String!]!, $keys: [String!]) "
+                  "{ lookup(scope: $scope, zone: $zone, recordNames: $names) { recordName record { " + WS_SELECTION + " } "
+                  "error { code message } } }")
+WS_QUERY_TWIN = ("query WebServicesQuery($scope: DatabaseScope!, $zone: ZoneID!, $type: String!, $filter: String, $args: JSON, "
+                 "$sort: [Sort!], $limit: Int, $cursor: String, $keys: [String!]) { records(scope: $scope, zone: $zone, "
+                 "recordType: $type, filter: $filter, args: $args, sort: $sort, limit: $limit, cursor: $cursor) "
+                 "{ records { " + WS_SELECTION + " } cursor } }")
+LOW, HIGH = RECORDS_ARGS["a"][0]["value"], RECORDS_ARGS["a"][1]["value"]
+WS_LOOKUP_BODY = {"zoneID": {"zoneName": "Bench"}, "records": [{"recordName": "r4242"}]}
+WS_LOOKUP_VARIABLES = {"scope": "PRIVATE", "zone": {"zoneName": "Bench"}, "names": ["r4242"], "keys": None}
+WS_QUERY_BODY = {"zoneID": {"zoneName": "Bench"}, "resultsLimit": 100, "query": {
+    "recordType": "Fast",
+    "filterBy": [{"fieldName": "endDate", "comparator": "GREATER_THAN", "fieldValue": {"value": LOW, "type": "TIMESTAMP"}},
+                 {"fieldName": "endDate", "comparator": "LESS_THAN_OR_EQUALS", "fieldValue": {"value": HIGH, "type": "TIMESTAMP"}}],
+    "sortBy": [{"fieldName": "endDate", "ascending": True}]}}
+WS_QUERY_VARIABLES = {"scope": "PRIVATE", "zone": {"zoneName": "Bench"}, "type": "Fast", "filter": "endDate > $v0 AND endDate <= $v1",
+                      "args": {"v0": {"type": "TIMESTAMP", "value": LOW}, "v1": {"type": "TIMESTAMP", "value": HIGH}},
+                      "sort": [{"field": "endDate", "direction": "ASC"}], "limit": 100, "cursor": None, "keys": None}
+
+
+def web_services_script(body):
+    """A wrk script POSTing a Web Services body (the URL carries the tokens)."""
+    return (f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(body))}\n'
+            'wrk.headers["Content-Type"] = "application/json"\n')
+
+
+def web_services_pairs(token, api_token):
+    """(name, Web Services (wrk script, path), GraphQL twin wrk script) for
+    records/lookup and records/query's first page."""
+    path = f"/database/1/{CONTAINER}/production/private/records/"
+    query = f"?ckAPIToken={api_token}&ckWebAuthToken={token}"
+    return [
+        ("W9 records/lookup of one record", (web_services_script(WS_LOOKUP_BODY), path + "lookup" + query),
+         wrk_script(token, WS_LOOKUP_TWIN, WS_LOOKUP_VARIABLES)),
+        ("W10 records/query: the W2 first page", (web_services_script(WS_QUERY_BODY), path + "query" + query),
+         wrk_script(token, WS_QUERY_TWIN, WS_QUERY_VARIABLES)),
+    ]
