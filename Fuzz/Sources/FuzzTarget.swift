@@ -19,6 +19,7 @@ enum FuzzTargets {
     static let all: [any FuzzTarget] = [
         PredicateTarget(), RecordTypesTarget(), JSONTarget(), GraphQLTarget(),
         TokenTarget(), JWTTarget(), KeySetTarget(), AssetURLTarget(), OutboundURLTarget(), AnonymousAccessTarget(),
+        WebServicesTarget(), ServerSignatureTarget(),
     ]
 
     static func named(_ name: String) -> (any FuzzTarget)? {

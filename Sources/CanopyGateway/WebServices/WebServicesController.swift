@@ -1,4 +1,5 @@
 import CanopyAssets
+import CanopyIdentity
 import CanopyPlanner
 import CanopyRequestStore
 import Foundation
@@ -58,7 +59,7 @@ struct WebServicesController {
         var signedByKey = false
         do {
             let raw = try await rawBody(request)
-            if let signature = try ServerToServerSignature(request.headers) {
+            if let signature = try ServerToServerSignature.read(request.headers) {
                 try await verify(signature, path: path, body: raw, request: request, context: &context)
                 signedByKey = true
             } else {
@@ -158,20 +159,20 @@ struct WebServicesController {
     /// has not been used before, and the database is one the key may reach.
     /// It then acts as the key's user, at that user's rate.
     func verify(
-        _ signature: ServerToServerSignature, path: WebServicesPath, body: ByteBuffer, request: Request, context: inout CanopyRequestContext
+        _ signature: ServerKeySignature, path: WebServicesPath, body: ByteBuffer, request: Request, context: inout CanopyRequestContext
     ) async throws {
         guard let key = try await database.serverKey(signature.keyID, logger: context.logger), key.container == settings.container else {
             throw APIError(.notAuthenticated, "X-Apple-CloudKit-Request-KeyID is not a live server-to-server key of container \(settings.container)", status: .unauthorized)
         }
         let now = Date()
         guard signature.isFresh(now: now) else {
-            throw APIError(.notAuthenticated, "the request was signed at \(signature.dateText), more than \(Int(ServerToServerSignature.window / 60)) minutes from the server's clock", status: .unauthorized)
+            throw APIError(.notAuthenticated, "the request was signed at \(signature.dateText), more than \(Int(ServerKeySignature.window / 60)) minutes from the server's clock", status: .unauthorized)
         }
-        guard signature.verifies(with: key, body: body, path: request.uri.path) else {
+        guard body.withUnsafeReadableBytes({ signature.verifies(publicKey: key.publicKey, body: $0, path: request.uri.path) }) else {
             throw APIError(.notAuthenticated, "the signature does not verify: sign [date]:[base64 of the body's SHA-256]:[the URL's path] with the key's private key (ECDSA P-256, SHA-256)", status: .unauthorized)
         }
         guard try await database.noteServerSignature(signature.signature, signedAt: signature.date,
-                                                     oldest: now.addingTimeInterval(-ServerToServerSignature.window), logger: context.logger) else {
+                                                     oldest: now.addingTimeInterval(-ServerKeySignature.window), logger: context.logger) else {
             throw APIError(.notAuthenticated, "this signature was used before: sign each request anew", status: .unauthorized)
         }
         guard let database = path.database, key.databases.contains(database) else {

@@ -1,18 +1,16 @@
-import CanopyPlanner
-
 /// A `records/query` query dictionary (`recordType`, `filterBy`, `sortBy`)
 /// as the arguments of Canopy's `records`: the filters become one
 /// predicate (API.md §5) whose every value is a `$placeholder` bound from
 /// `args`, never written into its text; field names are checked to be
 /// names before they are. Comparators Canopy's predicates cannot say are
 /// refused by name (docs/WEB_SERVICES.md, "records/query").
-struct WebServicesQuery {
-    var recordType: String
-    var filter: String?
-    var args: [String: JSONValue] = [:]
-    var sort: [JSONValue] = []
+public struct WebServicesQuery: Sendable {
+    public var recordType: String
+    public var filter: String?
+    public var args: [String: JSONValue] = [:]
+    public var sort: [JSONValue] = []
 
-    init(_ query: JSONValue?) throws(QueryError) {
+    public init(_ query: JSONValue?) throws(QueryError) {
         guard case .object(let query)? = query else {
             throw QueryError(.badRequest, "records/query needs a query dictionary: {\"recordType\": …, \"filterBy\": […], \"sortBy\": […]}")
         }
@@ -56,12 +54,12 @@ struct WebServicesQuery {
     /// A field a filter or sort names: a record field (`fieldName`) or a
     /// system field (`systemFieldName`, or its `___` name as a fieldName),
     /// by the name Canopy's predicates give it.
-    struct Key {
-        var name: String
-        var isSystem: Bool
+    public struct Key: Sendable {
+        public var name: String
+        public var isSystem: Bool
     }
 
-    static func key(of dictionary: [String: JSONValue], at place: String) throws(QueryError) -> Key {
+    public static func key(of dictionary: [String: JSONValue], at place: String) throws(QueryError) -> Key {
         if case .string(let system)? = dictionary["systemFieldName"] {
             return try systemKey(system, at: place)
         }

@@ -1,4 +1,3 @@
-import CanopyPlanner
 import Foundation
 
 /// Field values between the reference's typed form (`{"value": …, "type":
@@ -6,15 +5,16 @@ import Foundation
 /// `STRING`, `INT64`, `DOUBLE`, `TIMESTAMP`, `BYTES`, `REFERENCE`,
 /// `ASSETID` (also read as `ASSET`), `LOCATION`, and each as `<TYPE>_LIST`.
 /// Canopy's `BOOLEAN` answers as `INT64` 0 or 1, as CloudKit stores
-/// booleans (docs/WEB_SERVICES.md, "Field values").
-enum WebServicesFieldValue {
+/// booleans (docs/WEB_SERVICES.md, "Field values"). Pure, as the rest of
+/// the planner: the gateway's Web Services layer and the fuzzer use it.
+public enum WebServicesFieldValue {
     // MARK: Requests
 
     /// A record field dictionary of a request as Canopy's value, or a
     /// sentence saying what is wrong with it. `existing` is the field's type
     /// in the record type's schema, if it has one (a 0 or 1 saved to a
     /// BOOLEAN field is a boolean).
-    static func canopyValue(_ field: JSONValue, name: String, existing: FieldType?) throws(QueryError) -> JSONValue {
+    public static func canopyValue(_ field: JSONValue, name: String, existing: FieldType?) throws(QueryError) -> JSONValue {
         guard case .object(let dictionary) = field, let value = dictionary["value"] else {
             throw QueryError(.badRequest, "field \(name): give a record field dictionary, {\"value\": …, \"type\": …}")
         }
@@ -136,7 +136,7 @@ enum WebServicesFieldValue {
 
     /// Canopy's value as the reference's record field dictionary, typed by
     /// the schema where JSON alone cannot tell (a whole DOUBLE, an INT64).
-    static func webServicesField(_ value: JSONValue, type: FieldType?, numbersAsStrings: Bool) -> JSONValue {
+    public static func webServicesField(_ value: JSONValue, type: FieldType?, numbersAsStrings: Bool) -> JSONValue {
         let (converted, tag) = webServicesValue(value, type: type, numbersAsStrings: numbersAsStrings)
         return .object(["value": converted, "type": .string(tag)])
     }
@@ -181,7 +181,7 @@ enum WebServicesFieldValue {
     }
 
     /// The reference's tag for a type of Canopy's schema.
-    static func listTag(_ type: FieldType) -> String {
+    public static func listTag(_ type: FieldType) -> String {
         switch type {
         case .string: return "STRING"
         case .int64, .boolean: return "INT64"
