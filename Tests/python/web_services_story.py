@@ -13,19 +13,24 @@ written only from Apple's reference (cloudkit_ws_client.py):
    in the same way, accepts by the share's shortGUID and reads the record in
    the shared database.
 
-Usage: web_services_story.py BASE CONTAINER API_TOKEN ALICE_TOKEN BOB_TOKEN BOB_EMAIL ARTIFACTS
+Usage: web_services_story.py BASE CONTAINER API_TOKEN POPUP_API_TOKEN APP_PORT ALICE_TOKEN BOB_TOKEN BOB_EMAIL ARTIFACTS
 (the people's Canopy tokens are what they type into the sign-in page).
+API_TOKEN has a sign-in callback: alice comes back on it. POPUP_API_TOKEN
+has none: bob signs in from the app's page on 127.0.0.1:APP_PORT (an
+allowed origin), in a window it opened, which posts the token back to it.
 Prints one JSON line of what it saw; exits non-zero on any mismatch.
 """
+import http.server
 import json
 import sys
+import threading
 import urllib.parse
 import urllib.request
 
 import console_browser as console
 from cloudkit_ws_client import CloudKit, CloudKitError
 
-base, container, api_token, alice_token, bob_token, bob_email, artifacts = sys.argv[1:8]
+base, container, api_token, popup_api_token, app_port, alice_token, bob_token, bob_email, artifacts = sys.argv[1:10]
 console.use_artifacts(artifacts)
 seen = {}
 
@@ -33,6 +38,63 @@ seen = {}
 def check(condition, what):
     if not condition:
         raise AssertionError(what)
+
+
+# The app's own page (another origin, on loopback), as CloudKit JS does
+# it: open the redirectURL in a window, listen for {ckWebAuthToken}.
+APP_PAGE = b"""<!doctype html><title>app</title><p id="token">waiting</p>
+<script>
+window.addEventListener("message", (event) => {
+  if (event.data && event.data.ckWebAuthToken) document.getElementById("token").textContent = event.data.ckWebAuthToken;
+});
+function signIn(url) { window.open(url, "signin", "width=500,height=700"); }
+</script>"""
+
+
+class AppPage(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(APP_PAGE)
+
+    def log_message(self, *_):
+        pass
+
+
+app_server = http.server.ThreadingHTTPServer(("127.0.0.1", int(app_port)), AppPage)
+threading.Thread(target=app_server.serve_forever, daemon=True).start()
+
+
+def sign_in_by_popup(person, typed_token):
+    """The 421 dance without a callback: the app's page opens redirectURL
+    and is posted the token."""
+    app = CloudKit(base, container, "production", popup_api_token)
+    try:
+        app.current_user()
+        raise AssertionError("users/current answered without a web token")
+    except CloudKitError as error:
+        check(error.status == 421 and error.redirect_url, f"expected a 421 with a redirectURL, got {error.status} {error.body}")
+        redirect = error.redirect_url
+    driver = console.browser()
+    try:
+        driver.get(f"http://127.0.0.1:{app_port}/")
+        app_window = driver.current_window_handle
+        driver.execute_script("signIn(arguments[0])", redirect)
+        console.wait(driver, lambda d: len(d.window_handles) == 2, "the sign-in window")
+        driver.switch_to.window([h for h in driver.window_handles if h != app_window][0])
+        console.sign_in(driver, typed_token)
+        console.click(driver, "#web-services-continue", "the Continue button of the sign-in page")
+        driver.switch_to.window(app_window)
+        token = console.wait(driver, lambda d: (t := d.find_element(console.By.ID, "token").text) != "waiting" and t,
+                             "the token posted to the app's page")
+    finally:
+        driver.quit()
+    app.web_auth_token = token
+    me = app.current_user()
+    check(me.get("userRecordName"), f"users/current after signing in: {me}")
+    seen[f"{person}_user"] = me
+    return app
 
 
 def sign_in(person, typed_token):
@@ -107,7 +169,7 @@ share = alice.modify("private", zone_id, [{"operationType": "create", "record": 
     "participants": [{"type": "USER", "permission": "READ_WRITE", "acceptanceStatus": "INVITED",
                       "userIdentity": {"lookupInfo": {"emailAddress": bob_email}}}]}}])[0]
 check(share.get("recordType") == "cloudkit.share" and share.get("shortGUID"), f"the share: {share}")
-bob = sign_in("bob", bob_token)
+bob = sign_in_by_popup("bob", bob_token)
 accepted = bob.accept(share["shortGUID"])
 check(accepted.get("participantStatus") == "ACCEPTED", f"records/accept: {accepted}")
 shared_zone = {"zoneName": "Recipes", "ownerRecordName": seen["alice_user"]["userRecordName"]}

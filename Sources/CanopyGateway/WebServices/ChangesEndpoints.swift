@@ -42,12 +42,13 @@ enum ChangesEndpoints {
 
     /// Each zone asked for, on its own: one zone's failure (not found, an
     /// expired token) is that zone's error, beside the others' changes.
-    static func zone(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+    static func zone(_ call: WebServicesCall) async throws -> WebServicesBody {
         guard case .array(let requested)? = call.body["zones"], !requested.isEmpty else {
             throw QueryError(.badRequest, "changes/zone needs zones, a list of {\"zoneID\": …, \"syncToken\": …}")
         }
-        var out: [JSONValue] = []
+        var text = "{\"zones\":["
         for (index, item) in requested.enumerated() {
+            if index > 0 { text += "," }
             guard case .object(let request) = item else { throw QueryError(.badRequest, "zones[\(index)] must be a dictionary with a zoneID") }
             let zone = try call.zone(request["zoneID"], at: "zones[\(index)].zoneID")
             var recordTypes: Set<String>?
@@ -64,15 +65,20 @@ enum ChangesEndpoints {
                     call, zone: zone, syncToken: try call.string("syncToken", in: request), limit: limit,
                     keys: try call.desiredKeys(request["desiredKeys"] ?? call.body["desiredKeys"]), recordTypes: recordTypes
                 )
-                out.append(.object([
-                    "zoneID": zone.dictionary, "syncToken": feed.syncToken, "moreComing": feed.moreComing, "records": .array(feed.records),
-                ]))
+                text += "{\"zoneID\":"
+                zone.dictionary.appendJSON(to: &text)
+                text += ",\"syncToken\":"
+                feed.syncToken.appendJSON(to: &text)
+                text += ",\"moreComing\":"
+                feed.moreComing.appendJSON(to: &text)
+                text += ",\"records\":" + feed.records + "}"
             } catch let error as QueryError where error.code == .badRequest {
                 throw error
             } catch {
-                out.append(call.itemError("zoneID", zone.dictionary, error: error))
+                call.itemError("zoneID", zone.dictionary, error: error).appendJSON(to: &text)
             }
         }
-        return ["zones": .array(out)]
+        text += "]}"
+        return WebServicesBody(text: text)
     }
 }

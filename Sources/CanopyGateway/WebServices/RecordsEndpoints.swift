@@ -15,7 +15,7 @@ enum RecordsEndpoints {
     /// The most records one query answers, as Canopy's `records` allows.
     static let maximumResults: Int64 = 400
 
-    static func query(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+    static func query(_ call: WebServicesCall) async throws -> WebServicesBody {
         let zone = try call.zone(call.body["zoneID"])
         if call.body["zoneWide"] == .bool(true), call.body["zoneID"] == nil || call.body["zoneID"]?.isNull == true {
             throw QueryError(.badRequest, "zoneWide queries (every zone at once) are not served by Canopy: query each zone (zones/list lists them)")
@@ -33,10 +33,15 @@ enum RecordsEndpoints {
             "keys": try call.desiredKeys(),
         ]
         let answer = try await call.bridge.run(queryDocument, variables)
-        guard case .object(let page) = answer, case .array(let records)? = page["records"] else { return ["records": .array([])] }
-        var body: [String: JSONValue] = ["records": .array(try await call.recordDictionaries(records, zoneID: zone.dictionary))]
-        if case .string(let cursor)? = page["cursor"] { body["continuationMarker"] = .string(cursor) }
-        return body
+        guard case .object(let page) = answer, case .array(let records)? = page["records"] else { return WebServicesBody(["records": .array([])]) }
+        var text = "{\"records\":"
+        try await WebServicesRecordText.append(records, call: call, zoneID: zone.dictionary, to: &text)
+        if case .string(let cursor)? = page["cursor"] {
+            text += ",\"continuationMarker\":"
+            JSONValue.string(cursor).appendJSON(to: &text)
+        }
+        text += "}"
+        return WebServicesBody(text: text)
     }
 
     static let lookupDocument = """
@@ -45,7 +50,7 @@ enum RecordsEndpoints {
         error { code message } } }
         """
 
-    static func lookup(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+    static func lookup(_ call: WebServicesCall) async throws -> WebServicesBody {
         let zone = try call.zone(call.body["zoneID"])
         guard case .array(let items)? = call.body["records"], !items.isEmpty else {
             throw QueryError(.badRequest, "records/lookup needs records, a list of {\"recordName\": …}")
@@ -62,32 +67,35 @@ enum RecordsEndpoints {
                 names.append(.string(name))
             }
         }
-        if names.isEmpty { return ["records": .array(items.indices.compactMap { shares[$0] })] }
+        if names.isEmpty { return WebServicesBody(["records": .array(items.indices.compactMap { shares[$0] })]) }
         let answer = try await call.bridge.run(lookupDocument, [
             "scope": call.scope, "zone": zone.input, "names": .array(names), "keys": try call.desiredKeys(),
         ])
-        guard case .array(let results) = answer else { return ["records": .array([])] }
+        guard case .array(let results) = answer else { return WebServicesBody(["records": .array([])]) }
         var found: [JSONValue] = []
         for case .object(let result) in results {
             if let record = result["record"], !record.isNull { found.append(record) }
         }
-        var dictionaries = try await call.recordDictionaries(found, zoneID: zone.dictionary)[...]
-        var out: [JSONValue] = []
+        let schemas = try await call.schemas(of: WebServicesRecord.recordTypes(in: found))
+        let zoneID = zone.dictionary.jsonText
+        var text = "{\"records\":["
         var resultsInOrder = results[...]
         for index in items.indices {
-            if let share = shares[index] { out.append(share); continue }
-            guard case .object(let result)? = resultsInOrder.popFirst() else { continue }
+            if index > 0 { text += "," }
+            if let share = shares[index] { share.appendJSON(to: &text); continue }
+            guard case .object(let result)? = resultsInOrder.popFirst() else { text += "null"; continue }
             if let record = result["record"], !record.isNull {
-                out.append(dictionaries.removeFirst())
+                WebServicesRecordText.append(record, zoneID: zoneID, schemas: schemas, numbersAsStrings: call.numbersAsStrings, to: &text)
             } else {
                 var error: [String: JSONValue] = [:]
                 if case .object(let found)? = result["error"] { error = found }
                 let code = (error["code"]?.stringValue).flatMap(ErrorCode.init(rawValue:)) ?? .unknownItem
-                out.append(call.itemError("recordName", result["recordName"] ?? .null, code: WebServicesCode(code),
-                                          reason: error["message"]?.stringValue ?? "record not found"))
+                call.itemError("recordName", result["recordName"] ?? .null, code: WebServicesCode(code),
+                               reason: error["message"]?.stringValue ?? "record not found").appendJSON(to: &text)
             }
         }
-        return ["records": .array(out)]
+        text += "]}"
+        return WebServicesBody(text: text)
     }
 
     static let changesDocument = """
@@ -101,12 +109,12 @@ enum RecordsEndpoints {
     static func zoneChanges(
         _ call: WebServicesCall, zone: WebServicesCall.Zone, syncToken: String?, limit: Int64?, keys: JSONValue,
         recordTypes: Set<String>?
-    ) async throws -> (records: [JSONValue], syncToken: JSONValue, moreComing: JSONValue) {
+    ) async throws -> (records: String, syncToken: JSONValue, moreComing: JSONValue) {
         let answer = try await call.bridge.run(changesDocument, [
             "scope": call.scope, "zone": zone.input, "since": syncToken.map(JSONValue.string) ?? .null,
             "limit": limit.map(JSONValue.int) ?? .int(200), "keys": keys,
         ])
-        guard case .object(let changes) = answer else { return ([], .null, .bool(false)) }
+        guard case .object(let changes) = answer else { return ("[]", .null, .bool(false)) }
         var changed: [JSONValue] = []
         if case .array(let records)? = changes["changed"] { changed = records }
         var deleted: [JSONValue] = []
@@ -119,17 +127,30 @@ enum RecordsEndpoints {
             changed = changed.filter(wanted)
             deleted = deleted.filter(wanted)
         }
-        let records = try await call.recordDictionaries(changed, zoneID: zone.dictionary)
-            + deleted.map { WebServicesRecord.tombstone($0, zoneID: zone.dictionary) }
+        var records = ""
+        try await WebServicesRecordText.append(changed, call: call, zoneID: zone.dictionary, to: &records)
+        if !deleted.isEmpty {
+            records.removeLast()   // the list's ]: the tombstones follow its records
+            for (index, tombstone) in deleted.enumerated() {
+                if index > 0 || !changed.isEmpty { records += "," }
+                WebServicesRecord.tombstone(tombstone, zoneID: zone.dictionary).appendJSON(to: &records)
+            }
+            records += "]"
+        }
         return (records, changes["token"] ?? .null, changes["moreComing"] ?? .bool(false))
     }
 
     /// `records/changes`: the reference's older one-zone feed.
-    static func changes(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+    static func changes(_ call: WebServicesCall) async throws -> WebServicesBody {
         let zone = try call.zone(call.body["zoneID"])
         let limit = try call.integer("resultsLimit")
         let feed = try await zoneChanges(call, zone: zone, syncToken: try call.string("syncToken"), limit: limit,
                                          keys: try call.desiredKeys(), recordTypes: nil)
-        return ["records": .array(feed.records), "syncToken": feed.syncToken, "moreComing": feed.moreComing, "reverse": .bool(false)]
+        var text = "{\"records\":" + feed.records + ",\"syncToken\":"
+        feed.syncToken.appendJSON(to: &text)
+        text += ",\"moreComing\":"
+        feed.moreComing.appendJSON(to: &text)
+        text += ",\"reverse\":false}"
+        return WebServicesBody(text: text)
     }
 }

@@ -2,17 +2,29 @@ import CanopyPlanner
 
 /// Every operation of the reference this server answers, by its subpath
 /// after the database (`records/query`), with the databases it is open in;
-/// and the reference's operations it does not answer yet, which are
-/// refused by name rather than as unknown (docs/WEB_SERVICES.md lists each).
+/// and the reference's operations it does not answer, which are refused
+/// by name, with why, rather than as unknown (docs/WEB_SERVICES.md lists each).
 enum WebServicesEndpoints {
-    typealias Handler = @Sendable (WebServicesCall) async throws -> [String: JSONValue]
+    typealias Handler = @Sendable (WebServicesCall) async throws -> WebServicesBody
 
     struct Endpoint: Sendable {
         var databases: Set<String>
         var handler: Handler
         /// Whether it needs a signed-in user (a web auth token) in every
-        /// database; otherwise only outside `public`.
+        /// database; otherwise only outside `public`. `""` in `databases`:
+        /// the operation's path has no database (`tokens/register`).
         var needsUser = false
+
+        init(databases: Set<String>, handler: @escaping Handler, needsUser: Bool = false) {
+            self.databases = databases
+            self.handler = handler
+            self.needsUser = needsUser
+        }
+
+        /// An endpoint that answers a dictionary.
+        init(databases: Set<String>, handler: @escaping @Sendable (WebServicesCall) async throws -> [String: JSONValue], needsUser: Bool = false) {
+            self.init(databases: databases, handler: { WebServicesBody(try await handler($0)) }, needsUser: needsUser)
+        }
     }
 
     static let all: Set<String> = ["public", "private", "shared"]

@@ -7,7 +7,11 @@ import Hummingbird
 /// per-item errors that sit inside 200 answers.
 enum WebServicesResponse {
     static func ok(_ body: [String: JSONValue]) -> Response {
-        GraphQLResponse.json(JSONValue.object(body).jsonText, status: .ok)
+        ok(WebServicesBody(body))
+    }
+
+    static func ok(_ body: WebServicesBody) -> Response {
+        GraphQLResponse.json(body.text, status: .ok)
     }
 
     /// A whole request refused. `code` is the reference's word when the

@@ -20,6 +20,14 @@ public enum JSONValue: Sendable, Equatable {
         return writer.text
     }
 
+    /// Appends ``jsonText`` to `text`, without a string of its own.
+    public func appendJSON(to text: inout String) {
+        var writer = JSONWriter()
+        swap(&writer.text, &text)
+        writer.write(self)
+        swap(&writer.text, &text)
+    }
+
     public var stringValue: String? {
         if case .string(let value) = self { return value }
         return nil

@@ -141,7 +141,8 @@ public enum WebServicesFieldValue {
         return .object(["value": converted, "type": .string(tag)])
     }
 
-    private static func webServicesValue(_ value: JSONValue, type: FieldType?, numbersAsStrings: Bool) -> (JSONValue, String) {
+    /// The reference's value and its type tag, for writers that write them apart.
+    public static func webServicesValue(_ value: JSONValue, type: FieldType?, numbersAsStrings: Bool) -> (JSONValue, String) {
         switch value {
         case .string: return (value, "STRING")
         case .int(let number):

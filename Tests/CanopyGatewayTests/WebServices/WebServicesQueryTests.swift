@@ -212,6 +212,8 @@ struct WebServicesQueryTests {
             }
             #expect(Set(changed).isSuperset(of: ["Notes"]), "\(since.body)")
             #expect(since.body["moreComing"] as? Bool == false && since.body["syncToken"] is String)
+            let meta = try await call("private/zones/changes", #"{"metaSyncToken": "\#(databaseToken)"}"#)
+            #expect(meta.zones.contains { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String == "Notes" } && meta.body["metaSyncToken"] is String, "\(meta.body)")
             let publicChanges = try await call("public/changes/database", "{}")
             #expect(publicChanges.status == .badRequest, "\(publicChanges.body)")
             let publicZones = try await call("public/zones/list", method: .get)

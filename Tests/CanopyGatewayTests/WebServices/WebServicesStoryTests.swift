@@ -10,7 +10,7 @@ import Testing
 /// the person's sign-in: Tests/python/web_services_story.py tells it.
 @Suite("Web Services: a web app's story", .enabled(if: BrowserTests.enabled, "CANOPY_SKIP_BROWSER_TESTS is set (make test runs them on their own)"))
 struct WebServicesStoryTests {
-    @Test("sign in by the 421 redirect, query, CONFLICT on a stale tag, changes/zone with a syncToken, an asset in two steps, a share accepted by another person")
+    @Test("sign in by the 421 redirect (a callback, and a window posting back to the app's page), query, CONFLICT on a stale tag, changes/zone with a syncToken, an asset in two steps, a share accepted by another person")
     func story() async throws {
         let endpoint = try await TestDatabase.shared.migratedDatabase()
         let (_, aliceToken) = try await addUser("alice", email: "alice@example.com", on: endpoint)
@@ -24,20 +24,29 @@ struct WebServicesStoryTests {
         #expect(made.succeeded, "\(made.output)")
         let line = made.output.split(separator: "\n").last { $0.hasPrefix("{") } ?? ""
         let apiToken = try #require((try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["token"] as? String, "\(made.output)")
+        let popup = try CanopyBinary.run([
+            "tokens", "api", "add", "--container", WebServicesFixture.container, "--name", "popup", "--json", "--database-url", endpoint.url,
+        ])
+        let popupLine = popup.output.split(separator: "\n").last { $0.hasPrefix("{") } ?? ""
+        let popupToken = try #require((try JSONSerialization.jsonObject(with: Data(popupLine.utf8)) as? [String: Any])?["token"] as? String, "\(popup.output)")
         let listed = try CanopyBinary.run(["tokens", "api", "list", "--database-url", endpoint.url])
         #expect(listed.output.contains("sign-in callback http://127.0.0.1:9/signed-in") && !listed.output.contains(String(apiToken.suffix(20))), "\(listed.output)")
 
         let assets = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-ws-story-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: assets) }
         let port = 20000 + Int((getpid() + 11) % 20000)
+        // The app's page, another origin on loopback, which the sign-in page may post the token to.
+        let appPort = 20000 + Int((getpid() + 13) % 20000)
         let started = try CanopyBinary.serve(databaseURL: endpoint.url, port: port, [
             "--container", WebServicesFixture.container, "--asset-dir", assets, "--web-dir", "\(TestDatabase.packageRoot)/web",
+            "--cors-origin", "http://127.0.0.1:\(appPort)",
         ])
         defer { kill(started.pid, SIGTERM) }
         #expect(try await CanopyBinary.waitUntilServing(port: port, attempts: 150), "canopy serve answered /health")
         let result = try await Subprocess.start("/usr/bin/env", [
             "python3", "\(TestDatabase.packageRoot)/Tests/python/web_services_story.py", "http://127.0.0.1:\(port)", WebServicesFixture.container,
-            apiToken, aliceToken.string, bobToken.string, "bob@example.com", "\(WebConsoleArtifacts.root)/web-services-story",
+            apiToken, popupToken, String(appPort), aliceToken.string, bobToken.string, "bob@example.com",
+            "\(WebConsoleArtifacts.root)/web-services-story",
         ]).finished()
         #expect(result.succeeded, "\(result.output)")
         let story = result.output.split(separator: "\n").last { $0.hasPrefix("{") } ?? ""
