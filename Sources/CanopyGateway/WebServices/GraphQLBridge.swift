@@ -22,6 +22,16 @@ struct GraphQLBridge {
 
     /// The one root field of `document`, run with `variables`: its JSON, parsed.
     func run(_ document: String, _ variables: [String: JSONValue]) async throws -> JSONValue {
+        guard let text = try await runText(document, variables) else { return .null }
+        do {
+            return try JSONValue(parsing: text)
+        } catch {
+            throw APIError(.internalError, "internal error; quote request id \(requestID) when reporting it")
+        }
+    }
+
+    /// The one root field's JSON text, as the executor answered it (nil: null).
+    func runText(_ document: String, _ variables: [String: JSONValue]) async throws -> String? {
         let check = GraphQLRequestCheck(
             configuration: configuration,
             maximumCost: userID == nil ? configuration.limits.anonymousMaximumQueryCost : configuration.limits.maximumQueryCost
@@ -39,14 +49,10 @@ struct GraphQLBridge {
             database: database, configuration: configuration, recordSchemas: recordSchemas, request: parsed,
             userID: userID, requestID: requestID, logger: logger
         )
-        guard var text = try await executor.resolve(field) else { return .null }
+        guard var text = try await executor.resolve(field) else { return nil }
         if let assetURLs, AssetURLSigner.mayHoldAssets(text) {
             text = try await assetURLs(logger).addingDownloadURLs(to: text)
         }
-        do {
-            return try JSONValue(parsing: text)
-        } catch {
-            throw APIError(.internalError, "internal error; quote request id \(requestID) when reporting it")
-        }
+        return text
     }
 }

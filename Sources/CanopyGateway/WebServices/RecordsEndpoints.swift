@@ -32,13 +32,16 @@ enum RecordsEndpoints {
             "cursor": try call.string("continuationMarker").map(JSONValue.string) ?? .null,
             "keys": try call.desiredKeys(),
         ]
-        let answer = try await call.bridge.run(queryDocument, variables)
-        guard case .object(let page) = answer, case .array(let records)? = page["records"] else { return WebServicesBody(["records": .array([])]) }
+        // The page is read as text: its records' bytes are copied, not parsed (W10).
+        guard let answer = try await call.bridge.runText(queryDocument, variables) else { return WebServicesBody(["records": .array([])]) }
+        let json = RawJSON(answer)
+        let page = json.members(json.whole)
+        let records = page.first { $0.key == "records" }.map { json.elements($0.value) } ?? []
         var text = "{\"records\":"
-        try await WebServicesRecordText.append(records, call: call, zoneID: zone.dictionary, to: &text)
-        if case .string(let cursor)? = page["cursor"] {
+        try await WebServicesRecordText.append(json, records: records, call: call, zoneID: zone.dictionary, to: &text)
+        if let cursor = page.first(where: { $0.key == "cursor" })?.value, json.first(cursor) == UInt8(ascii: "\"") {
             text += ",\"continuationMarker\":"
-            JSONValue.string(cursor).appendJSON(to: &text)
+            json.append(cursor, to: &text)
         }
         text += "}"
         return WebServicesBody(text: text)
@@ -110,34 +113,39 @@ enum RecordsEndpoints {
         _ call: WebServicesCall, zone: WebServicesCall.Zone, syncToken: String?, limit: Int64?, keys: JSONValue,
         recordTypes: Set<String>?
     ) async throws -> (records: String, syncToken: JSONValue, moreComing: JSONValue) {
-        let answer = try await call.bridge.run(changesDocument, [
+        // Read as text: the changed records' bytes are copied, not parsed.
+        guard let answer = try await call.bridge.runText(changesDocument, [
             "scope": call.scope, "zone": zone.input, "since": syncToken.map(JSONValue.string) ?? .null,
             "limit": limit.map(JSONValue.int) ?? .int(200), "keys": keys,
-        ])
-        guard case .object(let changes) = answer else { return ("[]", .null, .bool(false)) }
-        var changed: [JSONValue] = []
-        if case .array(let records)? = changes["changed"] { changed = records }
-        var deleted: [JSONValue] = []
-        if case .array(let tombstones)? = changes["deleted"] { deleted = tombstones }
-        if let recordTypes {
-            func wanted(_ item: JSONValue) -> Bool {
-                if case .object(let object) = item, let type = object["recordType"]?.stringValue { return recordTypes.contains(type) }
-                return false
-            }
-            changed = changed.filter(wanted)
-            deleted = deleted.filter(wanted)
+        ]) else { return ("[]", .null, .bool(false)) }
+        let json = RawJSON(answer)
+        let page = json.members(json.whole)
+        func member(_ key: String) -> Range<Int>? { page.first { $0.key == key }?.value }
+        func wanted(_ item: Range<Int>) -> Bool {
+            guard let recordTypes else { return true }
+            return json.members(item).first { $0.key == "recordType" }.flatMap { json.string($0.value) }.map(recordTypes.contains) ?? false
         }
+        let changed = (member("changed").map(json.elements) ?? []).filter(wanted)
+        let deleted = (member("deleted").map(json.elements) ?? []).filter(wanted)
         var records = ""
-        try await WebServicesRecordText.append(changed, call: call, zoneID: zone.dictionary, to: &records)
+        try await WebServicesRecordText.append(json, records: changed, call: call, zoneID: zone.dictionary, to: &records)
         if !deleted.isEmpty {
             records.removeLast()   // the list's ]: the tombstones follow its records
+            let zoneID = zone.dictionary.jsonText
             for (index, tombstone) in deleted.enumerated() {
                 if index > 0 || !changed.isEmpty { records += "," }
-                WebServicesRecord.tombstone(tombstone, zoneID: zone.dictionary).appendJSON(to: &records)
+                let parts = json.members(tombstone)
+                records += "{\"recordName\":"
+                json.append(parts.first { $0.key == "recordName" }?.value ?? 0..<0, to: &records)
+                records += ",\"recordType\":"
+                json.append(parts.first { $0.key == "recordType" }?.value ?? 0..<0, to: &records)
+                records += ",\"deleted\":true,\"zoneID\":" + zoneID + "}"
             }
             records += "]"
         }
-        return (records, changes["token"] ?? .null, changes["moreComing"] ?? .bool(false))
+        let token = member("token").flatMap { json.string($0) }.map(JSONValue.string) ?? .null
+        let moreComing: JSONValue = member("moreComing").map { json.first($0) == UInt8(ascii: "t") } .map(JSONValue.bool) ?? .bool(false)
+        return (records, token, moreComing)
     }
 
     /// `records/changes`: the reference's older one-zone feed.

@@ -59,15 +59,6 @@ enum WebServicesRecord {
         return .object(out)
     }
 
-    /// A deleted record as changes answer it.
-    static func tombstone(_ tombstone: JSONValue, zoneID: JSONValue) -> JSONValue {
-        guard case .object(let graphQL) = tombstone else { return tombstone }
-        return .object([
-            "recordName": graphQL["recordName"] ?? .null, "recordType": graphQL["recordType"] ?? .null,
-            "deleted": .bool(true), "zoneID": zoneID,
-        ])
-    }
-
     /// The record types an answer holds (for their schemas).
     static func recordTypes(in records: [JSONValue]) -> Set<String> {
         var types = Set<String>()

@@ -1,0 +1,117 @@
+import CanopyPlanner
+
+/// JSON text PostgreSQL wrote, read without building it: objects as their
+/// members' keys and value ranges, arrays as their elements' ranges, so a
+/// writer can copy values' bytes as they are. The text is trusted to be
+/// valid JSON (the gateway's own answer, as `AssetURLInsertion` trusts it);
+/// a malformed one yields fewer members, never a crash.
+struct RawJSON {
+    let bytes: [UInt8]
+
+    init(_ text: String) {
+        bytes = Array(text.utf8)
+    }
+
+    var whole: Range<Int> { skipSpace(0)..<bytes.count }
+
+    func skipSpace(_ index: Int) -> Int {
+        var index = index
+        while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+            index += 1
+        }
+        return index
+    }
+
+    /// The index just past the value starting at `start`.
+    func end(of start: Int) -> Int {
+        guard start < bytes.count else { return bytes.count }
+        switch bytes[start] {
+        case UInt8(ascii: "\""):
+            var index = start + 1
+            while index < bytes.count {
+                if bytes[index] == UInt8(ascii: "\\") { index += 2; continue }
+                if bytes[index] == UInt8(ascii: "\"") { return index + 1 }
+                index += 1
+            }
+            return bytes.count
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            var index = start
+            while index < bytes.count {
+                switch bytes[index] {
+                case UInt8(ascii: "\""): index = end(of: index); continue
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    if depth == 0 { return index + 1 }
+                default: break
+                }
+                index += 1
+            }
+            return bytes.count
+        default:
+            var index = start
+            while index < bytes.count, !",}] \n\r\t".utf8.contains(bytes[index]) { index += 1 }
+            return index
+        }
+    }
+
+    /// An object's members: each key (as written, without its quotes) and its value's range.
+    func members(_ range: Range<Int>) -> [(key: String, value: Range<Int>)] {
+        guard range.lowerBound < bytes.count, bytes[range.lowerBound] == UInt8(ascii: "{") else { return [] }
+        var members: [(key: String, value: Range<Int>)] = []
+        var index = skipSpace(range.lowerBound + 1)
+        while index < range.upperBound, bytes[index] == UInt8(ascii: "\"") {
+            let keyEnd = end(of: index)
+            let key = String(decoding: bytes[(index + 1)..<max(index + 1, keyEnd - 1)], as: UTF8.self)
+            index = skipSpace(keyEnd)
+            guard index < range.upperBound, bytes[index] == UInt8(ascii: ":") else { break }
+            let valueStart = skipSpace(index + 1)
+            let valueEnd = end(of: valueStart)
+            members.append((key, valueStart..<valueEnd))
+            index = skipSpace(valueEnd)
+            guard index < range.upperBound, bytes[index] == UInt8(ascii: ",") else { break }
+            index = skipSpace(index + 1)
+        }
+        return members
+    }
+
+    /// An array's elements' ranges.
+    func elements(_ range: Range<Int>) -> [Range<Int>] {
+        guard range.lowerBound < bytes.count, bytes[range.lowerBound] == UInt8(ascii: "[") else { return [] }
+        var elements: [Range<Int>] = []
+        var index = skipSpace(range.lowerBound + 1)
+        while index < range.upperBound, bytes[index] != UInt8(ascii: "]") {
+            let valueEnd = end(of: index)
+            elements.append(index..<valueEnd)
+            index = skipSpace(valueEnd)
+            guard index < range.upperBound, bytes[index] == UInt8(ascii: ",") else { break }
+            index = skipSpace(index + 1)
+        }
+        return elements
+    }
+
+    func first(_ range: Range<Int>) -> UInt8? {
+        range.isEmpty ? nil : bytes[range.lowerBound]
+    }
+
+    func isNull(_ range: Range<Int>) -> Bool {
+        first(range) == UInt8(ascii: "n")
+    }
+
+    /// A string value's characters, unescaped when it has escapes.
+    func string(_ range: Range<Int>) -> String? {
+        guard first(range) == UInt8(ascii: "\""), range.count >= 2 else { return nil }
+        let inner = bytes[(range.lowerBound + 1)..<(range.upperBound - 1)]
+        if !inner.contains(UInt8(ascii: "\\")) { return String(decoding: inner, as: UTF8.self) }
+        return (try? JSONValue(parsing: String(decoding: bytes[range], as: UTF8.self)))?.stringValue
+    }
+
+    func text(_ range: Range<Int>) -> Substring {
+        Substring(String(decoding: bytes[range], as: UTF8.self))
+    }
+
+    func append(_ range: Range<Int>, to text: inout String) {
+        text += String(decoding: bytes[range], as: UTF8.self)
+    }
+}
