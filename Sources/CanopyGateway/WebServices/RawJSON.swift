@@ -51,24 +51,36 @@ struct RawJSON {
             return bytes.count
         default:
             var index = start
-            while index < bytes.count, !",}] \n\r\t".utf8.contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0A, 0x0D, 0x09: return index
+                default: index += 1
+                }
+            }
             return index
         }
     }
 
-    /// An object's members: each key (as written, without its quotes) and its value's range.
-    func members(_ range: Range<Int>) -> [(key: String, value: Range<Int>)] {
+    /// A member of an object: its key's range (quotes included) and its value's.
+    struct Member {
+        var key: Range<Int>
+        var value: Range<Int>
+    }
+
+    /// An object's members, in order.
+    func members(_ range: Range<Int>) -> [Member] {
         guard range.lowerBound < bytes.count, bytes[range.lowerBound] == UInt8(ascii: "{") else { return [] }
-        var members: [(key: String, value: Range<Int>)] = []
+        var members: [Member] = []
+        members.reserveCapacity(8)
         var index = skipSpace(range.lowerBound + 1)
         while index < range.upperBound, bytes[index] == UInt8(ascii: "\"") {
             let keyEnd = end(of: index)
-            let key = String(decoding: bytes[(index + 1)..<max(index + 1, keyEnd - 1)], as: UTF8.self)
+            let key = index..<keyEnd
             index = skipSpace(keyEnd)
             guard index < range.upperBound, bytes[index] == UInt8(ascii: ":") else { break }
             let valueStart = skipSpace(index + 1)
             let valueEnd = end(of: valueStart)
-            members.append((key, valueStart..<valueEnd))
+            members.append(Member(key: key, value: valueStart..<valueEnd))
             index = skipSpace(valueEnd)
             guard index < range.upperBound, bytes[index] == UInt8(ascii: ",") else { break }
             index = skipSpace(index + 1)
@@ -91,6 +103,26 @@ struct RawJSON {
         return elements
     }
 
+    /// The value of the member whose key is `key` (a plain key, no escapes).
+    func value(of key: StaticString, in members: [Member]) -> Range<Int>? {
+        for member in members where member.key.count == key.utf8CodeUnitCount + 2 {
+            var same = true
+            key.withUTF8Buffer { wanted in
+                for offset in 0..<wanted.count where bytes[member.key.lowerBound + 1 + offset] != wanted[offset] {
+                    same = false
+                    break
+                }
+            }
+            if same { return member.value }
+        }
+        return nil
+    }
+
+    /// A member's key as a string (its characters, for a schema lookup).
+    func key(_ member: Member) -> String {
+        string(member.key) ?? ""
+    }
+
     func first(_ range: Range<Int>) -> UInt8? {
         range.isEmpty ? nil : bytes[range.lowerBound]
     }
@@ -111,7 +143,7 @@ struct RawJSON {
         Substring(String(decoding: bytes[range], as: UTF8.self))
     }
 
-    func append(_ range: Range<Int>, to text: inout String) {
-        text += String(decoding: bytes[range], as: UTF8.self)
+    func append(_ range: Range<Int>, to output: inout [UInt8]) {
+        output.append(contentsOf: bytes[range])
     }
 }

@@ -36,15 +36,16 @@ enum RecordsEndpoints {
         guard let answer = try await call.bridge.runText(queryDocument, variables) else { return WebServicesBody(["records": .array([])]) }
         let json = RawJSON(answer)
         let page = json.members(json.whole)
-        let records = page.first { $0.key == "records" }.map { json.elements($0.value) } ?? []
-        var text = "{\"records\":"
-        try await WebServicesRecordText.append(json, records: records, call: call, zoneID: zone.dictionary, to: &text)
-        if let cursor = page.first(where: { $0.key == "cursor" })?.value, json.first(cursor) == UInt8(ascii: "\"") {
-            text += ",\"continuationMarker\":"
-            json.append(cursor, to: &text)
+        let records = json.value(of: "records", in: page).map(json.elements) ?? []
+        var out = Array("{\"records\":".utf8)
+        out.reserveCapacity(json.bytes.count + json.bytes.count / 2)
+        try await WebServicesRecordText.append(json, records: records, call: call, zoneID: zone.dictionary, to: &out)
+        if let cursor = json.value(of: "cursor", in: page), json.first(cursor) == UInt8(ascii: "\"") {
+            out.append(contentsOf: ",\"continuationMarker\":".utf8)
+            json.append(cursor, to: &out)
         }
-        text += "}"
-        return WebServicesBody(text: text)
+        out.append(UInt8(ascii: "}"))
+        return WebServicesBody(text: String(decoding: out, as: UTF8.self))
     }
 
     static let lookupDocument = """
@@ -71,34 +72,40 @@ enum RecordsEndpoints {
             }
         }
         if names.isEmpty { return WebServicesBody(["records": .array(items.indices.compactMap { shares[$0] })]) }
-        let answer = try await call.bridge.run(lookupDocument, [
+        // Read as text, as records/query reads its page.
+        guard let answer = try await call.bridge.runText(lookupDocument, [
             "scope": call.scope, "zone": zone.input, "names": .array(names), "keys": try call.desiredKeys(),
-        ])
-        guard case .array(let results) = answer else { return WebServicesBody(["records": .array([])]) }
-        var found: [JSONValue] = []
-        for case .object(let result) in results {
-            if let record = result["record"], !record.isNull { found.append(record) }
-        }
-        let schemas = try await call.schemas(of: WebServicesRecord.recordTypes(in: found))
-        let zoneID = zone.dictionary.jsonText
-        var text = "{\"records\":["
-        var resultsInOrder = results[...]
-        for index in items.indices {
-            if index > 0 { text += "," }
-            if let share = shares[index] { share.appendJSON(to: &text); continue }
-            guard case .object(let result)? = resultsInOrder.popFirst() else { text += "null"; continue }
-            if let record = result["record"], !record.isNull {
-                WebServicesRecordText.append(record, zoneID: zoneID, schemas: schemas, numbersAsStrings: call.numbersAsStrings, to: &text)
-            } else {
-                var error: [String: JSONValue] = [:]
-                if case .object(let found)? = result["error"] { error = found }
-                let code = (error["code"]?.stringValue).flatMap(ErrorCode.init(rawValue:)) ?? .unknownItem
-                call.itemError("recordName", result["recordName"] ?? .null, code: WebServicesCode(code),
-                               reason: error["message"]?.stringValue ?? "record not found").appendJSON(to: &text)
+        ]) else { return WebServicesBody(["records": .array([])]) }
+        let json = RawJSON(answer)
+        let results = json.elements(json.whole).map { json.members($0) }
+        var types = Set<String>()
+        for result in results {
+            if let record = json.value(of: "record", in: result), json.first(record) == UInt8(ascii: "{"),
+               let type = json.value(of: "recordType", in: json.members(record)).flatMap({ json.string($0) }) {
+                types.insert(type)
             }
         }
-        text += "]}"
-        return WebServicesBody(text: text)
+        let schemas = try await call.schemas(of: types)
+        let zoneID = Array(zone.dictionary.jsonText.utf8)
+        var out = Array("{\"records\":[".utf8)
+        out.reserveCapacity(json.bytes.count + 512)
+        var resultsInOrder = results[...]
+        for index in items.indices {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            if let share = shares[index] { out.append(contentsOf: share.jsonText.utf8); continue }
+            guard let result = resultsInOrder.popFirst() else { out.append(contentsOf: "null".utf8); continue }
+            if let record = json.value(of: "record", in: result), json.first(record) == UInt8(ascii: "{") {
+                WebServicesRecordText.append(json, record: record, zoneID: zoneID, schemas: schemas, numbersAsStrings: call.numbersAsStrings, to: &out)
+            } else {
+                let error = json.value(of: "error", in: result).map { json.members($0) } ?? []
+                let code = json.value(of: "code", in: error).flatMap { json.string($0) }.flatMap(ErrorCode.init(rawValue:)) ?? .unknownItem
+                let name = json.value(of: "recordName", in: result).flatMap { json.string($0) }.map(JSONValue.string) ?? .null
+                let reason = json.value(of: "message", in: error).flatMap { json.string($0) } ?? "record not found"
+                out.append(contentsOf: call.itemError("recordName", name, code: WebServicesCode(code), reason: reason).jsonText.utf8)
+            }
+        }
+        out.append(contentsOf: "]}".utf8)
+        return WebServicesBody(text: String(decoding: out, as: UTF8.self))
     }
 
     static let changesDocument = """
@@ -120,31 +127,34 @@ enum RecordsEndpoints {
         ]) else { return ("[]", .null, .bool(false)) }
         let json = RawJSON(answer)
         let page = json.members(json.whole)
-        func member(_ key: String) -> Range<Int>? { page.first { $0.key == key }?.value }
         func wanted(_ item: Range<Int>) -> Bool {
             guard let recordTypes else { return true }
-            return json.members(item).first { $0.key == "recordType" }.flatMap { json.string($0.value) }.map(recordTypes.contains) ?? false
+            return json.value(of: "recordType", in: json.members(item)).flatMap { json.string($0) }.map(recordTypes.contains) ?? false
         }
-        let changed = (member("changed").map(json.elements) ?? []).filter(wanted)
-        let deleted = (member("deleted").map(json.elements) ?? []).filter(wanted)
-        var records = ""
-        try await WebServicesRecordText.append(json, records: changed, call: call, zoneID: zone.dictionary, to: &records)
+        let changed = (json.value(of: "changed", in: page).map(json.elements) ?? []).filter(wanted)
+        let deleted = (json.value(of: "deleted", in: page).map(json.elements) ?? []).filter(wanted)
+        var out: [UInt8] = []
+        out.reserveCapacity(json.bytes.count + json.bytes.count / 2)
+        try await WebServicesRecordText.append(json, records: changed, call: call, zoneID: zone.dictionary, to: &out)
         if !deleted.isEmpty {
-            records.removeLast()   // the list's ]: the tombstones follow its records
-            let zoneID = zone.dictionary.jsonText
+            out.removeLast()   // the list's ]: the tombstones follow its records
+            let zoneID = Array(zone.dictionary.jsonText.utf8)
             for (index, tombstone) in deleted.enumerated() {
-                if index > 0 || !changed.isEmpty { records += "," }
+                if index > 0 || !changed.isEmpty { out.append(UInt8(ascii: ",")) }
                 let parts = json.members(tombstone)
-                records += "{\"recordName\":"
-                json.append(parts.first { $0.key == "recordName" }?.value ?? 0..<0, to: &records)
-                records += ",\"recordType\":"
-                json.append(parts.first { $0.key == "recordType" }?.value ?? 0..<0, to: &records)
-                records += ",\"deleted\":true,\"zoneID\":" + zoneID + "}"
+                out.append(contentsOf: "{\"recordName\":".utf8)
+                json.append(json.value(of: "recordName", in: parts) ?? 0..<0, to: &out)
+                out.append(contentsOf: ",\"recordType\":".utf8)
+                json.append(json.value(of: "recordType", in: parts) ?? 0..<0, to: &out)
+                out.append(contentsOf: ",\"deleted\":true,\"zoneID\":".utf8)
+                out.append(contentsOf: zoneID)
+                out.append(UInt8(ascii: "}"))
             }
-            records += "]"
+            out.append(UInt8(ascii: "]"))
         }
-        let token = member("token").flatMap { json.string($0) }.map(JSONValue.string) ?? .null
-        let moreComing: JSONValue = member("moreComing").map { json.first($0) == UInt8(ascii: "t") } .map(JSONValue.bool) ?? .bool(false)
+        let records = String(decoding: out, as: UTF8.self)
+        let token = json.value(of: "token", in: page).flatMap { json.string($0) }.map(JSONValue.string) ?? .null
+        let moreComing: JSONValue = .bool(json.value(of: "moreComing", in: page).map { json.first($0) == UInt8(ascii: "t") } ?? false)
         return (records, token, moreComing)
     }
 

@@ -1,202 +1,122 @@
-import CanopyEncoding
 import CanopyPlanner
 
 /// Writes a GraphQL record (as ``WebServicesRecord/selection`` asks for it)
 /// as the reference's record dictionary straight into JSON text: the same
 /// keys and values as ``WebServicesRecord/dictionary``, with no dictionary
-/// built on the way.
+/// built on the way (the answers of many records: query, lookup, feeds).
 enum WebServicesRecordText {
-    static func append(
-        _ record: JSONValue, zoneID: String, schemas: [String: RecordSchema], numbersAsStrings: Bool, to text: inout String
-    ) {
-        guard case .object(let graphQL) = record else { record.appendJSON(to: &text); return }
-        text += "{\"recordName\":"
-        (graphQL["recordName"] ?? .null).appendJSON(to: &text)
-        text += ",\"recordType\":"
-        let recordType = graphQL["recordType"] ?? .null
-        recordType.appendJSON(to: &text)
-        text += ",\"recordChangeTag\":"
-        (graphQL["recordChangeTag"] ?? .null).appendJSON(to: &text)
-        text += ",\"deleted\":false,\"zoneID\":"
-        text += zoneID
-        if case .object(let fields)? = graphQL["fields"] {
-            let schema = recordType.stringValue.flatMap { schemas[$0] }
-            text += ",\"fields\":{"
-            var first = true
-            for (name, value) in fields {
-                if !first { text += "," }
-                first = false
-                JSONString.append(name, to: &text)
-                text += ":{\"value\":"
-                let (converted, tag) = WebServicesFieldValue.webServicesValue(value, type: schema?[name], numbersAsStrings: numbersAsStrings)
-                converted.appendJSON(to: &text)
-                text += ",\"type\":\""
-                text += tag
-                text += "\"}"
-            }
-            text += "}"
-        }
-        for stamp in ["created", "modified"] {
-            guard case .object(let value)? = graphQL[stamp] else { continue }
-            text += ",\""
-            text += stamp
-            text += "\":{\"timestamp\":"
-            switch value["timestamp"] {
-            case .double(let number)?:
-                if let whole = Int64(exactly: number.rounded()) { text += String(whole) } else { JSONValue.double(number).appendJSON(to: &text) }
-            case let other?: other.appendJSON(to: &text)
-            case nil: text += "null"
-            }
-            text += ",\"userRecordName\":"
-            (value["userRecordName"] ?? .null).appendJSON(to: &text)
-            text += ",\"deviceID\":\"\(WebServicesRecord.deviceID)\"}"
-        }
-        if case .object(let share)? = graphQL["share"] {
-            text += ",\"share\":{\"recordName\":"
-            JSONString.append(WebServicesShares.recordName(root: share["rootRecordName"]?.stringValue), to: &text)
-            text += ",\"zoneID\":"
-            text += zoneID
-            text += "}"
-        }
-        if case .string(let parent)? = graphQL["parent"] {
-            text += ",\"parent\":{\"recordName\":"
-            JSONString.append(parent, to: &text)
-            text += "}"
-        }
-        text += "}"
-    }
-
-    /// `[record, …]` for GraphQL records, with their record types' schemas.
-    static func append(_ records: [JSONValue], call: WebServicesCall, zoneID: JSONValue, to text: inout String) async throws {
-        let schemas = try await call.schemas(of: WebServicesRecord.recordTypes(in: records))
-        let zone = zoneID.jsonText
-        text += "["
-        for (index, record) in records.enumerated() {
-            if index > 0 { text += "," }
-            append(record, zoneID: zone, schemas: schemas, numbersAsStrings: call.numbersAsStrings, to: &text)
-        }
-        text += "]"
-    }
-
     /// A record of an answer's text (`json`, `range`) written as the
-    /// reference's record dictionary, its values' bytes copied where they
-    /// need no change (strings, numbers, stamps) and only typed values and
-    /// lists parsed: what ``append(_:zoneID:schemas:numbersAsStrings:to:)``
-    /// writes, without parsing the record.
+    /// reference's record dictionary into `out` (UTF-8), its values' bytes
+    /// copied where they need no change (strings, numbers, stamps) and only
+    /// typed values and lists parsed.
     static func append(
-        _ json: RawJSON, record range: Range<Int>, zoneID: String, schemas: [String: RecordSchema], numbersAsStrings: Bool, to text: inout String
+        _ json: RawJSON, record range: Range<Int>, zoneID: [UInt8], schemas: [String: RecordSchema], numbersAsStrings: Bool,
+        to out: inout [UInt8]
     ) {
         let members = json.members(range)
-        func member(_ key: String) -> Range<Int>? { members.first { $0.key == key }?.value }
-        let null = 0..<0
-        text += "{\"recordName\":"
-        append(json, member("recordName") ?? null, to: &text)
-        text += ",\"recordType\":"
-        let recordType = member("recordType") ?? null
-        append(json, recordType, to: &text)
-        text += ",\"recordChangeTag\":"
-        append(json, member("recordChangeTag") ?? null, to: &text)
-        text += ",\"deleted\":false,\"zoneID\":"
-        text += zoneID
-        if let fields = member("fields"), json.first(fields) == UInt8(ascii: "{") {
-            let schema = json.string(recordType).flatMap { schemas[$0] }
-            text += ",\"fields\":{"
+        func put(_ literal: StaticString) { literal.withUTF8Buffer { out.append(contentsOf: $0) } }
+        func copy(_ value: Range<Int>?) {
+            if let value, !value.isEmpty { json.append(value, to: &out) } else { put("null") }
+        }
+        put("{\"recordName\":")
+        copy(json.value(of: "recordName", in: members))
+        put(",\"recordType\":")
+        let recordType = json.value(of: "recordType", in: members)
+        copy(recordType)
+        put(",\"recordChangeTag\":")
+        copy(json.value(of: "recordChangeTag", in: members))
+        put(",\"deleted\":false,\"zoneID\":")
+        out.append(contentsOf: zoneID)
+        if let fields = json.value(of: "fields", in: members), json.first(fields) == UInt8(ascii: "{") {
+            let schema = recordType.flatMap { json.string($0) }.flatMap { schemas[$0] }
+            put(",\"fields\":{")
             for (index, field) in json.members(fields).enumerated() {
-                if index > 0 { text += "," }
-                JSONString.append(field.key, to: &text)
-                text += ":{\"value\":"
-                let tag = appendValue(json, field.value, type: schema?[field.key], numbersAsStrings: numbersAsStrings, to: &text)
-                text += ",\"type\":\""
-                text += tag
-                text += "\"}"
+                if index > 0 { put(",") }
+                json.append(field.key, to: &out)
+                put(":{\"value\":")
+                let type = schema.flatMap { $0[json.key(field)] }
+                let tag = appendValue(json, field.value, type: type, numbersAsStrings: numbersAsStrings, to: &out)
+                put(",\"type\":\"")
+                out.append(contentsOf: tag.utf8)
+                put("\"}")
             }
-            text += "}"
+            put("}")
         }
-        for stamp in ["created", "modified"] {
-            guard let value = member(stamp), json.first(value) == UInt8(ascii: "{") else { continue }
+        for (stamp, key) in [(StaticString("created"), StaticString(",\"created\":{\"timestamp\":")),
+                             (StaticString("modified"), StaticString(",\"modified\":{\"timestamp\":"))] {
+            guard let value = json.value(of: stamp, in: members), json.first(value) == UInt8(ascii: "{") else { continue }
             let parts = json.members(value)
-            text += ",\""
-            text += stamp
-            text += "\":{\"timestamp\":"
-            append(json, parts.first { $0.key == "timestamp" }?.value ?? null, to: &text)
-            text += ",\"userRecordName\":"
-            append(json, parts.first { $0.key == "userRecordName" }?.value ?? null, to: &text)
-            text += ",\"deviceID\":\"\(WebServicesRecord.deviceID)\"}"
+            put(key)
+            copy(json.value(of: "timestamp", in: parts))
+            put(",\"userRecordName\":")
+            copy(json.value(of: "userRecordName", in: parts))
+            put(",\"deviceID\":\"canopy\"}")
         }
-        if let share = member("share"), json.first(share) == UInt8(ascii: "{") {
-            let root = json.members(share).first { $0.key == "rootRecordName" }?.value
-            text += ",\"share\":{\"recordName\":"
+        if let share = json.value(of: "share", in: members), json.first(share) == UInt8(ascii: "{") {
+            let root = json.value(of: "rootRecordName", in: json.members(share))
+            put(",\"share\":{\"recordName\":")
             if let root, json.first(root) == UInt8(ascii: "\"") {
                 // The root's name as written (escapes and all) after the prefix: still one JSON string.
-                text += "\"\(WebServicesShares.hierarchyPrefix)"
-                json.append((root.lowerBound + 1)..<root.upperBound, to: &text)
+                put("\"cloudkit.share.")
+                json.append((root.lowerBound + 1)..<root.upperBound, to: &out)
             } else {
-                JSONString.append(WebServicesShares.zoneShareName, to: &text)
+                put("\"cloudkit.zoneshare\"")
             }
-            text += ",\"zoneID\":"
-            text += zoneID
-            text += "}"
+            put(",\"zoneID\":")
+            out.append(contentsOf: zoneID)
+            put("}")
         }
-        if let parent = member("parent"), json.first(parent) == UInt8(ascii: "\"") {
-            text += ",\"parent\":{\"recordName\":"
-            json.append(parent, to: &text)
-            text += "}"
+        if let parent = json.value(of: "parent", in: members), json.first(parent) == UInt8(ascii: "\"") {
+            put(",\"parent\":{\"recordName\":")
+            json.append(parent, to: &out)
+            put("}")
         }
-        text += "}"
-    }
-
-    /// A value's bytes, or null when there is none.
-    private static func append(_ json: RawJSON, _ range: Range<Int>, to text: inout String) {
-        if range.isEmpty { text += "null" } else { json.append(range, to: &text) }
+        put("}")
     }
 
     /// A field's value as the reference's, and its type tag: strings and
     /// numbers copied (a number typed by the schema, else by its spelling),
     /// booleans as 0 or 1, typed objects and lists converted.
-    private static func appendValue(_ json: RawJSON, _ range: Range<Int>, type: FieldType?, numbersAsStrings: Bool, to text: inout String) -> String {
+    private static func appendValue(_ json: RawJSON, _ range: Range<Int>, type: FieldType?, numbersAsStrings: Bool, to out: inout [UInt8]) -> String {
         switch json.first(range) {
         case UInt8(ascii: "\"")?:
-            json.append(range, to: &text)
+            json.append(range, to: &out)
             return "STRING"
         case UInt8(ascii: "t")?:
-            text += "1"
+            out.append(UInt8(ascii: "1"))
             return "INT64"
         case UInt8(ascii: "f")?:
-            text += "0"
+            out.append(UInt8(ascii: "0"))
             return "INT64"
         case let byte? where byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")):
             let spelledDouble = json.bytes[range].contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
-            let isDouble = type == .double || (type != .int64 && spelledDouble)
-            if numbersAsStrings || (type == .int64 && spelledDouble) {
-                // Through the value, so a string holds the number's own spelling of its type.
-                let value = (try? JSONValue(parsing: String(json.text(range)))) ?? .null
-                let (converted, tag) = WebServicesFieldValue.webServicesValue(value, type: type, numbersAsStrings: numbersAsStrings)
-                converted.appendJSON(to: &text)
-                return tag
+            if !numbersAsStrings && !(type == .int64 && spelledDouble) {
+                json.append(range, to: &out)
+                return type == .double || (type != .int64 && spelledDouble) ? "DOUBLE" : "INT64"
             }
-            json.append(range, to: &text)
-            return isDouble ? "DOUBLE" : "INT64"
+            fallthrough
         default:
+            // Typed objects, lists, numbers as strings: through the value.
             let value = (try? JSONValue(parsing: String(json.text(range)))) ?? .null
             let (converted, tag) = WebServicesFieldValue.webServicesValue(value, type: type, numbersAsStrings: numbersAsStrings)
-            converted.appendJSON(to: &text)
+            out.append(contentsOf: converted.jsonText.utf8)
             return tag
         }
     }
 
     /// `[record, …]` for the records of an answer's text, with their record types' schemas.
-    static func append(_ json: RawJSON, records: [Range<Int>], call: WebServicesCall, zoneID: JSONValue, to text: inout String) async throws {
+    static func append(_ json: RawJSON, records: [Range<Int>], call: WebServicesCall, zoneID: JSONValue, to out: inout [UInt8]) async throws {
         var types = Set<String>()
         for record in records {
-            if let type = json.members(record).first(where: { $0.key == "recordType" }).flatMap({ json.string($0.value) }) { types.insert(type) }
+            if let type = json.value(of: "recordType", in: json.members(record)).flatMap({ json.string($0) }) { types.insert(type) }
         }
         let schemas = try await call.schemas(of: types)
-        let zone = zoneID.jsonText
-        text += "["
+        let zone = Array(zoneID.jsonText.utf8)
+        out.append(UInt8(ascii: "["))
         for (index, record) in records.enumerated() {
-            if index > 0 { text += "," }
-            append(json, record: record, zoneID: zone, schemas: schemas, numbersAsStrings: call.numbersAsStrings, to: &text)
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            append(json, record: record, zoneID: zone, schemas: schemas, numbersAsStrings: call.numbersAsStrings, to: &out)
         }
-        text += "]"
+        out.append(UInt8(ascii: "]"))
     }
 }
