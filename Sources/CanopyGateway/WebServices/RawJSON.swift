@@ -22,42 +22,40 @@ struct RawJSON {
         return index
     }
 
-    /// The index just past the value starting at `start`.
+    /// The index just past the value starting at `start`: one pass over its
+    /// bytes, strings skipped by their quotes and escapes.
     func end(of start: Int) -> Int {
-        guard start < bytes.count else { return bytes.count }
-        switch bytes[start] {
-        case UInt8(ascii: "\""):
-            var index = start + 1
-            while index < bytes.count {
-                if bytes[index] == UInt8(ascii: "\\") { index += 2; continue }
-                if bytes[index] == UInt8(ascii: "\"") { return index + 1 }
-                index += 1
-            }
-            return bytes.count
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            var depth = 0
+        bytes.withUnsafeBufferPointer { buffer in
+            let count = buffer.count
+            guard start < count else { return count }
             var index = start
-            while index < bytes.count {
-                switch bytes[index] {
-                case UInt8(ascii: "\""): index = end(of: index); continue
-                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+            var depth = 0
+            repeat {
+                switch buffer[index] {
+                case UInt8(ascii: "\""):
+                    index += 1
+                    while index < count {
+                        let byte = buffer[index]
+                        if byte == UInt8(ascii: "\\") { index += 2; continue }
+                        index += 1
+                        if byte == UInt8(ascii: "\"") { break }
+                    }
+                    if depth == 0 { return min(index, count) }
+                    continue
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    if depth == 0 { return index }   // the end of a scalar, inside its container
                     depth -= 1
                     if depth == 0 { return index + 1 }
-                default: break
+                case UInt8(ascii: ","), 0x20, 0x0A, 0x0D, 0x09:
+                    if depth == 0 { return index }
+                default:
+                    break
                 }
                 index += 1
-            }
-            return bytes.count
-        default:
-            var index = start
-            while index < bytes.count {
-                switch bytes[index] {
-                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0A, 0x0D, 0x09: return index
-                default: index += 1
-                }
-            }
-            return index
+            } while index < count
+            return count
         }
     }
 

@@ -13,7 +13,14 @@ enum WebServicesRecordText {
         _ json: RawJSON, record range: Range<Int>, zoneID: [UInt8], schemas: [String: RecordSchema], numbersAsStrings: Bool,
         to out: inout [UInt8]
     ) {
-        let members = json.members(range)
+        append(json, members: json.members(range), zoneID: zoneID, schemas: schemas, numbersAsStrings: numbersAsStrings, to: &out)
+    }
+
+    /// The same, from the record's members, read once by the caller.
+    static func append(
+        _ json: RawJSON, members: [RawJSON.Member], zoneID: [UInt8], schemas: [String: RecordSchema], numbersAsStrings: Bool,
+        to out: inout [UInt8]
+    ) {
         func put(_ literal: StaticString) { literal.withUTF8Buffer { out.append(contentsOf: $0) } }
         func copy(_ value: Range<Int>?) {
             if let value, !value.isEmpty { json.append(value, to: &out) } else { put("null") }
@@ -106,16 +113,17 @@ enum WebServicesRecordText {
 
     /// `[record, …]` for the records of an answer's text, with their record types' schemas.
     static func append(_ json: RawJSON, records: [Range<Int>], call: WebServicesCall, zoneID: JSONValue, to out: inout [UInt8]) async throws {
+        let members = records.map { json.members($0) }
         var types = Set<String>()
-        for record in records {
-            if let type = json.value(of: "recordType", in: json.members(record)).flatMap({ json.string($0) }) { types.insert(type) }
+        for record in members {
+            if let type = json.value(of: "recordType", in: record).flatMap({ json.string($0) }) { types.insert(type) }
         }
         let schemas = try await call.schemas(of: types)
         let zone = Array(zoneID.jsonText.utf8)
         out.append(UInt8(ascii: "["))
-        for (index, record) in records.enumerated() {
+        for (index, record) in members.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            append(json, record: record, zoneID: zone, schemas: schemas, numbersAsStrings: call.numbersAsStrings, to: &out)
+            append(json, members: record, zoneID: zone, schemas: schemas, numbersAsStrings: call.numbersAsStrings, to: &out)
         }
         out.append(UInt8(ascii: "]"))
     }
