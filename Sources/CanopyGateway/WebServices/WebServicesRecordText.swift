@@ -83,8 +83,13 @@ enum WebServicesRecordText {
 
     /// A field's value as the reference's, and its type tag: strings and
     /// numbers copied (a number typed by the schema, else by its spelling),
-    /// booleans as 0 or 1, typed objects and lists converted.
+    /// booleans as 0 or 1, typed objects by their members, lists element by
+    /// element; only numbers asked as strings go through a parse.
     private static func appendValue(_ json: RawJSON, _ range: Range<Int>, type: FieldType?, numbersAsStrings: Bool, to out: inout [UInt8]) -> String {
+        func put(_ literal: StaticString) { literal.withUTF8Buffer { out.append(contentsOf: $0) } }
+        func copy(_ value: Range<Int>?) {
+            if let value, !value.isEmpty { json.append(value, to: &out) } else { put("null") }
+        }
         switch json.first(range) {
         case UInt8(ascii: "\"")?:
             json.append(range, to: &out)
@@ -95,19 +100,69 @@ enum WebServicesRecordText {
         case UInt8(ascii: "f")?:
             out.append(UInt8(ascii: "0"))
             return "INT64"
+        case UInt8(ascii: "{")?:
+            let members = json.members(range)
+            let kind = json.value(of: "type", in: members).flatMap { json.string($0) }
+            switch kind {
+            case "TIMESTAMP"?:
+                copy(json.value(of: "value", in: members))
+                return "TIMESTAMP"
+            case "BYTES"?:
+                copy(json.value(of: "base64", in: members))
+                return "BYTES"
+            case "REFERENCE"?:
+                put("{\"recordName\":")
+                copy(json.value(of: "recordName", in: members))
+                put(",\"action\":")
+                if let action = json.value(of: "action", in: members) { json.append(action, to: &out) } else { put("\"NONE\"") }
+                put("}")
+                return "REFERENCE"
+            case "LOCATION"?:
+                put("{\"latitude\":")
+                copy(json.value(of: "latitude", in: members))
+                put(",\"longitude\":")
+                copy(json.value(of: "longitude", in: members))
+                put("}")
+                return "LOCATION"
+            case "ASSET"?:
+                put("{\"fileChecksum\":")
+                copy(json.value(of: "sha256", in: members))
+                put(",\"size\":")
+                copy(json.value(of: "size", in: members))
+                if let url = json.value(of: "downloadURL", in: members) {
+                    put(",\"downloadURL\":")
+                    json.append(url, to: &out)
+                }
+                put("}")
+                return "ASSETID"
+            default:
+                json.append(range, to: &out)
+                return "STRING"
+            }
+        case UInt8(ascii: "[")?:
+            let elementType: FieldType? = if case .list(let inner)? = type { inner } else { nil }
+            var tag = elementType.map(WebServicesFieldValue.listTag) ?? "STRING"
+            out.append(UInt8(ascii: "["))
+            for (index, element) in json.elements(range).enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                tag = appendValue(json, element, type: elementType, numbersAsStrings: numbersAsStrings, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+            return tag + "_LIST"
         case let byte? where byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")):
             let spelledDouble = json.bytes[range].contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
             if !numbersAsStrings && !(type == .int64 && spelledDouble) {
                 json.append(range, to: &out)
                 return type == .double || (type != .int64 && spelledDouble) ? "DOUBLE" : "INT64"
             }
-            fallthrough
-        default:
-            // Typed objects, lists, numbers as strings: through the value.
+            // Numbers as strings, and a whole INT64 written as a double: through the value.
             let value = (try? JSONValue(parsing: String(json.text(range)))) ?? .null
             let (converted, tag) = WebServicesFieldValue.webServicesValue(value, type: type, numbersAsStrings: numbersAsStrings)
             out.append(contentsOf: converted.jsonText.utf8)
             return tag
+        default:
+            put("null")
+            return type.map(WebServicesFieldValue.listTag) ?? "STRING"
         }
     }
 

@@ -23,7 +23,7 @@ struct RawJSONTests {
 
     @Test("a record written from bytes is the record written from its parse")
     func sameAsParsed() throws {
-        let record = #"{"recordName":"r\"1","recordType":"T","recordChangeTag":"3","parent":"p","fields":{"s":"é","i":42,"d":2.5,"b":true,"t":{"type":"TIMESTAMP","value":5},"l":[1,2]},"created":{"timestamp":1700000000000,"userRecordName":"_u"},"modified":{"timestamp":1700000000001,"userRecordName":"_u"},"share":{"rootRecordName":"r\"1"}}"#
+        let record = #"{"recordName":"r\"1","recordType":"T","recordChangeTag":"3","parent":"p","fields":{"s":"é","i":42,"d":2.5,"b":true,"t":{"type":"TIMESTAMP","value":5},"l":[1,2],"r":{"type":"REFERENCE","recordName":"x","action":"DELETE_SELF"},"loc":{"type":"LOCATION","latitude":1.5,"longitude":2},"by":{"type":"BYTES","base64":"AA=="},"as":{"type":"ASSET","sha256":"ab","size":3,"contentType":"image/png","downloadURL":"http://x/a?b=1"},"tl":[{"type":"TIMESTAMP","value":1}],"e":[]},"created":{"timestamp":1700000000000,"userRecordName":"_u"},"modified":{"timestamp":1700000000001,"userRecordName":"_u"},"share":{"rootRecordName":"r\"1"}}"#
         let json = RawJSON(record)
         var out: [UInt8] = []
         let zoneID = #"{"zoneName":"Z"}"#
