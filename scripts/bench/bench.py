@@ -135,7 +135,7 @@ def everything(options, scales):
                                 "--data-dir", DATA]))["token"]
     with Gateway(["--container", workloads.CONTAINER]) as gateway, floors[work[0][0]], floors[work[1][0]]:
         rows, floor_rows = sections.run_workloads(cluster, gateway, floors, work, options)
-        web_services = sections.web_services(workloads.web_services_pairs(token, api_token), options)
+        web_services = sections.web_services(gateway, workloads.web_services_pairs(token, api_token), options)
         saved = saved_batch_records(cluster)
         under_64 = sections.wide_load(cluster, gateway, floors[work[1][0]], work[1], options)
         membership_rows = sections.memberships(cluster, statements, guest_shares, options)
@@ -184,12 +184,12 @@ def web_services_only(options):
     setup = loading.load(cluster, options, [])
     api_token = json.loads(run([common.BINARY, "tokens", "api", "add", "--container", workloads.CONTAINER, "--json",
                                 "--data-dir", DATA]))["token"]
-    with Gateway(["--container", workloads.CONTAINER]):
-        rows = sections.web_services(workloads.web_services_pairs(setup.owner["token"], api_token), options)
+    with Gateway(["--container", workloads.CONTAINER]) as gateway:
+        rows = sections.web_services(gateway, workloads.web_services_pairs(setup.owner["token"], api_token), options)
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
-    for name, w, g, w50, g50, w99, g99 in rows:
+    for name, w, g, w50, g50, w99, g99, wcpu, gcpu in rows:
         print(f"{name}: Web Services {w:,.0f} req/s, GraphQL twin {g:,.0f} req/s, twin / WS {g / w:.2f}; "
-              f"p50 {w50:.2f} / {g50:.2f} ms; p99 {w99:.2f} / {g99:.2f} ms", flush=True)
+              f"p50 {w50:.2f} / {g50:.2f} ms; p99 {w99:.2f} / {g99:.2f} ms; gateway CPU {wcpu:.0f} / {gcpu:.0f} µs a request", flush=True)
 
 
 if __name__ == "__main__":

@@ -95,11 +95,11 @@ def benchmarks_md(options, scales, server_version, people, guest_shares, rows, f
         "GraphQL twin: the very document and variables the Web Services layer runs for it, POSTed to `/graphql` "
         "(`scripts/bench/workloads.py`), so the two run the same plan and SQL and differ by the envelope alone "
         f"(the typed field values and record dictionaries written back). Runs interleaved, {options.clients} clients; medians.", "",
-        "| workload | Web Services req/s | GraphQL twin req/s | ratio | p50 WS | p50 twin | p99 WS | p99 twin |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| workload | Web Services req/s | GraphQL twin req/s | ratio | p50 WS | p50 twin | p99 WS | p99 twin | gateway CPU µs/request WS | twin |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, w, g, w50, g50, w99, g99 in web_services:
-        lines.append(f"| {name} | {w:,.0f} | {g:,.0f} | {w / g:.2f} | {w50:.2f} | {g50:.2f} | {w99:.2f} | {g99:.2f} |")
+    for name, w, g, w50, g50, w99, g99, wcpu, gcpu in web_services:
+        lines.append(f"| {name} | {w:,.0f} | {g:,.0f} | {w / g:.2f} | {w50:.2f} | {g50:.2f} | {w99:.2f} | {g99:.2f} | {wcpu:.0f} | {gcpu:.0f} |")
     lines += ["", "| goal (issue 37) | measured | |", "|---|---|---|"] + [
         f"| {name.split(':')[0]} within 1.1× of its twin's throughput | {g / w:.2f}× | {'met' if g <= 1.1 * w else '**not met**'} |"
         for name, w, g, *_ in web_services]

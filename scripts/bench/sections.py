@@ -255,11 +255,12 @@ def public_at_64(cluster, workloads, options):
     return rows
 
 
-def web_services(pairs, options):
+def web_services(gateway, pairs, options):
     """Each Web Services request beside its GraphQL twin (the same document
     and variables, POST /graphql), runs interleaved, at `options.clients`.
     Returns (name, Web Services req/s, twin req/s, p50 WS, p50 twin, p99 WS,
-    p99 twin), medians of the runs (issue 37: within 1.1× of the twin)."""
+    p99 twin, gateway CPU µs a request WS, twin), medians of the runs
+    (issue 37: within 1.1× of the twin)."""
     rows = []
     for name, (lua, path), twin in pairs:
         say(f"{name}: {options.runs} runs of {options.seconds} s, Web Services and its GraphQL twin")
@@ -272,10 +273,13 @@ def web_services(pairs, options):
             sys.exit(f"{name}: the Web Services answer is not records: {answer}")
         ws_runs, twin_runs = [], []
         for _ in range(options.runs):
-            ws_runs.append(run_wrk(lua, options.clients, options.seconds, {}, url=f"http://127.0.0.1:{PORT}{path}"))
-            twin_runs.append(run_wrk(twin, options.clients, options.seconds, {}))
+            for runs, script, url in ((ws_runs, lua, f"http://127.0.0.1:{PORT}{path}"), (twin_runs, twin, common.URL)):
+                before = cpu_seconds(gateway.process)
+                result = run_wrk(script, options.clients, options.seconds, {}, url=url)
+                runs.append(result + ((cpu_seconds(gateway.process) - before) / (result[0] * options.seconds) * 1e6,))
         median = lambda runs, i: statistics.median(r[i] for r in runs)
         rows.append((name, median(ws_runs, 0), median(twin_runs, 0), median(ws_runs, 1), median(twin_runs, 1),
-                     median(ws_runs, 2), median(twin_runs, 2)))
-        say(f"  Web Services {rows[-1][1]:,.0f} req/s, GraphQL twin {rows[-1][2]:,.0f} req/s, ratio {rows[-1][1] / rows[-1][2]:.2f}")
+                     median(ws_runs, 2), median(twin_runs, 2), median(ws_runs, 3), median(twin_runs, 3)))
+        say(f"  Web Services {rows[-1][1]:,.0f} req/s, GraphQL twin {rows[-1][2]:,.0f} req/s, ratio {rows[-1][1] / rows[-1][2]:.2f}; "
+            f"gateway CPU a request {rows[-1][7]:.0f} µs and {rows[-1][8]:.0f} µs")
     return rows

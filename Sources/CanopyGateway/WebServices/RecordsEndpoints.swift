@@ -35,7 +35,7 @@ enum RecordsEndpoints {
         // The page is read as text: its records' bytes are copied, not parsed (W10).
         guard let answer = try await call.bridge.runText(queryDocument, variables) else { return WebServicesBody(["records": .array([])]) }
         let json = RawJSON(answer)
-        let page = json.members(json.whole)
+        let page = json.members(json.root)
         let records = json.value(of: "records", in: page).map(json.elements) ?? []
         var out = Array("{\"records\":".utf8)
         out.reserveCapacity(json.bytes.count + json.bytes.count / 2)
@@ -77,7 +77,7 @@ enum RecordsEndpoints {
             "scope": call.scope, "zone": zone.input, "names": .array(names), "keys": try call.desiredKeys(),
         ]) else { return WebServicesBody(["records": .array([])]) }
         let json = RawJSON(answer)
-        let results = json.elements(json.whole).map { json.members($0) }
+        let results = json.elements(json.root).map { json.members($0) }
         var types = Set<String>()
         for result in results {
             if let record = json.value(of: "record", in: result), json.first(record) == UInt8(ascii: "{"),
@@ -126,8 +126,8 @@ enum RecordsEndpoints {
             "limit": limit.map(JSONValue.int) ?? .int(200), "keys": keys,
         ]) else { return ("[]", .null, .bool(false)) }
         let json = RawJSON(answer)
-        let page = json.members(json.whole)
-        func wanted(_ item: Range<Int>) -> Bool {
+        let page = json.members(json.root)
+        func wanted(_ item: Int) -> Bool {
             guard let recordTypes else { return true }
             return json.value(of: "recordType", in: json.members(item)).flatMap { json.string($0) }.map(recordTypes.contains) ?? false
         }
@@ -143,9 +143,9 @@ enum RecordsEndpoints {
                 if index > 0 || !changed.isEmpty { out.append(UInt8(ascii: ",")) }
                 let parts = json.members(tombstone)
                 out.append(contentsOf: "{\"recordName\":".utf8)
-                json.append(json.value(of: "recordName", in: parts) ?? 0..<0, to: &out)
+                json.append(json.value(of: "recordName", in: parts) ?? -1, to: &out)
                 out.append(contentsOf: ",\"recordType\":".utf8)
-                json.append(json.value(of: "recordType", in: parts) ?? 0..<0, to: &out)
+                json.append(json.value(of: "recordType", in: parts) ?? -1, to: &out)
                 out.append(contentsOf: ",\"deleted\":true,\"zoneID\":".utf8)
                 out.append(contentsOf: zoneID)
                 out.append(UInt8(ascii: "}"))

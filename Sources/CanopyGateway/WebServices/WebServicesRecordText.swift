@@ -10,10 +10,10 @@ enum WebServicesRecordText {
     /// copied where they need no change (strings, numbers, stamps) and only
     /// typed values and lists parsed.
     static func append(
-        _ json: RawJSON, record range: Range<Int>, zoneID: [UInt8], schemas: [String: RecordSchema], numbersAsStrings: Bool,
+        _ json: RawJSON, record node: Int, zoneID: [UInt8], schemas: [String: RecordSchema], numbersAsStrings: Bool,
         to out: inout [UInt8]
     ) {
-        append(json, members: json.members(range), zoneID: zoneID, schemas: schemas, numbersAsStrings: numbersAsStrings, to: &out)
+        append(json, members: json.members(node), zoneID: zoneID, schemas: schemas, numbersAsStrings: numbersAsStrings, to: &out)
     }
 
     /// The same, from the record's members, read once by the caller.
@@ -22,8 +22,8 @@ enum WebServicesRecordText {
         to out: inout [UInt8]
     ) {
         func put(_ literal: StaticString) { literal.withUTF8Buffer { out.append(contentsOf: $0) } }
-        func copy(_ value: Range<Int>?) {
-            if let value, !value.isEmpty { json.append(value, to: &out) } else { put("null") }
+        func copy(_ value: Int?) {
+            if let value, json.first(value) != nil { json.append(value, to: &out) } else { put("null") }
         }
         put("{\"recordName\":")
         copy(json.value(of: "recordName", in: members))
@@ -65,7 +65,8 @@ enum WebServicesRecordText {
             if let root, json.first(root) == UInt8(ascii: "\"") {
                 // The root's name as written (escapes and all) after the prefix: still one JSON string.
                 put("\"cloudkit.share.")
-                json.append((root.lowerBound + 1)..<root.upperBound, to: &out)
+                let written = json.range(root)
+                json.append((written.lowerBound + 1)..<written.upperBound, to: &out)
             } else {
                 put("\"cloudkit.zoneshare\"")
             }
@@ -85,10 +86,10 @@ enum WebServicesRecordText {
     /// numbers copied (a number typed by the schema, else by its spelling),
     /// booleans as 0 or 1, typed objects by their members, lists element by
     /// element; only numbers asked as strings go through a parse.
-    private static func appendValue(_ json: RawJSON, _ range: Range<Int>, type: FieldType?, numbersAsStrings: Bool, to out: inout [UInt8]) -> String {
+    private static func appendValue(_ json: RawJSON, _ range: Int, type: FieldType?, numbersAsStrings: Bool, to out: inout [UInt8]) -> String {
         func put(_ literal: StaticString) { literal.withUTF8Buffer { out.append(contentsOf: $0) } }
-        func copy(_ value: Range<Int>?) {
-            if let value, !value.isEmpty { json.append(value, to: &out) } else { put("null") }
+        func copy(_ value: Int?) {
+            if let value, json.first(value) != nil { json.append(value, to: &out) } else { put("null") }
         }
         switch json.first(range) {
         case UInt8(ascii: "\"")?:
@@ -102,11 +103,12 @@ enum WebServicesRecordText {
             return "INT64"
         case UInt8(ascii: "{")?:
             let members = json.members(range)
-            let kind = json.value(of: "type", in: members).flatMap { json.string($0) }
-            switch kind {
-            case "TIMESTAMP"?:
+            let kind = json.value(of: "type", in: members) ?? -1
+            if json.isString(kind, "TIMESTAMP") {
                 copy(json.value(of: "value", in: members))
                 return "TIMESTAMP"
+            }
+            switch json.string(kind) {
             case "BYTES"?:
                 copy(json.value(of: "base64", in: members))
                 return "BYTES"
@@ -150,13 +152,13 @@ enum WebServicesRecordText {
             out.append(UInt8(ascii: "]"))
             return tag + "_LIST"
         case let byte? where byte == UInt8(ascii: "-") || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")):
-            let spelledDouble = json.bytes[range].contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
+            let spelledDouble = json.bytes[json.range(range)].contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
             if !numbersAsStrings && !(type == .int64 && spelledDouble) {
                 json.append(range, to: &out)
                 return type == .double || (type != .int64 && spelledDouble) ? "DOUBLE" : "INT64"
             }
             // Numbers as strings, and a whole INT64 written as a double: through the value.
-            let value = (try? JSONValue(parsing: String(json.text(range)))) ?? .null
+            let value = (try? JSONValue(parsing: json.text(range))) ?? .null
             let (converted, tag) = WebServicesFieldValue.webServicesValue(value, type: type, numbersAsStrings: numbersAsStrings)
             out.append(contentsOf: converted.jsonText.utf8)
             return tag
@@ -167,7 +169,7 @@ enum WebServicesRecordText {
     }
 
     /// `[record, …]` for the records of an answer's text, with their record types' schemas.
-    static func append(_ json: RawJSON, records: [Range<Int>], call: WebServicesCall, zoneID: JSONValue, to out: inout [UInt8]) async throws {
+    static func append(_ json: RawJSON, records: [Int], call: WebServicesCall, zoneID: JSONValue, to out: inout [UInt8]) async throws {
         let members = records.map { json.members($0) }
         var types = Set<String>()
         for record in members {
