@@ -10,12 +10,16 @@ import CanopyPlanner
 /// malformed one yields fewer values, never a crash.
 struct RawJSON {
     let bytes: [UInt8]
-    /// Per value (a node), its byte range, first child and next sibling
-    /// (-1: none). An object's children alternate key, value.
-    private(set) var starts: [Int] = []
-    private(set) var ends: [Int] = []
-    private(set) var firstChild: [Int] = []
-    private(set) var nextSibling: [Int] = []
+    /// A value: its bytes, first child and next sibling (-1: none). An
+    /// object's children alternate key, value.
+    struct Node {
+        var start: Int
+        var end: Int
+        var firstChild = -1
+        var nextSibling = -1
+    }
+
+    private(set) var nodes: [Node] = []
     /// The top value's node (-1: none).
     private(set) var root = -1
 
@@ -27,11 +31,7 @@ struct RawJSON {
 
     init(_ text: String) {
         bytes = Array(text.utf8)
-        let capacity = bytes.count / 8
-        starts.reserveCapacity(capacity)
-        ends.reserveCapacity(capacity)
-        firstChild.reserveCapacity(capacity)
-        nextSibling.reserveCapacity(capacity)
+        nodes.reserveCapacity(bytes.count / 8)
         bytes.withUnsafeBufferPointer { buffer in
             var index = skip(buffer, 0)
             if index < buffer.count { root = value(buffer, &index, depth: 0) }
@@ -47,11 +47,8 @@ struct RawJSON {
     }
 
     private mutating func node(_ start: Int) -> Int {
-        starts.append(start)
-        ends.append(start)
-        firstChild.append(-1)
-        nextSibling.append(-1)
-        return starts.count - 1
+        nodes.append(Node(start: start, end: start))
+        return nodes.count - 1
     }
 
     /// Reads the value at `index` (moved past it) into the tape; its node.
@@ -75,7 +72,7 @@ struct RawJSON {
             // Deeper than any answer nests: read as one opaque value from here.
             while index < count, buffer[index] != close, depth < 64 {
                 let child = value(buffer, &index, depth: depth + 1)
-                if last < 0 { firstChild[node] = child } else { nextSibling[last] = child }
+                if last < 0 { nodes[node].firstChild = child } else { nodes[last].nextSibling = child }
                 last = child
                 index = skip(buffer, index)
                 if index < count, buffer[index] == UInt8(ascii: ":") || buffer[index] == UInt8(ascii: ",") {
@@ -89,20 +86,20 @@ struct RawJSON {
             while index < count {
                 switch buffer[index] {
                 case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: ":"), 0x20, 0x0A, 0x0D, 0x09:
-                    ends[node] = index
+                    nodes[node].end = index
                     return node
                 default:
                     index += 1
                 }
             }
         }
-        ends[node] = index
+        nodes[node].end = index
         return node
     }
 
     /// A node's bytes.
     func range(_ node: Int) -> Range<Int> {
-        node < 0 ? 0..<0 : starts[node]..<ends[node]
+        node < 0 ? 0..<0 : nodes[node].start..<nodes[node].end
     }
 
     /// An object's members, in order.
@@ -110,12 +107,12 @@ struct RawJSON {
         guard first(node) == UInt8(ascii: "{") else { return [] }
         var members: [Member] = []
         members.reserveCapacity(8)
-        var child = firstChild[node]
+        var child = nodes[node].firstChild
         while child >= 0 {
-            let value = nextSibling[child]
+            let value = nodes[child].nextSibling
             guard value >= 0 else { break }
             members.append(Member(key: range(child), value: value))
-            child = nextSibling[value]
+            child = nodes[value].nextSibling
         }
         return members
     }
@@ -124,12 +121,48 @@ struct RawJSON {
     func elements(_ node: Int) -> [Int] {
         guard first(node) == UInt8(ascii: "[") else { return [] }
         var elements: [Int] = []
-        var child = firstChild[node]
+        var child = nodes[node].firstChild
         while child >= 0 {
             elements.append(child)
-            child = nextSibling[child]
+            child = nodes[child].nextSibling
         }
         return elements
+    }
+
+    /// The value of `object`'s member whose key is `key` (plain, no
+    /// escapes), found along the sibling links: no array.
+    func value(of key: StaticString, in object: Int) -> Int? {
+        guard first(object) == UInt8(ascii: "{") else { return nil }
+        var child = nodes[object].firstChild
+        while child >= 0 {
+            let value = nodes[child].nextSibling
+            guard value >= 0 else { return nil }
+            if isString(child, key) { return value }
+            child = nodes[value].nextSibling
+        }
+        return nil
+    }
+
+    /// Calls `body` with each member of `object` (key range, value node), in order: no array.
+    func forEachMember(of object: Int, _ body: (Range<Int>, Int) -> Void) {
+        guard first(object) == UInt8(ascii: "{") else { return }
+        var child = nodes[object].firstChild
+        while child >= 0 {
+            let value = nodes[child].nextSibling
+            guard value >= 0 else { return }
+            body(range(child), value)
+            child = nodes[value].nextSibling
+        }
+    }
+
+    /// Calls `body` with each element of `array`, in order: no array.
+    func forEachElement(of array: Int, _ body: (Int) -> Void) {
+        guard first(array) == UInt8(ascii: "[") else { return }
+        var child = nodes[array].firstChild
+        while child >= 0 {
+            body(child)
+            child = nodes[child].nextSibling
+        }
     }
 
     /// The value of the member whose key is `key` (a plain key, no escapes).
@@ -163,7 +196,7 @@ struct RawJSON {
     }
 
     func first(_ node: Int) -> UInt8? {
-        node < 0 || starts[node] >= ends[node] ? nil : bytes[starts[node]]
+        node < 0 || nodes[node].start >= nodes[node].end ? nil : bytes[nodes[node].start]
     }
 
     /// A string value's characters, unescaped when it has escapes.

@@ -10,15 +10,7 @@ enum WebServicesRecordText {
     /// copied where they need no change (strings, numbers, stamps) and only
     /// typed values and lists parsed.
     static func append(
-        _ json: RawJSON, record node: Int, zoneID: [UInt8], schemas: [String: RecordSchema], numbersAsStrings: Bool,
-        to out: inout [UInt8]
-    ) {
-        append(json, members: json.members(node), zoneID: zoneID, schemas: schemas, numbersAsStrings: numbersAsStrings, to: &out)
-    }
-
-    /// The same, from the record's members, read once by the caller.
-    static func append(
-        _ json: RawJSON, members: [RawJSON.Member], zoneID: [UInt8], schemas: [String: RecordSchema], numbersAsStrings: Bool,
+        _ json: RawJSON, record members: Int, zoneID: [UInt8], schemas: [String: RecordSchema], numbersAsStrings: Bool,
         to out: inout [UInt8]
     ) {
         func put(_ literal: StaticString) { literal.withUTF8Buffer { out.append(contentsOf: $0) } }
@@ -37,12 +29,16 @@ enum WebServicesRecordText {
         if let fields = json.value(of: "fields", in: members), json.first(fields) == UInt8(ascii: "{") {
             let schema = recordType.flatMap { json.string($0) }.flatMap { schemas[$0] }
             put(",\"fields\":{")
-            for (index, field) in json.members(fields).enumerated() {
-                if index > 0 { put(",") }
-                json.append(field.key, to: &out)
+            var firstField = true
+            json.forEachMember(of: fields) { key, value in
+                if !firstField { put(",") }
+                firstField = false
+                json.append(key, to: &out)
                 put(":{\"value\":")
-                let type = schema.flatMap { $0[json.key(field)] }
-                let tag = appendValue(json, field.value, type: type, numbersAsStrings: numbersAsStrings, to: &out)
+                // The schema's type matters for numbers and lists alone: no key string for the rest.
+                let needsType = json.first(value) == UInt8(ascii: "[") || json.first(value).map { $0 == UInt8(ascii: "-") || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) } == true
+                let type = needsType ? schema.flatMap { $0[json.string(key) ?? ""] } : nil
+                let tag = appendValue(json, value, type: type, numbersAsStrings: numbersAsStrings, to: &out)
                 put(",\"type\":\"")
                 out.append(contentsOf: tag.utf8)
                 put("\"}")
@@ -51,8 +47,7 @@ enum WebServicesRecordText {
         }
         for (stamp, key) in [(StaticString("created"), StaticString(",\"created\":{\"timestamp\":")),
                              (StaticString("modified"), StaticString(",\"modified\":{\"timestamp\":"))] {
-            guard let value = json.value(of: stamp, in: members), json.first(value) == UInt8(ascii: "{") else { continue }
-            let parts = json.members(value)
+            guard let parts = json.value(of: stamp, in: members), json.first(parts) == UInt8(ascii: "{") else { continue }
             put(key)
             copy(json.value(of: "timestamp", in: parts))
             put(",\"userRecordName\":")
@@ -60,7 +55,7 @@ enum WebServicesRecordText {
             put(",\"deviceID\":\"canopy\"}")
         }
         if let share = json.value(of: "share", in: members), json.first(share) == UInt8(ascii: "{") {
-            let root = json.value(of: "rootRecordName", in: json.members(share))
+            let root = json.value(of: "rootRecordName", in: share)
             put(",\"share\":{\"recordName\":")
             if let root, json.first(root) == UInt8(ascii: "\"") {
                 // The root's name as written (escapes and all) after the prefix: still one JSON string.
@@ -102,7 +97,7 @@ enum WebServicesRecordText {
             out.append(UInt8(ascii: "0"))
             return "INT64"
         case UInt8(ascii: "{")?:
-            let members = json.members(range)
+            let members = range
             let kind = json.value(of: "type", in: members) ?? -1
             if json.isString(kind, "TIMESTAMP") {
                 copy(json.value(of: "value", in: members))
@@ -145,8 +140,10 @@ enum WebServicesRecordText {
             let elementType: FieldType? = if case .list(let inner)? = type { inner } else { nil }
             var tag = elementType.map(WebServicesFieldValue.listTag) ?? "STRING"
             out.append(UInt8(ascii: "["))
-            for (index, element) in json.elements(range).enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
+            var firstElement = true
+            json.forEachElement(of: range) { element in
+                if !firstElement { out.append(UInt8(ascii: ",")) }
+                firstElement = false
                 tag = appendValue(json, element, type: elementType, numbersAsStrings: numbersAsStrings, to: &out)
             }
             out.append(UInt8(ascii: "]"))
@@ -170,17 +167,16 @@ enum WebServicesRecordText {
 
     /// `[record, …]` for the records of an answer's text, with their record types' schemas.
     static func append(_ json: RawJSON, records: [Int], call: WebServicesCall, zoneID: JSONValue, to out: inout [UInt8]) async throws {
-        let members = records.map { json.members($0) }
         var types = Set<String>()
-        for record in members {
+        for record in records {
             if let type = json.value(of: "recordType", in: record).flatMap({ json.string($0) }) { types.insert(type) }
         }
         let schemas = try await call.schemas(of: types)
         let zone = Array(zoneID.jsonText.utf8)
         out.append(UInt8(ascii: "["))
-        for (index, record) in members.enumerated() {
+        for (index, record) in records.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            append(json, members: record, zoneID: zone, schemas: schemas, numbersAsStrings: call.numbersAsStrings, to: &out)
+            append(json, record: record, zoneID: zone, schemas: schemas, numbersAsStrings: call.numbersAsStrings, to: &out)
         }
         out.append(UInt8(ascii: "]"))
     }
