@@ -158,6 +158,9 @@ struct WebServicesQueryTests {
             #expect(stringFields["i"]?["value"] as? String == "42" && stringFields["d"]?["value"] as? String == "2.0", "\(stringFields)")
             let badValue = try await client.webServices("private/records/modify", #"{"operations": [{"operationType": "create", "record": {"recordType": "Thing", "recordName": "bad", "fields": {"t": {"value": "yesterday", "type": "TIMESTAMP"}}}}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
             #expect(badValue.records.first?["serverErrorCode"] as? String == "BAD_REQUEST" && (badValue.records.first?["reason"] as? String)?.contains("field t") == true, "\(badValue.body)")
+            // A TIMESTAMP past Int64 (the web-services fuzz target's find: it trapped the gateway).
+            let huge = try await client.webServices("private/records/modify", #"{"operations": [{"operationType": "create", "record": {"recordType": "Thing", "recordName": "huge", "fields": {"t": {"value": 1e30, "type": "TIMESTAMP"}}}}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
+            #expect(huge.status == .ok && huge.records.first?["serverErrorCode"] as? String == "BAD_REQUEST", "\(huge.body)")
             // Deleting the target deletes the record that references it with DELETE_SELF.
             _ = try await client.webServices("private/records/modify", #"{"operations": [{"operationType": "forceDelete", "record": {"recordName": "target"}}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
             let cascade = try await client.webServices("private/records/lookup", #"{"records": [{"recordName": "all"}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
