@@ -1,6 +1,7 @@
 import CanopyPlanner
 import CanopyRequestStore
 import Logging
+import Synchronization
 
 /// A record type's schema as plans need it, from the fields the database
 /// keeps (cached by ``RequestDatabase/fieldTypes(of:refresh:logger:)``) and
@@ -10,16 +11,30 @@ import Logging
 struct RecordSchemas: Sendable {
     let database: RequestDatabase
     let mode: RecordTypesMode
+    /// Schemas built in the last ``maximumAge``, by record type: a request
+    /// takes one without a hop to the fields' actor or a rebuild (Web
+    /// Services asks one for every answer that holds records).
+    private let built = BuiltSchemas()
+    static let maximumAge: Duration = .milliseconds(500)
 
     init(database: RequestDatabase) {
         self.database = database
         self.mode = RecordTypesMode(rawValue: database.schemaMode) ?? .development
     }
 
-    /// `recordType`'s schema; `refresh` reads the fields again past the cache.
+    /// `recordType`'s schema; `refresh` reads the fields again past the caches.
     func schema(of recordType: String, refresh: Bool, logger: Logger) async throws -> RecordSchema {
+        let now = ContinuousClock.now
+        if !refresh, let entry = built.entries.withLock({ $0[recordType] }), now - entry.builtAt < Self.maximumAge {
+            return entry.schema
+        }
         let stored = try await database.fieldTypes(of: recordType, refresh: refresh, logger: logger)
-        return RecordSchema(fields: stored.compactMapValues(\.fieldSchema), mode: mode)
+        let schema = RecordSchema(fields: stored.compactMapValues(\.fieldSchema), mode: mode)
+        built.entries.withLock { cache in
+            if cache.count >= 1024 { cache.removeAll(keepingCapacity: true) }
+            cache[recordType] = (schema, now)
+        }
+        return schema
     }
 
     /// What `make` builds from `recordType`'s cached schema; when that is
@@ -32,4 +47,9 @@ struct RecordSchemas: Sendable {
             return try make(try await schema(of: recordType, refresh: true, logger: logger))
         }
     }
+}
+
+/// The schemas ``RecordSchemas`` built, shared by its copies.
+private final class BuiltSchemas: Sendable {
+    let entries = Mutex<[String: (schema: RecordSchema, builtAt: ContinuousClock.Instant)]>([:])
 }

@@ -55,7 +55,6 @@ struct WebServicesController {
             return await WebServicesAssets.receive(request, parameters: parameters, settings: configuration.assets,
                                                    database: database, signer: assetURLs, context: context)
         }
-        let signIn = signInURL(path: path, apiToken: parameters["ckAPIToken"])
         var signedByKey = false
         do {
             let raw = try await rawBody(request)
@@ -77,7 +76,7 @@ struct WebServicesController {
             if context.userID == nil && (endpoint.needsUser || database != "public") {
                 return WebServicesResponse.failure(
                     APIError(.notAuthenticated, "request needs authorization: sign in at redirectURL and send the ckWebAuthToken it returns"),
-                    code: .authenticationRequired, requestID: requestID, redirectURL: signIn)
+                    code: .authenticationRequired, requestID: requestID, redirectURL: signInURL(path: path, apiToken: parameters["ckAPIToken"]))
             }
             let body = try parseBody(raw)
             let call = WebServicesCall(
@@ -86,7 +85,7 @@ struct WebServicesController {
                                       userID: context.userID, requestID: requestID, logger: context.logger, assetURLs: assetURLs),
                 recordSchemas: recordSchemas, requestID: requestID, logger: context.logger,
                 container: settings.container, environment: settings.environment.rawValue, publicURL: configuration.publicURL,
-                userID: context.userID, uploadURL: uploadURL
+                userID: context.userID, uploadURL: path.operation == "assets/upload" ? uploadURL(logger: context.logger) : nil
             )
             return WebServicesResponse.ok(try await endpoint.handler(call))
         } catch {
@@ -94,7 +93,8 @@ struct WebServicesController {
             // Nobody signed in, asked for something that needs a person: sign in.
             if apiError.code == .notAuthenticated && context.userID == nil && !signedByKey && parameters["ckAPIToken"] != nil
                 && apiError.statusOverride == nil {
-                return WebServicesResponse.failure(apiError, code: .authenticationRequired, requestID: requestID, redirectURL: signIn)
+                return WebServicesResponse.failure(apiError, code: .authenticationRequired, requestID: requestID,
+                                                   redirectURL: signInURL(path: path, apiToken: parameters["ckAPIToken"]))
             }
             return WebServicesResponse.failure(apiError, requestID: requestID)
         }
@@ -192,10 +192,11 @@ struct WebServicesController {
         return APIError(.unknownItem, "there is no Web Services operation \(operation.prefix(80))", status: .notFound)
     }
 
-    /// Signs upload URLs for `assets/upload` (nil without an asset store).
-    var uploadURL: (@Sendable (_ userID: Int64) async throws -> String)? {
+    /// Signs upload URLs for `assets/upload` (nil without an asset store);
+    /// made for that operation alone.
+    func uploadURL(logger: Logger) -> (@Sendable (_ userID: Int64) async throws -> String)? {
         guard let assetURLs else { return nil }
-        let (base, logger) = ("\(configuration.publicURL)/database/1/\(settings.container)/\(settings.environment.rawValue)/\(WebServicesAssets.receivePath)", Logger(label: "canopy.web-services"))
+        let base = "\(configuration.publicURL)/database/1/\(settings.container)/\(settings.environment.rawValue)/\(WebServicesAssets.receivePath)"
         return { userID in
             let expires = Int64(Date().timeIntervalSince1970 + WebServicesAssets.uploadLifetime)
             let signature = try await assetURLs(logger).uploadSignature(user: userID, expires: expires)
