@@ -84,6 +84,8 @@ def sign_in_by_popup(person, typed_token):
         console.wait(driver, lambda d: len(d.window_handles) == 2, "the sign-in window")
         driver.switch_to.window([h for h in driver.window_handles if h != app_window][0])
         console.sign_in(driver, typed_token)
+        console.visible(driver, "#web-services-continue", "the sign-in page's Continue button")
+        console.step(driver, f"{person}-web-services-sign-in-popup")
         console.click(driver, "#web-services-continue", "the Continue button of the sign-in page")
         driver.switch_to.window(app_window)
         token = console.wait(driver, lambda d: (t := d.find_element(console.By.ID, "token").text) != "waiting" and t,
@@ -111,6 +113,8 @@ def sign_in(person, typed_token):
     try:
         driver.get(redirect)
         console.sign_in(driver, typed_token)
+        console.visible(driver, "#web-services-continue", "the sign-in page's Continue button")
+        console.step(driver, f"{person}-web-services-sign-in")
         console.click(driver, "#web-services-continue", "the Continue button of the sign-in page")
         console.wait(driver, lambda d: "ckWebAuthToken=" in d.current_url, "the sign-in callback with ckWebAuthToken")
         query = urllib.parse.urlparse(driver.current_url).query
