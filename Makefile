@@ -33,9 +33,10 @@ test: postgres
 	# CanopyKit against live gateways, apart: their processes would stretch
 	# the timing bounds of the crash and revocation suites above.
 	scripts/swift-test.sh --filter CanopyKitTests
-	# The whole-story browser suites on their own: two Chromiums take both
+	# The whole-story browser suites on their own (the console's, and a CloudKit
+	# web app signing in through it): two Chromiums take both
 	# cores, which would stretch the timing bounds of the suites above.
-	scripts/swift-test.sh --filter "WebConsoleTests|ConsoleSignInTests"
+	scripts/swift-test.sh --filter "WebConsoleTests|ConsoleSignInTests|WebServicesStoryTests"
 	# Again alone, where the 100 ms notification bound and the 5 s
 	# closing of a revoked token's socket are asserted.
 	CANOPY_STRICT_LATENCY=1 scripts/swift-test.sh --filter "SubscriptionTests/toldAtOnce|TokenRevocationTests/revokedOverWebSocket"
