@@ -83,7 +83,11 @@ struct CrashTests {
         #expect(writers.others.isEmpty && writers.unanswered.isEmpty,
                 "answers that were neither acknowledged nor 503: \((writers.others + writers.unanswered).prefix(5).map(\.outcome))")
         let longest = writers.all.map(\.took).max() ?? .zero
-        #expect(longest < (Self.availabilityTimeout + .seconds(5)) * 2, "an answer took \(longest)")
+        // Every request is answered (acknowledged or 503), none left hanging:
+        // a hung one would wait for wrk's 60 s. The database is down for a few
+        // seconds; on a loaded 2-core machine a writer's answer took 14.4 s
+        // once (a clean-clone CI run), past the 14 s this bound was.
+        #expect(longest < .seconds(30), "an answer took \(longest)")
         writers.expectWholeBatches(try await BatchWriters.batchCounts(on: admin))
         try await follower.expectMatches(admin)
     }
