@@ -83,7 +83,10 @@ public func buildApplication(
         .register(on: webSocketRouter)
     var services: [any Service] = [
         database.primary, database.notifier,
-        ChangeHistoryPurger(primary: database.primary, retention: configuration.changeRetention, interval: configuration.purgeInterval, logger: logger),
+        ChangeHistoryPurger(
+            primary: database.primary, retention: configuration.changeRetention,
+            shareActivityRetention: configuration.shareActivityRetention, interval: configuration.purgeInterval, logger: logger
+        ),
     ] + (database.replicas.map { [$0] } ?? [])
     if let push = configuration.push {
         services.append(PushDeliverer(database: database, settings: push, outbound: configuration.outbound, schema: { recordType, logger in

@@ -13,6 +13,9 @@ import CanopyPush
 /// - `changeRetention` (`--change-retention-days`, `CANOPY_CHANGE_RETENTION_DAYS`,
 ///   default 30 days): how long tombstones and zone departures are kept;
 ///   older change tokens are CHANGE_TOKEN_EXPIRED
+/// - `shareActivityRetention` (`--share-activity-retention-days`,
+///   `CANOPY_SHARE_ACTIVITY_RETENTION_DAYS`, default 90 days): how long a
+///   deleted share's activity log is kept
 /// - `purgeInterval`: how often that history is purged (default hourly)
 /// - `accessLog` (`--access-log`, `CANOPY_ACCESS_LOG=1`): a log line per
 ///   request at info (off by default: a synchronous write on every
@@ -43,6 +46,7 @@ public struct GatewayConfiguration: Sendable {
     public var maximumDepth: Int
     public var maximumAliases: Int
     public var changeRetention: Duration
+    public var shareActivityRetention: Duration
     public var purgeInterval: Duration
     public var crossOrigin: CrossOriginPolicy
     public var accessLog: Bool
@@ -72,6 +76,7 @@ public struct GatewayConfiguration: Sendable {
         maximumDepth: Int = 12,
         maximumAliases: Int = 30,
         changeRetention: Duration = .seconds(30 * 24 * 3600),
+        shareActivityRetention: Duration = .seconds(90 * 24 * 3600),
         purgeInterval: Duration = .seconds(3600),
         crossOrigin: CrossOriginPolicy = .none,
         accessLog: Bool = false,
@@ -93,6 +98,7 @@ public struct GatewayConfiguration: Sendable {
         self.maximumDepth = maximumDepth
         self.maximumAliases = maximumAliases
         self.changeRetention = changeRetention
+        self.shareActivityRetention = shareActivityRetention
         self.purgeInterval = purgeInterval
         self.crossOrigin = crossOrigin
         self.accessLog = accessLog

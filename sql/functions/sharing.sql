@@ -145,13 +145,16 @@ $$;
 
 -- removeParticipant: the participant becomes REMOVED (and cannot accept
 -- again until added again). Not the owner. An administrator removing
--- themselves leaves, as any participant may.
-CREATE OR REPLACE FUNCTION canopy.remove_participant(p_share_id bigint, p_user_record_name text, p_email text)
+-- themselves leaves, as any participant may. Since issue 38 also by phone
+-- (a pending invitation by phone); supersedes the 3-argument version,
+-- dropped here.
+DROP FUNCTION IF EXISTS canopy.remove_participant(bigint, text, text);
+CREATE OR REPLACE FUNCTION canopy.remove_participant(p_share_id bigint, p_user_record_name text, p_email text, p_phone text)
     RETURNS void
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    existing canopy.participants := canopy.managed_participant(p_share_id, p_user_record_name, p_email, NULL);
+    existing canopy.participants := canopy.managed_participant(p_share_id, p_user_record_name, p_email, p_phone);
 BEGIN
     IF existing.id IS NULL OR existing.status = 'REMOVED' THEN
         RAISE EXCEPTION 'no such participant in the share' USING ERRCODE = 'CN006';
@@ -169,8 +172,14 @@ $$;
 -- saveShare: creates the share of a zone or root record, or updates it.
 -- p_public_permission NULL keeps the current one (NONE for a new share);
 -- p_set_title false keeps the title. Participants are added or changed.
+-- Since issue 38 (supersedes the 6-argument version, dropped here): also
+-- allowsAccessRequests (NULL keeps it; false for a new share) and the
+-- display fields cloudkit.share.type and thumbnailImageData (p_set_type,
+-- p_set_thumbnail false keep them).
+DROP FUNCTION IF EXISTS canopy.save_share(bigint, text, boolean, text, text, jsonb);
 CREATE OR REPLACE FUNCTION canopy.save_share(
-    p_zone_id bigint, p_root_name text, p_set_title boolean, p_title text, p_public_permission text, p_participants jsonb
+    p_zone_id bigint, p_root_name text, p_set_title boolean, p_title text, p_public_permission text, p_participants jsonb,
+    p_allows_access_requests boolean, p_set_type boolean, p_type text, p_set_thumbnail boolean, p_thumbnail bytea
 ) RETURNS bigint
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
@@ -185,8 +194,10 @@ BEGIN
             SELECT id INTO root_id FROM canopy.records WHERE zone_id = p_zone_id AND record_name = p_root_name;
         END IF;
         BEGIN
-            INSERT INTO canopy.shares (zone_id, root_record_id, title, public_permission)
-            VALUES (p_zone_id, root_id, CASE WHEN p_set_title THEN p_title END, coalesce(p_public_permission, 'NONE'))
+            INSERT INTO canopy.shares (zone_id, root_record_id, title, public_permission, allows_access_requests, share_type, thumbnail)
+            VALUES (p_zone_id, root_id, CASE WHEN p_set_title THEN p_title END, coalesce(p_public_permission, 'NONE'),
+                    coalesce(p_allows_access_requests, false), CASE WHEN p_set_type THEN p_type END,
+                    CASE WHEN p_set_thumbnail THEN p_thumbnail END)
             RETURNING id INTO share_id;
         EXCEPTION
             WHEN exclusion_violation THEN
@@ -201,6 +212,9 @@ BEGIN
         UPDATE canopy.shares
            SET title = CASE WHEN p_set_title THEN p_title ELSE title END,
                public_permission = coalesce(p_public_permission, public_permission),
+               allows_access_requests = coalesce(p_allows_access_requests, allows_access_requests),
+               share_type = CASE WHEN p_set_type THEN p_type ELSE share_type END,
+               thumbnail = CASE WHEN p_set_thumbnail THEN p_thumbnail ELSE thumbnail END,
                modified_at = now()
          WHERE id = share_id;
     END IF;
@@ -238,24 +252,35 @@ $$;
 
 -- What the share at a URL token shows the caller: only to its owner, a
 -- participant who is not REMOVED (an invitation by the caller's email or
--- phone counts), or anyone when its public permission is not NONE; no row
--- otherwise, the same as for a token that does not exist. permission is
--- what the caller has (or would get by accepting the public link).
--- owner_display_name (the owner's name, as CKShare.Metadata's ownerIdentity
--- carries it) is what an invitation page shows; it was added after the
--- other columns, and a function's result type cannot be replaced in place.
+-- phone counts) or anyone when its public permission is not NONE (these
+-- may open it: may_open); and, since issue 38, to a signed-in caller who
+-- may ask for access (allows_access_requests, not blocked), with
+-- permission NONE and their request's status. No row otherwise, the same
+-- as for a token that does not exist. permission is what the caller has
+-- (or would get by accepting the public link). owner_display_name (the
+-- owner's name, as CKShare.Metadata's ownerIdentity carries it) is what an
+-- invitation page shows. A function's result type cannot be replaced in
+-- place: each added column drops the earlier version (this supersedes the
+-- one of issue 17).
 DROP FUNCTION IF EXISTS canopy.share_view(text);
 CREATE FUNCTION canopy.share_view(p_token text)
     RETURNS TABLE (share_id bigint, zone_id bigint, zone_name text, owner_name text, root_record_name text,
                    title text, public_permission text, url_token text, role text, permission text, status text,
-                   owner_display_name text)
+                   owner_display_name text, allows_access_requests boolean, share_type text, thumbnail bytea,
+                   may_open boolean, request_status text, root_record_id bigint)
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT s.id, z.id, z.name, owner.record_name, root.record_name, s.title, s.public_permission, s.url_token,
            me.role,
-           CASE WHEN me.status = 'REMOVED' THEN 'NONE' ELSE coalesce(me.permission, s.public_permission) END,
+           CASE WHEN me.status = 'REMOVED' THEN 'NONE'
+                WHEN me.status IS NULL AND s.public_permission = 'NONE' THEN 'NONE'
+                ELSE coalesce(me.permission, s.public_permission) END,
            me.status,
-           coalesce(owner.display_name, owner.name)
+           coalesce(owner.display_name, owner.name),
+           s.allows_access_requests, s.share_type, s.thumbnail,
+           me.status IN ('PENDING', 'ACCEPTED') OR s.public_permission <> 'NONE',
+           asked.status,
+           s.root_record_id
       FROM canopy.shares s
       JOIN canopy.zones z ON z.id = s.zone_id
       JOIN canopy.users owner ON owner.id = z.owner_id
@@ -270,8 +295,29 @@ AS $$
            ORDER BY (p.user_id IS NOT NULL) DESC, p.id
            LIMIT 1
       ) me ON true
+      LEFT JOIN canopy.share_requests asked ON asked.share_id = s.id AND asked.user_id = canopy.current_user_id()
      WHERE s.url_token = p_token
-       AND (me.status IN ('PENDING', 'ACCEPTED') OR s.public_permission <> 'NONE')
+       AND (me.status IN ('PENDING', 'ACCEPTED') OR s.public_permission <> 'NONE'
+            OR (s.allows_access_requests AND canopy.current_user_id() IS NOT NULL
+                AND asked.status IS DISTINCT FROM 'BLOCKED'))
+$$;
+
+-- ShareMetadata.rootRecord(desiredKeys) (issue 38; CloudKit's
+-- shouldFetchRootRecord and rootRecordDesiredKeys): the root record of a
+-- hierarchy share, for someone who may open the share (invited, or the
+-- share is public) before they accept, with only the keys asked for (NULL:
+-- all). Nothing for a zone-wide share, a requester or anyone else. A
+-- definer: the caller cannot read the record yet.
+CREATE OR REPLACE FUNCTION canopy.share_root_preview(p_token text, p_keys text[]) RETURNS SETOF canopy.records
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT r.id, r.zone_id, r.record_name, r.record_type,
+           CASE WHEN p_keys IS NULL THEN r.fields
+                ELSE (SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}') FROM jsonb_each(r.fields) f WHERE f.key = ANY (p_keys)) END,
+           r.parent_name, r.share_id, r.change_tag, r.change_seq, r.created_at, r.created_by, r.modified_at, r.modified_by,
+           r.created_by_name, r.modified_by_name
+      FROM canopy.share_view(p_token) v JOIN canopy.records r ON r.id = v.root_record_id
+     WHERE v.may_open
 $$;
 
 -- acceptShare: an invited participant (by account, email or phone) becomes
@@ -327,18 +373,20 @@ REVOKE ALL ON FUNCTION canopy.discover_user(text, text) FROM PUBLIC, canopy_gate
 REVOKE ALL ON FUNCTION canopy.find_share(bigint, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.managed_participant(bigint, text, text, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.put_participant(bigint, text, text, text, text, text) FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.remove_participant(bigint, text, text) FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.save_share(bigint, text, boolean, text, text, jsonb) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.remove_participant(bigint, text, text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.save_share(bigint, text, boolean, text, text, jsonb, boolean, boolean, text, boolean, bytea) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.leave_shares(bigint, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.share_view(text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.share_root_preview(text, text[]) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.accept_share(text) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.user_for_contact(text, text, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.discover_user(text, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.find_share(bigint, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.managed_participant(bigint, text, text, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.put_participant(bigint, text, text, text, text, text) TO canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.remove_participant(bigint, text, text) TO canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.save_share(bigint, text, boolean, text, text, jsonb) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.remove_participant(bigint, text, text, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.save_share(bigint, text, boolean, text, text, jsonb, boolean, boolean, text, boolean, bytea) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.leave_shares(bigint, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.share_view(text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.share_root_preview(text, text[]) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.accept_share(text) TO canopy_gateway;

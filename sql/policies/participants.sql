@@ -49,5 +49,7 @@ CREATE POLICY participants_delete ON canopy.participants FOR DELETE TO canopy_ga
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.participants FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.participants TO canopy_gateway;
-GRANT INSERT (share_id, user_id, email, phone, role, permission, status) ON canopy.participants TO canopy_gateway;
-GRANT UPDATE (user_id, role, permission, status, accepted_at) ON canopy.participants TO canopy_gateway;
+-- is_approved_requester, accepted_at: approving an access request
+-- (canopy.decide_share_request), which only a share's managers may.
+GRANT INSERT (share_id, user_id, email, phone, role, permission, status, accepted_at, is_approved_requester) ON canopy.participants TO canopy_gateway;
+GRANT UPDATE (user_id, role, permission, status, accepted_at, is_approved_requester) ON canopy.participants TO canopy_gateway;

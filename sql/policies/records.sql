@@ -112,4 +112,6 @@ GRANT INSERT (zone_id, record_name, record_type, fields, parent_name) ON canopy.
 -- Not record_type (issue 36): a record never changes type (modify_records
 -- refuses it), and in the public database a type change would take a record
 -- past the new type's CREATE grant.
-GRANT UPDATE (fields, parent_name) ON canopy.records TO canopy_gateway;
+-- zone_id: moveRecords (sql/functions/move_records.sql); the policy checks
+-- write access on both sides and records_before_write allows it only there.
+GRANT UPDATE (fields, parent_name, zone_id) ON canopy.records TO canopy_gateway;

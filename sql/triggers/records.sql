@@ -1,6 +1,6 @@
 -- Triggers on canopy.records and their functions: records_before_write,
 -- records_after_insert / records_after_move / records_after_delete
--- (records_after_write), records_parent_exists (records_check_parent),
+-- (records_after_write), records_after_zone_move, records_parent_exists (records_check_parent),
 -- records_delete_self_references, records_check_declared,
 -- records_check_inserted_fields / records_check_updated_fields
 -- (records_check_written_fields). Before-row triggers fire in name order.
@@ -37,9 +37,20 @@ DECLARE
     ancestor text;
     content_changed boolean;
     writer_name text;
+    moved boolean;
 BEGIN
-    IF TG_OP = 'UPDATE' AND (NEW.zone_id <> OLD.zone_id OR NEW.record_name <> OLD.record_name) THEN
-        RAISE EXCEPTION 'a record''s zone and recordName never change' USING ERRCODE = 'CN004';
+    IF TG_OP = 'UPDATE' AND NEW.record_name <> OLD.record_name THEN
+        RAISE EXCEPTION 'a record''s recordName never changes' USING ERRCODE = 'CN004';
+    END IF;
+    -- A move (canopy.move_records, issue 38): only inside that function;
+    -- both zones locked in id order, the order every move takes.
+    moved := TG_OP = 'UPDATE' AND NEW.zone_id <> OLD.zone_id;
+    IF moved THEN
+        IF current_setting('canopy.moving_records', true) IS DISTINCT FROM 'y' THEN
+            RAISE EXCEPTION 'a record changes zone only through moveRecords' USING ERRCODE = 'CN004';
+        END IF;
+        PERFORM canopy.touch_zone(least(OLD.zone_id, NEW.zone_id));
+        PERFORM canopy.touch_zone(greatest(OLD.zone_id, NEW.zone_id));
     END IF;
 
     -- Change positions within a zone follow commit order: take them under the
@@ -49,7 +60,7 @@ BEGIN
     END IF;
     NEW.change_seq := nextval('canopy.change_seq');
 
-    content_changed := TG_OP = 'INSERT'
+    content_changed := TG_OP = 'INSERT' OR moved
         OR NEW.fields IS DISTINCT FROM OLD.fields
         OR NEW.record_type IS DISTINCT FROM OLD.record_type
         OR NEW.parent_name IS DISTINCT FROM OLD.parent_name
@@ -81,7 +92,7 @@ BEGIN
         END IF;
     END IF;
 
-    IF TG_OP = 'INSERT' OR NEW.parent_name IS DISTINCT FROM OLD.parent_name THEN
+    IF TG_OP = 'INSERT' OR moved OR NEW.parent_name IS DISTINCT FROM OLD.parent_name THEN
         IF NEW.parent_name IS NOT NULL THEN
             -- No cycles: walk up from the new parent (writes only, never reads).
             WITH RECURSIVE up (name, depth) AS (
@@ -115,7 +126,11 @@ BEGIN
         END IF;
     END IF;
 
-    IF TG_OP = 'UPDATE' AND OLD.share_id IS NOT NULL AND NEW.share_id IS DISTINCT FROM OLD.share_id THEN
+    IF moved THEN
+        -- The source zone's feed shows a deletion; the target's, a new record.
+        INSERT INTO canopy.tombstones (zone_id, record_name, record_type, share_id, change_seq, deleted_by, created_by)
+        VALUES (OLD.zone_id, OLD.record_name, OLD.record_type, OLD.share_id, NEW.change_seq, canopy.current_user_id(), OLD.created_by);
+    ELSIF TG_OP = 'UPDATE' AND OLD.share_id IS NOT NULL AND NEW.share_id IS DISTINCT FROM OLD.share_id THEN
         INSERT INTO canopy.tombstones (zone_id, record_name, record_type, share_id, change_seq, deleted_by, kind)
         VALUES (OLD.zone_id, OLD.record_name, OLD.record_type, OLD.share_id, NEW.change_seq, canopy.current_user_id(), 'left_share');
     END IF;
@@ -159,6 +174,26 @@ DROP TRIGGER IF EXISTS records_after_move ON canopy.records;
 CREATE TRIGGER records_after_move AFTER UPDATE OF parent_name ON canopy.records
     FOR EACH ROW WHEN (OLD.parent_name IS DISTINCT FROM NEW.parent_name)
     EXECUTE FUNCTION canopy.records_after_write();
+
+-- A record moved to another zone (canopy.move_records): records dangling
+-- under its name in the target join its share; when its children stay
+-- behind (withDescendants false) they leave it, as when a parent is deleted.
+CREATE OR REPLACE FUNCTION canopy.records_after_zone_move() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF current_setting('canopy.moving_subtrees', true) IS DISTINCT FROM 'y' THEN
+        PERFORM canopy.propagate_share(OLD.zone_id, OLD.record_name, NULL);
+    END IF;
+    PERFORM canopy.propagate_share(NEW.zone_id, NEW.record_name, NEW.share_id);
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS records_after_zone_move ON canopy.records;
+CREATE TRIGGER records_after_zone_move AFTER UPDATE OF zone_id ON canopy.records
+    FOR EACH ROW WHEN (OLD.zone_id <> NEW.zone_id)
+    EXECUTE FUNCTION canopy.records_after_zone_move();
 
 DROP TRIGGER IF EXISTS records_after_delete ON canopy.records;
 CREATE TRIGGER records_after_delete AFTER DELETE ON canopy.records
@@ -296,6 +331,7 @@ CREATE TRIGGER records_check_updated_fields AFTER UPDATE ON canopy.records
 
 REVOKE ALL ON FUNCTION canopy.records_before_write() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_after_write() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.records_after_zone_move() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_check_parent() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_delete_self_references() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_check_declared() FROM PUBLIC, canopy_gateway;

@@ -28,7 +28,7 @@ struct ShareMutationOperation: RootOperation {
             case .save:
                 guard let changed else { throw APIError(.internalError, "saveShare returned no share", locations: location) }
                 readBack = changed
-            case .setParticipant, .removeParticipant:
+            case .setParticipant, .removeParticipant, .decideRequest:
                 guard let shareID else { throw APIError(.internalError, "no share to read back", locations: location) }
                 readBack = shareID
             }

@@ -21,6 +21,11 @@ extension Projection {
                 return try participants(field.children, of: "\(s).id", ownerOnly: true, &builder)
             case "participants":
                 return try participants(field.children, of: "\(s).id", ownerOnly: false, &builder)
+            case "allowsAccessRequests": return "\(s).allows_access_requests"
+            case "type": return "\(s).share_type"
+            case "thumbnailImageData": return base64("\(s).thumbnail")
+            case "accessRequests": return try accessRequests(field.children, of: "\(s).id", &builder)
+            case "activity": return try activity(field, of: "\(s).id", request: request, &builder)
             case "__typename": return "'Share'"
             default: throw QueryError(.badRequest, "Share has no field \(field.name)")
             }
@@ -46,6 +51,8 @@ extension Projection {
             case "role": return "\(p).role"
             case "permission": return "\(p).permission"
             case "status": return "\(p).status"
+            case "isApprovedRequester": return "\(p).is_approved_requester"
+            case "dateAddedToShare": return epochMilliseconds("\(p).invited_at")
             case "__typename": return "'Participant'"
             default: throw QueryError(.badRequest, "Participant has no field \(field.name)")
             }
@@ -69,5 +76,77 @@ extension Projection {
             default: throw QueryError(.badRequest, "User has no field \(field.name)")
             }
         }
+    }
+
+    /// A `bytea` as base64 without line breaks (PostgreSQL's encoder adds them).
+    static func base64(_ bytes: SQL) -> SQL {
+        "translate(encode(\(bytes), 'base64'), E'\\n', '')"
+    }
+
+    /// A `timestamptz` as milliseconds since the epoch (a `Float`).
+    static func epochMilliseconds(_ time: SQL) -> SQL {
+        "(extract(epoch FROM \(time)) * 1000)::float8"
+    }
+
+    /// `Share.accessRequests`: pending and blocked requesters, through
+    /// `canopy.share_requesters`, which answers only the share's managers.
+    static func accessRequests(_ fields: [SelectedField], of share: SQL, _ builder: inout SQLBuilder) throws -> SQL {
+        let q = builder.alias("q")
+        let json = try object(fields, &builder) { field, builder in
+            switch field.name {
+            case "user": return try Projection.user(field.children, alias: q, &builder)
+            case "status": return "\(q).status"
+            case "requestedAt": return epochMilliseconds("\(q).requested_at")
+            case "__typename": return "'AccessRequest'"
+            default: throw QueryError(.badRequest, "AccessRequest has no field \(field.name)")
+            }
+        }
+        return "(SELECT coalesce(json_agg(\(json) ORDER BY \(q).requested_at), '[]') FROM canopy.share_requesters(\(share)) \(q))"
+    }
+
+    /// Most entries a page of `Share.activity` holds.
+    static let maximumActivityPage = 500
+
+    /// `Share.activity(after, limit)`: a page of the share's log, oldest
+    /// first, as row-level security lets the caller read it (managers: all;
+    /// other participants: the entries about themselves). The cursor is the
+    /// last entry's id.
+    static func activity(_ field: SelectedField, of share: SQL, request: ParsedRequest, _ builder: inout SQLBuilder) throws -> SQL {
+        let arguments = request.arguments(of: field)
+        let limit = try arguments.limit(default: 50, maximum: maximumActivityPage)
+        var after: Int64 = 0
+        if let text = try arguments.string("after") {
+            guard let id = Int64(text), id >= 0 else {
+                throw arguments.invalid("after", "after is the cursor of an earlier page of this log")
+            }
+            after = id
+        }
+        let a = builder.alias("a"), x = builder.alias("x")
+        let boundAfter = builder.bind(after), boundLimit = builder.bind(limit)
+        let page = try object(field.children, &builder) { child, builder in
+            switch child.name {
+            case "entries":
+                let entry = try object(child.children, &builder) { item, _ in
+                    switch item.name {
+                    case "event": return "\(a).event"
+                    case "actor": return "\(a).actor_name"
+                    case "subject": return "\(a).subject"
+                    case "detail": return "\(a).detail"
+                    case "at": return epochMilliseconds("\(a).at")
+                    case "__typename": return "'ShareActivity'"
+                    default: throw QueryError(.badRequest, "ShareActivity has no field \(item.name)")
+                    }
+                }
+                return "coalesce(json_agg(\(entry) ORDER BY \(a).id) FILTER (WHERE \(a).n <= \(boundLimit)::bigint), '[]')"
+            case "cursor":
+                return "CASE WHEN count(*) > \(boundLimit)::bigint THEN (max(\(a).id) FILTER (WHERE \(a).n <= \(boundLimit)::bigint))::text END"
+            case "__typename": return "'ShareActivityPage'"
+            default: throw QueryError(.badRequest, "ShareActivityPage has no field \(child.name)")
+            }
+        }
+        return """
+            (SELECT \(page) FROM (SELECT \(x).*, row_number() OVER (ORDER BY \(x).id) AS n FROM canopy.share_activity \(x) \
+            WHERE \(x).share_id = \(share) AND \(x).id > \(boundAfter)::bigint ORDER BY \(x).id LIMIT \(boundLimit)::bigint + 1) \(a) GROUP BY ())
+            """
     }
 }

@@ -32,11 +32,27 @@ public struct ShareMetadataPlan: Sendable {
             case "permission": return "m.permission"
             case "status": return "m.status"
             case "ownerDisplayName": return "m.owner_display_name"
+            case "allowsAccessRequests": return "m.allows_access_requests"
+            case "accessRequestStatus": return "m.request_status"
+            case "type": return "m.share_type"
+            case "thumbnailImageData": return Projection.base64("m.thumbnail")
+            case "rootRecord":
+                let childArguments = request.arguments(of: child)
+                let asked = try childArguments.value("desiredKeys")
+                let keys: [String]? = asked == nil || asked!.isNull ? nil : try childArguments.strings("desiredKeys")
+                let record = try Projection.record(child.children, request: request, &builder)
+                let boundKeys = builder.bind(keys)
+                return "(SELECT \(record) FROM canopy.share_root_preview(m.url_token, \(boundKeys)::text[]) r)"
             case "__typename": return "'ShareMetadata'"
             default: throw QueryError(.badRequest, "ShareMetadata has no field \(child.name)")
             }
         }
-        builder.append("SELECT \(json)::text FROM canopy.share_view(\(bound)) m")
+        // `zone`: what Projection.record's `zone` reads, for rootRecord.
+        builder.append("""
+            WITH m AS (SELECT * FROM canopy.share_view(\(bound))), \
+            zone AS (SELECT m.zone_id AS id, m.zone_name AS name, m.owner_name FROM m) \
+            SELECT \(json)::text FROM m
+            """)
         statement = builder.query
     }
 
@@ -121,4 +137,14 @@ extension ShareMetadataPlan: FieldPlan {
 
 extension DiscoverUserPlan: FieldPlan {
     public func answer(_ row: JSONRow?) throws -> String? { row?.json }
+}
+
+extension ShareMetadataPlan {
+    /// `SELECT canopy.request_share_access(token)`: what
+    /// `requestShareAccess` runs before reading the metadata back.
+    public var requestAccess: SQLStatement {
+        var builder = SQLBuilder()
+        builder.append("SELECT canopy.request_share_access(\(builder.bind(token)))")
+        return builder.query
+    }
 }

@@ -29,9 +29,12 @@ public struct SharePlan: Sendable {
 public struct ShareMutationPlan: Sendable {
     public enum Action: Sendable, Equatable {
         /// saveShare: title nil keeps it unless `setsTitle`; publicPermission nil keeps it.
-        case save(setsTitle: Bool, title: String?, publicPermission: String?, participants: [ParticipantInput])
+        case save(setsTitle: Bool, title: String?, publicPermission: String?, participants: [ParticipantInput], display: ShareDisplayInput)
         case setParticipant(ParticipantInput)
-        case removeParticipant(userRecordName: String?, email: String?)
+        case removeParticipant(userRecordName: String?, email: String?, phone: String?)
+        /// approveAccessRequest (APPROVE, with a permission), denyAccessRequest
+        /// (DENY), blockAccessRequest (BLOCK), unblockRequester (UNBLOCK).
+        case decideRequest(userRecordName: String, decision: String, permission: String?)
         case delete
         case leave
     }
@@ -60,7 +63,8 @@ public struct ShareMutationPlan: Sendable {
             if case .array(let items)? = try arguments.value("participants") {
                 participants = try items.map { try ParticipantInput($0, argument: "participants", in: arguments) }
             }
-            action = .save(setsTitle: try arguments.value("title") != nil, title: title, publicPermission: publicPermission, participants: participants)
+            action = .save(setsTitle: try arguments.value("title") != nil, title: title, publicPermission: publicPermission,
+                           participants: participants, display: try ShareDisplayInput(arguments))
         case "setParticipant":
             target = try ShareTarget(zone: ZoneReference(zoneNameIn: arguments, allowsOwnerName: true), in: arguments)
             action = .setParticipant(try ParticipantInput(try arguments.value("participant"), argument: "participant", in: arguments))
@@ -68,10 +72,24 @@ public struct ShareMutationPlan: Sendable {
             target = try ShareTarget(zone: ZoneReference(zoneNameIn: arguments, allowsOwnerName: true), in: arguments)
             let userRecordName = try arguments.string("userRecordName")
             let email = try arguments.string("email")?.lowercased()
-            guard (userRecordName == nil) != (email == nil) else {
-                throw arguments.invalid("userRecordName", "name the participant to remove by exactly one of userRecordName or email")
+            let phone = try arguments.string("phone")
+            guard [userRecordName, email, phone].compactMap({ $0 }).count == 1 else {
+                throw arguments.invalid("userRecordName", "name the participant to remove by exactly one of userRecordName, email or phone")
             }
-            action = .removeParticipant(userRecordName: userRecordName, email: email)
+            action = .removeParticipant(userRecordName: userRecordName, email: email, phone: phone)
+        case "approveAccessRequest", "denyAccessRequest", "blockAccessRequest", "unblockRequester":
+            target = try ShareTarget(zone: ZoneReference(zoneNameIn: arguments, allowsOwnerName: true), in: arguments)
+            let requester = try arguments.requiredString("userRecordName")
+            var permission: String?
+            if field.name == "approveAccessRequest" {
+                permission = try arguments.string("permission") ?? "READ_ONLY"
+                guard permission == "READ_ONLY" || permission == "READ_WRITE" else {
+                    throw arguments.invalid("permission", "an approved requester's permission is READ_ONLY or READ_WRITE")
+                }
+            }
+            let decisions = ["approveAccessRequest": "APPROVE", "denyAccessRequest": "DENY",
+                             "blockAccessRequest": "BLOCK", "unblockRequester": "UNBLOCK"]
+            action = .decideRequest(userRecordName: requester, decision: decisions[field.name] ?? "DENY", permission: permission)
         case "deleteShare":
             target = try ShareTarget(zone: ZoneReference(zoneNameIn: arguments, allowsOwnerName: false), in: arguments)
             action = .delete
@@ -86,7 +104,7 @@ public struct ShareMutationPlan: Sendable {
     /// Whether the operation needs an existing share (else UNKNOWN_ITEM).
     public var needsShare: Bool {
         switch action {
-        case .setParticipant, .removeParticipant: return true
+        case .setParticipant, .removeParticipant, .decideRequest: return true
         case .save, .delete, .leave: return false
         }
     }
@@ -97,19 +115,30 @@ public struct ShareMutationPlan: Sendable {
     public func change(zoneID: Int64, shareID: Int64?) -> SQLStatement {
         var builder = SQLBuilder()
         switch action {
-        case .save(let setsTitle, let title, let publicPermission, let participants):
+        case .save(let setsTitle, let title, let publicPermission, let participants, let display):
             let zone = builder.bind(zoneID), root = builder.bind(target.rootRecordName)
             let flag = builder.bind(setsTitle), text = builder.bind(title), permission = builder.bind(publicPermission)
             let list = builder.bind(json: .array(participants.map(\.json)))
-            builder.append("SELECT canopy.save_share(\(zone), \(root)::text, \(flag), \(text)::text, \(permission)::text, \(list))")
+            let requests = builder.bind(display.allowsAccessRequests)
+            let setsType = builder.bind(display.setsType), type = builder.bind(display.type)
+            let setsThumbnail = builder.bind(display.setsThumbnail), thumbnail = builder.bind(display.thumbnailBase64)
+            builder.append("""
+                SELECT canopy.save_share(\(zone), \(root)::text, \(flag), \(text)::text, \(permission)::text, \(list), \
+                \(requests)::boolean, \(setsType), \(type)::text, \(setsThumbnail), decode(\(thumbnail)::text, 'base64'))
+                """)
         case .setParticipant(let participant):
             let share = builder.bind(shareID), user = builder.bind(participant.userRecordName)
             let email = builder.bind(participant.email), phone = builder.bind(participant.phone)
             let role = builder.bind(participant.role), permission = builder.bind(participant.permission)
             builder.append("SELECT 0::bigint FROM canopy.put_participant(\(share), \(user)::text, \(email)::text, \(phone)::text, \(role), \(permission))")
-        case .removeParticipant(let userRecordName, let email):
+        case .removeParticipant(let userRecordName, let email, let phone):
             let share = builder.bind(shareID), user = builder.bind(userRecordName), address = builder.bind(email)
-            builder.append("SELECT 0::bigint FROM canopy.remove_participant(\(share), \(user)::text, \(address)::text)")
+            let number = builder.bind(phone)
+            builder.append("SELECT 0::bigint FROM canopy.remove_participant(\(share), \(user)::text, \(address)::text, \(number)::text)")
+        case .decideRequest(let userRecordName, let decision, let permission):
+            let share = builder.bind(shareID), user = builder.bind(userRecordName)
+            let verdict = builder.bind(decision), granted = builder.bind(permission)
+            builder.append("SELECT 0::bigint FROM canopy.decide_share_request(\(share), \(user), \(verdict), \(granted)::text)")
         case .delete:
             let share = builder.bind(shareID)
             builder.append("WITH gone AS (DELETE FROM canopy.shares WHERE id = \(share) RETURNING 1) SELECT count(*)::bigint FROM gone")

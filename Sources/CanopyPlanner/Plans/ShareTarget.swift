@@ -87,3 +87,44 @@ public struct ParticipantInput: Sendable, Equatable {
         return .object(object)
     }
 }
+
+/// What `saveShare` says of a share beyond its title and participants
+/// (API.md §17): whether it allows access requests, and the display fields
+/// CloudKit's invitations show, `cloudkit.share.type` and
+/// `cloudkit.share.thumbnailImageData`. An absent argument keeps the value;
+/// an explicit null clears a display field.
+public struct ShareDisplayInput: Sendable, Equatable {
+    public var allowsAccessRequests: Bool?
+    public var setsType: Bool
+    public var type: String?
+    public var setsThumbnail: Bool
+    /// Base64, checked to decode to at most ``maximumThumbnailBytes``.
+    public var thumbnailBase64: String?
+
+    /// The largest thumbnail a share keeps (the column's CHECK says so too).
+    public static let maximumThumbnailBytes = 262_144
+
+    init(_ arguments: Arguments) throws {
+        switch try arguments.value("allowsAccessRequests") {
+        case nil, .null?: allowsAccessRequests = nil
+        case .bool(let allows)?: allowsAccessRequests = allows
+        case let other?: throw arguments.invalid("allowsAccessRequests", "allowsAccessRequests is true or false, not \(other.typeName)")
+        }
+        setsType = try arguments.value("type") != nil
+        type = try arguments.string("type")
+        if let type, type.isEmpty || type.count > 255 {
+            throw arguments.invalid("type", "a share's type is 1-255 characters (a UTI such as com.example.list)")
+        }
+        setsThumbnail = try arguments.value("thumbnailImageData") != nil
+        thumbnailBase64 = try arguments.string("thumbnailImageData")
+        if let thumbnailBase64 {
+            guard let bytes = Data(base64Encoded: thumbnailBase64) else {
+                throw arguments.invalid("thumbnailImageData", "thumbnailImageData is base64 (RFC 4648, with padding)")
+            }
+            guard bytes.count <= Self.maximumThumbnailBytes else {
+                throw QueryError(.limitExceeded, "a share's thumbnail is at most \(Self.maximumThumbnailBytes) bytes, got \(bytes.count)",
+                                 locations: arguments.location("thumbnailImageData"))
+            }
+        }
+    }
+}

@@ -52,6 +52,14 @@ public struct ZoneReference: Sendable, Equatable {
         self.visibleToCaller = false
     }
 
+    /// A `ZoneID` argument without a scope (moveRecords): the caller's own
+    /// zone, or with `ownerName` any zone of that owner the caller can see
+    /// (a zone shared with them, or their own).
+    init(eitherScopeArgument name: String, in arguments: Arguments) throws {
+        let named = try ZoneReference(scope: .private, argument: name, in: arguments)
+        self.init(scope: .private, zoneName: named.zoneName, ownerName: named.ownerName, visibleToCaller: named.ownerName != nil)
+    }
+
     /// The public database's one zone.
     static let publicZone = ZoneReference(scope: .public, zoneName: "_defaultZone", ownerName: nil, visibleToCaller: false)
 
@@ -64,9 +72,14 @@ public struct ZoneReference: Sendable, Equatable {
 
     /// `zone AS (...)`, for a WITH clause.
     func cte(_ builder: inout SQLBuilder) -> SQL {
+        cte(named: "zone", &builder)
+    }
+
+    /// `NAME AS (...)`: the zone, for a WITH clause that names two.
+    func cte(named cteName: SQL, _ builder: inout SQLBuilder) -> SQL {
         if scope == .public {
             return """
-                zone AS (SELECT z.id, z.name, \(builder.bind(DatabaseScope.publicOwnerName))::text AS owner_name \
+                \(cteName) AS (SELECT z.id, z.name, \(builder.bind(DatabaseScope.publicOwnerName))::text AS owner_name \
                 FROM canopy.zones z WHERE z.owner_id IS NULL)
                 """
         }
@@ -78,7 +91,7 @@ public struct ZoneReference: Sendable, Equatable {
             ? "z.owner_id = canopy.current_user_id() AND (\(owner)::text IS NULL OR u.record_name = \(owner))"
             : "z.owner_id <> canopy.current_user_id() AND u.record_name = \(owner)"
         return """
-            zone AS (SELECT z.id, z.name, u.record_name AS owner_name FROM canopy.zones z \
+            \(cteName) AS (SELECT z.id, z.name, u.record_name AS owner_name FROM canopy.zones z \
             JOIN canopy.users u ON u.id = z.owner_id WHERE z.name = \(name) AND \(ownership))
             """
     }

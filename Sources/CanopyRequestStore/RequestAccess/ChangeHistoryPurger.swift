@@ -5,18 +5,25 @@ import ServiceLifecycle
 /// Keeps the change feeds' history bounded: every `interval` it removes
 /// tombstones and zone departures older than `retention`
 /// (`canopy.purge_change_history`), after which older tokens are
-/// CHANGE_TOKEN_EXPIRED. One of the gateway's services; with many gateways
+/// CHANGE_TOKEN_EXPIRED; and the activity logs of shares deleted longer
+/// than `shareActivityRetention` ago (`canopy.purge_share_activity`). One
+/// of the gateway's services; with many gateways
 /// on one database, each interval's purge is claimed by one of them
 /// (`canopy.claim_history_purge`), so it runs once, not once per gateway.
 public struct ChangeHistoryPurger: Service {
     let primary: PrimaryPool
     let retention: Duration
+    let shareActivityRetention: Duration
     let interval: Duration
     let logger: Logger
 
-    public init(primary: PrimaryPool, retention: Duration, interval: Duration = .seconds(3600), logger: Logger) {
+    public init(
+        primary: PrimaryPool, retention: Duration, shareActivityRetention: Duration = .seconds(90 * 24 * 3600),
+        interval: Duration = .seconds(3600), logger: Logger
+    ) {
         self.primary = primary
         self.retention = retention
+        self.shareActivityRetention = shareActivityRetention
         self.interval = interval
         self.logger = logger
     }
@@ -66,6 +73,16 @@ public struct ChangeHistoryPurger: Service {
             }
             if total > 0 {
                 logger.info("purged change history", metadata: ["canopy.purged.rows": "\(total)", "canopy.retention.seconds": "\(seconds)"])
+            }
+            let activitySeconds = Self.seconds(shareActivityRetention)
+            let rows = try await primary.withConnection { [logger] connection in
+                try await connection.query(
+                    "SELECT canopy.purge_share_activity(make_interval(secs => \(activitySeconds)))", logger: logger
+                ).collect()
+            }
+            let entries = try rows.first?.decode(Int64.self) ?? 0
+            if entries > 0 {
+                logger.info("purged deleted shares' activity", metadata: ["canopy.purged.rows": "\(entries)", "canopy.retention.seconds": "\(activitySeconds)"])
             }
         } catch {
             logger.warning("purging change history failed", metadata: ["canopy.error": "\(String(reflecting: error))"])

@@ -30,6 +30,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("change-retention-days"), help: "Days tombstones and zone departures are kept for change feeds; older change tokens are CHANGE_TOKEN_EXPIRED (env CANOPY_CHANGE_RETENTION_DAYS).")
     var changeRetentionDays: Double = Double(ProcessInfo.processInfo.environment["CANOPY_CHANGE_RETENTION_DAYS"] ?? "") ?? 30
 
+    @Option(name: .customLong("share-activity-retention-days"), help: "Days a deleted share's activity log is kept for its owner (env CANOPY_SHARE_ACTIVITY_RETENTION_DAYS).")
+    var shareActivityRetentionDays: Double = Double(ProcessInfo.processInfo.environment["CANOPY_SHARE_ACTIVITY_RETENTION_DAYS"] ?? "") ?? 90
+
     @Option(name: .customLong("auth-config"), help: ArgumentHelp(
         "JSON file of the identity providers whose JWTs sign people in (env CANOPY_AUTH_CONFIG); see docs/IDENTITY.md.",
         valueName: "file"))
@@ -74,6 +77,9 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         guard changeRetentionDays >= 0, changeRetentionDays.isFinite else {
             throw ValidationError("--change-retention-days must be 0 or more, got \(changeRetentionDays)")
+        }
+        guard shareActivityRetentionDays >= 0, shareActivityRetentionDays.isFinite else {
+            throw ValidationError("--share-activity-retention-days must be 0 or more, got \(shareActivityRetentionDays)")
         }
         try replicas.validate()
         try limits.validate()
@@ -154,6 +160,7 @@ struct Serve: AsyncParsableCommand {
             host: host, port: port,
             publicURL: publicURL ?? ProcessInfo.processInfo.environment["CANOPY_PUBLIC_URL"],
             changeRetention: .seconds(changeRetentionDays * 24 * 3600),
+            shareActivityRetention: .seconds(shareActivityRetentionDays * 24 * 3600),
             crossOrigin: crossOrigin,
             accessLog: accessLog || ProcessInfo.processInfo.environment["CANOPY_ACCESS_LOG"] == "1",
             assets: assetSettings,

@@ -1,0 +1,109 @@
+-- moveRecords (issue 38, API.md §17; past CloudKit): canopy.move_records.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent.
+--
+-- A move is an UPDATE of records.zone_id, run as the caller: the records
+-- policy's USING clause asks for write access to the record where it is,
+-- and its WITH CHECK clause for write access to it where it goes, so
+-- row-level security alone says who may move what. Keeping the row keeps
+-- the record: its recordName, its created stamp and its assets (which live
+-- in its fields). records_before_write (sql/triggers/records.sql) lets a
+-- zone change only inside this function, takes both zones' locks in id
+-- order, writes a tombstone in the source zone and gives the record a new
+-- position in the target's feed, so every client sees a deletion there and
+-- a new record here without knowing about moves.
+--
+-- SQLSTATEs: CN004 INVALID_ARGUMENTS, CN005 PERMISSION_FAILURE.
+
+SET LOCAL ROLE canopy_owner;
+
+-- Moves the records named (and, with p_with_descendants, every record below
+-- them by parent) from zone p_from to zone p_to, in one statement a level
+-- of the hierarchy, so each record's share is computed from a parent that
+-- has already arrived. The records named whose parent does not move with
+-- them get p_parent as their parent in the target (NULL: none).
+--
+-- Returns a row per record: (name, NULL, NULL) for each moved, or, when
+-- anything is refused, only the refusals (name, code, message) and nothing
+-- is moved: a name not in the source zone (UNKNOWN_ITEM), a name the target
+-- zone already has (SERVER_RECORD_CHANGED), a share's root
+-- (ALREADY_SHARED). Writing where the caller may not is CN005.
+CREATE OR REPLACE FUNCTION canopy.move_records(
+    p_from bigint, p_to bigint, p_names text[], p_with_descendants boolean, p_parent text
+) RETURNS TABLE (record_name text, code text, message text)
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    moving text[];
+    level text[];
+    depth integer := 0;
+    touched integer;
+    total integer := 0;
+    refused boolean := false;
+BEGIN
+    IF p_from = p_to THEN
+        RAISE EXCEPTION 'the records are already in that zone' USING ERRCODE = 'CN004';
+    END IF;
+    IF EXISTS (SELECT 1 FROM canopy.zones z WHERE z.id IN (p_from, p_to) AND z.owner_id IS NULL) THEN
+        RAISE EXCEPTION 'records move between zones of the private and shared databases, not the public one' USING ERRCODE = 'CN004';
+    END IF;
+
+    -- The moving set, as the caller sees the source zone.
+    WITH RECURSIVE below (name) AS (
+        SELECT r.record_name FROM canopy.records r WHERE r.zone_id = p_from AND r.record_name = ANY (p_names)
+        UNION
+        SELECT r.record_name FROM canopy.records r JOIN below ON r.zone_id = p_from AND r.parent_name = below.name
+         WHERE p_with_descendants
+    )
+    SELECT coalesce(array_agg(name), '{}') INTO moving FROM below;
+
+    RETURN QUERY
+        SELECT n, 'UNKNOWN_ITEM', format('record %s is not in the source zone', n)
+          FROM unnest(p_names) n WHERE NOT (n = ANY (moving))
+        UNION ALL
+        SELECT t.record_name, 'SERVER_RECORD_CHANGED', format('the target zone already has a record named %s', t.record_name)
+          FROM canopy.records t WHERE t.zone_id = p_to AND t.record_name = ANY (moving)
+        UNION ALL
+        SELECT r.record_name, 'ALREADY_SHARED',
+               format('record %s is the root of a share: delete the share, then move the record', r.record_name)
+          FROM canopy.records r JOIN canopy.shares s ON s.root_record_id = r.id
+         WHERE r.zone_id = p_from AND r.record_name = ANY (moving);
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    IF p_parent IS NOT NULL AND p_parent = ANY (moving) THEN
+        RAISE EXCEPTION 'the new parent % is one of the records being moved', p_parent USING ERRCODE = 'CN004';
+    END IF;
+
+    PERFORM set_config('canopy.moving_records', 'y', true);
+    PERFORM set_config('canopy.moving_subtrees', CASE WHEN p_with_descendants THEN 'y' ELSE 'n' END, true);
+    level := ARRAY(SELECT r.record_name FROM canopy.records r
+                    WHERE r.zone_id = p_from AND r.record_name = ANY (moving)
+                      AND (r.parent_name IS NULL OR NOT (r.parent_name = ANY (moving))));
+    WHILE cardinality(level) > 0 LOOP
+        UPDATE canopy.records r
+           SET zone_id = p_to,
+               parent_name = CASE WHEN depth = 0 THEN p_parent ELSE r.parent_name END
+         WHERE r.zone_id = p_from AND r.record_name = ANY (level);
+        GET DIAGNOSTICS touched = ROW_COUNT;
+        total := total + touched;
+        IF touched < cardinality(level) THEN
+            refused := true;
+            EXIT;
+        END IF;
+        level := ARRAY(SELECT r.record_name FROM canopy.records r
+                        WHERE r.zone_id = p_from AND r.parent_name = ANY (level) AND r.record_name = ANY (moving));
+        depth := depth + 1;
+    END LOOP;
+    PERFORM set_config('canopy.moving_records', 'n', true);
+    IF refused OR total <> cardinality(moving) THEN
+        RAISE EXCEPTION 'you may not move these records: moving needs write access to them where they are and where they go'
+            USING ERRCODE = 'CN005';
+    END IF;
+    RETURN QUERY SELECT m, NULL::text, NULL::text FROM unnest(moving) m ORDER BY m;
+END
+$$;
+
+REVOKE ALL ON FUNCTION canopy.move_records(bigint, bigint, text[], boolean, text) FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.move_records(bigint, bigint, text[], boolean, text) TO canopy_gateway;
