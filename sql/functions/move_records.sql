@@ -41,6 +41,7 @@ DECLARE
     touched integer;
     total integer := 0;
     refused boolean := false;
+    pass integer;
 BEGIN
     IF p_from = p_to THEN
         RAISE EXCEPTION 'the records are already in that zone' USING ERRCODE = 'CN004';
@@ -49,14 +50,23 @@ BEGIN
         RAISE EXCEPTION 'records move between zones of the private and shared databases, not the public one' USING ERRCODE = 'CN004';
     END IF;
 
-    -- The moving set, as the caller sees the source zone.
-    WITH RECURSIVE below (name) AS (
-        SELECT r.record_name FROM canopy.records r WHERE r.zone_id = p_from AND r.record_name = ANY (p_names)
-        UNION
-        SELECT r.record_name FROM canopy.records r JOIN below ON r.zone_id = p_from AND r.parent_name = below.name
-         WHERE p_with_descendants
-    )
-    SELECT coalesce(array_agg(name), '{}') INTO moving FROM below;
+    -- The moving set, as the caller sees the source zone; then its rows
+    -- locked in id order and the set read again, since a concurrent move
+    -- may have taken some away meanwhile. Records first, zones after (the
+    -- first UPDATE's trigger): the order a save of one record takes, so a
+    -- move and such a save never deadlock.
+    FOR pass IN 1..2 LOOP
+        WITH RECURSIVE below (name) AS (
+            SELECT r.record_name FROM canopy.records r WHERE r.zone_id = p_from AND r.record_name = ANY (p_names)
+            UNION
+            SELECT r.record_name FROM canopy.records r JOIN below ON r.zone_id = p_from AND r.parent_name = below.name
+             WHERE p_with_descendants
+        )
+        SELECT coalesce(array_agg(name), '{}') INTO moving FROM below;
+        IF pass = 1 THEN
+            PERFORM 1 FROM canopy.records r WHERE r.zone_id = p_from AND r.record_name = ANY (moving) ORDER BY r.id FOR UPDATE;
+        END IF;
+    END LOOP;
 
     RETURN QUERY
         SELECT n, 'UNKNOWN_ITEM', format('record %s is not in the source zone', n)
