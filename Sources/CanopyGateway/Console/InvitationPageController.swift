@@ -37,6 +37,14 @@ struct InvitationPageController {
             let what = summary.isRecordHierarchy ? "a record and the records under it" : "a zone and every record in it"
             let can = summary.permission == "READ_WRITE" ? "view and edit" : "view"
             description = "<p id=\"share-summary\">\(owner) shared \(what). Anyone with this link can \(can) it.</p>"
+            // The preview (API.md §17): the root's title and the share's thumbnail.
+            if let root = summary.rootTitle, !root.isEmpty {
+                description += "<p id=\"share-root-title\" class=\"preview\">\(escape(root))</p>"
+            }
+            if let thumbnail = summary.thumbnailBase64, !thumbnail.isEmpty {
+                let type = thumbnail.hasPrefix("/9j/") ? "image/jpeg" : "image/png"
+                description += "<img id=\"share-thumbnail\" class=\"preview\" alt=\"\" src=\"data:\(type);base64,\(escape(thumbnail))\">"
+            }
         }
         let body = """
             <!doctype html>

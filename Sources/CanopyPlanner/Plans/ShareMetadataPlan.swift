@@ -110,20 +110,33 @@ public struct SharePagePlan: Sendable {
         public var isRecordHierarchy: Bool
         /// `READ_ONLY` or `READ_WRITE`: what accepting the link gives.
         public var permission: String
+        /// The root record's `title` (else `name`) field, for a hierarchy.
+        public var rootTitle: String?
+        /// `cloudkit.share.thumbnailImageData`, base64.
+        public var thumbnailBase64: String?
+        /// `cloudkit.share.type`.
+        public var type: String?
     }
 
     public init(token: String) {
         var builder = SQLBuilder()
+        let bound = builder.bind(token)
+        let text: (SQL) -> SQL = { value in "CASE jsonb_typeof(\(value)) WHEN 'string' THEN \(value) #>> '{}' WHEN 'object' THEN \(value) ->> 'value' END" }
         builder.append("""
-            SELECT m.title, m.zone_name, m.owner_display_name, m.root_record_name IS NOT NULL, m.public_permission \
-            FROM canopy.share_view(\(builder.bind(token))) m
+            SELECT m.title, m.zone_name, m.owner_display_name, m.root_record_name IS NOT NULL, m.public_permission, \
+            (SELECT coalesce(\(text("r.fields -> 'title'")), \(text("r.fields -> 'name'"))) \
+               FROM canopy.share_root_preview(\(bound), ARRAY['title', 'name']) r), \
+            \(Projection.base64("m.thumbnail")), m.share_type \
+            FROM canopy.share_view(\(bound)) m
             """)
         statement = builder.query
     }
 
     public static func summary(_ row: PostgresRow) throws -> Summary {
-        let (title, zoneName, owner, isRecord, permission) = try row.decode((String?, String, String?, Bool, String).self)
-        return Summary(title: title ?? zoneName, ownerName: owner, isRecordHierarchy: isRecord, permission: permission)
+        let (title, zoneName, owner, isRecord, permission, rootTitle, thumbnail, type) =
+            try row.decode((String?, String, String?, Bool, String, String?, String?, String?).self)
+        return Summary(title: title ?? zoneName, ownerName: owner, isRecordHierarchy: isRecord, permission: permission,
+                       rootTitle: rootTitle, thumbnailBase64: thumbnail, type: type)
     }
 }
 
