@@ -13,7 +13,7 @@
 -- Activity (past CloudKit). An append-only log a share, written by triggers
 -- (sql/triggers/share_activity.sql) in the transaction of each change, never
 -- by the gateway, which may only read it. Entries outlive their share by a
--- retention period (canopy serve --share-activity-retention), so the owner
+-- retention period (canopy serve --share-activity-retention-days), so the owner
 -- can still read why a zone disappeared; owner_id says whose they are then.
 
 SET LOCAL ROLE canopy_owner;
@@ -58,6 +58,8 @@ CREATE TABLE canopy.share_activity (
     id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     share_id       bigint NOT NULL,
     zone_id        bigint NOT NULL,
+    zone_name      text NOT NULL,
+    root_name      text,
     owner_id       bigint REFERENCES canopy.users (id) ON DELETE CASCADE,
     event          text NOT NULL CHECK (event IN (
                        'SHARE_CREATED', 'SHARE_DELETED', 'ZONE_DELETED', 'ROOT_DELETED',
@@ -74,10 +76,12 @@ CREATE TABLE canopy.share_activity (
 );
 CREATE INDEX share_activity_share_idx ON canopy.share_activity (share_id, id);
 CREATE INDEX share_activity_gone_idx ON canopy.share_activity (share_gone_at) WHERE share_gone_at IS NOT NULL;
-CREATE INDEX share_activity_zone_idx ON canopy.share_activity (zone_id);
+CREATE INDEX share_activity_owner_zone_idx ON canopy.share_activity (owner_id, zone_name, id);
 COMMENT ON TABLE canopy.share_activity IS 'Each share''s activity log, append-only: written by triggers in the transaction of the change, never changed or deleted by the gateway. Kept while the share lives and for the retention period after (canopy.purge_share_activity).';
 COMMENT ON COLUMN canopy.share_activity.share_id IS 'The share (no foreign key: entries outlive it).';
 COMMENT ON COLUMN canopy.share_activity.zone_id IS 'The share''s zone, for canopy shares activity after the share is gone.';
+COMMENT ON COLUMN canopy.share_activity.zone_name IS 'The zone''s name when it happened (the zone may be gone).';
+COMMENT ON COLUMN canopy.share_activity.root_name IS 'The root record''s recordName, for a hierarchy share.';
 COMMENT ON COLUMN canopy.share_activity.owner_id IS 'The zone''s owner, who reads the entries of a share that is gone.';
 COMMENT ON COLUMN canopy.share_activity.event IS 'What happened (docs/SHARING.md, "Activity").';
 COMMENT ON COLUMN canopy.share_activity.actor_id IS 'Who did it; NULL for the server (an administrator''s command, a cascade).';

@@ -142,6 +142,16 @@ struct ShareActivityTests {
             }
             #expect(events == ["SHARE_CREATED", "SHARE_CREATED", "ZONE_DELETED", "ROOT_DELETED"], "\(events)")
         }
+
+        // The operator reads the log of a zone that is gone.
+        let printed = try CanopyBinary.run(["shares", "activity", "--owner", "alice", "--zone", "Doomed", "--database-url", harness.endpoint.url])
+        #expect(printed.succeeded && printed.output.contains("SHARE_CREATED") && printed.output.contains("ZONE_DELETED  by \(harness.alice.userRecordName)"), "\(printed.output)")
+        let json = try CanopyBinary.run(["shares", "activity", "--owner", "alice", "--zone", "Lists", "--root", "groceries", "--json", "--database-url", harness.endpoint.url])
+        let entries = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]]
+        #expect(entries?.compactMap { $0["event"] as? String } == ["SHARE_CREATED", "ROOT_DELETED"], "\(json.output)")
+        #expect(entries?.allSatisfy { $0["shareGone"] != nil && $0["root"] as? String == "groceries" } == true)
+        let unknown = try CanopyBinary.run(["shares", "activity", "--owner", "alice", "--zone", "Never", "--database-url", harness.endpoint.url])
+        #expect(!unknown.succeeded && unknown.output.contains("has no zone Never"), "\(unknown.output)")
     }
 
     @Test("the gateway role cannot insert, update or delete an entry, even its owner's")
@@ -155,7 +165,7 @@ struct ShareActivityTests {
         for statement in [
             "UPDATE canopy.share_activity SET event = 'LEFT'",
             "DELETE FROM canopy.share_activity",
-            "INSERT INTO canopy.share_activity (share_id, zone_id, owner_id, event) SELECT share_id, zone_id, owner_id, 'LEFT' FROM canopy.share_activity",
+            "INSERT INTO canopy.share_activity (share_id, zone_id, zone_name, owner_id, event) SELECT share_id, zone_id, zone_name, owner_id, 'LEFT' FROM canopy.share_activity",
             "TRUNCATE canopy.share_activity",
             "SELECT canopy.log_share_activity(1, 1, 'LEFT', NULL, NULL, '{}')",
         ] {

@@ -20,8 +20,9 @@ struct SchemaTests {
             "shareMetadata", "subscriptions", "zoneChanges", "zones",
         ])
         #expect(try GraphQLAPI.schema.mutationType?.fields().keys.sorted() == [
-            "acceptShare", "deleteShare", "deleteSubscription", "deleteZone", "issueToken", "leaveShare", "modifyRecords",
-            "registerDevice", "removeParticipant", "revokeToken", "saveShare", "saveSubscription", "saveZone", "setParticipant",
+            "acceptShare", "approveAccessRequest", "blockAccessRequest", "deleteShare", "deleteSubscription", "deleteZone",
+            "denyAccessRequest", "issueToken", "leaveShare", "modifyRecords", "moveRecords", "registerDevice", "removeParticipant",
+            "requestShareAccess", "revokeToken", "saveShare", "saveSubscription", "saveZone", "setParticipant", "unblockRequester",
             "unregisterDevice",
         ])
     }

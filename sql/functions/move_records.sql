@@ -9,8 +9,8 @@
 -- row-level security alone says who may move what. Keeping the row keeps
 -- the record: its recordName, its created stamp and its assets (which live
 -- in its fields). records_before_write (sql/triggers/records.sql) lets a
--- zone change only inside this function, takes both zones' locks in id
--- order, writes a tombstone in the source zone and gives the record a new
+-- zone change only inside this function, touches both zones, writes a
+-- tombstone in the source zone and gives the record a new
 -- position in the target's feed, so every client sees a deletion there and
 -- a new record here without knowing about moves.
 --
@@ -41,7 +41,6 @@ DECLARE
     touched integer;
     total integer := 0;
     refused boolean := false;
-    pass integer;
 BEGIN
     IF p_from = p_to THEN
         RAISE EXCEPTION 'the records are already in that zone' USING ERRCODE = 'CN004';
@@ -50,23 +49,21 @@ BEGIN
         RAISE EXCEPTION 'records move between zones of the private and shared databases, not the public one' USING ERRCODE = 'CN004';
     END IF;
 
-    -- The moving set, as the caller sees the source zone; then its rows
-    -- locked in id order and the set read again, since a concurrent move
-    -- may have taken some away meanwhile. Records first, zones after (the
-    -- first UPDATE's trigger): the order a save of one record takes, so a
-    -- move and such a save never deadlock.
-    FOR pass IN 1..2 LOOP
-        WITH RECURSIVE below (name) AS (
-            SELECT r.record_name FROM canopy.records r WHERE r.zone_id = p_from AND r.record_name = ANY (p_names)
-            UNION
-            SELECT r.record_name FROM canopy.records r JOIN below ON r.zone_id = p_from AND r.parent_name = below.name
-             WHERE p_with_descendants
-        )
-        SELECT coalesce(array_agg(name), '{}') INTO moving FROM below;
-        IF pass = 1 THEN
-            PERFORM 1 FROM canopy.records r WHERE r.zone_id = p_from AND r.record_name = ANY (moving) ORDER BY r.id FOR UPDATE;
-        END IF;
-    END LOOP;
+    -- Both zones' locks first, in id order: every writer of a zone takes
+    -- its lock before any record's (modifyRecords through this same
+    -- function), so moves and saves queue rather than deadlock, and the
+    -- moving set read next cannot change under the move.
+    PERFORM canopy.lock_zone_for_write(least(p_from, p_to));
+    PERFORM canopy.lock_zone_for_write(greatest(p_from, p_to));
+
+    -- The moving set, as the caller sees the source zone.
+    WITH RECURSIVE below (name) AS (
+        SELECT r.record_name FROM canopy.records r WHERE r.zone_id = p_from AND r.record_name = ANY (p_names)
+        UNION
+        SELECT r.record_name FROM canopy.records r JOIN below ON r.zone_id = p_from AND r.parent_name = below.name
+         WHERE p_with_descendants
+    )
+    SELECT coalesce(array_agg(name), '{}') INTO moving FROM below;
 
     RETURN QUERY
         SELECT n, 'UNKNOWN_ITEM', format('record %s is not in the source zone', n)

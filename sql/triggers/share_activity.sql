@@ -24,12 +24,22 @@ CREATE OR REPLACE FUNCTION canopy.log_share_activity(
 AS $$
 DECLARE
     owner bigint;
+    zone_label text;
+    root_label text;
     actor bigint := canopy.current_user_id();
     actor_record_name text;
 BEGIN
-    SELECT z.owner_id INTO owner FROM canopy.zones z WHERE z.id = p_zone_id;
-    IF owner IS NULL THEN
-        SELECT a.owner_id INTO owner FROM canopy.share_activity a WHERE a.share_id = p_share_id ORDER BY a.id LIMIT 1;
+    SELECT z.owner_id, z.name INTO owner, zone_label FROM canopy.zones z WHERE z.id = p_zone_id;
+    SELECT r.record_name INTO root_label
+      FROM canopy.shares s JOIN canopy.records r ON r.id = s.root_record_id WHERE s.id = p_share_id;
+    IF owner IS NULL OR root_label IS NULL THEN
+        -- A cascade: what the share's first entry knew (SELECT INTO a row
+        -- that is not there would set every target to NULL).
+        SELECT coalesce(owner, first.owner_id), coalesce(zone_label, first.zone_name), coalesce(root_label, first.root_name)
+          INTO owner, zone_label, root_label
+          FROM (SELECT 1) one
+          LEFT JOIN LATERAL (SELECT a.owner_id, a.zone_name, a.root_name FROM canopy.share_activity a
+                              WHERE a.share_id = p_share_id ORDER BY a.id LIMIT 1) first ON true;
     END IF;
     IF owner IS NULL OR NOT EXISTS (SELECT 1 FROM canopy.users WHERE id = owner) THEN
         RETURN;
@@ -41,8 +51,8 @@ BEGIN
     IF p_subject_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM canopy.users WHERE id = p_subject_id) THEN
         p_subject_id := NULL;
     END IF;
-    INSERT INTO canopy.share_activity (share_id, zone_id, owner_id, event, actor_id, actor_name, subject_id, subject, detail)
-    VALUES (p_share_id, p_zone_id, owner, p_event, actor, actor_record_name, p_subject_id, p_subject, coalesce(p_detail, '{}'));
+    INSERT INTO canopy.share_activity (share_id, zone_id, zone_name, root_name, owner_id, event, actor_id, actor_name, subject_id, subject, detail)
+    VALUES (p_share_id, p_zone_id, zone_label, root_label, owner, p_event, actor, actor_record_name, p_subject_id, p_subject, coalesce(p_detail, '{}'));
 END
 $$;
 
@@ -199,7 +209,7 @@ CREATE TRIGGER share_requests_activity AFTER INSERT OR UPDATE OR DELETE ON canop
 
 -- The entries of shares deleted longer than p_retention ago; returns how
 -- many went. Called by the gateway's history purge (canopy serve
--- --share-activity-retention) and by `canopy shares purge-activity`.
+-- --share-activity-retention-days).
 CREATE OR REPLACE FUNCTION canopy.purge_share_activity(p_retention interval) RETURNS bigint
     LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
