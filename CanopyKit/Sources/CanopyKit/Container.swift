@@ -70,9 +70,27 @@ public final class Container: Sendable {
     }
 
     /// What a share link opens, for showing before accepting (CKContainer.shareMetadata(for:)).
-    public func shareMetadata(for url: URL) async throws -> Share.Metadata {
+    /// With `shouldFetchRootRecord`, a hierarchy share's root record comes
+    /// too, limited to `rootRecordDesiredKeys` (nil: every key), as
+    /// CKFetchShareMetadataOperation's options of those names.
+    public func shareMetadata(for url: URL, shouldFetchRootRecord: Bool = false, rootRecordDesiredKeys: [String]? = nil) async throws -> Share.Metadata {
+        if shouldFetchRootRecord {
+            let data = try await transport.execute(Documents.shareMetadataWithRoot, [
+                "url": .string(url.absoluteString), "keys": rootRecordDesiredKeys.map { .array($0.map(JSON.string)) } ?? .null,
+            ])
+            return try Share.Metadata(json: data["shareMetadata"] ?? .null)
+        }
         let data = try await transport.execute(Documents.shareMetadata, ["url": .string(url.absoluteString)])
         return try Share.Metadata(json: data["shareMetadata"] ?? .null)
+    }
+
+    /// Asks the owner of the share at `url` for access (CloudKit iOS 26's
+    /// access requests): allowed when the share `allowsAccessRequests`;
+    /// otherwise the same error as a link that leads nowhere.
+    @discardableResult
+    public func requestAccess(url: URL) async throws -> Share.Metadata {
+        let data = try await transport.execute(Documents.requestShareAccess, ["url": .string(url.absoluteString)])
+        return try Share.Metadata(json: data["requestShareAccess"] ?? .null)
     }
 
     /// Accepts a share (CKContainer.accept(_:)): its zone or records then

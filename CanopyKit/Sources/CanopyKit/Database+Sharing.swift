@@ -30,6 +30,9 @@ extension Database {
             "participants": .array(share.participants.filter { $0.role != .owner && $0.role != .publicUser }.map(\.input)),
         ]
         if let title = share.title { variables["title"] = .string(title) }
+        variables["requests"] = .bool(share.allowsAccessRequests)
+        variables["type"] = share.type.map(JSON.string) ?? .null
+        variables["thumbnail"] = share.thumbnailImageData.map { .string($0.base64EncodedString()) } ?? .null
         if databaseScope == .shared {
             // An administrator changes participants of someone else's share, one by one.
             var latest: Share?
@@ -88,6 +91,7 @@ extension Share.Participant {
 
     var removal: [String: JSON] {
         if let userRecordName { return ["user": .string(userRecordName)] }
-        return ["email": email.map(JSON.string) ?? .null]
+        if let email { return ["email": .string(email)] }
+        return ["phone": phone.map(JSON.string) ?? .null]
     }
 }

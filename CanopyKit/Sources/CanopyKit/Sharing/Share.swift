@@ -38,6 +38,10 @@ public struct Share: Sendable, Hashable {
         public var role: ParticipantRole
         public var permission: Permission
         public internal(set) var acceptanceStatus: AcceptanceStatus
+        /// Added by approving their access request (CKShare.Participant.isApprovedRequester).
+        public internal(set) var isApprovedRequester = false
+        /// When they were added (CKShare.Participant.dateAddedToShare); nil until saved.
+        public internal(set) var dateAddedToShare: Date?
 
         /// An invitation by email, phone or user, with what they may do.
         public init(email: String? = nil, phone: String? = nil, userRecordName: String? = nil,
@@ -60,6 +64,8 @@ public struct Share: Sendable, Hashable {
             role = ParticipantRole(rawValue: json["role"]?.string ?? "") ?? .privateUser
             permission = Permission(rawValue: json["permission"]?.string ?? "") ?? .none
             acceptanceStatus = AcceptanceStatus(rawValue: json["status"]?.string ?? "") ?? .pending
+            isApprovedRequester = json["isApprovedRequester"]?.bool ?? false
+            dateAddedToShare = json["dateAddedToShare"]?.double.map { Date(timeIntervalSince1970: $0 / 1000) }
         }
 
         func samePerson(as other: Participant) -> Bool {
@@ -81,6 +87,55 @@ public struct Share: Sendable, Hashable {
     public internal(set) var owner: Participant?
     public private(set) var participants: [Participant]
     var removedParticipants: [Participant] = []
+    /// Whether people who are not participants may ask for access from the
+    /// URL (CKShare.allowsAccessRequests, iOS 26); false by default.
+    public var allowsAccessRequests = false
+    /// Pending and blocked requesters, for the owner and administrators
+    /// (CKShare.requesters and blockedIdentities, as one list).
+    public internal(set) var accessRequests: [AccessRequest] = []
+    /// cloudkit.share.type: what kind of thing is shared (a UTI).
+    public var type: String?
+    /// cloudkit.share.thumbnailImageData: a small image (at most 256 KiB).
+    public var thumbnailImageData: Data?
+
+    /// A person asking for access (CKShare.AccessRequester), or blocked from asking.
+    public struct AccessRequest: Sendable, Hashable {
+        public enum Status: String, Sendable, Hashable {
+            case pending = "PENDING"
+            case blocked = "BLOCKED"
+        }
+        /// Who, with their verified email or phone.
+        public let user: UserIdentity?
+        public let status: Status
+        public let requestedAt: Date
+
+        init(json: JSON) {
+            user = json["user"].flatMap(UserIdentity.init(json:))
+            status = Status(rawValue: json["status"]?.string ?? "") ?? .pending
+            requestedAt = Date(timeIntervalSince1970: (json["requestedAt"]?.double ?? 0) / 1000)
+        }
+    }
+
+    /// One entry of a share's activity log (Canopy's addition, API.md §17).
+    public struct Activity: Sendable, Hashable {
+        /// What happened: SHARE_CREATED, INVITED, ACCEPTED, REQUEST_MADE, … (docs/SHARING.md).
+        public let event: String
+        /// Who did it (userRecordName); nil: the server.
+        public let actor: String?
+        /// Who it is about: a userRecordName, or an invitation's email or phone.
+        public let subject: String?
+        /// What changed (role, permission, from, to), as JSON text.
+        public let detail: String
+        public let date: Date
+
+        init(json: JSON) {
+            event = json["event"]?.string ?? ""
+            actor = json["actor"]?.string
+            subject = json["subject"]?.string
+            detail = json["detail"].map { $0.text } ?? "{}"
+            date = Date(timeIntervalSince1970: (json["at"]?.double ?? 0) / 1000)
+        }
+    }
 
     /// A zone-wide share (CKShare(recordZoneID:)): every record of the zone, now and later.
     public init(recordZoneID: RecordZone.ID) {
@@ -110,6 +165,10 @@ public struct Share: Sendable, Hashable {
         url = json["url"]?.string.flatMap(URL.init(string:))
         owner = json["owner"].map(Participant.init(json:))
         participants = (json["participants"]?.array ?? []).map(Participant.init(json:))
+        allowsAccessRequests = json["allowsAccessRequests"]?.bool ?? false
+        accessRequests = (json["accessRequests"]?.array ?? []).map(AccessRequest.init(json:))
+        type = json["type"]?.string
+        thumbnailImageData = json["thumbnailImageData"]?.string.flatMap { Data(base64Encoded: $0) }
     }
 
     /// Adds or changes a participant (CKShare.addParticipant); takes effect on save.
@@ -148,6 +207,18 @@ public struct Share: Sendable, Hashable {
         public let participantRole: ParticipantRole?
         public let participantPermission: Permission
         public let participantStatus: AcceptanceStatus?
+        /// Whether the caller, not a participant, may ask for access (iOS 26).
+        public let allowsAccessRequests: Bool
+        /// The caller's own request: "PENDING", or nil.
+        public let accessRequestStatus: String?
+        /// cloudkit.share.type.
+        public let type: String?
+        /// cloudkit.share.thumbnailImageData.
+        public let thumbnailImageData: Data?
+        /// The root record, limited to the keys asked for, when fetched with
+        /// `shouldFetchRootRecord` (CKShare.Metadata.rootRecord).
+        public var rootRecord: Record? { rootRecordBox?.record }
+        let rootRecordBox: RecordBox?
 
         init(json: JSON) throws {
             guard let url = json["url"]?.string.flatMap(URL.init(string:)), let owner = json["ownerName"]?.string,
@@ -163,6 +234,24 @@ public struct Share: Sendable, Hashable {
             self.participantRole = json["role"]?.string.flatMap(ParticipantRole.init(rawValue:))
             self.participantPermission = Permission(rawValue: json["permission"]?.string ?? "") ?? .none
             self.participantStatus = json["status"]?.string.flatMap(AcceptanceStatus.init(rawValue:))
+            self.allowsAccessRequests = json["allowsAccessRequests"]?.bool ?? false
+            self.accessRequestStatus = json["accessRequestStatus"]?.string
+            self.type = json["type"]?.string
+            self.thumbnailImageData = json["thumbnailImageData"]?.string.flatMap { Data(base64Encoded: $0) }
+            if let root = json["rootRecord"], !root.isNull {
+                self.rootRecordBox = RecordBox(record: try Record(json: root, zoneID: RecordZone.ID(zoneName: zoneName, ownerName: owner)))
+            } else {
+                self.rootRecordBox = nil
+            }
         }
+    }
+
+    /// Holds a metadata's root record so `Metadata` stays Hashable: two
+    /// metadata are equal whatever root record they carry.
+    final class RecordBox: Sendable, Hashable {
+        let record: Record
+        init(record: Record) { self.record = record }
+        static func == (lhs: RecordBox, rhs: RecordBox) -> Bool { true }
+        func hash(into hasher: inout Hasher) {}
     }
 }

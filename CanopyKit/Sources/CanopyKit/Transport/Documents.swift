@@ -9,11 +9,14 @@ enum Documents {
         """
     static let shareFields = """
         fragment S on Share { url title publicPermission rootRecordName zone { zoneName ownerName }
-          owner { user { userRecordName name email phone } email phone role permission status }
-          participants { user { userRecordName name email phone } email phone role permission status } }
+          allowsAccessRequests type thumbnailImageData
+          accessRequests { user { userRecordName name email phone } status requestedAt }
+          owner { user { userRecordName name email phone } email phone role permission status isApprovedRequester dateAddedToShare }
+          participants { user { userRecordName name email phone } email phone role permission status isApprovedRequester dateAddedToShare } }
         """
     static let metadataFields = """
-        fragment M on ShareMetadata { url title ownerName ownerDisplayName rootRecordName role permission status zone { zoneName ownerName } }
+        fragment M on ShareMetadata { url title ownerName ownerDisplayName rootRecordName role permission status zone { zoneName ownerName }
+          allowsAccessRequests accessRequestStatus type thumbnailImageData }
         """
 
     static let me = "query Me { me { userRecordName name email phone } }"
@@ -53,12 +56,14 @@ enum Documents {
         query Share($scope: DatabaseScope!, $zone: ZoneID!, $root: String) { share(scope: $scope, zone: $zone, rootRecordName: $root) { ...S } }
         """ + shareFields
     static let saveShare = """
-        mutation SaveShare($zoneName: String!, $root: String, $title: String, $public: Permission, $participants: [ParticipantInput!]) {
-          saveShare(zoneName: $zoneName, rootRecordName: $root, title: $title, publicPermission: $public, participants: $participants) { ...S } }
+        mutation SaveShare($zoneName: String!, $root: String, $title: String, $public: Permission, $participants: [ParticipantInput!],
+                           $requests: Boolean, $type: String, $thumbnail: String) {
+          saveShare(zoneName: $zoneName, rootRecordName: $root, title: $title, publicPermission: $public, participants: $participants,
+                    allowsAccessRequests: $requests, type: $type, thumbnailImageData: $thumbnail) { ...S } }
         """ + shareFields
     static let removeParticipant = """
-        mutation RemoveParticipant($zoneName: String!, $root: String, $user: String, $email: String, $owner: String) {
-          removeParticipant(zoneName: $zoneName, rootRecordName: $root, userRecordName: $user, email: $email, ownerName: $owner) { ...S } }
+        mutation RemoveParticipant($zoneName: String!, $root: String, $user: String, $email: String, $phone: String, $owner: String) {
+          removeParticipant(zoneName: $zoneName, rootRecordName: $root, userRecordName: $user, email: $email, phone: $phone, ownerName: $owner) { ...S } }
         """ + shareFields
     static let setParticipant = """
         mutation SetParticipant($zoneName: String!, $root: String, $participant: ParticipantInput!, $owner: String) {
@@ -67,6 +72,26 @@ enum Documents {
     static let deleteShare = "mutation DeleteShare($zoneName: String!, $root: String) { deleteShare(zoneName: $zoneName, rootRecordName: $root) }"
     static let shareMetadata = "query ShareMetadata($url: String!) { shareMetadata(url: $url) { ...M } }\n" + metadataFields
     static let acceptShare = "mutation AcceptShare($url: String!) { acceptShare(url: $url) { ...M } }\n" + metadataFields
+    static let shareMetadataWithRoot = """
+        query ShareMetadataWithRoot($url: String!, $keys: [String!]) { shareMetadata(url: $url) { ...M rootRecord(desiredKeys: $keys) { ...R } } }
+        """ + metadataFields + recordFields
+    static let requestShareAccess = "mutation RequestShareAccess($url: String!) { requestShareAccess(url: $url) { ...M } }\n" + metadataFields
+    static func decideAccessRequest(_ field: String) -> String {
+        let permission = field == "approveAccessRequest" ? ", $permission: Permission" : ""
+        let argument = field == "approveAccessRequest" ? ", permission: $permission" : ""
+        return """
+            mutation Decide($zoneName: String!, $root: String, $user: String!, $owner: String\(permission)) {
+              \(field)(zoneName: $zoneName, rootRecordName: $root, userRecordName: $user, ownerName: $owner\(argument)) { ...S } }
+            """ + shareFields
+    }
+    static let shareActivity = """
+        query ShareActivity($scope: DatabaseScope!, $zone: ZoneID!, $root: String, $after: String, $limit: Int) {
+          share(scope: $scope, zone: $zone, rootRecordName: $root) { activity(after: $after, limit: $limit) { entries { event actor subject detail at } cursor } } }
+        """
+    static let moveRecords = """
+        mutation MoveRecords($from: ZoneID!, $to: ZoneID!, $names: [String!]!, $descendants: Boolean, $parent: String) {
+          moveRecords(from: $from, to: $to, recordNames: $names, withDescendants: $descendants, parent: $parent) { moved errors { recordName code message } } }
+        """
     static let leaveShare = "mutation LeaveShare($zone: ZoneID!, $root: String) { leaveShare(zone: $zone, rootRecordName: $root) }"
 
     static let zoneChanged = """
