@@ -2,6 +2,9 @@
 // not, asks `shareMetadata` as them (so row-level security decides what
 // they learn: nothing of a private share they were not invited to), and
 // offers Accept, which accepts and opens the shared zone in the console.
+// Before accepting it previews a shared record (its title, and a picture
+// when it has one); where the owner allows access requests, someone not
+// invited may ask for access instead (API.md §17).
 
 import {h, message, replace} from "./dom.js";
 import {gql, describe, endSession} from "./api.js";
@@ -14,7 +17,20 @@ const actions = document.getElementById("invitation-actions");
 const url = main.dataset.shareUrl;
 
 const METADATA = `query($url: String!) { shareMetadata(url: $url) {
-  title ownerName ownerDisplayName zone { zoneName ownerName } rootRecordName role permission status } }`;
+  title ownerName ownerDisplayName zone { zoneName ownerName } rootRecordName role permission status
+  allowsAccessRequests accessRequestStatus thumbnailImageData rootRecord(desiredKeys: ["title", "name", "image", "photo", "thumbnail"]) { recordType fields } } }`;
+
+// The root record's preview: its title (or name) and its first image asset.
+function preview(metadata) {
+  const fields = metadata.rootRecord?.fields ?? {};
+  const text = (value) => typeof value === "string" ? value : typeof value?.value === "string" ? value.value : null;
+  const title = text(fields.title) ?? text(fields.name);
+  const image = ["image", "photo", "thumbnail"].map((key) => fields[key]).find((value) => value?.downloadURL && /^image\//.test(value.contentType ?? ""));
+  const picture = image ? h("img", {id: "root-thumbnail", class: "preview", alt: title ?? "", src: image.downloadURL})
+    : metadata.thumbnailImageData ? h("img", {id: "root-thumbnail", class: "preview", alt: "", src: `data:image/png;base64,${metadata.thumbnailImageData}`}) : null;
+  if (!title && !picture) return null;
+  return h("figure", {id: "root-preview", class: "preview"}, picture, title ? h("figcaption", {id: "root-title"}, title) : null);
+}
 
 function openIn(metadata) {
   const scope = metadata.role === "OWNER" ? "PRIVATE" : "SHARED";
@@ -57,6 +73,26 @@ async function show() {
   const summary = h("p", {id: "share-summary"}, describeShare(metadata));
   if (metadata.role === "OWNER") {
     replace(actions, h("p", {}, "You own this share."), h("a", {class: "button primary", href: openIn(metadata)}, "Open in the console"), switchAccount(me));
+  } else if (metadata.permission === "NONE" && metadata.allowsAccessRequests && metadata.status !== "PENDING") {
+    // Not invited (or removed), but the owner lets people ask.
+    const feedback = h("div", {class: "feedback"});
+    if (metadata.accessRequestStatus === "PENDING") {
+      replace(actions, h("p", {id: "request-sent"}, `You asked ${metadata.ownerDisplayName ?? "the owner"} for access. You can open it once they approve.`), switchAccount(me));
+      return;
+    }
+    const request = h("button", {type: "button", class: "primary", id: "request-access"}, "Request access");
+    request.addEventListener("click", async () => {
+      request.disabled = true;
+      try {
+        await gql("mutation($url: String!) { requestShareAccess(url: $url) { accessRequestStatus } }", {url});
+        show();
+      } catch (error) {
+        request.disabled = false;
+        replace(feedback, message("error", describe(error)));
+      }
+    });
+    replace(actions, h("p", {}, `${metadata.ownerDisplayName ?? "The owner"} has not shared this with ${me.name ?? me.email ?? "you"}, but you may ask for access.`),
+      feedback, request, switchAccount(me));
   } else if (metadata.status === "REMOVED" || metadata.permission === "NONE") {
     replace(actions, message("error", `The owner removed ${me.name ?? me.email ?? "you"} from this share. Ask them to add you again.`), switchAccount(me));
   } else if (metadata.status === "ACCEPTED") {
@@ -74,7 +110,7 @@ async function show() {
         replace(feedback, message("error", describe(error)));
       }
     });
-    replace(actions, summary, h("p", {}, `Signed in as ${me.name ?? me.email ?? me.userRecordName}.`), feedback, accept, switchAccount(me));
+    replace(actions, summary, preview(metadata), h("p", {}, `Signed in as ${me.name ?? me.email ?? me.userRecordName}.`), feedback, accept, switchAccount(me));
   }
 }
 

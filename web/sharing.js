@@ -2,19 +2,36 @@
 // title, the people invited (change their permission, remove them), an
 // invitation by email or phone, the public link and its permission, copying
 // the link, and stopping sharing; for a participant, the share from their
-// side and leaving it. Every change is one mutation; the sheet then reads
-// the share again, so it shows what the server holds.
+// side and leaving it. Since issue 38: access requests (allow them; approve,
+// deny, block, unblock), the share's activity log, and administrators
+// managing people from the sheet as the owner does (but for the title, the
+// link and stopping sharing, which stay the owner's). Every change is one
+// mutation; the sheet then reads the share again, so it shows what the
+// server holds.
 
-import {h, labelled, message, replace, announce} from "./dom.js";
+import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
 import {gql, describe} from "./api.js";
 
 const SHARE = `query Share($scope: DatabaseScope!, $zone: ZoneID!, $root: String) {
   share(scope: $scope, zone: $zone, rootRecordName: $root) {
-    url title publicPermission rootRecordName
+    url title publicPermission rootRecordName allowsAccessRequests
     owner { user { userRecordName name } }
-    participants { user { userRecordName name email phone } email phone role permission status }
+    participants { user { userRecordName name email phone } email phone role permission status isApprovedRequester dateAddedToShare }
+    accessRequests { user { userRecordName name email phone } status requestedAt }
   }
 }`;
+
+const ACTIVITY = `query Activity($scope: DatabaseScope!, $zone: ZoneID!, $root: String, $after: String) {
+  share(scope: $scope, zone: $zone, rootRecordName: $root) { activity(after: $after, limit: 20) { entries { event actor subject detail at } cursor } }
+}`;
+
+const EVENT_WORDS = {
+  SHARE_CREATED: "shared it", SHARE_DELETED: "stopped sharing", ZONE_DELETED: "deleted the zone", ROOT_DELETED: "deleted the shared record",
+  INVITED: "invited", ACCEPTED: "accepted", PERMISSION_CHANGED: "changed the permission of", REMOVED: "removed", LEFT: "left",
+  REQUEST_MADE: "asked for access", REQUEST_APPROVED: "approved the request of", REQUEST_DENIED: "denied the request of",
+  REQUESTER_BLOCKED: "blocked", REQUESTER_UNBLOCKED: "unblocked",
+  PUBLIC_PERMISSION_CHANGED: "changed who can open the link", ACCESS_REQUESTS_CHANGED: "changed whether people may ask for access",
+};
 
 const PERMISSION_WORDS = {READ_ONLY: "Can view", READ_WRITE: "Can edit"};
 
@@ -88,7 +105,8 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
 
   const owner = scope === "PRIVATE";
   const target = rootRecordName ? `the record ${rootRecordName}` : `the zone ${zone.zoneName}`;
-  const names = {zoneName: zone.zoneName, root: rootRecordName};
+  // An administrator names the owner in every change (ownerName).
+  const names = {zoneName: zone.zoneName, root: rootRecordName, owner: owner ? null : zone.ownerName};
 
   async function run(work, done) {
     replace(feedback);
@@ -116,10 +134,12 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
       replace(body, message("error", describe(error)));
       return;
     }
-    if (owner) drawOwner(share); else drawParticipant(share);
+    if (owner) return drawOwner(share);
+    const mine = share?.participants.find((participant) => participant.user?.userRecordName === me.userRecordName);
+    if (mine?.role === "ADMINISTRATOR") drawOwner(share, {administrator: true}); else drawParticipant(share);
   }
 
-  function drawOwner(share) {
+  function drawOwner(share, {administrator = false} = {}) {
     const title = h("input", {type: "text", name: "title", value: share?.title ?? "", autocomplete: "off"});
     if (!share) {
       heading.textContent = `Share ${target}`;
@@ -133,7 +153,7 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
         start);
       return;
     }
-    heading.textContent = `Share “${share.title ?? zone.zoneName}”`;
+    heading.textContent = administrator ? `People of “${share.title ?? zone.zoneName}”` : `Share “${share.title ?? zone.zoneName}”`;
     const saveTitle = h("button", {type: "button", id: "save-title"}, "Save title");
     saveTitle.addEventListener("click", () => run(() => gql(
       "mutation($zoneName: String!, $root: String, $title: String, $public: Permission) { saveShare(zoneName: $zoneName, rootRecordName: $root, title: $title, publicPermission: $public) { url } }",
@@ -142,19 +162,24 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
     const people = share.participants.filter((participant) => participant.role !== "OWNER");
     const list = h("ul", {class: "people", id: "participants"}, people.length ? people.map((participant) => {
       const who = personName(participant);
-      const permission = permissionSelect(participant.permission, `Permission of ${who}`, {disabled: participant.role === "PUBLIC_USER"});
+      // An administrator manages invited people (PRIVATE_USER), not other administrators.
+      const locked = participant.role === "PUBLIC_USER" || (administrator && participant.role !== "PRIVATE_USER");
+      const permission = permissionSelect(participant.permission, `Permission of ${who}`, {disabled: locked});
       permission.addEventListener("change", () => run(() => gql(
-        "mutation($zoneName: String!, $root: String, $participant: ParticipantInput!) { setParticipant(zoneName: $zoneName, rootRecordName: $root, participant: $participant) { url } }",
+        "mutation($zoneName: String!, $root: String, $participant: ParticipantInput!, $owner: String) { setParticipant(zoneName: $zoneName, rootRecordName: $root, participant: $participant, ownerName: $owner) { url } }",
         {...names, participant: {...identify(participant), permission: permission.value, role: participant.role === "ADMINISTRATOR" ? "ADMINISTRATOR" : "PRIVATE_USER"}}),
         `${who} ${permission.value === "READ_WRITE" ? "can edit" : "can view"} now`));
-      const removable = participant.user?.userRecordName || participant.email;
+      // An invitation not yet accepted is removed by the contact it was sent to: email or phone.
+      const removable = !locked || participant.role === "PUBLIC_USER" && !administrator;
       const remove = h("button", {type: "button", class: "danger small", disabled: !removable, "aria-label": `Remove ${who}`}, "Remove");
       remove.addEventListener("click", () => run(() => gql(
-        "mutation($zoneName: String!, $root: String, $user: String, $email: String) { removeParticipant(zoneName: $zoneName, rootRecordName: $root, userRecordName: $user, email: $email) { url } }",
-        {...names, user: participant.user?.userRecordName ?? null, email: participant.user ? null : participant.email}), `${who} removed`));
+        "mutation($zoneName: String!, $root: String, $user: String, $email: String, $phone: String, $owner: String) { removeParticipant(zoneName: $zoneName, rootRecordName: $root, userRecordName: $user, email: $email, phone: $phone, ownerName: $owner) { url } }",
+        {...names, user: participant.user?.userRecordName ?? null, email: participant.user ? null : participant.email ?? null,
+         phone: participant.user || participant.email ? null : participant.phone ?? null}), `${who} removed`));
+      const how = participant.status === "PENDING" ? "invited" : participant.role === "PUBLIC_USER" ? "joined by link"
+        : participant.isApprovedRequester ? "asked and was approved" : participant.role === "ADMINISTRATOR" ? "administrator" : "accepted";
       return h("li", {dataset: {person: who}},
-        h("span", {class: "person"}, h("strong", {}, who),
-          h("span", {class: "muted"}, ` ${participant.status === "PENDING" ? "invited" : participant.role === "PUBLIC_USER" ? "joined by link" : "accepted"}`)),
+        h("span", {class: "person"}, h("strong", {}, who), h("span", {class: "muted"}, ` ${how}`)),
         permission, remove);
     }) : h("li", {class: "empty"}, "Nobody yet."));
 
@@ -168,7 +193,7 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
       if (!value) { replace(feedback, message("error", "Type an email address or a phone number to invite.")); contact.focus(); return; }
       const participant = value.includes("@") ? {email: value} : {phone: value};
       run(() => gql(
-        "mutation($zoneName: String!, $root: String, $participant: ParticipantInput!) { setParticipant(zoneName: $zoneName, rootRecordName: $root, participant: $participant) { url } }",
+        "mutation($zoneName: String!, $root: String, $participant: ParticipantInput!, $owner: String) { setParticipant(zoneName: $zoneName, rootRecordName: $root, participant: $participant, ownerName: $owner) { url } }",
         {...names, participant: {...participant, permission: invitePermission.value}}), `${value} invited. Send them the link.`);
     });
 
@@ -184,14 +209,98 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
       await run(() => gql("mutation($zoneName: String!, $root: String) { deleteShare(zoneName: $zoneName, rootRecordName: $root) }", names), "Sharing stopped");
     });
 
+    const requests = requestsSection(share);
+    const activity = h("section", {id: "activity", "aria-labelledby": "activity-heading"}, h("h3", {id: "activity-heading"}, "Activity"));
+    showActivity(activity, null, peopleNames(share));
+    if (administrator) {
+      replace(body,
+        h("p", {class: "hint"}, `You administer this share: you invite and remove people and decide who may join. ${share.owner?.user?.name ?? zone.ownerName} keeps the title and the link.`),
+        h("h3", {}, "People"), list, invite, requests, linkBox(share.url), activity);
+      return;
+    }
+    const allow = h("input", {type: "checkbox", id: "allow-requests", checked: share.allowsAccessRequests});
+    allow.addEventListener("change", () => run(() => gql(
+      "mutation($zoneName: String!, $root: String, $allow: Boolean) { saveShare(zoneName: $zoneName, rootRecordName: $root, allowsAccessRequests: $allow) { url } }",
+      {...names, allow: allow.checked}), allow.checked ? "People with the link may now ask for access" : "Nobody can ask for access now"));
     replace(body,
       h("div", {class: "inline-form"}, labelled("Title", title), saveTitle),
       h("h3", {}, "People"), list, invite,
       h("h3", {}, "Link"),
       h("div", {class: "control"}, h("label", {for: "public-permission"}, "Who can open the link"), link),
+      h("div", {class: "control inline"}, allow, h("label", {for: "allow-requests"}, "People who are not invited may ask for access")),
       linkBox(share.url),
       h("p", {class: "hint"}, "Invited people sign in with the address or phone they were invited with, open the link and accept."),
+      requests,
+      activity,
       stop);
+  }
+
+  // Pending requests with Approve (at a permission), Deny and Block; blocked people with Unblock.
+  function requestsSection(share) {
+    const section = h("section", {id: "access-requests", "aria-labelledby": "requests-heading"}, h("h3", {id: "requests-heading"}, "Access requests"));
+    const pending = share.accessRequests.filter((request) => request.status === "PENDING");
+    const blocked = share.accessRequests.filter((request) => request.status === "BLOCKED");
+    if (!share.accessRequests.length) {
+      section.append(h("p", {class: "muted"}, share.allowsAccessRequests ? "Nobody is asking." : "Nobody can ask: people who are not invited learn nothing from the link."));
+      return section;
+    }
+    const decide = (field, request, extra = {}, done) => run(() => gql(
+      `mutation($zoneName: String!, $root: String, $user: String!, $owner: String${field === "approveAccessRequest" ? ", $permission: Permission" : ""}) {
+        ${field}(zoneName: $zoneName, rootRecordName: $root, userRecordName: $user, ownerName: $owner${field === "approveAccessRequest" ? ", permission: $permission" : ""}) { url } }`,
+      {...names, user: request.user.userRecordName, ...extra}), done);
+    section.append(h("ul", {class: "people", id: "pending-requests"}, pending.map((request) => {
+      const who = personName(request);
+      const contact = request.user.email ?? request.user.phone ?? "";
+      const permission = permissionSelect("READ_ONLY", `Permission to give ${who}`);
+      const approve = h("button", {type: "button", class: "primary small", "aria-label": `Approve ${who}`}, "Approve");
+      approve.addEventListener("click", () => decide("approveAccessRequest", request, {permission: permission.value}, `${who} approved: they can open it now`));
+      const deny = h("button", {type: "button", class: "small", "aria-label": `Deny ${who}`}, "Deny");
+      deny.addEventListener("click", () => decide("denyAccessRequest", request, {}, `${who} denied; they may ask again`));
+      const block = h("button", {type: "button", class: "danger small", "aria-label": `Block ${who}`}, "Block");
+      block.addEventListener("click", () => decide("blockAccessRequest", request, {}, `${who} blocked; they cannot ask again`));
+      return h("li", {dataset: {person: who}},
+        h("span", {class: "person"}, h("strong", {}, who), h("span", {class: "muted"}, ` ${contact} · asked ${formatDate(request.requestedAt)}`)),
+        permission, approve, deny, block);
+    })));
+    if (blocked.length) {
+      section.append(h("h4", {}, "Blocked"), h("ul", {class: "people", id: "blocked-requesters"}, blocked.map((request) => {
+        const who = personName(request);
+        const unblock = h("button", {type: "button", class: "small", "aria-label": `Unblock ${who}`}, "Unblock");
+        unblock.addEventListener("click", () => decide("unblockRequester", request, {}, `${who} may ask again`));
+        return h("li", {dataset: {person: who}}, h("span", {class: "person"}, h("strong", {}, who)), unblock);
+      })));
+    }
+    return section;
+  }
+
+  // The share's log, oldest first, a page at a time.
+  async function showActivity(section, after, names) {
+    const named = (userRecordName) => names.get(userRecordName) ?? userRecordName;
+    section.querySelector("#activity-more")?.remove();
+    try {
+      const {share} = await gql(ACTIVITY, {scope, zone, root: rootRecordName, after});
+      const page = share?.activity ?? {entries: [], cursor: null};
+      let list = section.querySelector("#activity-list");
+      if (!list) section.append(list = h("ol", {id: "activity-list", class: "activity"}));
+      for (const entry of page.entries) {
+        const actor = entry.actor === me.userRecordName ? "You" : entry.actor ? named(entry.actor) : "The server";
+        const subject = entry.subject ? (entry.subject === me.userRecordName ? " you" : ` ${named(entry.subject)}`) : "";
+        const permission = entry.detail?.to?.permission ?? entry.detail?.permission ?? entry.detail?.to;
+        list.append(h("li", {dataset: {event: entry.event}},
+          h("time", {datetime: new Date(entry.at).toISOString()}, formatDate(entry.at)), " ",
+          `${actor} ${EVENT_WORDS[entry.event] ?? entry.event}${["REQUEST_MADE", "LEFT", "ACCEPTED"].includes(entry.event) ? "" : subject}`,
+          typeof permission === "string" ? h("span", {class: "muted"}, ` (${PERMISSION_WORDS[permission] ?? permission})`) : null));
+        if (["REQUEST_MADE", "LEFT", "ACCEPTED"].includes(entry.event) && entry.subject && entry.subject !== entry.actor) list.lastChild.append(h("span", {class: "muted"}, ` ${named(entry.subject)}`));
+      }
+      if (!list.children.length) list.append(h("li", {class: "empty"}, "Nothing yet."));
+      if (page.cursor) {
+        const more = h("button", {type: "button", class: "small", id: "activity-more"}, "Show more");
+        more.addEventListener("click", () => showActivity(section, page.cursor, names));
+        section.append(more);
+      }
+    } catch (error) {
+      section.append(message("error", describe(error)));
+    }
   }
 
   function drawParticipant(share) {
@@ -220,11 +329,22 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
           h("span", {class: "muted"}, participant.role === "OWNER" ? " owner" : participant.user?.userRecordName === me.userRecordName ? " you" : "")),
         participant.role === "OWNER" ? null : h("span", {}, PERMISSION_WORDS[participant.permission] ?? "")))),
       linkBox(share.url),
+      (() => { const activity = h("section", {id: "activity"}, h("h3", {}, "Your activity")); showActivity(activity, null, peopleNames(share)); return activity; })(),
       leave);
   }
 
   load();
   return dialog;
+}
+
+// Who the log's userRecordNames are, by the names the share shows.
+function peopleNames(share) {
+  const names = new Map();
+  for (const person of [share.owner, ...share.participants, ...share.accessRequests]) {
+    const user = person?.user;
+    if (user?.userRecordName) names.set(user.userRecordName, user.name ?? user.email ?? user.phone ?? user.userRecordName);
+  }
+  return names;
 }
 
 function identify(participant) {

@@ -8,6 +8,7 @@ import {FIELD_TYPES, FieldError, display, editor, typeOf} from "./fields.js";
 import {recordRoute, zoneRoute} from "./routes.js";
 import {accessTo, openSharingSheet, recordAccess} from "./sharing.js";
 import {publicAccessOf, mayWrite} from "./public.js";
+import {openMoveDialog} from "./move.js";
 
 const RECORD = "recordName recordType fields recordChangeTag parent created { timestamp userRecordName } modified { timestamp userRecordName } share { url title }";
 
@@ -120,13 +121,17 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
     record.share ? "Sharing…" : "Share record…");
   share.addEventListener("click", () => openSharingSheet({scope, zone, rootRecordName: record.recordName, me: context.me, onChange: () => {}}));
 
+  // A record moves only where the person may write, and not from the public database.
+  const move = h("button", {type: "button", id: "move-record", hidden: readOnly || isNew || access.isPublic || Boolean(record.share)}, "Move to…");
+  move.addEventListener("click", () => openMoveDialog({zone, record, me: context.me}));
+
   const form = h("form", {class: "record", id: "record-form", "aria-describedby": readOnly ? "read-only-note" : null},
     h("div", {class: "grid"}, labelled("Record name", nameInput), labelled("Record type", typeInput), labelled("Parent", parentInput, "The recordName of its parent in this zone, or empty.")),
     h("datalist", {id: "record-types"}, schema.map((type) => h("option", {value: type.name}))),
     h("h2", {}, "Fields"),
     fieldList,
     addField,
-    h("div", {class: "toolbar"}, save, share, remove));
+    h("div", {class: "toolbar"}, save, share, move, remove));
   form.addEventListener("input", () => { dirty = true; });
 
   form.addEventListener("submit", async (event) => {

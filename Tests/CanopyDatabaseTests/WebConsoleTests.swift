@@ -49,7 +49,7 @@ struct WebConsoleTests {
         ]).wait()
         #expect(story.succeeded, "\(story.output)")
         let screenshots = try FileManager.default.contentsOfDirectory(atPath: Self.artifacts).filter { $0.hasSuffix(".png") && $0.first?.isNumber == true }
-        #expect(screenshots.count == 22, "a screenshot of every step: \(screenshots.sorted())")
+        #expect(screenshots.count == 28, "a screenshot of every step: \(screenshots.sorted())")
 
         // Every request was logged, and no token is in the log: the console
         // keeps tokens in headers and the WebSocket's first message, never in a URL.

@@ -307,7 +307,66 @@ try:
     step(invitee, "invitee-shared-record")
     click(invitee, "#sheet-done")
 
-    # 12. A phone's width: the same console, one column.
+    # 12. Access requests (issue 38): a zone shared with requests allowed; a
+    #     stranger asks from the link, the owner approves from the sheet, the
+    #     stranger opens the zone; the sheet's activity shows it all.
+    owner.find_element(By.CSS_SELECTOR, "header a.brand").click()
+    visible(owner, "input[name=zoneName]").send_keys("Plans")
+    press(owner, "Create zone")
+    text_appears(owner, "h1", "Plans")
+    click(owner, "#share-zone")
+    visible(owner, "#sharing-sheet input[name=title]").send_keys("Summer plans")
+    click(owner, "#start-sharing")
+    click(owner, "#allow-requests", "the Allow access requests box")
+    wait(owner, lambda d: "may now ask" in d.execute_script("return document.getElementById('announcer').textContent"), "requests to be allowed")
+    plans_url = owner.execute_script("return document.getElementById('share-link').value")
+    click(owner, "#sheet-done")
+    requester = browser()
+    try:
+        requester.get(plans_url)
+        sign_in(requester, stranger_token)
+        click(requester, "#request-access", "Request access")
+        text_appears(requester, "#request-sent", "You asked", "the request to be sent")
+        step(requester, "requester-asked")
+        click(owner, "#share-zone")
+        pending = visible(owner, "#pending-requests", "the pending request in the sheet")
+        assert "carol" in pending.text.lower(), pending.text
+        owner.execute_script("document.getElementById('access-requests').scrollIntoView()")
+        step(owner, "owner-sheet-access-requests")
+        click(owner, "#pending-requests button[aria-label^='Approve']", "Approve")
+        wait(owner, lambda d: "asked and was approved" in d.execute_script("return document.getElementById('participants')?.textContent ?? ''"),
+             "the requester in the people list")
+        text_appears(owner, "#activity-list", "asked for access", "the request in the activity")
+        activity = owner.find_element(By.ID, "activity-list").text
+        assert "approved the request of" in activity and "shared it" in activity, activity
+        owner.execute_script("document.getElementById('activity').scrollIntoView()")
+        step(owner, "owner-sheet-activity")
+        click(owner, "#sheet-done")
+        requester.get(plans_url)
+        click(requester, "#open-share", "Open, once approved")
+        text_appears(requester, "main", "Shared with you by alice", "the zone, open to the approved requester")
+        step(requester, "requester-opened-zone")
+    finally:
+        requester.quit()
+
+    # 13. Move to…: lisbon (with its picture) goes from Trip to Plans, keeping its name.
+    owner.find_element(By.CSS_SELECTOR, "header a.brand").click()
+    wait(owner, lambda d: d.find_elements(By.LINK_TEXT, ZONE), "the zone list")
+    owner.find_element(By.LINK_TEXT, ZONE).click()
+    visible(owner, "#records-table")
+    click(owner, "#records-table a[href$='/lisbon']", "lisbon in Trip")
+    click(owner, "#move-record", "Move to…")
+    Select(visible(owner, "#move-target")).select_by_visible_text("Plans")
+    step(owner, "owner-move-dialog")
+    click(owner, "#move-go")
+    wait(owner, lambda d: "/Plans/lisbon" in d.current_url, "the record's page in Plans")
+    text_appears(owner, "nav.crumbs", "Plans", "the record now in Plans")
+    wait(owner, lambda d: image_loaded(d, ".field[data-field=photo] img"), "the picture moved with the record")
+    step(owner, "owner-moved-record")
+
+    # 14. A phone's width: the same console, one column.
+    owner.find_element(By.CSS_SELECTOR, "header a.brand").click()
+    wait(owner, lambda d: d.find_elements(By.LINK_TEXT, ZONE), "the zone list")
     owner.find_element(By.LINK_TEXT, ZONE).click()
     visible(owner, "#records-table")
     owner.set_window_size(390, 844)
