@@ -13,7 +13,8 @@ Workloads (issue 7): W1 lookup; W2 a sorted date-range page, first and
 the change feed; W5 W2 as an accepted participant in SHARED scope; W6 W2
 at several table sizes; and the gateway's peak memory and p99 under 64
 connections; W2 with a streaming replica (issue 19); what push adds to a
-write and a webhook's latency (issue 23). The record type's schema (schema/bench.ckdb's text below) is
+write and a webhook's latency (issue 23); moving 1,000 records beside saving
+them (issue 38, moves.py). The record type's schema (schema/bench.ckdb's text below) is
 applied with `canopy schema apply`, so the declared fields are indexed.
 
 Issue 18 adds the stack's floor: `canopy-floor` (Benchmarks/Floor), a
@@ -26,7 +27,7 @@ shares (--guest-shares), running the same statements through pgbench: the
 cost of row-level security as a user's memberships grow.
 
 usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--guest-shares N] [--output FILE]
-                [--binary PATH] [--floor-binary PATH] [--only floor]
+                [--binary PATH] [--floor-binary PATH] [--only floor|web-services|moves]
 (make bench: quick; make bench-full: larger). Needs wrk and pgbench.
 
 --binary PATH is the canopy binary benchmarked (it also runs the cluster,
@@ -80,10 +81,11 @@ def parse_options():
                         help="the canopy binary to benchmark (default: .build/release/canopy, or CANOPY_BENCH_BINARY)")
     parser.add_argument("--floor-binary", metavar="PATH",
                         help="the canopy-floor binary (default: .build/release/canopy-floor, or CANOPY_BENCH_FLOOR)")
-    parser.add_argument("--only", choices=["floor", "web-services"],
+    parser.add_argument("--only", choices=["floor", "web-services", "moves"],
                         help="floor: only W1 and W2 against the floor, with the gateway's CPU a request; "
                              "web-services: only W9 and W10 beside their GraphQL twins; "
-                             "either prints its table and does not write --output")
+                             "moves: only issue 38's move of 1,000 records beside saving them; "
+                             "each prints its table and does not write --output")
     return parser.parse_args()
 
 
@@ -103,6 +105,8 @@ def main():
         floor_only(options)
     elif options.only == "web-services":
         web_services_only(options)
+    elif options.only == "moves":
+        moves_only(options)
     else:
         everything(options, scales)
 
@@ -143,12 +147,13 @@ def everything(options, scales):
         public64 = sections.public_at_64(cluster, work, options)
         latency = sections.subscription_latency(token, options)
         push = sections.push_latencies(token, options)
+        move_times = sections.moves(token, options)
 
     replica_rows = sections.replica_comparison(cluster, work[1][3], options)
 
     text = report.benchmarks_md(options, scales, cluster.psql("SHOW server_version"), setup.people, guest_shares,
                                 rows, floor_rows, membership_rows, cost_rows, replica_rows, saved, under_64,
-                                latency, push, Gateway.hung, public64, web_services)
+                                latency, push, Gateway.hung, public64, web_services, move_times)
     Path(options.output).write_text(text)
     say(f"wrote {options.output}")
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
@@ -190,6 +195,17 @@ def web_services_only(options):
     for name, w, g, w50, g50, w99, g99, wcpu, gcpu in rows:
         print(f"{name}: Web Services {w:,.0f} req/s, GraphQL twin {g:,.0f} req/s, twin / WS {g / w:.2f}; "
               f"p50 {w50:.2f} / {g50:.2f} ms; p99 {w99:.2f} / {g99:.2f} ms; gateway CPU {wcpu:.0f} / {gcpu:.0f} µs a request", flush=True)
+
+
+def moves_only(options):
+    """--only moves: issue 38's move of 1,000 records beside saving them; printed."""
+    cluster = loading.fresh_cluster()
+    setup = loading.load(cluster, options, [])
+    with Gateway():
+        save_ms, move_ms = sections.moves(setup.owner["token"], options)
+    run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+    print(f"save 1,000 new records (batches of 400): {save_ms:.0f} ms; move 1,000 with descendants: {move_ms:.0f} ms; "
+          f"move / save {move_ms / save_ms:.2f}", flush=True)
 
 
 if __name__ == "__main__":

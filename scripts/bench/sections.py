@@ -283,3 +283,13 @@ def web_services(gateway, pairs, options):
         say(f"  Web Services {rows[-1][1]:,.0f} req/s, GraphQL twin {rows[-1][2]:,.0f} req/s, ratio {rows[-1][1] / rows[-1][2]:.2f}; "
             f"gateway CPU a request {rows[-1][7]:.0f} µs and {rows[-1][8]:.0f} µs")
     return rows
+
+
+def moves(token, options):
+    """Issue 38: (save ms, move ms) for 1,000 records, medians of the runs."""
+    from moves import move_costs
+    say(f"moves: {options.runs} runs of saving 1,000 new records in batches of 400, then moving them with their "
+        "descendants to another zone and back in one request each")
+    save_ms, move_ms = move_costs(token, options.runs)
+    say(f"  save 1,000: {save_ms:.0f} ms; move 1,000: {move_ms:.0f} ms ({move_ms / save_ms:.2f}×)")
+    return save_ms, move_ms
