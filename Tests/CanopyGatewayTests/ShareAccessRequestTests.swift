@@ -149,10 +149,11 @@ struct ShareAccessRequestTests {
         }
     }
 
-    @Test("a request changes the owner's database: their DATABASE subscriptions fire, and databaseChanges lists the zone")
+    @Test("a request changes the owner's database: databaseChanges lists the zone, and the owner's DATABASE subscription's webhook is called")
     func requestReachesOwner() async throws {
         let harness = try await GatewayHarness.make()
-        try await harness.test { client in
+        let receiver = try await WebhookReceiver()
+        try await harness.test(configuration: PushTests.configuration()) { client in
             let alice = harness.aliceToken, bob = harness.bobToken
             _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Team\") { zoneName } }", token: alice)
             let share = try await client.call("saveShare", "mutation { saveShare(zoneName: \"Team\", allowsAccessRequests: true) { url } }", token: alice)
@@ -160,9 +161,14 @@ struct ShareAccessRequestTests {
             let start = try await client.databaseChanges(scope: "PRIVATE", since: nil, token: alice)
             let quiet = try await client.databaseChanges(scope: "PRIVATE", since: start.token, token: alice)
             #expect(quiet.changed.isEmpty, "\(quiet.answer.body)")
+            _ = try await PushTests.registerWebhook(client, url: receiver.url("alice"), token: alice)
+            try await PushTests.subscribe(client, "owner", kind: "DATABASE", token: alice)
             _ = try await client.call("requestShareAccess", "mutation($u: String!) { requestShareAccess(url: $u) { title } }", ["u": url], token: bob)
             let after = try await client.databaseChanges(scope: "PRIVATE", since: start.token, token: alice)
             #expect(after.changed == ["Team"], "\(after.answer.body)")
+            #expect(await eventually { await receiver.log.count() >= 1 }, "no webhook for the request")
+            let push = try #require(await receiver.log.received.first)
+            #expect(push.body.contains("\"owner\""), "the owner's DATABASE subscription fired: \(push.body)")
         }
     }
 }
