@@ -4,6 +4,7 @@ import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
 import HummingbirdTesting
+import PostgresNIO
 import Testing
 
 /// Access requests (API.md §17, CloudKit iOS 26) through `/graphql`: a
@@ -170,5 +171,61 @@ struct ShareAccessRequestTests {
             let push = try #require(await receiver.log.received.first)
             #expect(push.body.contains("\"owner\""), "the owner's DATABASE subscription fired: \(push.body)")
         }
+    }
+}
+
+/// The policies on `canopy.share_requests`, as the gateway role: a
+/// requester cannot write a request but through `request_share_access`; a
+/// participant who does not manage the share sees and decides nothing; the
+/// owner cannot put a request back to PENDING.
+@Suite("Access requests under row-level security")
+struct ShareRequestPolicyTests {
+    @Test("as the gateway role: no request written directly, none seen or decided by a non-manager, none set back to PENDING")
+    func policies() async throws {
+        let harness = try await GatewayHarness.make()
+        let (carol, carolToken) = try await addUser("carol", on: harness.endpoint)
+        try await harness.test { client in
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Team\") { zoneName } }", token: harness.aliceToken)
+            let share = try await client.call("saveShare", """
+                mutation { saveShare(zoneName: "Team", allowsAccessRequests: true, participants: [{userRecordName: "\(carol.userRecordName)", permission: READ_WRITE}]) { url } }
+                """, token: harness.aliceToken)
+            let url = try #require(share.object["url"] as? String, "\(share.body)")
+            _ = try await client.call("acceptShare", "mutation($u: String!) { acceptShare(url: $u) { status } }", ["u": url], token: carolToken.string)
+            _ = try await client.call("requestShareAccess", "mutation($u: String!) { requestShareAccess(url: $u) { title } }", ["u": url], token: harness.bobToken)
+        }
+        let gateway = harness.endpoint.asUser("canopy_gateway", password: nil)
+        func attempt(_ user: Int64, _ sql: String) async -> (rows: [String?], state: String?) {
+            do {
+                let rows = try await TestDatabase.withConnection(gateway) { connection in
+                    try await connection.asUser(user) { connection in try await connection.texts(PostgresQuery(unsafeSQL: sql)) }
+                }
+                return (rows, nil)
+            } catch {
+                return ([], PostgresErrors.sqlState(of: error))
+            }
+        }
+        let bob = harness.bob.id, alice = harness.alice.id
+        let shareID = try #require(try await TestDatabase.withConnection(harness.endpoint) { connection in
+            try await connection.texts("SELECT id::text FROM canopy.shares")
+        }.first ?? nil)
+        // bob writes a request by hand: refused (only the definer writes one for a requester).
+        for status in ["PENDING", "APPROVED", "BLOCKED"] {
+            let forged = await attempt(bob, "INSERT INTO canopy.share_requests (share_id, user_id, status) VALUES (\(shareID), \(bob), '\(status)')")
+            #expect(forged.state == "42501", "bob wrote a \(status) request: \(forged)")
+        }
+        let own = await attempt(bob, "SELECT status FROM canopy.share_requests")
+        #expect(own.rows == ["PENDING"], "a requester reads their own request: \(own)")
+        let approveSelf = await attempt(bob, "UPDATE canopy.share_requests SET status = 'APPROVED' RETURNING 1")
+        #expect(approveSelf.rows.isEmpty, "a requester cannot decide their own request: \(approveSelf)")
+        // carol, READ_WRITE, sees and decides nothing.
+        let carolSees = await attempt(carol.id, "SELECT count(*)::text FROM canopy.share_requests")
+        #expect(carolSees.rows == ["0"], "\(carolSees)")
+        let carolDecides = await attempt(carol.id, "UPDATE canopy.share_requests SET status = 'APPROVED' RETURNING 1")
+        #expect(carolDecides.rows.isEmpty)
+        // alice, the owner, cannot set a request back to PENDING, nor write one for someone.
+        let pending = await attempt(alice, "UPDATE canopy.share_requests SET status = 'PENDING' RETURNING 1")
+        #expect(pending.state == "42501", "\(pending)")
+        let written = await attempt(alice, "INSERT INTO canopy.share_requests (share_id, user_id, status) VALUES (\(shareID), \(carol.id), 'PENDING')")
+        #expect(written.state == "42501", "\(written)")
     }
 }

@@ -187,4 +187,26 @@ struct ShareActivityTests {
         }
         #expect(count == ["1"])
     }
+
+    @Test("the purge removes the entries of shares gone longer than the retention, and nothing else")
+    func purge() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test { client in
+            for zone in ["Kept", "Gone", "Recent"] {
+                _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"\(zone)\") { zoneName } }", token: harness.aliceToken)
+                _ = try await client.call("saveShare", "mutation { saveShare(zoneName: \"\(zone)\") { url } }", token: harness.aliceToken)
+            }
+            for zone in ["Gone", "Recent"] {
+                _ = try await client.call("deleteShare", "mutation { deleteShare(zoneName: \"\(zone)\") }", token: harness.aliceToken)
+            }
+        }
+        let counts = try await TestDatabase.withConnection(harness.endpoint) { connection in
+            _ = try await connection.texts("UPDATE canopy.share_activity SET share_gone_at = now() - interval '100 days' WHERE zone_name = 'Gone' RETURNING 1")
+            let purged = try await connection.texts("SELECT canopy.purge_share_activity(interval '90 days')::text")
+            let left = try await connection.texts("SELECT zone_name || ':' || count(*) FROM canopy.share_activity GROUP BY zone_name ORDER BY zone_name")
+            return (purged, left)
+        }
+        #expect(counts.0 == ["2"], "Gone's two entries (created, deleted): \(counts.0)")
+        #expect(counts.1 == ["Kept:1", "Recent:2"], "\(counts.1)")
+    }
 }

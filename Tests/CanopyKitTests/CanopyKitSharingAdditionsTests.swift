@@ -35,24 +35,36 @@ struct CanopyKitSharingAdditionsTests {
         item["title"] = "Passport"
         item.parent = Record.Reference(recordID: Record.ID(recordName: "list", zoneID: inbox), action: .none)
         _ = try await db.save(item)
+        let photo = FileManager.default.temporaryDirectory.appendingPathComponent("canopykit-move-\(UUID().uuidString).txt")
+        try Data("passport scan".utf8).write(to: photo)
+        defer { try? FileManager.default.removeItem(at: photo) }
+        let scan = Record(recordType: "Item", recordID: Record.ID(recordName: "scan", zoneID: inbox))
+        scan["file"] = Asset(fileURL: photo, contentType: "text/plain")
+        scan.parent = Record.Reference(recordID: item.recordID, action: .none)
+        _ = try await db.save(scan)
         try await aliceEngine.fetchChanges()
         try await bobEngine.fetchChanges()
-        #expect(await bobStore.records.count == 3)
+        #expect(await bobStore.records.count == 4)
 
         let bobInbox = RecordZone.ID(zoneName: "Inbox", ownerName: alice.userRecordName)
         let bobDone = RecordZone.ID(zoneName: "Done", ownerName: alice.userRecordName)
         let result = try await bob.container.sharedCloudDatabase.move([Record.ID(recordName: "list", zoneID: bobInbox)], to: bobDone)
-        #expect(result.moved == ["item", "list"] && result.errors.isEmpty, "\(result)")
+        #expect(result.moved == ["item", "list", "scan"] && result.errors.isEmpty, "\(result)")
 
         try await aliceEngine.fetchChanges()
         try await bobEngine.fetchChanges()
         for (store, zone) in [(aliceStore, done), (bobStore, bobDone)] {
             let records = await store.records
-            #expect(Set(records.keys.filter { $0.zoneID == zone }.map(\.recordName)) == ["list", "item"], "\(records.keys)")
-            #expect(records.keys.filter { $0.recordName == "list" || $0.recordName == "item" }.count == 2, "in one zone only: \(records.keys)")
+            #expect(Set(records.keys.filter { $0.zoneID == zone }.map(\.recordName)) == ["list", "item", "scan"], "\(records.keys)")
+            #expect(records.keys.filter { ["list", "item", "scan"].contains($0.recordName) }.count == 3, "in one zone only: \(records.keys)")
             #expect(records[Record.ID(recordName: "item", zoneID: zone)]?.parent?.recordID.recordName == "list")
+            #expect(records[Record.ID(recordName: "scan", zoneID: zone)]?.parent?.recordID.recordName == "item")
         }
         #expect(await aliceStore.records[Record.ID(recordName: "stay", zoneID: inbox)] != nil)
+        // The asset came along: fetched in its new zone, its bytes are the same.
+        let moved = try await bob.container.sharedCloudDatabase.record(for: Record.ID(recordName: "scan", zoneID: bobDone))
+        let file = try #require((moved["file"] as? Asset)?.fileURL)
+        #expect(try Data(contentsOf: file) == Data("passport scan".utf8))
 
         // Moving it back onto a name the target has is refused, nothing moved.
         _ = try await db.save(Record(recordType: "List", recordID: Record.ID(recordName: "stay", zoneID: done)))

@@ -57,10 +57,15 @@ enum PushFanOut {
         let zone = builder.bind(entry.zoneID), after = builder.bind(entry.afterSeq), start = builder.bind(entry.committedFrom)
         let records: SQL = "FROM canopy.records r WHERE r.zone_id = \(zone) AND r.change_seq > \(after)"
         let tombstones: SQL = "FROM canopy.tombstones t WHERE t.zone_id = \(zone) AND t.change_seq > \(after)"
+        // An access request made in the change (issue 38) fires the zone's
+        // deciders: only a share's owner and administrators read its requests.
         let anyChange: SQL = """
             (EXISTS (SELECT 1 \(records)) OR EXISTS (SELECT 1 \(tombstones)) \
             OR EXISTS (SELECT 1 FROM canopy.zone_departures d WHERE d.zone_id = \(zone) AND d.change_seq > \(after) \
-            AND d.user_id = canopy.current_user_id()))
+            AND d.user_id = canopy.current_user_id()) \
+            OR EXISTS (SELECT 1 FROM canopy.share_requests q JOIN canopy.shares s ON s.id = q.share_id \
+            WHERE s.zone_id = \(zone) AND q.status = 'PENDING' AND q.requested_at >= \(start) \
+            AND q.user_id <> canopy.current_user_id()))
             """
         var branches: [SQL] = []
         for candidate in candidates {

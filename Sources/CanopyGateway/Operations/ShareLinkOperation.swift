@@ -1,0 +1,23 @@
+import CanopyPlanner
+
+/// `acceptShare(url)` and `requestShareAccess(url)`: what a person does
+/// with a share's link, then the share's metadata read as they now see it,
+/// in one transaction. Neither tells a stranger more than a link that
+/// leads nowhere would (the functions answer alike).
+struct ShareLinkOperation: RootOperation {
+    /// The statement run first: accepting, or asking for access.
+    let action: @Sendable (ShareMetadataPlan) -> SQLStatement
+
+    static let accept = ShareLinkOperation { $0.accept }
+    static let requestAccess = ShareLinkOperation { $0.requestAccess }
+
+    func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
+        let plan = try ShareMetadataPlan(field, request: executor.request)
+        let logger = executor.logger
+        let row = try await executor.database.withUser(try executor.signedInUser(), device: executor.device, logger: logger) { connection in
+            _ = try await connection.execute(action(plan), logger: logger)
+            return try await connection.execute(plan.statement, logger: logger).first.map(ShareMetadataPlan.decode)
+        }
+        return try plan.answer(row)
+    }
+}
