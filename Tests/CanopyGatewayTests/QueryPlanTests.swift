@@ -52,6 +52,44 @@ struct QueryPlanTests {
         }
     }
 
+    @Test("lookup before any ANALYZE: the gateway's generic plan probes the (zone, recordName) index for each name, never reads the zone")
+    func coldLookupProbesTheIndex() async throws {
+        let endpoint = try await TestDatabase.shared.migratedDatabase()
+        let (owner, _) = try await addUser("owner", on: endpoint)
+        try await TestDatabase.withConnection(endpoint) { connection in
+            try await connection.query("ALTER TABLE canopy.records SET (autovacuum_enabled = false)", logger: TestDatabase.logger)
+            try await connection.query(PostgresQuery(unsafeSQL: "SELECT set_config('canopy.user_id', '\(owner.id)', false)"), logger: TestDatabase.logger)
+            try await connection.query(PostgresQuery(unsafeSQL: """
+                INSERT INTO canopy.records (zone_id, record_name, record_type, fields)
+                SELECT z.id, 'r' || g, 'Fast', jsonb_build_object('hours', g % 24)
+                  FROM canopy.zones z, generate_series(1, 2000) g WHERE z.owner_id = \(owner.id) AND z.name = '_defaultZone'
+                """), logger: TestDatabase.logger)
+            let analyzed = try await connection.texts("SELECT (reltuples < 0)::text FROM pg_class WHERE oid = 'canopy.records'::regclass")
+            #expect(analyzed == ["true"], "the test needs a table never analyzed")
+        }
+        let request = try ParsedRequest(query: "{ lookup(scope: PRIVATE, zone: {zoneName: \"_defaultZone\", ownerName: \"\(owner.userRecordName)\"}, recordNames: [\"r1234\"]) { record { recordName fields } } }")
+        let query = try LookupPlan(try request.rootFields()[0], request: request).statement
+        let plan = try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { connection in
+            try await connection.asUser(owner.id) { connection in
+                // What the gateway's connections run: a prepared statement's
+                // generic plan (migrations/0016), made now, before any ANALYZE.
+                // (EXPLAIN of the statement itself would plan it for the values.)
+                try await connection.query("SET LOCAL plan_cache_mode = force_generic_plan", logger: TestDatabase.logger)
+                try await connection.query(PostgresQuery(unsafeSQL: "PREPARE cold_lookup AS " + query.sql), logger: TestDatabase.logger)
+                let types = try await connection.texts("SELECT unnest(parameter_types)::text FROM pg_prepared_statements WHERE name = 'cold_lookup'")
+                // The values, in the order LookupPlan binds them (zone, owner, keys, names): a
+                // utility statement cannot take bind parameters.
+                let values = ["_defaultZone", owner.userRecordName, "record", "recordName", "fields", "{r1234}"]
+                #expect(values.count == types.count, "LookupPlan binds \(types.count) values now: update this list")
+                let literals = zip(values, types).map { "'\($0)'::\($1 ?? "text")" }.joined(separator: ", ")
+                return try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE cold_lookup(\(literals))"))
+                    .compactMap { $0 }.joined(separator: "\n")
+            }
+        }
+        #expect(plan.contains("records_zone_id_record_name_key"), "\(plan)")
+        #expect(!plan.contains("Bitmap Heap Scan on records") && !plan.contains("Seq Scan on records"), "\(plan)")
+    }
+
     /// What `canopy schema apply` builds for this test's schema.
     static let declared = """
         RECORD TYPE Fast ("___recordID" REFERENCE QUERYABLE, endDate TIMESTAMP QUERYABLE SORTABLE,

@@ -42,11 +42,17 @@ public struct LookupPlan: Sendable {
             }
         }
         let bound = builder.bind(names)
+        // Each name is a probe of the (zone_id, record_name) unique index:
+        // as a LATERAL subquery with both columns equal, that is the only
+        // plan the generic plan can take. A plain join let a generic plan
+        // made before the table had statistics read the whole zone and
+        // filter it (issue 39: W1 849 requests/s cold, docs/BENCHMARK_NOTES.md).
         builder.append("""
             WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
             (SELECT coalesce(json_agg(\(result) ORDER BY n.ord), '[]') \
             FROM unnest(\(bound)::text[]) WITH ORDINALITY n(name, ord) \
-            LEFT JOIN canopy.records r ON r.zone_id = (SELECT id FROM zone) AND r.record_name = n.name)::text
+            LEFT JOIN LATERAL (SELECT found.* FROM canopy.records found \
+            WHERE found.zone_id = (SELECT id FROM zone) AND found.record_name = n.name LIMIT 1) r ON true)::text
             """)
         statement = builder.query
     }
