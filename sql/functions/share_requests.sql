@@ -34,12 +34,7 @@ BEGIN
     IF caller.id IS NULL OR target.id IS NULL THEN
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
     END IF;
-    SELECT p.status INTO standing FROM canopy.participants p
-     WHERE p.share_id = target.id
-       AND (p.user_id = caller.id
-            OR (p.user_id IS NULL AND ((p.email IS NOT NULL AND p.email = caller.email)
-                                        OR (p.phone IS NOT NULL AND p.phone = caller.phone))))
-     ORDER BY (p.user_id IS NOT NULL) DESC, p.id LIMIT 1;
+    SELECT p.status INTO standing FROM canopy.participants p WHERE p.id = canopy.caller_participant_id(target.id);
     IF standing IN ('PENDING', 'ACCEPTED') THEN
         RETURN target.id;   -- already invited or in: nothing to ask
     END IF;

@@ -1,6 +1,7 @@
 -- Sharing operations (API.md §3): user_for_contact, discover_user,
 -- find_share, managed_participant, put_participant, remove_participant,
--- save_share, leave_shares, share_view, accept_share.
+-- save_share, leave_shares, caller_participant_id, share_view, share_root_preview,
+-- accept_share.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -250,6 +251,23 @@ AS $$
     SELECT ((SELECT count(*) FROM left_invited) + (SELECT count(*) FROM left_public))::integer
 $$;
 
+-- The caller's own participant row in a share, if any: bound to their
+-- account, else an invitation not yet accepted by their email or phone
+-- (the bound row first). One definition for share_view, accept_share and
+-- request_share_access (issue 38 made it three).
+CREATE OR REPLACE FUNCTION canopy.caller_participant_id(p_share_id bigint) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT p.id
+      FROM canopy.participants p JOIN canopy.users caller ON caller.id = canopy.current_user_id()
+     WHERE p.share_id = p_share_id
+       AND (p.user_id = caller.id
+            OR (p.user_id IS NULL AND ((p.email IS NOT NULL AND p.email = caller.email)
+                                        OR (p.phone IS NOT NULL AND p.phone = caller.phone))))
+     ORDER BY (p.user_id IS NOT NULL) DESC, p.id
+     LIMIT 1
+$$;
+
 -- What the share at a URL token shows the caller: only to its owner, a
 -- participant who is not REMOVED (an invitation by the caller's email or
 -- phone counts) or anyone when its public permission is not NONE (these
@@ -285,16 +303,7 @@ AS $$
       JOIN canopy.zones z ON z.id = s.zone_id
       JOIN canopy.users owner ON owner.id = z.owner_id
       LEFT JOIN canopy.records root ON root.id = s.root_record_id
-      LEFT JOIN LATERAL (
-          SELECT p.role, p.permission, p.status
-            FROM canopy.participants p JOIN canopy.users caller ON caller.id = canopy.current_user_id()
-           WHERE p.share_id = s.id
-             AND (p.user_id = caller.id
-                  OR (p.user_id IS NULL AND ((p.email IS NOT NULL AND p.email = caller.email)
-                                              OR (p.phone IS NOT NULL AND p.phone = caller.phone))))
-           ORDER BY (p.user_id IS NOT NULL) DESC, p.id
-           LIMIT 1
-      ) me ON true
+      LEFT JOIN canopy.participants me ON me.id = canopy.caller_participant_id(s.id)
       LEFT JOIN canopy.share_requests asked ON asked.share_id = s.id AND asked.user_id = canopy.current_user_id()
      WHERE s.url_token = p_token
        AND (me.status IN ('PENDING', 'ACCEPTED') OR s.public_permission <> 'NONE'
@@ -345,12 +354,7 @@ BEGIN
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
     END IF;
     SELECT * INTO invitation FROM canopy.participants p
-     WHERE p.share_id = target.id
-       AND (p.user_id = caller.id
-            OR (p.user_id IS NULL AND ((p.email IS NOT NULL AND p.email = caller.email)
-                                        OR (p.phone IS NOT NULL AND p.phone = caller.phone))))
-     ORDER BY (p.user_id IS NOT NULL) DESC, p.id
-     LIMIT 1 FOR UPDATE;
+     WHERE p.id = canopy.caller_participant_id(target.id) FOR UPDATE;
     IF invitation.id IS NOT NULL THEN
         IF invitation.status = 'REMOVED' THEN
             RAISE EXCEPTION 'you were removed from this share; the owner must add you again' USING ERRCODE = 'CN005';
@@ -376,6 +380,7 @@ REVOKE ALL ON FUNCTION canopy.put_participant(bigint, text, text, text, text, te
 REVOKE ALL ON FUNCTION canopy.remove_participant(bigint, text, text, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.save_share(bigint, text, boolean, text, text, jsonb, boolean, boolean, text, boolean, bytea) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.leave_shares(bigint, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.caller_participant_id(bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.share_view(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.share_root_preview(text, text[]) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.accept_share(text) FROM PUBLIC, canopy_gateway;
