@@ -83,14 +83,19 @@ public struct AssetURLSigner: Sendable {
     public static func mayHoldAssets(_ json: String) -> Bool {
         var json = json
         return json.withUTF8 { bytes in
-            guard bytes.count >= marker.count else { return false }
-            var index = 0
-            let last = bytes.count - marker.count
-            while index <= last {
-                if bytes[index] == 0x22, bytes[index + 1] == 0x41, marker.indices.allSatisfy({ bytes[index + $0] == marker[$0] }) {
+            guard bytes.count >= marker.count, let base = bytes.baseAddress else { return false }
+            // The C library's memchr finds each "A" (rare in records' JSON),
+            // then the marker around it is compared: the byte-at-a-time loop
+            // this replaces was 1.3% of a records page's CPU (issue 39).
+            let end = base + bytes.count
+            var from = base + 1
+            while from < end, let found = memchr(from, 0x41, end - from) {
+                let a = UnsafePointer(found.assumingMemoryBound(to: UInt8.self))
+                if a + (marker.count - 1) <= end, (a - 1).pointee == 0x22,
+                   memcmp(a - 1, marker, marker.count) == 0 {
                     return true
                 }
-                index += 1
+                from = a + 1
             }
             return false
         }

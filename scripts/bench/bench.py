@@ -56,6 +56,7 @@ import common
 import loading
 import report
 import sections
+import speed
 import workloads
 from common import DATA, ROOT, run, say
 from drivers import capture_statements
@@ -81,10 +82,11 @@ def parse_options():
                         help="the canopy binary to benchmark (default: .build/release/canopy, or CANOPY_BENCH_BINARY)")
     parser.add_argument("--floor-binary", metavar="PATH",
                         help="the canopy-floor binary (default: .build/release/canopy-floor, or CANOPY_BENCH_FLOOR)")
-    parser.add_argument("--only", choices=["floor", "web-services", "moves"],
+    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed"],
                         help="floor: only W1 and W2 against the floor, with the gateway's CPU a request; "
                              "web-services: only W9 and W10 beside their GraphQL twins; "
                              "moves: only issue 38's move of 1,000 records beside saving them; "
+                             "speed: only issue 39's cold rows, tail sets and W11 with W1 and W2; "
                              "each prints its table and does not write --output")
     return parser.parse_args()
 
@@ -107,6 +109,8 @@ def main():
         web_services_only(options)
     elif options.only == "moves":
         moves_only(options)
+    elif options.only == "speed":
+        speed_only(options)
     else:
         everything(options, scales)
 
@@ -116,12 +120,15 @@ def everything(options, scales):
     cluster = loading.fresh_cluster()
     setup = loading.load(cluster, options, scales)
     owner, guest, token = setup.owner, setup.guest, setup.owner["token"]
+    cold = speed.cold_start(token, options)
+    loading.settle(cluster)
 
     say("sharing Bench with a READ_ONLY participant; walking the change feed once for tokens at every page; "
         "a cursor 50 pages deep")
     with Gateway():
         loading.share_bench(owner, guest)
         tokens, cursor = loading.walk_feed(token)
+        writers = speed.add_writers(cluster)
     token_file = DATA / "feed-tokens.txt"
     token_file.write_text("\n".join(tokens[:-1]) + "\n")
     deep_args = {**RECORDS_ARGS, "c": cursor}
@@ -130,7 +137,7 @@ def everything(options, scales):
                                     "AND share_id IS NOT NULL"))
     say("capturing the statements the gateway sends")
     statements = capture_statements(cluster, workloads.all_requests(owner, guest, deep_args, tokens[len(tokens) // 2],
-                                                                    setup.scale_zones))
+                                                                    setup.scale_zones) + [speed.capture_request(writers)])
     work = workloads.all_workloads(setup, statements, options.records, deep_args, token_file)
 
     # The floor answers W1 and W2's first page with the gateway's own statements.
@@ -139,6 +146,8 @@ def everything(options, scales):
                                 "--data-dir", DATA]))["token"]
     with Gateway(["--container", workloads.CONTAINER]) as gateway, floors[work[0][0]], floors[work[1][0]]:
         rows, floor_rows = sections.run_workloads(cluster, gateway, floors, work, options)
+        tails = speed.tail_sets(cluster, work, rows, options)
+        writer_row = speed.many_writers(cluster, writers, statements, options)
         web_services = sections.web_services(gateway, workloads.web_services_pairs(token, api_token), options)
         saved = saved_batch_records(cluster)
         under_64 = sections.wide_load(cluster, gateway, floors[work[1][0]], work[1], options)
@@ -153,7 +162,8 @@ def everything(options, scales):
 
     text = report.benchmarks_md(options, scales, cluster.psql("SHOW server_version"), setup.people, guest_shares,
                                 rows, floor_rows, membership_rows, cost_rows, replica_rows, saved, under_64,
-                                latency, push, Gateway.hung, public64, web_services, move_times)
+                                latency, push, Gateway.hung, public64, web_services, move_times,
+                                {"cold": cold, "tails": tails, "writers": writer_row})
     Path(options.output).write_text(text)
     say(f"wrote {options.output}")
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
@@ -164,6 +174,7 @@ def floor_only(options):
     the floor, as everything() runs them; the table printed, --output untouched."""
     cluster = loading.fresh_cluster()
     setup = loading.load(cluster, options, [])
+    loading.settle(cluster)
     token = setup.owner["token"]
     say("sharing Bench with a READ_ONLY participant")
     with Gateway():
@@ -187,6 +198,7 @@ def web_services_only(options):
     everything() runs them; the table printed, --output untouched."""
     cluster = loading.fresh_cluster()
     setup = loading.load(cluster, options, [])
+    loading.settle(cluster)
     api_token = json.loads(run([common.BINARY, "tokens", "api", "add", "--container", workloads.CONTAINER, "--json",
                                 "--data-dir", DATA]))["token"]
     with Gateway(["--container", workloads.CONTAINER]) as gateway:
@@ -201,11 +213,35 @@ def moves_only(options):
     """--only moves: issue 38's move of 1,000 records beside saving them; printed."""
     cluster = loading.fresh_cluster()
     setup = loading.load(cluster, options, [])
+    loading.settle(cluster)
     with Gateway():
         save_ms, move_ms = sections.moves(setup.owner["token"], options)
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
     print(f"save 1,000 new records (batches of 400): {save_ms:.0f} ms; move 1,000 with descendants: {move_ms:.0f} ms; "
           f"move / save {move_ms / save_ms:.2f}", flush=True)
+
+
+def speed_only(options):
+    """--only speed: issue 39's sections (cold rows, W1 and W2 with the floor
+    and CPU, the tail sets, W11) as everything() runs them; printed."""
+    cluster = loading.fresh_cluster()
+    setup = loading.load(cluster, options, [])
+    token = setup.owner["token"]
+    cold = speed.cold_start(token, options)
+    loading.settle(cluster)
+    with Gateway():
+        loading.share_bench(setup.owner, setup.guest)
+        writers = speed.add_writers(cluster)
+    statements = capture_statements(cluster, workloads.floor_requests(token) + [speed.capture_request(writers)])
+    work = workloads.floor_workloads(token, statements, options.records)
+    floors = workloads.floors(cluster, statements, work)
+    with Gateway() as gateway, floors[work[0][0]], floors[work[1][0]]:
+        rows, floor_rows = sections.run_workloads(cluster, gateway, floors, work, options)
+        tails = speed.tail_sets(cluster, work, rows, options)
+        writer_row = speed.many_writers(cluster, writers, statements, options)
+    run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+    print("\n".join([""] + report.speed_lines(options, rows, floor_rows, {"cold": cold, "tails": tails, "writers": writer_row})),
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -87,11 +87,11 @@ def run_pgbench(cluster, script, defines, clients, seconds, header=""):
         return tps, percentile(latencies, 0.5), percentile(latencies, 0.99)
 
 
-def run_wrk(lua, clients, seconds, environment, url=URL):
+def run_wrk(lua, clients, seconds, environment, url=URL, threads=2):
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "script.lua"
         path.write_text(lua)
-        out = run(["wrk", "-t", "2", "-c", clients, "-d", f"{seconds}s", "--timeout", "60s", "--latency", "-s", path, url],
+        out = run(["wrk", "-t", threads, "-c", clients, "-d", f"{seconds}s", "--timeout", "60s", "--latency", "-s", path, url],
                   env={**os.environ, **environment})
         if "Non-2xx" in out:
             sys.exit(f"wrk saw errors: {out}")

@@ -4,7 +4,8 @@
 # records in Bench, the schema applied). Each round starts A, then B, on
 # loopback with 8 clients (wrk, 3 s warm-up, 8 s measured) and prints the
 # gateway's CPU per request (/proc/PID/stat, user + system) for W1 (lookup
-# of one record) and W2 (records: date range, sorted, 100 rows). Rounds
+# of one record) and W2 (records: date range, sorted, 100 rows), with wrk's
+# p99 (issue 39's tail). Rounds
 # alternate, so drift on this noisy machine falls on both alike.
 #   scripts/bench/gateway_ab.sh A_BINARY B_BINARY [ROUNDS]   (default 4)
 # Needs wrk, curl and bc; stops the gateway and the cluster when done.
@@ -38,11 +39,12 @@ for round in $(seq 1 "$ROUNDS"); do
     for workload in w1 w2; do
       wrk -t2 -c8 -d3s -s /tmp/gateway-ab-$workload.lua "http://127.0.0.1:$PORT/graphql" >/dev/null
       before=$(awk '{print $14+$15}' /proc/$SPID/stat)
-      out=$(wrk -t2 -c8 -d8s -s /tmp/gateway-ab-$workload.lua "http://127.0.0.1:$PORT/graphql")
+      out=$(wrk -t2 -c8 -d8s --latency -s /tmp/gateway-ab-$workload.lua "http://127.0.0.1:$PORT/graphql")
       after=$(awk '{print $14+$15}' /proc/$SPID/stat)
       reqs=$(echo "$out" | awk '/requests in/ {print $1}')
       non2xx=$(echo "$out" | awk '/Non-2xx/ {print $NF}')
-      line="$line ${workload^^} $(echo "scale=1; ($after-$before)*1000000/$TICK/$reqs" | bc) µs/request ($reqs requests, ${non2xx:-0} non-2xx);"
+      p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
+      line="$line ${workload^^} $(echo "scale=1; ($after-$before)*1000000/$TICK/$reqs" | bc) µs/request ($reqs requests, p99 $p99, ${non2xx:-0} non-2xx);"
     done
     echo "$line"
     kill -TERM $SPID; wait $SPID 2>/dev/null

@@ -17,15 +17,17 @@ def floor_table(floor_rows):
         "| workload | gateway req/s | floor req/s | pgbench tps | gateway / floor | gateway CPU µs/request | floor CPU µs/request | p50 gateway | p50 floor |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, g, f, c, gcpu, fcpu, g50, f50 in floor_rows:
+    for name, g, f, c, gcpu, fcpu, g50, f50, *_ in floor_rows:
         lines.append(f"| {name} | {g:,.0f} | {f:,.0f} | {c:,.0f} | {g / f:.2f} | {gcpu:.0f} | {fcpu:.0f} | {g50:.2f} | {f50:.2f} |")
     return lines
 
 
 def benchmarks_md(options, scales, server_version, people, guest_shares, rows, floor_rows, membership_rows,
-                  cost_rows, replica_rows, saved, under_64, latency, push, hung, public64, web_services, move_times):
+                  cost_rows, replica_rows, saved, under_64, latency, push, hung, public64, web_services, move_times,
+                  speed):
     """BENCHMARKS.md's text. `options` as bench.py parses them; `under_64` as
-    sections.wide_load returns it; `hung`: the gateway did not stop on SIGTERM."""
+    sections.wide_load returns it; `hung`: the gateway did not stop on
+    SIGTERM; `speed`: issue 39's sections (speed_lines)."""
     wide, memory, tails = under_64["wide"], under_64["memory"], under_64["tails"]
     floor_wide, floor_tails = under_64["floor_wide"], under_64["floor_tails"]
     pgbench_wide, pgbench_tails = under_64["pgbench_wide"], under_64["pgbench_tails"]
@@ -117,6 +119,8 @@ def benchmarks_md(options, scales, server_version, people, guest_shares, rows, f
         "", "| goal (issue 38) | measured | |", "|---|---|---|",
         f"| a move of 1,000 ≤ 2× saving 1,000 new | {move_ms / save_ms:.2f}× | {'met' if move_ms <= 2 * save_ms else '**not met**'} |",
     ]
+
+    lines += [""] + speed_lines(options, rows, floor_rows, speed)
 
     lines += [
         "", FLOOR_HEADING, "",
@@ -211,7 +215,7 @@ def benchmarks_md(options, scales, server_version, people, guest_shares, rows, f
                  f"{', '.join(f'{t:.2f}×' for t in tails)} | {'met' if all(t <= 3 for t in tails) else '**not met**'} |")
     w3_row = next(row for row in rows if row[0].startswith("W3"))
     lines.append(f"| W3 ≥ 20,000 records/s | {w3_row[2]:,.0f} | {'met' if w3_row[2] >= 20000 else '**not met**'} |")
-    for name, g, f, c, gcpu, fcpu, g50, f50 in floor_rows:
+    for name, g, f, c, gcpu, fcpu, g50, f50, *_ in floor_rows:
         short = name.split(":")[0].split(" ")[0]
         lines += [
             f"| {short} ≥ 0.7× the floor's throughput | {g / f:.2f} | {'met' if g >= 0.7 * f else '**not met**'} |",
@@ -224,3 +228,66 @@ def benchmarks_md(options, scales, server_version, people, guest_shares, rows, f
     lines += ["", f"What the numbers mean and what stands in the way: [docs/BENCHMARK_NOTES.md](docs/BENCHMARK_NOTES.md)."
               if notes_path.exists() else ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def speed_lines(options, rows, floor_rows, speed):
+    """Issue 39's section: the cold rows, the gateway's CPU against the
+    floor's, the tail in sets, W11. `speed` holds speed.py's results:
+    {"cold": cold_start, "tails": tail_sets, "writers": many_writers}."""
+    from speed import WRITER_BATCH, WRITERS
+    met = lambda ok: "met" if ok else "**not met**"
+    cold, tails, writers = speed["cold"], speed["tails"], speed["writers"]
+    lines = [
+        "## Speed (issue 39)", "",
+        "### Right after loading", "",
+        "The cold rows are W1 and W2's first page through a gateway started right after the loading above, before any "
+        "`ANALYZE` and with autovacuum off: the gateway's statements run on generic plans (`plan_cache_mode = "
+        "force_generic_plan`), made from no statistics at all. The steady rows are the table above, after `ANALYZE`. "
+        f"{options.clients} clients; medians of {options.runs} runs.", "",
+        "| workload | cold req/s | steady req/s | cold / steady | p50 cold | p50 steady | p99 cold | p99 steady |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, row in (("W1", rows[0]), ("W2", rows[1])):
+        rps, p50, p99 = cold[name]
+        lines.append(f"| {row[0]} | {rps:,.0f} | {row[2]:,.0f} | {rps / row[2]:.2f} | {p50:.2f} | {row[4]:.2f} | "
+                     f"{p99:.2f} | {row[6]:.2f} |")
+    lines += ["", "### The gateway's CPU a request against the floor's", "",
+              "From the floor section below (the same runs): user + system CPU of each process over a run, divided by "
+              "the requests it answered; medians.", "",
+              "| workload | gateway µs | floor µs | gateway / floor |", "|---|---:|---:|---:|"]
+    for name, g, f, c, gcpu, fcpu, *_ in floor_rows:
+        lines.append(f"| {name} | {gcpu:.0f} | {fcpu:.0f} | {gcpu / fcpu:.2f} |")
+    lines += ["", "### The tail at moderate load", "",
+              f"W1 and W2's first page at {options.clients} clients, gateway then pgbench (the gateway's statement, as "
+              f"`canopy_gateway`), in three sets of {options.runs} runs; each set's medians. The first set is the main "
+              "table's runs.", "",
+              "| workload | set | p50 gateway | p50 pgbench | p99 gateway | p99 pgbench | p99 gateway / pgbench |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, sets in tails.items():
+        for number, (g99, c99, g50, c50) in enumerate(sets, 1):
+            lines.append(f"| {name} | {number} | {g50:.2f} | {c50:.2f} | {g99:.2f} | {c99:.2f} | {g99 / c99:.2f} |")
+    g, c, g50, c50, g99, c99 = writers
+    lines += ["", "### W11: many writers in many zones", "",
+              f"{WRITERS} users, each with its own zone and its own connection, each saving batches of {WRITER_BATCH} new "
+              "records in W3's shape at once (wrk, a thread per user). The gateway's records/s are counted in the "
+              f"database. pgbench runs the gateway's own transaction for such a batch (identity, the write, the "
+              f"read-back) with {WRITERS} clients, client n as user n in their own zone. Runs interleaved; medians.", "",
+              "| workload | gateway records/s | pgbench records/s | ratio | p50 gateway | p50 pgbench | p99 gateway | p99 pgbench |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|",
+              f"| W11 {WRITERS} writers, batches of {WRITER_BATCH}, a zone each | {g:,.0f} | {c:,.0f} | {g / c:.2f} | "
+              f"{g50:.2f} | {c50:.2f} | {g99:.2f} | {c99:.2f} |"]
+    lines += ["", "| goal (issue 39) | measured | |", "|---|---|---|"]
+    for name, row in (("W1", rows[0]), ("W2", rows[1])):
+        ratio = cold[name][0] / row[2]
+        lines.append(f"| {name} cold ≥ 0.9× steady | {ratio:.2f}× | {met(ratio >= 0.9)} |")
+    for name, g_, f_, c_, gcpu, fcpu, *_ in floor_rows:
+        short = name.split(":")[0].split(" ")[0]
+        lines.append(f"| {short} gateway CPU a request ≤ 1.15× the floor's | {gcpu / fcpu:.2f}× | {met(gcpu <= 1.15 * fcpu)} |")
+    for name, sets in tails.items():
+        ratios = [g99 / c99 for g99, c99, _, _ in sets]
+        lines.append(f"| {name} p99 ≤ 2.5× pgbench's at {options.clients} clients, every set | "
+                     f"{', '.join(f'{r:.2f}×' for r in ratios)} | {met(all(r <= 2.5 for r in ratios))} |")
+    lines.append(f"| W11 ≥ 0.8× pgbench | {g / c:.2f}× | {met(g >= 0.8 * c)} |")
+    lines += ["", "Why a goal is not met, where one is not, and what was measured on the way: "
+              "[docs/BENCHMARK_NOTES.md](docs/BENCHMARK_NOTES.md), \"Issue 39\"."]
+    return lines

@@ -24,7 +24,7 @@ def run_workloads(cluster, gateway, floors, workloads, options):
     with the gateway's and the floor's CPU per request. Returns the rows
     (name, unit, gateway, pgbench, p50 gateway, p50 pgbench, p99 gateway,
     p99 pgbench) and the floor's rows (name, gateway, floor, pgbench,
-    gateway CPU µs, floor CPU µs, p50 gateway, p50 floor)."""
+    gateway CPU µs, floor CPU µs, p50 gateway, p50 floor, p99 gateway, p99 floor)."""
     floor_rows = []
     rows = []
     for name, unit, scale, lua, template, (script, defines), header in workloads:
@@ -67,9 +67,10 @@ def run_workloads(cluster, gateway, floors, workloads, options):
             floor_median = [median(floor_runs, i) for i in range(3)]
             floor_rows.append((name, median(gateway_runs, 0), floor_median[0], median(ceiling_runs, 0),
                                statistics.median(gateway_cpu_runs) * 1e6, statistics.median(floor_cpu_runs) * 1e6,
-                               median(gateway_runs, 1), floor_median[1]))
+                               median(gateway_runs, 1), floor_median[1], median(gateway_runs, 2), floor_median[2]))
             say(f"  floor {floor_median[0]:,.0f} {unit}; gateway / floor {floor_rows[-1][1] / floor_median[0]:.2f}; "
-                f"CPU per request: gateway {floor_rows[-1][4]:.0f} µs, floor {floor_rows[-1][5]:.0f} µs")
+                f"CPU per request: gateway {floor_rows[-1][4]:.0f} µs, floor {floor_rows[-1][5]:.0f} µs; "
+                f"p99 gateway {floor_rows[-1][8]:.2f} ms, floor {floor_rows[-1][9]:.2f} ms")
         gateway_median = [median(gateway_runs, i) for i in range(3)]
         ceiling = [median(ceiling_runs, i) for i in range(3)]
         rows.append((name, unit, gateway_median[0] * scale, ceiling[0] * scale, gateway_median[1], ceiling[1], gateway_median[2], ceiling[2]))

@@ -28,7 +28,12 @@ struct GraphQLRequestCheck {
     /// The operation's root fields, refused when together they cost more
     /// than the limit.
     func rootFields(of parsed: ParsedRequest) throws -> [SelectedField] {
-        let fields = try parsed.rootFields()
+        try costChecked(try parsed.rootFields(), in: parsed)
+    }
+
+    /// `fields` (the document's root fields, collected once) if the
+    /// document's cost is within the limit.
+    func costChecked(_ fields: [SelectedField], in parsed: ParsedRequest) throws -> [SelectedField] {
         try QueryCost.check(fields, in: parsed, maximum: maximumCost)
         return fields
     }

@@ -28,26 +28,41 @@ struct GraphQLResponse {
 
     /// `{"data": {key: json, ...}, "errors": [...]}`; a nil value is JSON null.
     static func data(_ entries: [(key: String, json: String?)], errors: [APIError], requestID: String) -> Response {
-        var body = "{\"data\":{"
+        // Written once into the response's buffer: the answers are the
+        // bulk of it, and each `+` copied them again.
+        let keys = entries.map { quoted($0.key) }
+        let errorText = errors.isEmpty ? nil : encode(errors, requestID: requestID)
+        var size = 24 + (errorText?.utf8.count ?? 0)
+        for (index, entry) in entries.enumerated() { size += keys[index].utf8.count + (entry.json?.utf8.count ?? 4) + 2 }
+        var body = ByteBuffer()
+        body.reserveCapacity(size)
+        body.writeStaticString("{\"data\":{")
         for (index, entry) in entries.enumerated() {
-            if index > 0 { body += "," }
-            body += quoted(entry.key) + ":" + (entry.json ?? "null")
+            if index > 0 { body.writeStaticString(",") }
+            body.writeString(keys[index])
+            body.writeStaticString(":")
+            if let json = entry.json { body.writeString(json) } else { body.writeStaticString("null") }
         }
-        body += "}"
-        if !errors.isEmpty {
-            body += ",\"errors\":" + encode(errors, requestID: requestID)
+        body.writeStaticString("}")
+        if let errorText {
+            body.writeStaticString(",\"errors\":")
+            body.writeString(errorText)
         }
-        body += "}"
+        body.writeStaticString("}")
         return json(body, status: .ok)
     }
 
     static func json(_ body: String, status: HTTPResponse.Status) -> Response {
+        json(ByteBuffer(string: body), status: status)
+    }
+
+    static func json(_ body: ByteBuffer, status: HTTPResponse.Status) -> Response {
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if status == .serviceUnavailable {
             // The database is gone or a failover is under way: ask again in a second.
             headers[.retryAfter] = "1"
         }
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: body))
     }
 
     static func encode(_ errors: [APIError], requestID: String) -> String {

@@ -87,10 +87,11 @@ struct GraphQLController {
             if parsed.operation.operation != .query && !allowMutations {
                 throw QueryError(.badRequest, "GET /graphql runs queries only; send mutations with POST")
             }
-            if try parsed.isIntrospectionOnly() {
+            let roots = try parsed.rootFields()
+            if ParsedRequest.isIntrospectionOnly(roots) {
                 return try await introspect(graphQLRequest)
             }
-            fields = try check.rootFields(of: parsed)
+            fields = try check.costChecked(roots, in: parsed)
             // Without a token: a request with nothing open to nobody is
             // refused whole (401, as ever); otherwise the fields that need
             // a caller are errors beside the public reads' answers.

@@ -124,7 +124,12 @@ public struct ParsedRequest: @unchecked Sendable {
     /// True when the operation asks only for introspection (`__schema`,
     /// `__type`, `__typename`), which GraphQLSwift's executor answers.
     public func isIntrospectionOnly() throws -> Bool {
-        try rootFields().allSatisfy { $0.name.hasPrefix("__") }
+        Self.isIntrospectionOnly(try rootFields())
+    }
+
+    /// The same, of root fields already collected.
+    public static func isIntrospectionOnly(_ roots: [SelectedField]) -> Bool {
+        roots.allSatisfy { $0.name.hasPrefix("__") }
     }
 
     private func checkShape(limits: Limits) throws {

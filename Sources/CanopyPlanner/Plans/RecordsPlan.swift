@@ -55,7 +55,7 @@ public struct RecordsPlan: Sendable {
         self.field = field
         fingerprint = Cursor.fingerprint([
             scope.rawValue, zone.zoneName, zone.ownerName ?? "", recordType, filterText ?? "", args?.jsonText ?? "",
-            sortKeys.map { "\($0.target)\($0.descending)" }.joined(separator: ","),
+            sortKeys.map { $0.target.fingerprintText + ($0.descending ? "true" : "false") }.joined(separator: ","),
         ])
         var after: Cursor?
         if let text = try arguments.string("cursor") {

@@ -15,6 +15,21 @@ public indirect enum CheckedPredicate: Equatable, Sendable {
         case field(String, FieldType)
         case recordName, creationDate, modificationDate, createdBy, modifiedBy
 
+        /// The target as `String(describing:)` printed it when cursors'
+        /// fingerprints were first made of it (so cursors issued by earlier
+        /// builds stay valid), without the reflection that took 4% of a
+        /// records request's CPU (issue 39).
+        public var fingerprintText: String {
+            switch self {
+            case .field(let name, let type): return "field(\"\(name)\", \(type.description))"
+            case .recordName: return "recordName"
+            case .creationDate: return "creationDate"
+            case .modificationDate: return "modificationDate"
+            case .createdBy: return "createdBy"
+            case .modifiedBy: return "modifiedBy"
+            }
+        }
+
         /// The type values are compared as.
         public var valueType: FieldType {
             switch self {

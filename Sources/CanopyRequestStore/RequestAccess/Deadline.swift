@@ -7,10 +7,9 @@ import Synchronization
 /// server is still running, such as a commit waiting for a synchronous
 /// standby): `body` is cancelled and left to finish on its own.
 public func withTimeout<T: Sendable>(_ timeout: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await Deadline.race(body) {
-        try await Task.sleep(for: timeout)
-        throw StoreError(.databaseUnavailable, "the database did not answer within \(timeout)")
-    }
+    try await Deadline.race(body, stages: [
+        .init(after: timeout) { StoreError(.databaseUnavailable, "the database did not answer within \(timeout)") },
+    ])
 }
 
 extension PostgresClient {
@@ -28,29 +27,43 @@ extension PostgresClient {
                 leased.value.store(true, ordering: .relaxed)
                 return try await body(connection)
             }
-        }, timer: {
-            try await Task.sleep(for: lease)
-            if !leased.value.load(ordering: .relaxed) {
-                throw StoreError(.databaseUnavailable, "no connection to the database within \(lease)")
-            }
-            try await Task.sleep(for: answer)
-            throw StoreError(.databaseUnavailable, "the database did not answer within \(lease + answer)")
-        })
+        }, stages: [
+            .init(after: lease) {
+                leased.value.load(ordering: .relaxed) ? nil : StoreError(.databaseUnavailable, "no connection to the database within \(lease)")
+            },
+            .init(after: answer) { StoreError(.databaseUnavailable, "the database did not answer within \(lease + answer)") },
+        ])
     }
 }
 
 /// The race behind both: whichever of the work and the timer ends first
-/// answers the caller; the other is cancelled and not waited for.
+/// answers the caller; the work is cancelled and not waited for, the timer
+/// disarmed (``DeadlineSweeper``).
 enum Deadline {
     final class Flag: Sendable {
         let value = Atomic<Bool>(false)
     }
 
-    /// One race: the caller's continuation (resumed once) and both tasks.
+    /// A stage of a race's timer: `after` the previous stage (or the
+    /// start), `failure` says what the caller is answered, or nil to go on
+    /// to the next stage.
+    struct Stage: Sendable {
+        let after: Duration
+        let failure: @Sendable () -> (any Error)?
+
+        init(after: Duration, failure: @escaping @Sendable () -> (any Error)?) {
+            self.after = after
+            self.failure = failure
+        }
+    }
+
+    /// One race: the caller's continuation (resumed once), the work's task
+    /// and the armed timer.
     private final class Race<T: Sendable>: Sendable {
         struct State {
             var continuation: CheckedContinuation<T, any Error>?
-            var tasks: [Task<Void, Never>] = []
+            var work: Task<Void, Never>?
+            var timer: UInt64?
             var finished = false
         }
 
@@ -67,53 +80,62 @@ enum Deadline {
             return !over
         }
 
-        /// Keeps the tasks to cancel, or cancels them now if it is over.
-        func hold(_ tasks: [Task<Void, Never>]) {
+        /// Keeps the work's task to cancel, or cancels it now if it is over.
+        func hold(_ work: Task<Void, Never>) {
             let over = state.withLock { state -> Bool in
-                if !state.finished { state.tasks = tasks }
+                if !state.finished { state.work = work }
                 return state.finished
             }
-            if over { tasks.forEach { $0.cancel() } }
+            if over { work.cancel() }
+        }
+
+        /// Arms the timer for `stages`, the first first.
+        func arm(_ stages: ArraySlice<Stage>) {
+            guard let stage = stages.first else { return }
+            let id = DeadlineSweeper.shared.arm(after: stage.after) { [self] in
+                if let error = stage.failure() {
+                    self.finish(.failure(error))
+                } else {
+                    self.arm(stages.dropFirst())
+                }
+            }
+            let over = state.withLock { state -> Bool in
+                if !state.finished { state.timer = id }
+                return state.finished
+            }
+            if over { DeadlineSweeper.shared.disarm(id) }
         }
 
         func finish(_ result: Result<T, any Error>) {
-            let (continuation, tasks) = state.withLock { state -> (CheckedContinuation<T, any Error>?, [Task<Void, Never>]) in
-                guard !state.finished else { return (nil, []) }
+            let (continuation, work, timer) = state.withLock { state -> (CheckedContinuation<T, any Error>?, Task<Void, Never>?, UInt64?) in
+                guard !state.finished else { return (nil, nil, nil) }
                 state.finished = true
-                defer { state.continuation = nil; state.tasks = [] }
-                return (state.continuation, state.tasks)
+                defer { state.continuation = nil; state.work = nil; state.timer = nil }
+                return (state.continuation, state.work, state.timer)
             }
+            if let timer { DeadlineSweeper.shared.disarm(timer) }
             continuation?.resume(with: result)
-            tasks.forEach { $0.cancel() }
+            work?.cancel()
         }
     }
 
-    /// Runs `work` against `timer`, which sleeps and then throws.
+    /// Runs `work` against a timer of `stages`.
     static func race<T: Sendable>(
         _ work: @escaping @Sendable () async throws -> T,
-        timer: @escaping @Sendable () async throws -> Void
+        stages: [Stage]
     ) async throws -> T {
         let race = Race<T>()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 guard race.start(continuation) else { return }
-                let workTask = Task {
+                race.arm(stages[...])
+                race.hold(Task {
                     do {
                         race.finish(.success(try await work()))
                     } catch {
                         race.finish(.failure(error))
                     }
-                }
-                let timerTask = Task {
-                    do {
-                        try await timer()
-                    } catch is CancellationError {
-                        return
-                    } catch {
-                        race.finish(.failure(error))
-                    }
-                }
-                race.hold([workTask, timerTask])
+                })
             }
         } onCancel: {
             race.finish(.failure(CancellationError()))

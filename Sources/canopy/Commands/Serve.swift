@@ -9,6 +9,8 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
+import NIOCore
+import NIOPosix
 import Prometheus
 import ServiceLifecycle
 
@@ -70,6 +72,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var outbound: OutboundOptions
     @OptionGroup var webServices: WebServicesOptions
     @OptionGroup var replicas: ReplicaOptions
+    @OptionGroup var pool: PoolOptions
     @OptionGroup var mode: ModeOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var migrations: MigrationsOptions
@@ -95,6 +98,9 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if ProcessInfo.processInfo.environment["CANOPY_EXPERIMENT_NIO_EXECUTOR"] == "1" {
+            _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        }
         CommandLogging.bootstrap(verbose: database.verbose)
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -186,7 +192,8 @@ struct Serve: AsyncParsableCommand {
             throw fail(error)
         }
         let gatewayDatabase = try RequestDatabase(
-            endpoint: resolved.gateway, statementTimeout: configuration.statementTimeout, schemaMode: mode.mode.rawValue,
+            endpoint: resolved.gateway, maximumConnections: pool.connections,
+            statementTimeout: configuration.statementTimeout, schemaMode: mode.mode.rawValue,
             replicas: replicaEndpoints, replicaSettings: replicas.settings, logger: logger
         )
         if !replicaEndpoints.isEmpty {
