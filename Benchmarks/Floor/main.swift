@@ -22,9 +22,6 @@ import NIOCore
 import NIOPosix
 import PostgresNIO
 
-if ProcessInfo.processInfo.environment["CANOPY_EXPERIMENT_NIO_EXECUTOR"] == "1" {
-    precondition(NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor())
-}
 let arguments = CommandLine.arguments
 guard arguments.count >= 6, let port = Int(arguments[1]), let pgPort = Int(arguments[3]) else {
     FileHandle.standardError.write(Data("usage: canopy-floor PORT SOCKET_DIR PG_PORT STATEMENT_FILE KEY [PARAMETER ...]\n".utf8))
@@ -60,7 +57,9 @@ logger.logLevel = .warning
 var configuration = PostgresClient.Configuration(
     unixSocketPath: "\(arguments[2])/.s.PGSQL.\(pgPort)", username: "canopy_gateway", password: nil, database: "canopy"
 )
-configuration.options.maximumConnections = Int(ProcessInfo.processInfo.environment["CANOPY_EXPERIMENT_POOL"] ?? "20") ?? 20
+// As many connections as `canopy serve`'s requests get by default
+// (--database-connections, less the one its change listener holds).
+configuration.options.maximumConnections = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
 let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
 
 let router = Router()

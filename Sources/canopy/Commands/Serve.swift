@@ -9,8 +9,6 @@ import Foundation
 import Hummingbird
 import Logging
 import Metrics
-import NIOCore
-import NIOPosix
 import Prometheus
 import ServiceLifecycle
 
@@ -98,9 +96,6 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if ProcessInfo.processInfo.environment["CANOPY_EXPERIMENT_NIO_EXECUTOR"] == "1" {
-            _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
-        }
         CommandLogging.bootstrap(verbose: database.verbose)
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
