@@ -6,6 +6,7 @@ usage:
   perf script -i perf.data | flamegraph.py fold > stacks.folded   # one line a stack: root;…;leaf COUNT
   flamegraph.py svg --title T < stacks.folded > graph.svg         # the picture (hover for names and shares)
   flamegraph.py top [--match TEXT] [--count N] < stacks.folded     # inclusive shares, the biggest first
+  flamegraph.py fold --modules < perf.txt | flamegraph.py modules   # CPU by the Canopy module that spent it
 
 Swift's names are demangled with `swift demangle --simplified`. Offsets,
 addresses and libraries are dropped; frames perf could not name are
@@ -23,12 +24,14 @@ import sys
 FRAME = re.compile(r"^\s*[0-9a-f]+\s+(.*?)(?:\+0x[0-9a-f]+)?\s+\((.*)\)\s*$")
 
 
-def demangled(names):
-    """{mangled: readable} through `swift demangle`, one call for all."""
+def demangled(names, modules=False):
+    """{mangled: readable} through `swift demangle`, one call for all;
+    with `modules`, names keep their module (`CanopyPlanner.RecordsPlan…`)."""
     swift = [name for name in names if name.startswith("$s") or name.startswith("_$s")]
     if not swift or not shutil.which("swift"):
         return {}
-    out = subprocess.run(["swift", "demangle", "--simplified", "--compact"], input="\n".join(swift),
+    flags = ["--compact"] if modules else ["--simplified", "--compact"]
+    out = subprocess.run(["swift", "demangle"] + flags, input="\n".join(swift),
                          capture_output=True, text=True).stdout.splitlines()
     return dict(zip(swift, out)) if len(out) == len(swift) else {}
 
@@ -40,7 +43,7 @@ def short(name):
     return name.replace(";", ",")
 
 
-def fold(lines):
+def fold(lines, modules=False):
     stacks = collections.Counter()
     frames = []
     for line in list(lines) + [""]:
@@ -53,7 +56,7 @@ def fold(lines):
         if match:
             symbol = match.group(1).strip()
             frames.append(symbol if symbol and symbol != "[unknown]" else f"[{match.group(2).rsplit('/', 1)[-1]}]")
-    names = demangled({frame for stack in stacks for frame in stack.split(";")})
+    names = demangled({frame for stack in stacks for frame in stack.split(";")}, modules)
     folded = collections.Counter()
     for stack, count in stacks.items():
         folded[";".join(short(names.get(frame, frame)) for frame in stack.split(";"))] += count
@@ -81,7 +84,7 @@ def svg(lines, title, width=1600, row=16):
 
     def place(node, name, x, depth):
         w = node["count"] / total * (width - 20)
-        if w < 0.3:
+        if w < 1.0:
             return 0
         rectangles.append((name, x, depth, w, node["count"]))
         child_x = x
@@ -124,17 +127,42 @@ def top(lines, match, count):
         print(f"{samples / total * 100:6.2f}%  {frame}")
 
 
+CANOPY = re.compile(r"\b(Canopy[A-Za-z]*)\.")
+
+
+def modules(lines, count):
+    """Each sample charged to the module of its innermost Canopy frame (the
+    code Canopy itself runs, libraries it calls included), or else to its
+    leaf's module or library: where the gateway's own CPU goes, from a
+    `fold --modules` file."""
+    charged = collections.Counter()
+    total = 0
+    for frames, samples in read_folded(lines):
+        total += samples
+        owner = next((found.group(1) for frame in reversed(frames) if (found := CANOPY.search(frame))), None)
+        if owner is None:
+            leaf = frames[-1]
+            match = re.match(r"(?:\(extension in )?([A-Za-z_][A-Za-z0-9_]*)\.", leaf.replace("specialized ", "").replace("generic ", ""))
+            owner = ("(other) " + match.group(1)) if match else "(other) " + leaf[:40]
+        charged[owner] += samples
+    for owner, samples in charged.most_common(count):
+        print(f"{samples / total * 100:6.2f}%  {owner}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["fold", "svg", "top"])
+    parser.add_argument("command", choices=["fold", "svg", "top", "modules"])
     parser.add_argument("--title", default="canopy serve")
     parser.add_argument("--match")
     parser.add_argument("--count", type=int, default=60)
+    parser.add_argument("--modules", action="store_true", help="fold: keep Swift module names (for `modules`)")
     options = parser.parse_args()
     if options.command == "fold":
-        fold(sys.stdin)
+        fold(sys.stdin, options.modules)
     elif options.command == "svg":
         svg(sys.stdin, options.title)
+    elif options.command == "modules":
+        modules(sys.stdin, options.count)
     else:
         top(sys.stdin, options.match, options.count)
 

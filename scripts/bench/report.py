@@ -260,12 +260,16 @@ def speed_lines(options, rows, floor_rows, speed):
     lines += ["", "### The tail at moderate load", "",
               f"W1 and W2's first page at {options.clients} clients, gateway then pgbench (the gateway's statement, as "
               f"`canopy_gateway`), in three sets of {options.runs} runs; each set's medians. The first set is the main "
-              "table's runs.", "",
-              "| workload | set | p50 gateway | p50 pgbench | p99 gateway | p99 pgbench | p99 gateway / pgbench |",
-              "|---|---:|---:|---:|---:|---:|---:|"]
+              "table's runs, where the floor (the same statement through Hummingbird and PostgresNIO alone, as many "
+              "connections as the gateway's requests get) ran too: its p99 is what the stack does to the tail without "
+              "the gateway's own work.", "",
+              "| workload | set | p50 gateway | p50 pgbench | p99 gateway | p99 pgbench | p99 gateway / pgbench | p99 floor | p99 floor / pgbench |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    floor_p99 = {row[0].split(" ")[0]: row[9] for row in floor_rows if len(row) > 9}
     for name, sets in tails.items():
         for number, (g99, c99, g50, c50) in enumerate(sets, 1):
-            lines.append(f"| {name} | {number} | {g50:.2f} | {c50:.2f} | {g99:.2f} | {c99:.2f} | {g99 / c99:.2f} |")
+            floor = f"{floor_p99[name]:.2f} | {floor_p99[name] / c99:.2f}" if number == 1 and name in floor_p99 else "| "
+            lines.append(f"| {name} | {number} | {g50:.2f} | {c50:.2f} | {g99:.2f} | {c99:.2f} | {g99 / c99:.2f} | {floor} |")
     g, c, g50, c50, g99, c99 = writers
     lines += ["", "### W11: many writers in many zones", "",
               f"{WRITERS} users, each with its own zone and its own connection, each saving batches of {WRITER_BATCH} new "

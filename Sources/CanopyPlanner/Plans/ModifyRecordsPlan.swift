@@ -176,7 +176,8 @@ public struct ModifyRecordsPlan: Sendable {
         if let tag = record["recordChangeTag"], !tag.isNull, tag.stringValue == nil {
             return "record \(name): recordChangeTag must be a string"
         }
-        if record["fields"]!.jsonText.utf8.count > maximumFieldsBytes {
+        if let fieldsValue = record["fields"], JSONWriter.sizeBound(of: fieldsValue) > maximumFieldsBytes,
+           fieldsValue.jsonText.utf8.count > maximumFieldsBytes {
             return "record \(name): fields are larger than the limit of 1 MB"
         }
         return nil
