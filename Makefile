@@ -15,7 +15,7 @@ export SWIFT
 PORT ?= 8080
 DATA_DIR ?= .canopy
 
-.PHONY: run test build postgres clean stop docker-config bench bench-full soak fuzz fuzz-build
+.PHONY: run test build postgres clean stop docker-config bench bench-full flamegraphs soak fuzz fuzz-build
 
 postgres:
 	@scripts/ensure-postgres.sh
@@ -62,6 +62,15 @@ bench-full: postgres
 	$(SWIFT) build -c release --product canopy
 	$(SWIFT) build -c release --product canopy-floor
 	python3 scripts/bench/bench.py --records 1000000 --scales 100000,1000000,5000000 --runs 5 --seconds 20
+
+# Flame graphs of the release gateway under W1 and W2 (issue 39), drawn
+# into docs/images/flame-now-w1.svg and -w2.svg from perf's samples, on the
+# cluster the last make bench left in .bench; prints CPU by Canopy module.
+flamegraphs: postgres
+	@scripts/ensure-bench-tools.sh
+	@command -v perf >/dev/null || apt-get install -y linux-perf
+	$(SWIFT) build -c release --product canopy
+	scripts/bench/flamegraphs.sh .build/release/canopy now
 
 # The soak (issue 20): RSS, PostgreSQL connections and p99 over 30 minutes
 # of queries, batches, sharing, feeds, subscriptions and bad requests;

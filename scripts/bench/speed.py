@@ -19,12 +19,13 @@ WRITER_BATCH = 50       # records in each W11 request
 WRITER_ZONE = "Many"
 
 
-def cold_start(token, options):
-    """W1 and W2's first page through a gateway started right after loading,
-    before any ANALYZE (autovacuum is off until loading.settle): its
-    connections make their generic plans from no statistics. Returns
-    {"W1": (req/s, p50, p99), "W2": (…)}, medians of the runs."""
-    say(f"cold: W1 and W2's first page before any ANALYZE, {options.runs} runs of {options.seconds} s, "
+def cold_start(token, options, label="cold"):
+    """W1 and W2's first page through a gateway started now: right after
+    loading, before any ANALYZE (autovacuum is off until loading.settle),
+    its connections make their generic plans from no statistics; run again
+    right after settle, the same way, for the analysed rows beside them.
+    Returns {"W1": (req/s, p50, p99), "W2": (…)}, medians of the runs."""
+    say(f"{label}: W1 and W2's first page through a gateway started now, {options.runs} runs of {options.seconds} s, "
         f"{options.clients} clients")
     scripts = {"W1": wrk_script(token, LOOKUP), "W2": wrk_script(token, records_query(), RECORDS_ARGS)}
     runs = {name: [] for name in scripts}
@@ -34,7 +35,7 @@ def cold_start(token, options):
                 runs[name].append(run_wrk(lua, options.clients, options.seconds, {}))
     found = {name: tuple(statistics.median(r[i] for r in results) for i in range(3)) for name, results in runs.items()}
     for name, (rps, p50, p99) in found.items():
-        say(f"  {name} cold: {rps:,.0f} requests/s, p50 {p50:.2f} ms, p99 {p99:.2f} ms")
+        say(f"  {name} {label}: {rps:,.0f} requests/s, p50 {p50:.2f} ms, p99 {p99:.2f} ms")
     return found
 
 

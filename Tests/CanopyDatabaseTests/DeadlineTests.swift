@@ -1,0 +1,59 @@
+import CanopyRequestStore
+import Testing
+
+/// Every database call has a deadline (DECISIONS 50), now armed in the
+/// table one thread sweeps (DECISIONS 98): a call that does not end is
+/// answered at its deadline, one that ends is answered at once and its
+/// timer never fires later.
+@Suite("Deadlines of database calls")
+struct DeadlineTests {
+    @Test("a call that does not end in time is answered databaseUnavailable at its deadline, not before")
+    func firesAtTheDeadline() async throws {
+        let started = ContinuousClock.now
+        await #expect(throws: StoreError.self) {
+            try await withTimeout(.milliseconds(300)) { () async throws -> Int in
+                // Ignores cancellation, as a statement the server is still
+                // running does: the caller must be answered anyway.
+                for _ in 0..<5 { try? await Task.sleep(for: .seconds(1)) }
+                return 0
+            }
+        }
+        let took = ContinuousClock.now - started
+        #expect(took >= .milliseconds(300), "answered after \(took), before the deadline")
+        // A generous bound for a loaded 2-core machine: it must not wait
+        // for the body, which takes 5 s whatever is cancelled.
+        #expect(took < .seconds(5), "answered after \(took)")
+    }
+
+    @Test("calls that end are answered with their value, and their timers never fire afterwards")
+    func endsFirst() async throws {
+        let answered = await withTaskGroup(of: Bool.self) { group in
+            for number in 0..<500 {
+                group.addTask {
+                    (try? await withTimeout(.milliseconds(200)) { number * 2 }) == number * 2
+                }
+            }
+            return await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(answered == 500)
+        // Past every deadline: a timer left armed would have answered
+        // nobody, but a timer that fired twice or resumed a finished call
+        // would have crashed the process (a continuation resumed twice).
+        try await Task.sleep(for: .milliseconds(400))
+    }
+
+    @Test("a caller cancelled while waiting is answered at once")
+    func cancelled() async throws {
+        let task = Task {
+            try await withTimeout(.seconds(30)) { () async throws -> Int in
+                try await Task.sleep(for: .seconds(30))
+                return 1
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let started = ContinuousClock.now
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(ContinuousClock.now - started < .seconds(5))
+    }
+}
