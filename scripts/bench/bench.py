@@ -14,7 +14,11 @@ the change feed; W5 W2 as an accepted participant in SHARED scope; W6 W2
 at several table sizes; and the gateway's peak memory and p99 under 64
 connections; W2 with a streaming replica (issue 19); what push adds to a
 write and a webhook's latency (issue 23); moving 1,000 records beside saving
-them (issue 38, moves.py). The record type's schema (schema/bench.ckdb's text below) is
+them (issue 38, moves.py); issue 39's cold rows (W1 and W2 through a
+gateway started right after loading, before any ANALYZE, beside the same
+runs right after it), the tail at 8 clients in three sets with the floor's
+p99, and W11, 64 writers each saving batches of 50 into their own zone
+beside pgbench running the same transactions (speed.py). The record type's schema (schema/bench.ckdb's text below) is
 applied with `canopy schema apply`, so the declared fields are indexed.
 
 Issue 18 adds the stack's floor: `canopy-floor` (Benchmarks/Floor), a
@@ -27,7 +31,7 @@ shares (--guest-shares), running the same statements through pgbench: the
 cost of row-level security as a user's memberships grow.
 
 usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--guest-shares N] [--output FILE]
-                [--binary PATH] [--floor-binary PATH] [--only floor|web-services|moves]
+                [--binary PATH] [--floor-binary PATH] [--only floor|web-services|moves|speed]
 (make bench: quick; make bench-full: larger). Needs wrk and pgbench.
 
 --binary PATH is the canopy binary benchmarked (it also runs the cluster,
@@ -41,10 +45,13 @@ gateway, pgbench and the floor with CPU µs a request, and prints that table
 instead of writing BENCHMARKS.md. To compare two builds of the gateway in
 one session, run it once with each build's --binary.
 
+--only speed runs issue 39's sections alone (speed.py) and prints them.
+
 bench.py is the entry point; the rest is in common.py (paths, commands, the
 cluster), servers.py (gateway, floor), population.py and loading.py,
 drivers.py (wrk, pgbench), workloads.py, measure.py, latency.py,
-sections.py (each section's runs) and report.py (BENCHMARKS.md).
+sections.py (each section's runs), speed.py (issue 39's), report.py
+(BENCHMARKS.md); flamegraph.py and flamegraphs.sh draw flame graphs.
 """
 import argparse
 import json
