@@ -240,7 +240,8 @@ def speed_lines(options, rows, floor_rows, speed):
     lines = [
         "## Speed (issue 39)", "",
         "### Right after loading", "",
-        "The cold rows are W1 and W2's first page through a gateway started right after the loading above, before any "
+        "The cold rows are W1 and W2's first page through a gateway started right after the loading above (and a "
+        "`CHECKPOINT`, so the load's writes to disk do not fall on these runs alone), before any "
         "`ANALYZE` and with autovacuum off: the gateway's statements run on generic plans (`plan_cache_mode = "
         "force_generic_plan`), made from no statistics at all. The steady rows are the same runs through a gateway "
         "started right after `ANALYZE` of every table (the main table's rows come later, after other sections). "
