@@ -12,7 +12,7 @@ from common import DATA, run, say
 from drivers import run_pgbench, run_wrk, wrk_script
 from measure import quiet
 from servers import Gateway, graphql
-from workloads import LOOKUP, RECORDS_ARGS, modify_pgbench_script, records_query
+from workloads import LOOKUP, RECORDS_ARGS, batch, lua_batch, modify_pgbench_script, records_query
 
 WRITERS = 64            # W11's users, each with a zone, each one connection
 WRITER_BATCH = 50       # records in each W11 request
@@ -79,16 +79,9 @@ MODIFY_MANY = ('mutation($s: [RecordInput!]) { modifyRecords(scope: PRIVATE, zon
                'save: $s) { saved { recordName recordChangeTag } errors { recordName code } } }')
 
 
-def writer_batch(prefix):
-    """W11's 50 new records, named prefix0 … prefix49, in W3's shape."""
-    return [{"recordName": f"{prefix}{i}", "recordType": "Fast",
-             "fields": {"hours": i % 48, "endDate": {"type": "TIMESTAMP", "value": 1800000000000 + i * 60000},
-                        "note": f"bulk {i}", "tags": [f"t{i % 10}"]}} for i in range(WRITER_BATCH)]
-
-
 def capture_request(writers):
     """The request whose statements pgbench runs for W11, as capture_statements takes it."""
-    return ("many", writers[0]["token"], MODIFY_MANY, {"s": writer_batch("W3PREFIX")},
+    return ("many", writers[0]["token"], MODIFY_MANY, {"s": batch("W3PREFIX", WRITER_BATCH)},
             ["canopy.modify_records(", "r.id = ANY("])
 
 
@@ -110,13 +103,7 @@ end
 request = function()
   counter = counter + 1
   local prefix = "m" .. run .. "_" .. counter .. "_"
-  local parts = {{}}
-  for i = 0, {WRITER_BATCH - 1} do
-    parts[#parts + 1] = '{{"recordName":"' .. prefix .. i .. '","recordType":"Fast","fields":{{"hours":' .. (i % 48) ..
-      ',"endDate":{{"type":"TIMESTAMP","value":' .. string.format("%.0f", 1800000000000 + i * 60000) ..
-      '}},"note":"bulk ' .. i .. '","tags":["t' .. (i % 10) .. '"]}}}}'
-  end
-  local headers = {{["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. token}}
+{lua_batch(WRITER_BATCH)}  local headers = {{["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. token}}
   return wrk.format("POST", "/graphql", headers, {json.dumps(head)} .. table.concat(parts, ",") .. {json.dumps(tail)})
 end
 """

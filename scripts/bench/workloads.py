@@ -34,11 +34,23 @@ MODIFY = ('mutation($s: [RecordInput!]) { modifyRecords(scope: PRIVATE, zone: {z
 BATCH = 400
 
 
-def batch(prefix):
-    """W3's 400 new records, named prefix0 … prefix399."""
+def batch(prefix, count=BATCH):
+    """`count` new records (W3's 400 by default), named prefix0, prefix1, …"""
     return [{"recordName": f"{prefix}{i}", "recordType": "Fast",
              "fields": {"hours": i % 48, "endDate": {"type": "TIMESTAMP", "value": 1800000000000 + i * 60000},
-                        "note": f"bulk {i}", "tags": [f"t{i % 10}"]}} for i in range(BATCH)]
+                        "note": f"bulk {i}", "tags": [f"t{i % 10}"]}} for i in range(count)]
+
+
+def lua_batch(count):
+    """Lua that fills `parts` with `batch(prefix, count)`'s records as JSON
+    text, `prefix` a Lua variable: what W3's and W11's wrk scripts send."""
+    return f"""  local parts = {{}}
+  for i = 0, {count - 1} do
+    parts[#parts + 1] = '{{"recordName":"' .. prefix .. i .. '","recordType":"Fast","fields":{{"hours":' .. (i % 48) ..
+      ',"endDate":{{"type":"TIMESTAMP","value":' .. string.format("%.0f", 1800000000000 + i * 60000) ..
+      '}},"note":"bulk ' .. i .. '","tags":["t' .. (i % 10) .. '"]}}}}'
+  end
+"""
 
 
 def modify_wrk_script(token):
@@ -56,13 +68,7 @@ end
 request = function()
   counter = counter + 1
   local prefix = "w" .. run .. "_" .. tid .. "_" .. counter .. "_"
-  local parts = {{}}
-  for i = 0, {BATCH - 1} do
-    parts[#parts + 1] = '{{"recordName":"' .. prefix .. i .. '","recordType":"Fast","fields":{{"hours":' .. (i % 48) ..
-      ',"endDate":{{"type":"TIMESTAMP","value":' .. string.format("%.0f", 1800000000000 + i * 60000) ..
-      '}},"note":"bulk ' .. i .. '","tags":["t' .. (i % 10) .. '"]}}}}'
-  end
-  return wrk.format("POST", "/graphql", headers, {json.dumps(head)} .. table.concat(parts, ",") .. {json.dumps(tail)})
+{lua_batch(BATCH)}  return wrk.format("POST", "/graphql", headers, {json.dumps(head)} .. table.concat(parts, ",") .. {json.dumps(tail)})
 end
 """
 
