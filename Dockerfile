@@ -17,6 +17,7 @@ COPY --from=build /src/.build/release/canopy /usr/local/bin/canopy
 COPY migrations /app/migrations
 COPY sql /app/sql
 COPY web /app/web
+COPY clients/js /app/clients/js
 WORKDIR /app
 ENV CANOPY_MIGRATIONS_DIR=/app/migrations CANOPY_SQL_DIR=/app/sql CANOPY_WEB_DIR=/app/web CANOPY_HOST=0.0.0.0 CANOPY_PORT=8080
 EXPOSE 8080

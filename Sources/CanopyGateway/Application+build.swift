@@ -64,6 +64,9 @@ public func buildApplication(
         let transport = ConsoleTransport(publicURL: configuration.publicURL, plainHTTPAllowed: configuration.consoleOverPlainHTTP)
         ConsoleController(files: console, providers: configuration.signInProviders, transport: transport).register(on: router)
     }
+    if let clientPackage = configuration.clientPackage {
+        ClientPackageController(files: clientPackage).register(on: router)
+    }
     if let assets = configuration.assets, let assetURLs {
         AssetController(database: database, settings: assets, authenticator: authenticator, signer: assetURLs).register(on: router)
     }

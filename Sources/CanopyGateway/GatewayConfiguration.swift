@@ -29,6 +29,9 @@ import CanopyPush
 ///   migrations directory; `--no-console`): the web console's files,
 ///   served at `/` and `/console/`; nil: no console (the invitation page
 ///   at `/share/<token>` is served either way)
+/// - `clientPackage` (`--js-dir`, `CANOPY_JS_DIR`, default `clients/js`
+///   beside the migrations directory): CanopyJS's modules, served at `/js/`
+///   with the console, which is built on them; nil: not served
 /// - `signInProviders`: the `--auth-config` providers with a `signIn` block,
 ///   offered by the console as "Sign in with …" buttons
 /// - `webServices` (`--container`, `CANOPY_CONTAINER`; `--environment`,
@@ -52,6 +55,7 @@ public struct GatewayConfiguration: Sendable {
     public var accessLog: Bool
     public var assets: AssetSettings?
     public var console: ConsoleFiles?
+    public var clientPackage: ConsoleFiles?
     /// Serve the console over plain HTTP to clients beyond this machine
     /// (`--console-over-http`); by default only loopback clients get it
     /// unless the public URL is https.
@@ -82,6 +86,7 @@ public struct GatewayConfiguration: Sendable {
         accessLog: Bool = false,
         assets: AssetSettings? = nil,
         console: ConsoleFiles? = nil,
+        clientPackage: ConsoleFiles? = nil,
         signInProviders: [IdentityProvider] = [],
         limits: AbuseLimits = AbuseLimits(),
         push: PushSettings? = nil,
@@ -104,6 +109,7 @@ public struct GatewayConfiguration: Sendable {
         self.accessLog = accessLog
         self.assets = assets
         self.console = console
+        self.clientPackage = clientPackage
         self.signInProviders = signInProviders.filter { $0.signIn != nil }
         self.limits = limits
         self.push = push

@@ -27,7 +27,8 @@ struct ConsoleSignInTests {
         )
         let verifier = await TokenVerifier(configuration: AuthConfiguration(providers: [idp]), logger: harness.logs.logger())
         let configuration = GatewayConfiguration(
-            port: 0, console: try ConsoleFiles.load(directory: "\(TestDatabase.packageRoot)/web"), signInProviders: [idp]
+            port: 0, console: try ConsoleFiles.load(directory: "\(TestDatabase.packageRoot)/web"),
+            clientPackage: try WebConsoleRouteTests.clientPackage(), signInProviders: [idp]
         )
         try await harness.test(configuration: configuration, live: true, identity: verifier) { client in
             let port = try #require(client.port)

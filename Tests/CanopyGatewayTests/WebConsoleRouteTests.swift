@@ -16,6 +16,33 @@ struct WebConsoleRouteTests {
         try ConsoleFiles.load(directory: "\(TestDatabase.packageRoot)/web")
     }
 
+    static func clientPackage() throws -> ConsoleFiles {
+        try ConsoleFiles.load(directory: "\(TestDatabase.packageRoot)/clients/js", required: "index.js")
+    }
+
+    @Test("GET /js/<file> is CanopyJS's modules (the console imports them); a page on an allowed origin may load them, another origin gets no CORS header")
+    func clientPackageFiles() async throws {
+        let harness = try await GatewayHarness.make()
+        let configuration = GatewayConfiguration(
+            crossOrigin: try CrossOriginPolicy(origins: ["http://app.example.com"]),
+            console: try Self.console(), clientPackage: try Self.clientPackage()
+        )
+        try await harness.test(configuration: configuration) { client in
+            let module = try await client.execute(uri: "/js/index.js", method: .get, headers: [.origin: "http://app.example.com"])
+            #expect(module.status == .ok)
+            #expect(module.headers[.contentType] == "text/javascript; charset=utf-8")
+            #expect(module.headers[.accessControlAllowOrigin] == "http://app.example.com")
+            #expect(String(buffer: module.body).contains("export"))
+            let elsewhere = try await client.execute(uri: "/js/index.js", method: .get, headers: [.origin: "http://other.example.com"])
+            #expect(elsewhere.headers[.accessControlAllowOrigin] == nil)
+            for missing in ["/js/nothing.js", "/js/..%2FPackage.swift", "/js/package.json.bak", "/js/README.md"] {
+                #expect(try await client.execute(uri: missing, method: .get).status == .notFound, "\(missing)")
+            }
+            let console = try await client.execute(uri: "/console/app.js", method: .get)
+            #expect(String(buffer: console.body).contains("/js/"), "the console imports CanopyJS")
+        }
+    }
+
     @Test("GET / is the console's page and /console/<file> its modules, with a CSP that allows only this origin and no inline code")
     func files() async throws {
         let harness = try await GatewayHarness.make()

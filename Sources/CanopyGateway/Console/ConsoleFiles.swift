@@ -3,10 +3,10 @@ import Crypto
 import Foundation
 import NIOCore
 
-/// The web console's static files (`web/`: HTML, CSS, ES modules, no build
-/// step), read once when the gateway starts and served from memory. The
-/// directory is flat: a file is reached as `/console/<name>`, and only
-/// names of the kinds below are served.
+/// A flat directory of static files read once when the gateway starts and
+/// served from memory: the web console (`web/`: HTML, CSS, ES modules, no
+/// build step), reached as `/console/<name>`, and CanopyJS (`clients/js/`),
+/// reached as `/js/<name>`. Only names of the kinds below are served.
 public struct ConsoleFiles: Sendable {
     /// One file's bytes and what the response says of them.
     public struct File: Sendable {
@@ -30,32 +30,36 @@ public struct ConsoleFiles: Sendable {
         "json": "application/json",
     ]
 
-    /// Reads every servable file of `directory`; it must hold `index.html`.
-    public static func load(directory: String) throws(GatewayConfigurationError) -> ConsoleFiles {
+    /// Reads every servable file of `directory`; it must hold `required`.
+    /// `what` and `option` name the directory and its flag in errors.
+    public static func load(
+        directory: String, required: String = "index.html", what: String = "the console's",
+        option: String = "--web-dir, set CANOPY_WEB_DIR, or turn the console off with --no-console"
+    ) throws(GatewayConfigurationError) -> ConsoleFiles {
         let manager = FileManager.default
         var isDirectory: ObjCBool = false
         guard manager.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw GatewayConfigurationError(message: "the console's directory '\(directory)' does not exist (pass --web-dir, set CANOPY_WEB_DIR, or turn the console off with --no-console)")
+            throw GatewayConfigurationError(message: "\(what) directory '\(directory)' does not exist (pass \(option))")
         }
         let names: [String]
         do {
             names = try manager.contentsOfDirectory(atPath: directory)
         } catch {
-            throw GatewayConfigurationError(message: "the console's directory '\(directory)' cannot be read: \(error.localizedDescription)")
+            throw GatewayConfigurationError(message: "\(what) directory '\(directory)' cannot be read: \(error.localizedDescription)")
         }
         var files: [String: File] = [:]
         for name in names.sorted() where isServable(name) {
             let path = (directory as NSString).appendingPathComponent(name)
             guard let data = manager.contents(atPath: path) else {
-                throw GatewayConfigurationError(message: "the console's file '\(path)' cannot be read")
+                throw GatewayConfigurationError(message: "\(what) file '\(path)' cannot be read")
             }
             let bytes = [UInt8](data)
             let digest = Array(SHA256.hash(data: bytes).prefix(16))
             let type = contentTypes[extensionOf(name)] ?? "application/octet-stream"
             files[name] = File(bytes: ByteBuffer(bytes: bytes), contentType: type, entityTag: "\"\(Hex.encode(digest))\"")
         }
-        guard files["index.html"] != nil else {
-            throw GatewayConfigurationError(message: "the console's directory '\(directory)' has no index.html (pass --web-dir or set CANOPY_WEB_DIR)")
+        guard files[required] != nil else {
+            throw GatewayConfigurationError(message: "\(what) directory '\(directory)' has no \(required) (pass \(option))")
         }
         return ConsoleFiles(directory: directory, files: files)
     }

@@ -56,7 +56,12 @@ struct Serve: AsyncParsableCommand {
         valueName: "dir"))
     var webDirectory: String?
 
-    @Flag(name: .customLong("no-console"), help: "Serve no web console at / (the invitation page at /share/<token> stays).")
+    @Option(name: .customLong("js-dir"), help: ArgumentHelp(
+        "Directory of CanopyJS, the JavaScript client the console is built on, served at /js/ (env CANOPY_JS_DIR; default: clients/js beside the migrations directory); see clients/js/README.md.",
+        valueName: "dir"))
+    var clientPackageDirectory: String?
+
+    @Flag(name: .customLong("no-console"), help: "Serve no web console at / and no CanopyJS at /js/ (the invitation page at /share/<token> stays).")
     var noConsole = false
 
     @Flag(name: .customLong("console-over-http"), help: "Serve the console over plain HTTP to browsers on other machines too; by default they get it only when --public-url is https (a TLS proxy in front), since the page carries their sign-in (env CANOPY_CONSOLE_OVER_HTTP=1).")
@@ -129,7 +134,16 @@ struct Serve: AsyncParsableCommand {
             throw fail(error)
         }
         var console: ConsoleFiles?
+        var clientPackage: ConsoleFiles?
         if !noConsole {
+            let packageDirectory = clientPackageDirectory ?? ProcessInfo.processInfo.environment["CANOPY_JS_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? URL(fileURLWithPath: migrations.directory).deletingLastPathComponent().appendingPathComponent("clients/js").path
+            do {
+                clientPackage = try ConsoleFiles.load(directory: packageDirectory, required: "index.js", what: "CanopyJS's",
+                                                      option: "--js-dir, set CANOPY_JS_DIR, or turn the console off with --no-console")
+            } catch {
+                throw fail(error)
+            }
             let directory = webDirectory ?? ProcessInfo.processInfo.environment["CANOPY_WEB_DIR"].flatMap { $0.isEmpty ? nil : $0 }
                 ?? URL(fileURLWithPath: migrations.directory).deletingLastPathComponent().appendingPathComponent("web").path
             do {
@@ -166,6 +180,7 @@ struct Serve: AsyncParsableCommand {
             accessLog: accessLog || ProcessInfo.processInfo.environment["CANOPY_ACCESS_LOG"] == "1",
             assets: assetSettings,
             console: console,
+            clientPackage: clientPackage,
             signInProviders: authConfiguration?.providers ?? [],
             limits: limits.limits,
             push: pushSettings,

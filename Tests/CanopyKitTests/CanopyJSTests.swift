@@ -1,0 +1,39 @@
+import CanopyRequestStore
+import CanopyTestSupport
+import Foundation
+import Testing
+
+/// CanopyJS (clients/js) under Node 20's own test runner, against live
+/// `canopy serve` processes the JavaScript harness starts on a migrated
+/// database made here: every operation, the sync engine, and the
+/// declarations against the modules. Node's report is the evidence; this
+/// suite fails when any Node test does.
+@Suite("CanopyJS under Node", .enabled(if: CanopyBinary.exists && ClientTests.enabled, "build the canopy executable first (swift build)"))
+struct CanopyJSTests {
+    @Test("node --test clients/js/test passes against a live gateway")
+    func nodeSuite() async throws {
+        let endpoint = try await TestDatabase.shared.migratedDatabase()
+        let directory = "\(TestDatabase.packageRoot)/clients/js/test"
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".test.js") }.sorted()
+        #expect(files.count >= 3, "\(files)")
+        let result = try await Subprocess.start("/usr/bin/env", [
+            "node", "--experimental-websocket", "--test", "--test-concurrency=1", "--test-reporter=spec",
+        ] + files.map { "\(directory)/\($0)" }, environment: [
+            "CANOPY_BIN": CanopyBinary.path,
+            "CANOPY_TEST_DATABASE_URL": endpoint.url,
+            "CANOPY_MIGRATIONS_DIR": TestDatabase.migrationsDirectory,
+        ]).finished()
+        print(result.output)
+        #expect(result.succeeded, "node --test failed:\n\(result.output.suffix(6000))")
+        #expect(result.output.contains("# fail 0"), "\(result.output.suffix(2000))")
+    }
+}
+
+extension Subprocess.Started {
+    /// Waits on a thread of its own, off the two-thread cooperative pool.
+    fileprivate func finished() async throws -> Subprocess.Result {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Swift.Result { try self.wait() }) }.start()
+        }
+    }
+}

@@ -1,0 +1,83 @@
+// One error type for everything the client throws: the server's codes
+// (API.md §6), the HTTP status, and Retry-After. Every answer is mapped to
+// it here, in one place (errorFromResponse, errorFromGraphQL).
+
+/** The server's codes (API.md §6) and the client's own. */
+export const ErrorCode = Object.freeze({
+  BAD_REQUEST: "BAD_REQUEST",
+  NOT_AUTHENTICATED: "NOT_AUTHENTICATED",
+  INVALID_ARGUMENTS: "INVALID_ARGUMENTS",
+  PERMISSION_FAILURE: "PERMISSION_FAILURE",
+  ZONE_NOT_FOUND: "ZONE_NOT_FOUND",
+  UNKNOWN_ITEM: "UNKNOWN_ITEM",
+  SERVER_RECORD_CHANGED: "SERVER_RECORD_CHANGED",
+  BATCH_REQUEST_FAILED: "BATCH_REQUEST_FAILED",
+  REFERENCE_VIOLATION: "REFERENCE_VIOLATION",
+  ALREADY_SHARED: "ALREADY_SHARED",
+  CHANGE_TOKEN_EXPIRED: "CHANGE_TOKEN_EXPIRED",
+  LIMIT_EXCEEDED: "LIMIT_EXCEEDED",
+  SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE",
+  INTERNAL_ERROR: "INTERNAL_ERROR",
+  /** HTTP 429: the server sends LIMIT_EXCEEDED; a rate limit means "wait", a size limit "split". */
+  REQUEST_RATE_LIMITED: "REQUEST_RATE_LIMITED",
+  /** The server could not be reached, or the connection dropped. */
+  NETWORK_FAILURE: "NETWORK_FAILURE",
+});
+
+const retryable = new Set([ErrorCode.SERVICE_UNAVAILABLE, ErrorCode.REQUEST_RATE_LIMITED, ErrorCode.NETWORK_FAILURE]);
+
+/**
+ * What went wrong, with the server's code. `retryAfter` is the server's
+ * Retry-After in seconds (or undefined); `serverRecord` is set on
+ * SERVER_RECORD_CHANGED; `recordName` on a per-record error.
+ */
+export class CanopyError extends Error {
+  constructor(code, message, {status, retryAfter, recordName, serverRecord, cause} = {}) {
+    super(message, cause === undefined ? undefined : {cause});
+    this.name = "CanopyError";
+    this.code = code;
+    this.status = status;
+    this.retryAfter = retryAfter;
+    this.recordName = recordName;
+    this.serverRecord = serverRecord;
+  }
+
+  /** True for errors that may succeed if the same request is sent again later. */
+  get isRetryable() {
+    return retryable.has(this.code);
+  }
+}
+
+/** Retry-After in seconds (delta-seconds or an HTTP date), or undefined. */
+export function retryAfterSeconds(headers) {
+  const value = headers?.get?.("retry-after");
+  if (!value) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim());
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, (date - Date.now()) / 1000);
+}
+
+/** The error of a GraphQL error object (`{message, extensions: {code}}`). */
+export function errorFromGraphQL(error, {status, retryAfter, decodeRecord} = {}) {
+  let code = error?.extensions?.code ?? error?.code ?? ErrorCode.INTERNAL_ERROR;
+  if (status === 429) code = ErrorCode.REQUEST_RATE_LIMITED;
+  const serverRecord = error?.serverRecord && decodeRecord ? decodeRecord(error.serverRecord) : undefined;
+  return new CanopyError(code, error?.message ?? `The server answered HTTP ${status}.`, {
+    status, retryAfter, recordName: error?.recordName, serverRecord,
+  });
+}
+
+/** The error of an HTTP answer that is not a success, from its status and body (if any). */
+export function errorFromResponse(status, body, headers) {
+  const retryAfter = retryAfterSeconds(headers);
+  const first = body?.errors?.[0];
+  if (first) return errorFromGraphQL(first, {status, retryAfter});
+  const code = status === 401 ? ErrorCode.NOT_AUTHENTICATED
+    : status === 403 ? ErrorCode.PERMISSION_FAILURE
+    : status === 413 ? ErrorCode.LIMIT_EXCEEDED
+    : status === 429 ? ErrorCode.REQUEST_RATE_LIMITED
+    : status === 503 ? ErrorCode.SERVICE_UNAVAILABLE
+    : status >= 400 && status < 500 ? ErrorCode.BAD_REQUEST
+    : ErrorCode.INTERNAL_ERROR;
+  return new CanopyError(code, `The server answered HTTP ${status}.`, {status, retryAfter});
+}
