@@ -17,7 +17,7 @@ struct CanopyJSTests {
         let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".test.js") }.sorted()
         #expect(files.count >= 3, "\(files)")
         let result = try await Subprocess.start("/usr/bin/env", [
-            "node", "--experimental-websocket", "--test", "--test-concurrency=1", "--test-reporter=spec",
+            "node", "--experimental-websocket", "--test", "--test-concurrency=1", "--test-timeout=180000", "--test-reporter=spec",
         ] + files.map { "\(directory)/\($0)" }, environment: [
             "CANOPY_BIN": CanopyBinary.path,
             "CANOPY_TEST_DATABASE_URL": endpoint.url,

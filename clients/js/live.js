@@ -115,6 +115,7 @@ export class LiveConnection {
     let socket, dispatcher;
     try {
       dispatcher = await ownConnection(this.WebSocketClass);
+      if (this.socket || this.subscriptions.size === 0) return;   // opened or ended meanwhile
       socket = dispatcher
         ? new this.WebSocketClass(url, {protocols: ["graphql-transport-ws"], dispatcher})
         : new this.WebSocketClass(url, "graphql-transport-ws");
@@ -188,7 +189,7 @@ export class LiveConnection {
       // The token was refused: ask the provider once for a new one; a second refusal ends every subscription.
       this.refusals += 1;
       if (this.refusals > 1 || !this.transport.tokenProvider) {
-        this.failAll(new CanopyError(ErrorCode.NOT_AUTHENTICATED, "The server refused the token for live changes (WebSocket closed with 4403)."));
+        this.failAll(new CanopyError(ErrorCode.NOT_AUTHENTICATED, `The server refused the token for live changes (WebSocket closed with ${code}).`));
         return;
       }
       this.open();

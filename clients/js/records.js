@@ -1,7 +1,7 @@
 // Records and zone IDs as the client hands them to an app, and the GraphQL
 // selections that read them.
 
-import {decodeFields, encodeFields} from "./values.js";
+import {decodeFields, encodeFields, storableFields} from "./values.js";
 
 /**
  * A zone's identity (`CKRecordZone.ID`): its name and, in the shared
@@ -68,10 +68,10 @@ export class CanopyRecord {
     });
   }
 
-  /** A plain object that JSON can hold and `CanopyRecord.fromJSON` reads back. */
+  /** A plain object that JSON.stringify can hold and `CanopyRecord.fromJSON` reads back (for a local copy). */
   toJSON() {
     return {
-      recordName: this.recordName, recordType: this.recordType, fields: encodeFields(this.fields),
+      recordName: this.recordName, recordType: this.recordType, fields: storableFields(this.fields), share: this.share,
       recordChangeTag: this.recordChangeTag, parent: this.parent, zoneID: this.zoneID,
       created: this.created && {date: this.created.date.getTime(), userRecordName: this.created.userRecordName},
       modified: this.modified && {date: this.modified.date.getTime(), userRecordName: this.modified.userRecordName},

@@ -32,7 +32,9 @@ function sameFields(sent, stored) {
  * sentRecordZoneChanges {zoneID, savedRecords, deletedRecordNames,
  * failedRecordSaves [{recordName, record, error}], failedRecordDeletes},
  * changeTokenExpired {zoneID (null: the whole database)},
- * willFetchChanges, didFetchChanges, willSendChanges, didSendChanges.
+ * willFetchChanges, didFetchChanges, willSendChanges, didSendChanges,
+ * error {error} (automatic sync only: a fetch or send that failed after
+ * its retries; the next cue tries again).
  */
 export class SyncEngine {
   /**
@@ -56,8 +58,8 @@ export class SyncEngine {
     this.zoneTokens = new Map(Object.entries(state?.zoneTokens ?? {}));
     this.pendingZones = new Map((state?.pendingZoneChanges ?? []).map((change) => [ZoneID.from(change.zoneID).key, {...change, zoneID: ZoneID.from(change.zoneID)}]));
     this.pendingRecords = new Map();
-    for (const change of state?.pendingRecordChanges ?? []) this.queueRecord(change);
     this.sequence = 0;
+    for (const change of state?.pendingRecordChanges ?? []) this.queueRecord(change);
     this.running = Promise.resolve();
     this.automaticallySync = automaticallySync;
     this.stopped = false;
@@ -346,7 +348,9 @@ export class SyncEngine {
 
   report(error) {
     if (this.stopped && error?.name === "AbortError") return;
-    this.delegate.handleEvent({type: "error", error}, this)?.catch?.(() => {});
+    try {
+      Promise.resolve(this.delegate.handleEvent({type: "error", error}, this)).catch(() => {});
+    } catch { /* the delegate's own failure to handle a failure */ }
   }
 
   /** Stops listening and the delayed send; waits for the work in progress. */

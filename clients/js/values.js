@@ -148,8 +148,21 @@ export function decodeValue(value) {
     case "LOCATION": return new Location(value.latitude, value.longitude);
     case "BYTES": return bytesFromBase64(value.base64);
     case "ASSET": return new Asset(value);
+    // Only in JSON the client wrote itself (CanopyRecord.toJSON), never from the server:
+    case "INT64": return BigInt(value.value);
+    case "DOUBLE": return new Double(value.value);
     default: return value;
   }
+}
+
+/** A record's fields as plain JSON (BigInt and Double kept as typed objects) for storage. */
+export function storableFields(fields) {
+  const store = (value) => typeof value === "bigint" ? {type: "INT64", value: value.toString()}
+    : value instanceof Double ? {type: "DOUBLE", value: value.value}
+    : Array.isArray(value) ? value.map(store) : value;
+  const stored = {};
+  for (const [key, value] of Object.entries(encodeFields(fields))) stored[key] = store(value);
+  return stored;
 }
 
 /** A record's fields, encoded for a save. */

@@ -1,0 +1,204 @@
+// Types of container.js: the entry point (`CKContainer`): one gateway, one
+// person's token, the three databases, and what is not in a database.
+
+import type {AcceptanceStatus, Database, DatabaseScope, ParticipantRole, Permission, UserIdentity} from "./database.js";
+import type {LiveConnection, WebSocketConstructor} from "./live.js";
+import type {CanopyRecord, ZoneID} from "./records.js";
+import type {FetchFunction, GraphQLVariables, RequestOptions, TokenProvider, Transport, UploadBody} from "./transport.js";
+import type {Asset} from "./values.js";
+
+/**
+ * Where the gateway is and who is asking. Neither token nor tokenProvider:
+ * the container reads the public database as nobody.
+ */
+export interface ContainerOptions {
+  /** The gateway (in a web page, default its origin). */
+  baseURL?: string | URL;
+  /** A Canopy token. */
+  token?: string | null;
+  /**
+   * Asked for a token; asked again with refresh: true after the server
+   * answers 401 (an expired sign-in), and the request is sent once more.
+   */
+  tokenProvider?: TokenProvider | null;
+  /** The fetch to use (default the global one). */
+  fetch?: FetchFunction;
+  /** The WebSocket class to use (default the global one; Node 20 has it with --experimental-websocket). */
+  WebSocket?: WebSocketConstructor;
+}
+
+/** What shareMetadata reads besides the metadata. */
+export interface ShareMetadataOptions extends RequestOptions {
+  /** Read the root record's preview with these fields (hierarchy shares the caller may open). */
+  rootRecordKeys?: string[];
+}
+
+/** What a share URL leads to, for the invitation page (`CKShare.Metadata`). */
+export interface ShareMetadata {
+  url: string;
+  title: string | null;
+  /** The owner's userRecordName. */
+  ownerName: string;
+  /** The owner's name, as CKShare.Metadata's ownerIdentity. */
+  ownerDisplayName: string | null;
+  /** The zone as the server sent it. */
+  zone: {zoneName: string; ownerName: string};
+  zoneID: ZoneID;
+  rootRecordName: string | null;
+  /** The caller's role and status in the share, if any. */
+  role: ParticipantRole | null;
+  permission: Permission;
+  status: AcceptanceStatus | null;
+  allowsAccessRequests: boolean;
+  /** The caller's own access request, if any. */
+  accessRequestStatus: string | null;
+  type: string | null;
+  thumbnailImageData: string | null;
+  /** The root record's preview, when asked for with rootRecordKeys and allowed. */
+  rootRecord: CanopyRecord | null;
+}
+
+/** A record type and its fields' types, with what the public database lets the caller do. */
+export interface RecordTypeInfo {
+  name: string;
+  /** type: STRING, INT64, …, LIST<…> (API.md §4). */
+  fields: {name: string; type: string}[];
+  publicAccess: {read: boolean; create: boolean; write: boolean; writeOwn: boolean};
+}
+
+/** Who another user is looked up by. */
+export interface DiscoverUserQuery {
+  email?: string | null;
+  phone?: string | null;
+}
+
+/** What uploadAsset sends. */
+export interface UploadAssetOptions extends RequestOptions {
+  /** Default the Blob's type, else application/octet-stream. */
+  contentType?: string;
+}
+
+/** A kind of push device (API.md §14). */
+export type DeviceKind = "APNS" | "WEB_PUSH" | "WEBHOOK";
+
+/** An APNs environment. */
+export type APNsEnvironment = "SANDBOX" | "PRODUCTION";
+
+/** registerDevice's arguments: APNS needs apnsToken (hex) and apnsTopic; WEB_PUSH endpoint, p256dh, auth; WEBHOOK url. */
+export interface DeviceRegistration {
+  kind: DeviceKind;
+  apnsToken?: string | null;
+  apnsEnvironment?: APNsEnvironment | null;
+  apnsTopic?: string | null;
+  endpoint?: string | null;
+  p256dh?: string | null;
+  auth?: string | null;
+  url?: string | null;
+}
+
+/** A device notifications are sent to. */
+export interface Device {
+  deviceID: string;
+  kind: DeviceKind;
+  apnsEnvironment: APNsEnvironment | null;
+  apnsTopic: string | null;
+  endpoint: string | null;
+  url: string | null;
+  /** A notification was given up after a day of failures. */
+  failing: boolean;
+  /** WEBHOOK: the HMAC key of Canopy-Signature, only in registerDevice's answer. */
+  signingSecret: string | null;
+}
+
+/** A Web Push subscription as PushSubscription.toJSON() writes it (endpoint and keys p256dh, auth are required). */
+export interface WebPushSubscriptionJSON {
+  endpoint?: string;
+  keys?: {[name: string]: string};
+}
+
+/** A browser's PushSubscription, or its toJSON(). */
+export type WebPushSubscriptionLike = WebPushSubscriptionJSON | {toJSON(): WebPushSubscriptionJSON};
+
+/**
+ * The part of a ServiceWorkerRegistration that subscribeToWebPush uses (it
+ * passes userVisibleOnly: true and the server's key as a Uint8Array).
+ */
+export interface PushRegistrationLike {
+  pushManager: {
+    subscribe(options: {userVisibleOnly?: boolean; applicationServerKey?: any}): Promise<WebPushSubscriptionLike>;
+  };
+}
+
+/** A new Canopy token: `token` is shown only here; `prefix` names it for revokeToken. */
+export interface IssuedToken {
+  token: string;
+  prefix: string;
+}
+
+/** The entry point (`CKContainer`): one gateway, one person's token, the three databases. */
+export declare class Container {
+  /** Throws TypeError without baseURL outside a web page. */
+  constructor(options?: ContainerOptions);
+  /** The HTTP side, shared by the databases. */
+  readonly transport: Transport;
+  /** The WebSocket of the live feeds, shared by the databases. */
+  readonly live: LiveConnection;
+  readonly privateDatabase: Database;
+  readonly sharedDatabase: Database;
+  readonly publicDatabase: Database;
+  /** The gateway's URL without a trailing slash. */
+  get baseURL(): string;
+
+  /** The database of a scope; TypeError for another. */
+  database(scope: DatabaseScope): Database;
+  /** Runs any GraphQL document of the API with bound variables, for what the typed methods do not cover. */
+  graphql<T = any>(query: string, variables?: GraphQLVariables, options?: RequestOptions): Promise<T>;
+  /** The signed-in user. */
+  currentUser(options?: RequestOptions): Promise<UserIdentity>;
+  /** The signed-in user's userRecordName (`CKContainer.userRecordID`). */
+  userRecordName(options?: RequestOptions): Promise<string>;
+  /** Another user by email or phone, or null when there is none (`discoverUserIdentity`). */
+  discoverUser(query?: DiscoverUserQuery, options?: RequestOptions): Promise<UserIdentity | null>;
+  /** The container's record types and their fields' types. */
+  recordTypes(options?: RequestOptions): Promise<RecordTypeInfo[]>;
+
+  /** What a share URL leads to, for the invitation page. */
+  shareMetadata(url: string, options?: ShareMetadataOptions): Promise<ShareMetadata>;
+  /** Accepts a share by its URL; its zone then appears in the shared database. */
+  acceptShare(url: string, options?: RequestOptions): Promise<ShareMetadata>;
+  /** Asks the owner for access to a share the caller is not in (API.md §17). */
+  requestShareAccess(url: string, options?: RequestOptions): Promise<ShareMetadata>;
+
+  /** Uploads a file's bytes; answers an Asset to put in a record's field (a save attaches it within 24 hours, once). */
+  uploadAsset(data: UploadBody, options?: UploadAssetOptions): Promise<Asset>;
+  /** The bytes of an asset read from a record (its signed downloadURL needs no token). */
+  downloadAsset(asset: Asset | {downloadURL?: string}, options?: RequestOptions): Promise<Uint8Array>;
+
+  /** The server's VAPID public key (base64url), the applicationServerKey of pushManager.subscribe. */
+  vapidPublicKey(options?: RequestOptions): Promise<string>;
+  /** Registers a browser's Web Push subscription; TypeError without endpoint and keys. */
+  registerWebPush(subscription: WebPushSubscriptionLike, options?: RequestOptions): Promise<Device>;
+  /** Registers a webhook (https; http only to loopback); the answer's signingSecret is shown only here. */
+  registerWebhook(url: string, options?: RequestOptions): Promise<Device>;
+  /** Registers a device of any kind. */
+  registerDevice(device: DeviceRegistration, options?: RequestOptions): Promise<Device>;
+  /** The caller's devices. */
+  devices(options?: RequestOptions): Promise<Device[]>;
+  /** Unregisters a device; false when the caller has no such device. */
+  unregisterDevice(deviceID: string, options?: RequestOptions): Promise<boolean>;
+
+  /** Trades this request's credential (often a provider's JWT) for a Canopy token. */
+  issueToken(options?: RequestOptions): Promise<IssuedToken>;
+  /** Revokes one of the caller's tokens by its prefix (signing out); false when none has it. */
+  revokeToken(prefix: string, options?: RequestOptions): Promise<boolean>;
+
+  /** Ends live subscriptions and closes the WebSocket. */
+  close(): void;
+}
+
+/**
+ * In a page with a service worker: subscribes its push manager with the
+ * server's VAPID key (asking permission if needed) and registers the
+ * subscription. Answers the Device.
+ */
+export declare function subscribeToWebPush(registration: PushRegistrationLike, container: Container, options?: RequestOptions): Promise<Device>;

@@ -1,0 +1,40 @@
+// Types of index.js (CanopyJS): the same values it exports, and the types
+// an app names when it uses them.
+
+export {Container, subscribeToWebPush} from "./container.js";
+export {Database, maximumBatchSize} from "./database.js";
+export {CanopyError, ErrorCode} from "./errors.js";
+export {CanopyRecord, ZoneID} from "./records.js";
+export {SyncEngine} from "./sync-engine.js";
+export {Asset, Double, Location, Reference, parseJSON, stringifyJSON} from "./values.js";
+
+export type {
+  APNsEnvironment, ContainerOptions, Device, DeviceKind, DeviceRegistration, DiscoverUserQuery, IssuedToken,
+  PushRegistrationLike, RecordTypeInfo, ShareMetadata, ShareMetadataOptions, UploadAssetOptions,
+  WebPushSubscriptionJSON, WebPushSubscriptionLike,
+} from "./container.js";
+export type {
+  AcceptanceStatus, AccessDecision, AccessRequest, DatabaseChangesOptions, DatabaseChangesPage, DatabaseScope,
+  DecideAccessRequestOptions, LookupOptions, LookupResult, ModifyOptions, ModifyResult, MoveRecordsOptions, MoveResult,
+  Participant, ParticipantInput, ParticipantName, ParticipantRole, Permission, QueryIterator, QueryOptions, QueryPage,
+  RecordVersion, SaveRecordOptions, SaveShareOptions, ServerSubscription, Share, ShareActivityEntry,
+  ShareActivityOptions, ShareEventName, ShareOptions, SortKey, SubscriptionEvent, SubscriptionKind,
+  SubscriptionOptions, Tombstone, UserIdentity, WatchOptions, ZoneChangesOptions, ZoneChangesPage, ZoneInfo,
+} from "./database.js";
+export type {CanopyErrorOptions, ErrorCodeName} from "./errors.js";
+export type {LiveIterator, WebSocketConstructor} from "./live.js";
+export type {
+  CanopyRecordJSON, CanopyRecordOptions, SavableRecord, SavePolicy, ShareLink, Stamp, StampJSON, ZoneLike,
+} from "./records.js";
+export type {
+  ChangeTokenExpiredEvent, FailedRecordDelete, FailedRecordSave, FailedZoneChange, FetchedDatabaseChangesEvent,
+  FetchedRecordZoneChangesEvent, PendingChangeKind, PendingRecordChange, PendingRecordChangeInput,
+  PendingZoneChangeInput, SentDatabaseChangesEvent, SentRecordZoneChangesEvent, StateUpdateEvent, SyncEngineDelegate,
+  SyncEngineEvent, SyncEngineOptions, SyncEngineState, SyncErrorEvent, SyncPhaseEvent, ZoneIDJSON,
+} from "./sync-engine.js";
+export type {
+  FetchFunction, GraphQLVariables, RequestOptions, TokenProvider, UploadBody,
+} from "./transport.js";
+export type {
+  AssetOptions, EncodedValue, FieldInput, FieldValue, Fields, FieldsInput, ReferenceAction,
+} from "./values.js";

@@ -1,0 +1,138 @@
+// Types of records.js: records and zone IDs as the client hands them to an
+// app, and the GraphQL selections that read them.
+
+import type {EncodedValue, Fields, FieldsInput} from "./values.js";
+
+/** A zone as the methods accept it: a ZoneID, a zone name, or {zoneName, ownerName}. */
+export type ZoneLike = ZoneID | string | {zoneName: string; ownerName?: string | null};
+
+/**
+ * A zone's identity (`CKRecordZone.ID`): its name and, in the shared
+ * database, its owner's userRecordName (null: the caller's own).
+ */
+export declare class ZoneID {
+  /** Throws TypeError for an empty zoneName. */
+  constructor(zoneName: string, ownerName?: string | null);
+  zoneName: string;
+  ownerName: string | null;
+  /** The public database's one zone, and each user's default zone (a new ZoneID each time). */
+  static get default(): ZoneID;
+  /** A ZoneID from a string ("name"), an object ({zoneName, ownerName}) or a ZoneID. */
+  static from(value: ZoneLike): ZoneID;
+  /** "owner/name" or "name": a key for maps and serialized state. */
+  get key(): string;
+  /** The API's ZoneID input; ownerName only when set. */
+  toJSON(): {zoneName: string; ownerName?: string};
+}
+
+/** Who made or last changed a record, and when. */
+export interface Stamp {
+  date: Date;
+  userRecordName: string;
+}
+
+/** A share as a record or zone points at it: its URL. */
+export interface ShareLink {
+  url: string;
+}
+
+/** How a save treats the server's version (the server's SavePolicy). */
+export type SavePolicy =
+  | "IF_SERVER_RECORD_UNCHANGED"
+  | "CHANGED_KEYS"
+  | "ALL_KEYS"
+  | "IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS";
+
+/** What a CanopyRecord is made from; recordName and recordType are required (TypeError otherwise). */
+export interface CanopyRecordOptions {
+  recordName: string;
+  recordType: string;
+  fields?: Fields;
+  recordChangeTag?: string | null;
+  /** The parent's recordName, same zone. */
+  parent?: string | null;
+  zoneID?: ZoneLike | null;
+  created?: Stamp | null;
+  modified?: Stamp | null;
+  share?: ShareLink | null;
+}
+
+/** A stamp in a record's JSON: the date in ms since the epoch. */
+export interface StampJSON {
+  date: number;
+  userRecordName: string;
+}
+
+/** A record as `CanopyRecord.toJSON` writes it and `CanopyRecord.fromJSON` reads it. */
+export interface CanopyRecordJSON {
+  recordName: string;
+  recordType: string;
+  /** Encoded values: BigInt and Double need stringifyJSON to be written exactly. */
+  fields: {[name: string]: EncodedValue};
+  recordChangeTag: string | null;
+  parent: string | null;
+  zoneID: ZoneLike | null;
+  created: StampJSON | null;
+  modified: StampJSON | null;
+}
+
+/**
+ * A record (`CKRecord`): its name, type and fields as JavaScript values
+ * (values.js), the change tag the server gave it (sent back on save so a
+ * concurrent change is a conflict rather than lost), its parent, and who
+ * made and last changed it when.
+ */
+export declare class CanopyRecord {
+  constructor(options: CanopyRecordOptions);
+  recordName: string;
+  recordType: string;
+  fields: Fields;
+  /** The server's version tag; null for a record never saved. */
+  recordChangeTag: string | null;
+  /** The parent's recordName, same zone. */
+  parent: string | null;
+  zoneID: ZoneID | null;
+  created: Stamp | null;
+  modified: Stamp | null;
+  /** Set on a share's root record. */
+  share: ShareLink | null;
+  /** The record as the server sent it (a `Record` selected with recordSelection). */
+  static fromServer(json: any): CanopyRecord;
+  /** A plain object that JSON can hold and `CanopyRecord.fromJSON` reads back (without `share`). */
+  toJSON(): CanopyRecordJSON;
+  /** A record from what `toJSON` wrote. */
+  static fromJSON(json: CanopyRecordJSON): CanopyRecord;
+}
+
+/**
+ * What a save accepts: a CanopyRecord or a plain object. `parent` is a
+ * recordName or anything with one (a Reference); `savePolicy` overrides the
+ * batch's for this record.
+ */
+export interface SavableRecord {
+  recordName: string;
+  recordType: string;
+  fields?: FieldsInput | null;
+  recordChangeTag?: string | null;
+  parent?: string | {recordName: string} | null;
+  savePolicy?: SavePolicy;
+}
+
+/** The API's RecordInput (what recordInput answers). */
+export interface RecordInputJSON {
+  recordName: string;
+  recordType: string;
+  fields: {[name: string]: EncodedValue};
+  recordChangeTag?: string;
+  parent?: string;
+  savePolicy?: SavePolicy;
+}
+
+/** The RecordInput of a save: a CanopyRecord or a plain {recordName, recordType, fields, ...}; TypeError when malformed. */
+export declare function recordInput(record: SavableRecord): RecordInputJSON;
+
+/** The GraphQL selection of a Record; `fields(keys: $desiredKeys)` when the operation declares it. */
+export declare function recordSelection(withKeys?: boolean): string;
+
+/** The GraphQL selection of a per-record error, with the server's record on a conflict. */
+export declare const recordErrorSelection: string;

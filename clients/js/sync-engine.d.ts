@@ -1,0 +1,199 @@
+// Types of sync-engine.js: the web's counterpart of CanopyKit's SyncEngine
+// (CKSyncEngine). The app keeps its own copy of a database and says what
+// it changed; the engine sends and fetches, and hands the app a state to
+// store as JSON.
+
+import type {CanopyError} from "./errors.js";
+import type {Database, Tombstone, ZoneInfo} from "./database.js";
+import type {CanopyRecord, SavableRecord, ZoneID, ZoneLike} from "./records.js";
+import type {RequestOptions} from "./transport.js";
+
+/** Whether a pending change saves or deletes. */
+export type PendingChangeKind = "save" | "delete";
+
+/** A record change waiting to be sent. */
+export interface PendingRecordChange {
+  kind: PendingChangeKind;
+  zoneID: ZoneID;
+  recordName: string;
+}
+
+/** A record change to queue; a later change of a record replaces an earlier one. */
+export interface PendingRecordChangeInput {
+  kind: PendingChangeKind;
+  zoneID: ZoneLike;
+  recordName: string;
+}
+
+/** A zone change to queue. */
+export interface PendingZoneChangeInput {
+  kind: PendingChangeKind;
+  zoneID: ZoneLike;
+}
+
+/** A zone as the state stores it. */
+export interface ZoneIDJSON {
+  zoneName: string;
+  ownerName?: string;
+}
+
+/** What the app stores (JSON-safe) and gives a new engine to carry on: tokens and the queue. */
+export interface SyncEngineState {
+  version: 1;
+  databaseToken: string | null;
+  /** Each zone's token, by ZoneID.key. */
+  zoneTokens: {[zoneKey: string]: string};
+  pendingZoneChanges: {kind: PendingChangeKind; zoneID: ZoneIDJSON}[];
+  pendingRecordChanges: {kind: PendingChangeKind; zoneID: ZoneIDJSON; recordName: string}[];
+}
+
+/** The state was changed: store it (`event.state`). */
+export interface StateUpdateEvent {
+  type: "stateUpdate";
+  state: SyncEngineState;
+}
+
+/** Zones changed or deleted in the database feed (a zone that vanished while fetched comes as deleted). */
+export interface FetchedDatabaseChangesEvent {
+  type: "fetchedDatabaseChanges";
+  changedZones: ZoneInfo[];
+  deletedZones: ZoneID[];
+}
+
+/** One page of a zone's changes: apply them to the local copy. */
+export interface FetchedRecordZoneChangesEvent {
+  type: "fetchedRecordZoneChanges";
+  zoneID: ZoneID;
+  changed: CanopyRecord[];
+  deleted: Tombstone[];
+}
+
+/** A zone change the server refused (it leaves the queue). */
+export interface FailedZoneChange {
+  zoneID: ZoneID;
+  kind: PendingChangeKind;
+  error: CanopyError;
+}
+
+/** The pending zone changes were sent. */
+export interface SentDatabaseChangesEvent {
+  type: "sentDatabaseChanges";
+  savedZones: ZoneID[];
+  deletedZones: ZoneID[];
+  failedZones: FailedZoneChange[];
+}
+
+/** A save the server refused; on SERVER_RECORD_CHANGED merge with error.serverRecord and queue it again. */
+export interface FailedRecordSave {
+  recordName: string;
+  /** What recordToSave gave. */
+  record: SavableRecord;
+  error: CanopyError;
+}
+
+/** A delete the server refused. */
+export interface FailedRecordDelete {
+  recordName: string;
+  error: CanopyError;
+}
+
+/** One batch of a zone's pending record changes was sent. */
+export interface SentRecordZoneChangesEvent {
+  type: "sentRecordZoneChanges";
+  zoneID: ZoneID;
+  /** As saved (new change tags): store them. */
+  savedRecords: CanopyRecord[];
+  deletedRecordNames: string[];
+  failedRecordSaves: FailedRecordSave[];
+  failedRecordDeletes: FailedRecordDelete[];
+}
+
+/** A stored token expired: the feed starts again from nothing (zoneID null: the database's). */
+export interface ChangeTokenExpiredEvent {
+  type: "changeTokenExpired";
+  zoneID: ZoneID | null;
+}
+
+/** A fetch or send is about to start, or has ended. */
+export interface SyncPhaseEvent {
+  type: "willFetchChanges" | "didFetchChanges" | "willSendChanges" | "didSendChanges";
+}
+
+/** Automatic sync failed in the background (no caller to throw to). */
+export interface SyncErrorEvent {
+  type: "error";
+  error: unknown;
+}
+
+/** Everything the engine tells its delegate, told apart by `type`. */
+export type SyncEngineEvent =
+  | StateUpdateEvent
+  | FetchedDatabaseChangesEvent
+  | FetchedRecordZoneChangesEvent
+  | SentDatabaseChangesEvent
+  | SentRecordZoneChangesEvent
+  | ChangeTokenExpiredEvent
+  | SyncPhaseEvent
+  | SyncErrorEvent;
+
+/** The app's side of the engine. */
+export interface SyncEngineDelegate {
+  /** The record to send for a pending save, or null to drop it. */
+  recordToSave(zoneID: ZoneID, recordName: string): SavableRecord | null | undefined | Promise<SavableRecord | null | undefined>;
+  /** Applies what was fetched and learns what was sent; awaited, in order. */
+  handleEvent(event: SyncEngineEvent, engine: SyncEngine): void | Promise<void>;
+}
+
+/** What a SyncEngine is made from. */
+export interface SyncEngineOptions {
+  /** A Database of a Container (container.privateDatabase, …). */
+  database: Database;
+  /** What an earlier engine's stateUpdate gave (or JSON.parse of it); absent: start from nothing. */
+  state?: SyncEngineState | null;
+  delegate: SyncEngineDelegate;
+  /**
+   * Listen on the WebSocket and fetch on each change, and send about
+   * 100 ms after changes are added (call stop() when done). Default false.
+   */
+  automaticallySync?: boolean;
+  /** How often a request is sent again after retryable errors (default 12). */
+  maximumRetries?: number;
+  /** Changes per page of a zone's feed (default 400). */
+  pageSize?: number;
+}
+
+/** Keeps an app's copy of a database in step with the server (`CKSyncEngine`). */
+export declare class SyncEngine {
+  /** Throws TypeError without a database or a delegate with recordToSave and handleEvent. */
+  constructor(options: SyncEngineOptions);
+  readonly database: Database;
+  readonly delegate: SyncEngineDelegate;
+  maximumRetries: number;
+  pageSize: number;
+  /** Requests sent again after a retryable error (service unavailable, rate limit, network). */
+  retries: number;
+  /** The batch size the next send starts from; halved after LIMIT_EXCEEDED. */
+  batchSize: number;
+  readonly automaticallySync: boolean;
+  /** The state to store (JSON-safe): tokens and the queue. */
+  get state(): SyncEngineState;
+  /** The pending record changes, oldest first. */
+  get pendingRecordChanges(): PendingRecordChange[];
+  /** Queues record changes; a later change of a record replaces an earlier one. */
+  addPendingRecordChanges(changes: PendingRecordChangeInput[]): void;
+  /** Queues zone changes. */
+  addPendingZoneChanges(changes: PendingZoneChangeInput[]): void;
+  /**
+   * Fetches what changed since the stored tokens: the database feed, then
+   * each changed zone's feed (or, in the public database, its one zone).
+   */
+  fetchChanges(options?: RequestOptions): Promise<void>;
+  /**
+   * Sends the pending changes: zones first, then records in batches of at
+   * most 400 (halved after LIMIT_EXCEEDED), not atomic, each save checked
+   * against its change tag.
+   */
+  sendChanges(options?: RequestOptions): Promise<void>;
+  /** Stops listening and the delayed send; waits for the work in progress. */
+  stop(): Promise<void>;
+}
