@@ -8,7 +8,7 @@
 // records are shown signed out too, as nobody sees them.
 
 import {h, message, replace} from "./dom.js";
-import {gql, describe, endSession} from "./api.js";
+import {container as canopy, describe, endSession} from "./canopy.js";
 import {currentToken, takeNext} from "./session.js";
 import {renderSignIn} from "./signin.js";
 import {renderZones} from "./view-zones.js";
@@ -68,7 +68,7 @@ async function route() {
   }
   if (!me) {
     try {
-      me = (await gql("{ me { userRecordName name email phone } }")).me;
+      me = await canopy.currentUser();
     } catch (error) {
       me = null;
       if (!currentToken()) return isCurrent() ? route() : undefined;

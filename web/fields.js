@@ -2,7 +2,7 @@
 // control to edit it that reads back the JSON value to save.
 
 import {h, formatBytes, formatDate} from "./dom.js";
-import {upload} from "./api.js";
+import {upload} from "./canopy.js";
 
 export const FIELD_TYPES = ["STRING", "INT64", "DOUBLE", "BOOLEAN", "TIMESTAMP", "REFERENCE", "LOCATION", "BYTES", "ASSET",
   "LIST<STRING>", "LIST<INT64>", "LIST<DOUBLE>", "LIST<TIMESTAMP>", "LIST<REFERENCE>", "LIST<ASSET>"];

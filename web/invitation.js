@@ -7,7 +7,7 @@
 // invited may ask for access instead (API.md §17).
 
 import {h, message, replace} from "./dom.js";
-import {gql, describe, endSession} from "./api.js";
+import {container as canopy, gql, describe, endSession} from "./canopy.js";
 import {currentToken} from "./session.js";
 import {renderSignIn} from "./signin.js";
 import {zoneRoute, recordRoute} from "./routes.js";
@@ -55,7 +55,7 @@ async function show() {
   replace(actions, h("p", {}, "Checking the invitation…"));
   let me, metadata;
   try {
-    me = (await gql("{ me { name email userRecordName } }")).me;
+    me = await canopy.currentUser();
     metadata = (await gql(METADATA, {url})).shareMetadata;
   } catch (error) {
     if (error.code === "NOT_AUTHENTICATED") return show();
@@ -84,7 +84,7 @@ async function show() {
     request.addEventListener("click", async () => {
       request.disabled = true;
       try {
-        await gql("mutation($url: String!) { requestShareAccess(url: $url) { accessRequestStatus } }", {url});
+        await canopy.requestShareAccess(url);
         show();
       } catch (error) {
         request.disabled = false;
@@ -103,7 +103,7 @@ async function show() {
     accept.addEventListener("click", async () => {
       accept.disabled = true;
       try {
-        const accepted = (await gql("mutation($url: String!) { acceptShare(url: $url) { zone { zoneName ownerName } rootRecordName role status } }", {url})).acceptShare;
+        const accepted = await canopy.acceptShare(url);
         location.assign(openIn(accepted));
       } catch (error) {
         accept.disabled = false;

@@ -3,7 +3,7 @@
 // when anything is refused, and the reason is shown.
 
 import {h, message, replace, announce} from "./dom.js";
-import {gql, describe} from "./api.js";
+import {gql, describe} from "./canopy.js";
 import {recordRoute} from "./routes.js";
 
 const ZONES = "{ own: zones(scope: PRIVATE) { zoneName ownerName } shared: zones(scope: SHARED) { zoneName ownerName } }";

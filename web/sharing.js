@@ -10,7 +10,7 @@
 // server holds.
 
 import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
-import {gql, describe} from "./api.js";
+import {database, gql, describe} from "./canopy.js";
 
 const SHARE = `query Share($scope: DatabaseScope!, $zone: ZoneID!, $root: String) {
   share(scope: $scope, zone: $zone, rootRecordName: $root) {
@@ -206,7 +206,7 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
     const stop = h("button", {type: "button", class: "danger", id: "stop-sharing"}, "Stop sharing");
     stop.addEventListener("click", async () => {
       if (!confirm(`Stop sharing ${target}? Everyone else loses access at once.`)) return;
-      await run(() => gql("mutation($zoneName: String!, $root: String) { deleteShare(zoneName: $zoneName, rootRecordName: $root) }", names), "Sharing stopped");
+      await run(() => database("PRIVATE").deleteShare(names.zoneName, {rootRecordName: names.root}), "Sharing stopped");
     });
 
     const requests = requestsSection(share);
@@ -314,7 +314,7 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
     leave.addEventListener("click", async () => {
       if (!confirm("Leave this share? You will need a new invitation to see it again.")) return;
       try {
-        await gql("mutation($zone: ZoneID!, $root: String) { leaveShare(zone: $zone, rootRecordName: $root) }", {zone, root: rootRecordName});
+        await database("SHARED").leaveShare(zone, {rootRecordName});
         dialog.close();
         location.hash = "#/";
       } catch (error) {

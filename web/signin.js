@@ -4,7 +4,7 @@
 // kept.
 
 import {h, labelled, message, replace} from "./dom.js";
-import {gql, describe} from "./api.js";
+import {container as canopy, describe} from "./canopy.js";
 import {remember, signOut} from "./session.js";
 import {signInProviders, startSignIn} from "./oidc.js";
 
@@ -29,7 +29,7 @@ export function renderSignIn(container, done, {heading = "Sign in", problem = nu
     button.disabled = true;
     remember(value, keep.checked);
     try {
-      const {me} = await gql("{ me { userRecordName name email phone } }");
+      const me = await canopy.currentUser();
       done(me);
     } catch (error) {
       signOut();

@@ -3,7 +3,7 @@
 // is shown as the conflict it is, with their version beside yours.
 
 import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
-import {gql, describe, followChanges} from "./api.js";
+import {gql, describe, followChanges} from "./canopy.js";
 import {FIELD_TYPES, FieldError, display, editor, typeOf} from "./fields.js";
 import {recordRoute, zoneRoute} from "./routes.js";
 import {accessTo, openSharingSheet, recordAccess} from "./sharing.js";

@@ -8,7 +8,7 @@
 //   #/web-services/sign-in?container=C&environment=E&ckAPIToken=cka_SELECTOR
 
 import {h, message, replace} from "./dom.js";
-import {gql, describe} from "./api.js";
+import {container as canopy, describe} from "./canopy.js";
 
 async function settingsFor(params) {
   const container = params.get("container") ?? "", environment = params.get("environment") ?? "";
@@ -56,7 +56,7 @@ export async function renderWebServicesSignIn(view, {params}, {me, isCurrent}) {
   button.addEventListener("click", async () => {
     button.disabled = true;
     try {
-      const {issueToken} = await gql("mutation { issueToken { token prefix } }");
+      const issueToken = await canopy.issueToken();
       deliver(issueToken.token);
     } catch (error) {
       replace(feedback, message("error", describe(error)));

@@ -6,7 +6,7 @@
 // added (signed out: read only, no live feed).
 
 import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
-import {gql, describe, followChanges} from "./api.js";
+import {database, gql, describe, followChanges} from "./canopy.js";
 import {display} from "./fields.js";
 import {recordRoute, newRecordRoute, zoneRoute} from "./routes.js";
 import {accessTo, openSharingSheet} from "./sharing.js";
@@ -98,7 +98,7 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
     const question = owner ? `Delete the zone ${zoneName} and every record in it? This cannot be undone.` : `Leave ${zoneName}? You will need a new invitation to see it again.`;
     if (!confirm(question)) return;
     try {
-      await gql("mutation($scope: DatabaseScope!, $zone: ZoneID!) { deleteZone(scope: $scope, zone: $zone) }", {scope, zone});
+      await database(scope).deleteZone(zone);
       location.hash = "#/";
     } catch (error) {
       replace(feedback, message("error", describe(error)));

@@ -2,7 +2,7 @@
 // kept current by the database feeds, and a form to make a new zone.
 
 import {h, labelled, message, replace, announce} from "./dom.js";
-import {gql, describe, followChanges} from "./api.js";
+import {database, gql, describe, followChanges} from "./canopy.js";
 import {zoneRoute} from "./routes.js";
 import {publicRoute} from "./public.js";
 
@@ -23,7 +23,7 @@ export async function renderZones(view, context) {
   create.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
-      const {saveZone} = await gql("mutation NewZone($name: String!) { saveZone(zoneName: $name) { zoneName ownerName } }", {name: name.value.trim()});
+      const saveZone = await database("PRIVATE").saveZone(name.value.trim());
       location.hash = zoneRoute("PRIVATE", saveZone.ownerName, saveZone.zoneName);
     } catch (error) {
       replace(feedback, message("error", describe(error)));

@@ -38,7 +38,7 @@ struct WebConsoleRouteTests {
             for missing in ["/js/nothing.js", "/js/..%2FPackage.swift", "/js/package.json.bak", "/js/README.md"] {
                 #expect(try await client.execute(uri: missing, method: .get).status == .notFound, "\(missing)")
             }
-            let console = try await client.execute(uri: "/console/app.js", method: .get)
+            let console = try await client.execute(uri: "/console/canopy.js", method: .get)
             #expect(String(buffer: console.body).contains("/js/"), "the console imports CanopyJS")
         }
     }

@@ -1,3 +1,4 @@
+import CanopyAdmin
 import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
@@ -25,7 +26,7 @@ struct CanopyJSTests {
         ]).finished()
         print(result.output)
         #expect(result.succeeded, "node --test failed:\n\(result.output.suffix(6000))")
-        #expect(result.output.contains("# fail 0"), "\(result.output.suffix(2000))")
+        #expect(result.output.contains("ℹ fail 0") && !result.output.contains("ℹ pass 0"), "\(result.output.suffix(2000))")
     }
 }
 

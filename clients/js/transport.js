@@ -22,14 +22,16 @@ export class Transport {
     this.baseURL = String(base).replace(/\/+$/, "");
     this.tokenProvider = tokenProvider ?? (token === undefined || token === null ? null : () => token);
     this.fetch = fetchFunction ?? globalThis.fetch.bind(globalThis);
-    this.cachedToken = undefined;
   }
 
-  /** The token to send (undefined: anonymous); refresh asks the provider for a new one. */
+  /**
+   * The token to send (undefined: anonymous), asked of the provider for
+   * each request (a provider caches what is costly to make); refresh: the
+   * server refused the last one.
+   */
   async token(refresh = false) {
     if (!this.tokenProvider) return undefined;
-    if (refresh || this.cachedToken === undefined) this.cachedToken = (await this.tokenProvider({refresh})) ?? undefined;
-    return this.cachedToken;
+    return (await this.tokenProvider({refresh})) ?? undefined;
   }
 
   /** Sends one HTTP request with the token; retries once with a fresh token after a 401. */

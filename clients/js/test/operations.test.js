@@ -358,8 +358,8 @@ describe("assets, push, public database, tokens, errors", () => {
     await server.revoke(user.token);
     // The gateway may trust a token it checked for a few seconds (docs/IDENTITY.md): ask until it refuses.
     await eventually(async () => (await container.userRecordName()) === user.userRecordName && refreshes.includes(true), 30, "the refused token to be refreshed");
-    assert.deepEqual(refreshes, [false, true]);
-    assert.equal(calls, 2);
+    assert.equal(refreshes.filter((refresh) => refresh).length, 1, "asked to refresh once");
+    assert.ok(calls >= 2);
     let stuckCalls = 0;
     const stuck = new Container({baseURL: server.baseURL, tokenProvider: () => { stuckCalls += 1; return user.token; }});
     await rejectsWith(stuck.currentUser(), ErrorCode.NOT_AUTHENTICATED);

@@ -1,0 +1,96 @@
+// The console's Canopy: CanopyJS (served by the gateway at /js/) with the
+// signed-in person's token, exactly as any web app uses it. Row-level
+// security decides everything these calls can see or do. What the console
+// adds: signing out when the server refuses the token, and human words
+// for errors.
+
+import {CanopyError, Container, ErrorCode} from "/js/index.js";
+import {currentToken, issuedPrefix, signOut} from "./session.js";
+
+function signedOut(message) {
+  signOut();
+  window.dispatchEvent(new CustomEvent("canopy:signed-out", {detail: message}));
+}
+
+/**
+ * The container for this page. Its token is whatever the session holds
+ * now (none: the public database's reads only); a refused token signs the
+ * person out rather than being refreshed.
+ */
+export const container = new Container({
+  baseURL: location.origin,
+  tokenProvider: ({refresh}) => {
+    const token = currentToken();
+    if (refresh && token) { signedOut("Your sign-in is no longer accepted."); return null; }
+    return token;
+  },
+});
+
+/** The database of a scope ("PRIVATE", "SHARED", "PUBLIC"). */
+export const database = (scope) => container.database(scope);
+
+/** Runs a query or mutation; answers `data`, or throws the first error (a CanopyError). */
+export function gql(query, variables = {}) {
+  return container.graphql(query, variables);
+}
+
+/** Uploads a file's bytes; answers the Asset to save ({uploadToken, size, sha256}). */
+export function upload(file) {
+  return container.uploadAsset(file);
+}
+
+/** Signs out; a token the console made (a provider sign-in) is revoked first. */
+export async function endSession() {
+  const prefix = issuedPrefix();
+  if (prefix) {
+    try { await container.revokeToken(prefix); } catch { /* signed out either way */ }
+  }
+  container.close();
+  signOut();
+}
+
+/** Human words for an API error, for a message box. */
+export function describe(error) {
+  if (!(error instanceof CanopyError)) return `Something went wrong: ${error?.message ?? error}`;
+  switch (error.code) {
+    case ErrorCode.PERMISSION_FAILURE: return `Not allowed: ${error.message}`;
+    case ErrorCode.ZONE_NOT_FOUND: return "This zone does not exist or is no longer shared with you.";
+    case ErrorCode.UNKNOWN_ITEM: return "This record does not exist or is no longer shared with you.";
+    case ErrorCode.NETWORK_FAILURE: return "The server cannot be reached. Check your connection and try again.";
+    default: return error.message;
+  }
+}
+
+/**
+ * Follows a change feed from now on: reads it up to its end (selecting only
+ * the token) and then watches it over the WebSocket from there, so every
+ * change is one made after the view was drawn. `feed` is "zoneChanges"
+ * (variables {scope, zone}) or "databaseChanges" ({scope}); answers a
+ * function that stops.
+ */
+export function followChanges(feed, variables, onChange, onError) {
+  const controller = new AbortController();
+  const db = database(variables.scope);
+  const start = async () => {
+    let since = null;
+    try {
+      for (;;) {
+        const page = feed === "zoneChanges"
+          ? (await gql("query($scope: DatabaseScope!, $zone: ZoneID!, $since: String) { page: zoneChanges(scope: $scope, zone: $zone, since: $since, limit: 400) { token moreComing } }", {...variables, since})).page
+          : (await gql("query($scope: DatabaseScope!, $since: String) { page: databaseChanges(scope: $scope, since: $since, limit: 400) { token moreComing } }", {...variables, since})).page;
+        since = page.token;
+        if (!page.moreComing) break;
+      }
+      if (controller.signal.aborted) return;
+      const changes = feed === "zoneChanges" ? db.watchZone(variables.zone, {since, signal: controller.signal}) : db.watchDatabase({since, signal: controller.signal});
+      for await (const change of changes) onChange(change);
+    } catch (error) {
+      if (controller.signal.aborted) return;
+      // Away longer than the history is kept: follow from now, and say something may have changed.
+      if (error.code === ErrorCode.CHANGE_TOKEN_EXPIRED) { onChange({changed: [], deleted: [], expired: true}); start(); return; }
+      onError?.(error);
+    }
+  };
+  start();
+  return () => controller.abort();
+}
