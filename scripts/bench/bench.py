@@ -31,7 +31,7 @@ shares (--guest-shares), running the same statements through pgbench: the
 cost of row-level security as a user's memberships grow.
 
 usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--guest-shares N] [--output FILE]
-                [--binary PATH] [--floor-binary PATH] [--only floor|web-services|moves|speed]
+                [--binary PATH] [--floor-binary PATH] [--only floor|web-services|moves|speed|js-sync]
 (make bench: quick; make bench-full: larger). Needs wrk and pgbench.
 
 --binary PATH is the canopy binary benchmarked (it also runs the cluster,
@@ -46,6 +46,8 @@ instead of writing BENCHMARKS.md. To compare two builds of the gateway in
 one session, run it once with each build's --binary.
 
 --only speed runs issue 39's sections alone (speed.py) and prints them.
+--only js-sync runs issue 40's sync of 100,000 records by CanopyJS in Node
+(js_sync.py) beside raw pages, and prints its section.
 
 bench.py is the entry point; the rest is in common.py (paths, commands, the
 cluster), servers.py (gateway, floor), population.py and loading.py,
@@ -60,6 +62,7 @@ import sys
 from pathlib import Path
 
 import common
+import js_sync
 import loading
 import report
 import sections
@@ -89,11 +92,12 @@ def parse_options():
                         help="the canopy binary to benchmark (default: .build/release/canopy, or CANOPY_BENCH_BINARY)")
     parser.add_argument("--floor-binary", metavar="PATH",
                         help="the canopy-floor binary (default: .build/release/canopy-floor, or CANOPY_BENCH_FLOOR)")
-    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed"],
+    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed", "js-sync"],
                         help="floor: only W1 and W2 against the floor, with the gateway's CPU a request; "
                              "web-services: only W9 and W10 beside their GraphQL twins; "
                              "moves: only issue 38's move of 1,000 records beside saving them; "
                              "speed: only issue 39's cold rows, tail sets and W11 with W1 and W2; "
+                             "js-sync: only issue 40's sync of 100,000 records by CanopyJS; "
                              "each prints its table and does not write --output")
     return parser.parse_args()
 
@@ -118,6 +122,8 @@ def main():
         moves_only(options)
     elif options.only == "speed":
         speed_only(options)
+    elif options.only == "js-sync":
+        js_sync_only(options)
     else:
         everything(options, scales)
 
@@ -127,6 +133,7 @@ def everything(options, scales):
     cluster = loading.fresh_cluster()
     setup = loading.load(cluster, options, scales)
     owner, guest, token = setup.owner, setup.guest, setup.owner["token"]
+    js_sync.seed_zones(cluster, owner)
     # The load's writes to disk now, not under the cold runs alone (a
     # checkpoint makes no statistics; its spread writes overlapped them).
     cluster.psql("CHECKPOINT")
@@ -168,6 +175,7 @@ def everything(options, scales):
         latency = sections.subscription_latency(token, options)
         push = sections.push_latencies(token, options)
         move_times = sections.moves(token, options)
+        sync = js_sync.sync_rates(token, options)
 
     replica_rows = sections.replica_comparison(cluster, work[1][3], options)
 
@@ -175,9 +183,23 @@ def everything(options, scales):
                                 rows, floor_rows, membership_rows, cost_rows, replica_rows, saved, under_64,
                                 latency, push, Gateway.hung, public64, web_services, move_times,
                                 {"cold": cold, "analysed": analysed, "tails": tails, "writers": writer_row})
+    w4_rate = next(row for row in rows if row[0].startswith("W4"))[2]
+    text = text.rstrip("\n") + "\n\n" + "\n".join(js_sync.report_lines(sync, w4_rate))
     Path(options.output).write_text(text)
     say(f"wrote {options.output}")
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+
+
+def js_sync_only(options):
+    """--only js-sync: issue 40's sync section, printed (without W4's ratio)."""
+    cluster = loading.fresh_cluster()
+    owner = loading.add_user("bench")
+    js_sync.seed_zones(cluster, owner)
+    loading.settle(cluster)
+    with Gateway():
+        sync = js_sync.sync_rates(owner["token"], options)
+    run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+    print("\n".join([""] + js_sync.report_lines(sync)), flush=True)
 
 
 def floor_only(options):
