@@ -18,11 +18,13 @@ let parserSettings = swiftSettings + (fuzzing ? [.unsafeFlags(["-sanitize=fuzzer
 // client, with its own platforms (iOS 16, macOS 13) and dependencies (NIO on
 // Linux): the server's targets, and Hummingbird, PostgresNIO and the rest
 // that need macOS 14 or later, are not declared at all, so they are neither
-// fetched nor checked against the app's platforms. SwiftPM and Xcode keep a
-// dependency under a `checkouts` folder; CANOPY_MANIFEST=client or server
-// decides instead (docs/CANOPYKIT.md, DECISIONS 99).
+// fetched nor checked against the app's platforms. SwiftPM and Xcode read a
+// dependency's manifest from its repository while resolving (the package's
+// directory is then "/") and keep its files under a `checkouts` folder;
+// CANOPY_MANIFEST=client or server decides instead (docs/CANOPYKIT.md,
+// DECISIONS 99).
 let manifestKind = Context.environment["CANOPY_MANIFEST"]
-    ?? (Context.packageDirectory.contains("/checkouts/") ? "client" : "server")
+    ?? (Context.packageDirectory == "/" || Context.packageDirectory.contains("/checkouts/") ? "client" : "server")
 
 let package: Package
 if manifestKind == "client" {
