@@ -1,7 +1,7 @@
 # Canopy: the commands the README names.
 #   make run    build, start the embedded PostgreSQL cluster, migrate, serve,
 #               and print a first request
-#   make test   install PostgreSQL, pg_auto_failover and headless Chromium
+#   make test   install PostgreSQL, pg_auto_failover, headless Chromium and Node
 #               if missing, build, run every test suite
 #   make bench  release build; the gateway against pgbench; BENCHMARKS.md
 #   make soak   release build; 30 minutes of mixed traffic from 20 users;
@@ -25,18 +25,20 @@ build:
 
 test: postgres
 	@scripts/ensure-browser.sh
+	@scripts/ensure-node.sh
 	@scripts/ensure-auto-failover.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build --build-tests
 	# scripts/swift-test.sh repeats what failed at the end of its output.
 	CANOPY_SKIP_BROWSER_TESTS=1 CANOPY_SKIP_CLIENT_TESTS=1 scripts/swift-test.sh
-	# CanopyKit against live gateways, apart: their processes would stretch
-	# the timing bounds of the crash and revocation suites above.
+	# CanopyKit and CanopyJS (Node's test runner, clients/js/test) against live
+	# gateways, and CanopyKit added by URL, apart: their processes would
+	# stretch the timing bounds of the crash and revocation suites above.
 	scripts/swift-test.sh --filter CanopyKitTests
 	# The whole-story browser suites on their own (the console's, and a CloudKit
 	# web app signing in through it): two Chromiums take both
 	# cores, which would stretch the timing bounds of the suites above.
-	scripts/swift-test.sh --filter "WebConsoleTests|ConsoleSignInTests|WebServicesStoryTests"
+	scripts/swift-test.sh --filter "WebConsoleTests|ConsoleSignInTests|WebServicesStoryTests|TodoWebExampleTests"
 	# Again alone, where the 100 ms notification bound and the 5 s
 	# closing of a revoked token's socket are asserted.
 	CANOPY_STRICT_LATENCY=1 scripts/swift-test.sh --filter "SubscriptionTests/toldAtOnce|TokenRevocationTests/revokedOverWebSocket"

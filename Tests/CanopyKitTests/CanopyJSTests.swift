@@ -32,7 +32,7 @@ struct CanopyJSTests {
 
 extension Subprocess.Started {
     /// Waits on a thread of its own, off the two-thread cooperative pool.
-    fileprivate func finished() async throws -> Subprocess.Result {
+    func finished() async throws -> Subprocess.Result {
         try await withCheckedThrowingContinuation { continuation in
             Thread { continuation.resume(with: Swift.Result { try self.wait() }) }.start()
         }
