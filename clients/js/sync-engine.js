@@ -63,7 +63,10 @@ export class SyncEngine {
     this.running = Promise.resolve();
     this.automaticallySync = automaticallySync;
     this.stopped = false;
-    if (automaticallySync) this.listen();
+    if (automaticallySync) {
+      this.listen();
+      this.changed();   // changes queued before a restart go out without waiting for another edit
+    }
   }
 
   // MARK: State
@@ -109,6 +112,7 @@ export class SyncEngine {
   }
 
   changed() {
+    if (this.pendingRecords.size === 0 && this.pendingZones.size === 0) return;
     if (!this.automaticallySync || this.stopped || this.sendTimer) return;
     this.sendTimer = setTimeout(() => {
       this.sendTimer = null;
@@ -239,7 +243,11 @@ export class SyncEngine {
       const zone = [...this.pendingRecords.values()][0]?.zoneID;
       if (!zone) break;
       const batch = [...this.pendingRecords.values()].filter((change) => change.zoneID.key === zone.key).slice(0, this.batchSize);
+      const [before, size] = [this.pendingRecords.size, this.batchSize];
       await this.sendBatch(zone, batch, signal);
+      // A pass that settled nothing and did not shrink the batch would repeat forever
+      // (a delegate queueing again at once after every failure): leave the rest for the next send.
+      if (this.pendingRecords.size >= before && this.batchSize === size && batch.every((change) => this.pendingRecords.has(`${change.zoneID.key}\u0000${change.recordName}`))) break;
     }
     await this.emit({type: "didSendChanges"});
   }

@@ -1,0 +1,72 @@
+import CanopyAdmin
+import CanopyRequestStore
+import CanopyTestSupport
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The example web app (`Examples/TodoWeb`, issue 40) in a real headless
+/// Chromium, driven by Selenium (`Tests/python/todo_web_story.py`), as a
+/// developer runs it: `canopy serve --cors-origin` on one port, the app's
+/// folder served by `python3 -m http.server` on another origin, CanopyJS
+/// imported from the gateway. Two people share a list, see each other's
+/// edits live, and one edits offline and catches up. Screenshots of every
+/// step are kept in `.build/test-artifacts/todo-web/` (or
+/// `$CANOPY_TEST_ARTIFACTS`).
+@Suite("Example web app in a real browser", .serialized, .enabled(if: CanopyBinary.exists, "build the canopy executable first (swift build)"),
+       .enabled(if: BrowserTests.enabled, "CANOPY_SKIP_BROWSER_TESTS is set (make test runs them on their own)"))
+struct TodoWebExampleTests {
+    static var artifacts: String {
+        let root = ProcessInfo.processInfo.environment["CANOPY_TEST_ARTIFACTS"] ?? "\(TestDatabase.packageRoot)/.build/test-artifacts"
+        return "\(root)/todo-web"
+    }
+
+    /// Waits until `url` answers 200, asked by Python's urllib every 100 ms up to `attempts` times.
+    static func waitUntilServed(_ url: String, attempts: Int = 100) async throws -> Bool {
+        for _ in 0..<attempts {
+            try await Task.sleep(for: .milliseconds(100))
+            let page = try? Subprocess.start("/usr/bin/env", ["python3", "-c",
+                "import urllib.request; print(urllib.request.urlopen('\(url)').status)"]).wait()
+            if page?.output.contains("200") == true { return true }
+        }
+        return false
+    }
+
+    @Test("alice makes a list and shares it by email; bob accepts by URL; each sees the other's edits live; bob's offline tick and new item show at once and reach alice when he is back, merged with her rename of the same item; the service worker registers")
+    func wholeStory() async throws {
+        let endpoint = try await TestDatabase.shared.emptyDatabase()
+        let port = try EmbeddedCluster.freePort()
+        var appPort = try EmbeddedCluster.freePort()
+        while appPort == port { appPort = try EmbeddedCluster.freePort() }
+        let appURL = "http://127.0.0.1:\(appPort)/"
+        let server = try CanopyBinary.serve(databaseURL: endpoint.url, port: port, ["--cors-origin", "http://127.0.0.1:\(appPort)"])
+        defer { kill(server.pid, SIGKILL); _ = try? server.wait() }
+        // Any static server will do: the app is plain files.
+        let app = try Subprocess.start("/usr/bin/env", [
+            "python3", "-m", "http.server", String(appPort), "--bind", "127.0.0.1", "--directory", "\(TestDatabase.packageRoot)/Examples/TodoWeb",
+        ])
+        defer { kill(app.pid, SIGKILL); _ = try? app.wait() }
+        let ready = try await CanopyBinary.waitUntilServing(port: port, attempts: 150)
+        try #require(ready, "canopy serve answered /health")
+        let served = try await Self.waitUntilServed(appURL)
+        try #require(served, "python3 -m http.server served the app")
+        func token(_ arguments: [String]) throws -> String {
+            let added = try CanopyBinary.run(["users", "add"] + arguments + ["--json", "--database-url", endpoint.url])
+            try #require(added.succeeded, "\(added.output)")
+            let object = try JSONSerialization.jsonObject(with: Data(added.output.utf8)) as? [String: Any]
+            return try #require(object?["token"] as? String)
+        }
+        let alice = try token(["alice"]), bob = try token(["bob", "--email", "bob@example.com"])
+        try? FileManager.default.removeItem(atPath: Self.artifacts)
+        let story = try Subprocess.start("/usr/bin/env", [
+            "python3", "\(TestDatabase.packageRoot)/Tests/python/todo_web_story.py",
+            "http://127.0.0.1:\(port)", appURL, alice, bob, "bob@example.com", Self.artifacts,
+        ]).wait()
+        #expect(story.succeeded, "\(story.output)")
+        #expect(story.output.contains("the example web app's story passed"), "\(story.output)")
+        let screenshots = try FileManager.default.contentsOfDirectory(atPath: Self.artifacts).filter { $0.hasSuffix(".png") && $0.first?.isNumber == true }
+        #expect(screenshots.count == 11, "a screenshot of every step: \(screenshots.sorted())")
+    }
+}

@@ -1,0 +1,312 @@
+"""The example web app (Examples/TodoWeb, issue 40) in a real browser.
+
+Headless Chromium (Debian's chromium and chromium-driver, driven by
+Selenium), two people in two browser sessions, against a live `canopy
+serve` started with --cors-origin APP_URL, the app served from APP_URL (any
+static server; another origin than the gateway's):
+
+1. Alice signs in with her token, creates a list, adds, renames and deletes
+   items, shares the list with Bob's email and reads the share URL from
+   the share sheet;
+2. Bob signs in, accepts by pasting the URL and sees the items;
+3. Alice adds an item and Bob sees it appear without a reload; Bob ticks
+   one and Alice sees it the same way;
+4. Bob goes offline (Chrome's network emulation: navigator.onLine false,
+   every request fails, and the open WebSocket carries nothing until the
+   network is back, all checked). Meanwhile Alice adds an item and renames
+   one; Bob ticks that one (under its old title) and adds another, which
+   show at once and wait in his queue. His sends are refused by the
+   network, the server has none of them, and he has received nothing;
+5. Bob is back online: Alice sees both his changes arrive, Bob sees hers,
+   and the item they both changed has her title and his tick (last writer
+   wins, field by field);
+6. Both pages registered the service worker (sw.js);
+7. Bob renames an item offline and closes the page; opened again online,
+   the app starts signed in, from its stored copy and queue, and sends the
+   rename, which Alice sees.
+
+A screenshot of every step goes to ARTIFACT_DIR.
+
+usage: todo_web_story.py GATEWAY_URL APP_URL ALICE_TOKEN BOB_TOKEN BOB_EMAIL ARTIFACT_DIR
+Exits non-zero, saying which step failed, on any failure.
+"""
+import json
+import os
+import sys
+import time
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+import console_browser
+from console_browser import click, text_appears, visible, wait
+
+gateway, app_url, alice_token, bob_token, bob_email, artifacts = sys.argv[1:7]
+gateway = gateway.rstrip("/")
+console_browser.use_artifacts(artifacts)
+LIST = "Groceries"
+step_number = 0
+
+
+def browser():
+    """console_browser's headless Chromium, with the network log (to see what the page sent and received)."""
+    options = Options()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1200,900", "--lang=en-US"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_script_timeout(20)
+    return driver
+
+
+def step(driver, name, offline=False):
+    """A screenshot; fails if the page logged an error or shows one (offline, failed connections are expected)."""
+    global step_number
+    step_number += 1
+    path = os.path.join(artifacts, f"{step_number:02d}-{name}.png")
+    driver.save_screenshot(path)
+    print(f"step {step_number:02d} {name}: {path}", flush=True)
+    expected = ("favicon", "Failed to load resource") + (("ERR_INTERNET_DISCONNECTED",) if offline else ())
+    problems = [entry["message"] for entry in driver.get_log("browser")
+                if entry["level"] == "SEVERE" and not any(words in entry["message"] for words in expected)]
+    if problems:
+        raise AssertionError(f"{name}: the page logged errors: {problems}")
+    message = driver.find_element(By.ID, "message")
+    if message.is_displayed():
+        raise AssertionError(f"{name}: the page shows an error: {message.text!r}")
+
+
+def api(token, query, variables=None):
+    """A second, independent client: Python's standard library over HTTP."""
+    request = urllib.request.Request(f"{gateway}/graphql", data=json.dumps({"query": query, "variables": variables or {}}).encode(),
+                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    body = json.load(urllib.request.urlopen(request))
+    if body.get("errors"):
+        raise AssertionError(f"the API refused {query[:60]}…: {body['errors']}")
+    return body["data"]
+
+
+def server_items(zone):
+    """The list's items on the server, as Alice reads them: {title: done}."""
+    records = api(alice_token, "query($zone: ZoneID!) { records(scope: PRIVATE, zone: $zone, recordType: \"Item\", limit: 100) { records { fields } } }",
+                  {"zone": zone})["records"]["records"]
+    for record in records:
+        fields = record["fields"]
+        assert isinstance(fields.get("title"), str) and isinstance(fields.get("done"), bool) and isinstance(fields.get("position"), (int, float)), \
+            f"an Item is {{title: string, done: boolean, position: number}}, not {fields}"
+    return {record["fields"]["title"]: record["fields"]["done"] for record in records}
+
+
+def items(driver):
+    """The shown list's rows, in order: [(title, done)] (titles are inputs, so read their values)."""
+    return [tuple(row) for row in driver.execute_script(
+        "return [...document.querySelectorAll('#items li')].map((row) => [row.querySelector('.title').value, row.querySelector('input[type=checkbox]').checked])")]
+
+
+def shows(driver, expected, what, seconds=15):
+    """Waits until the rows are `expected` ([(title, done)]) in that order."""
+    try:
+        wait(driver, lambda d: items(d) == expected, what, seconds)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\nrows shown: {items(driver)}, expected: {expected}") from None
+
+
+def status(driver):
+    element = driver.find_element(By.ID, "status")
+    return element.get_attribute("data-online"), int(element.get_attribute("data-pending") or -1), element.text
+
+
+def sent_everything(driver, what):
+    wait(driver, lambda d: status(d)[1] == 0, f"{what}: nothing left in the queue", 15)
+
+
+def row(driver, title):
+    """The row whose title is `title`."""
+    for candidate in driver.find_elements(By.CSS_SELECTOR, "#items li"):
+        if candidate.find_element(By.CSS_SELECTOR, ".title").get_attribute("value") == title:
+            return candidate
+    raise AssertionError(f"no row '{title}' in {items(driver)}")
+
+
+def add_item(driver, title):
+    field = visible(driver, "#new-item input[name=title]", "the new item's field")
+    field.send_keys(title + Keys.ENTER)
+
+
+def sign_in(driver, token):
+    driver.get(app_url)
+    field = visible(driver, "#sign-in input[name=gateway]", "the sign-in form")
+    field.clear()
+    field.send_keys(gateway)
+    driver.find_element(By.CSS_SELECTOR, "#sign-in input[name=token]").send_keys(token + Keys.ENTER)
+    visible(driver, "#app", "the lists after signing in")
+
+
+def open_list(driver, scope):
+    click(driver, f"{'#own-lists' if scope == 'own' else '#shared-lists'} button[data-zone$='{LIST}']", f"the list {LIST}")
+    text_appears(driver, "#list-title", LIST, "the list's title")
+
+
+class NetworkLog:
+    """What the page sent and received, from Chromium's performance log."""
+
+    def __init__(self, driver):
+        self.driver = driver
+        self.requests = {}
+
+    def read(self):
+        events = []
+        for entry in self.driver.get_log("performance"):
+            message = json.loads(entry["message"])["message"]
+            params = message.get("params", {})
+            if message["method"] == "Network.requestWillBeSent":
+                self.requests[params["requestId"]] = (params["request"]["method"], params["request"]["url"])
+            events.append((message["method"], params, self.requests.get(params.get("requestId"))))
+        return events
+
+
+alice = browser()
+bob = browser()
+try:
+    # 1. Alice signs in, makes a list, adds, renames and deletes items, shares it.
+    sign_in(alice, alice_token)
+    step(alice, "alice-signed-in")
+    visible(alice, "#new-list input[name=title]").send_keys(LIST + Keys.ENTER)
+    text_appears(alice, "#list-title", LIST, "the new list")
+    for title in ("Milk", "Eggs", "Cake"):
+        add_item(alice, title)
+    shows(alice, [("Milk", False), ("Eggs", False), ("Cake", False)], "Alice's three items")
+    eggs = row(alice, "Eggs").find_element(By.CSS_SELECTOR, ".title")
+    eggs.clear()
+    eggs.send_keys("Free-range eggs" + Keys.ENTER)
+    row(alice, "Cake").find_element(By.CSS_SELECTOR, ".delete").click()
+    shows(alice, [("Milk", False), ("Free-range eggs", False)], "the rename and the deletion")
+    sent_everything(alice, "Alice's items")
+    me = api(alice_token, "{ me { userRecordName } }")["me"]["userRecordName"]
+    zone = {"zoneName": LIST, "ownerName": me}
+    assert server_items(zone) == {"Milk": False, "Free-range eggs": False}, f"the server has Alice's items: {server_items(zone)}"
+    step(alice, "alice-made-a-list")
+
+    click(alice, "#share", "the Share button")
+    visible(alice, "#share-sheet", "the share sheet")
+    visible(alice, "#share-form input[name=email]").send_keys(bob_email + Keys.ENTER)
+    wait(alice, lambda d: d.find_element(By.ID, "share-url").get_attribute("value").startswith(gateway + "/share/"), "the share URL")
+    text_appears(alice, "#share-people", "Shared with", "the person shared with")
+    share_url = alice.find_element(By.ID, "share-url").get_attribute("value")
+    step(alice, "alice-shared-the-list")
+    click(alice, "#close-share", "Done")
+
+    # 2. Bob signs in, accepts by URL, sees the items.
+    sign_in(bob, bob_token)
+    visible(bob, "#accept-share input[name=url]").send_keys(share_url + Keys.ENTER)
+    text_appears(bob, "#list-title", LIST, "the accepted list")
+    shows(bob, [("Milk", False), ("Free-range eggs", False)], "the shared items for Bob")
+    assert bob.find_elements(By.CSS_SELECTOR, f"#shared-lists button[data-zone$='{LIST}']"), "the list is under Shared with me"
+    assert not bob.find_element(By.ID, "share").is_displayed(), "only the owner shares"
+    step(bob, "bob-accepted")
+
+    # 3. Live, both ways, no reload.
+    for driver in (alice, bob):
+        driver.execute_script("document.body.dataset.sameDocument = 'yes'")
+    add_item(alice, "Coffee")
+    shows(bob, [("Milk", False), ("Free-range eggs", False), ("Coffee", False)], "Alice's new item in Bob's page, live")
+    step(bob, "bob-sees-alice-add-live")
+    row(bob, "Milk").find_element(By.CSS_SELECTOR, "input[type=checkbox]").click()
+    shows(alice, [("Milk", True), ("Free-range eggs", False), ("Coffee", False)], "Bob's tick in Alice's page, live")
+    step(alice, "alice-sees-bob-tick-live")
+
+    # 4. Bob goes offline: the page knows, every request fails, the socket carries nothing.
+    network = NetworkLog(bob)
+    network.read()
+    sent_everything(bob, "Bob's tick")
+    bob.set_network_conditions(offline=True, latency=0, download_throughput=0, upload_throughput=0)
+    wait(bob, lambda d: status(d)[0] == "false" and "Offline" in status(d)[2], "Bob's page to say it is offline")
+    reached = bob.execute_async_script(f"""const done = arguments[0];
+        fetch({json.dumps(gateway + '/health')}).then((response) => done('answered ' + response.status), (error) => done('failed: ' + error));""")
+    assert reached.startswith("failed"), f"offline, the gateway still answers Bob's page: {reached}"
+    # Meanwhile Alice adds an item and renames the one Bob is about to tick.
+    add_item(alice, "Tea")
+    eggs = row(alice, "Free-range eggs").find_element(By.CSS_SELECTOR, ".title")
+    eggs.clear()
+    eggs.send_keys("Eggs (6)" + Keys.ENTER)
+    sent_everything(alice, "Alice's changes while Bob is offline")
+    assert server_items(zone).get("Eggs (6)") is False and "Tea" in server_items(zone), server_items(zone)
+    # Bob's edits show at once and wait.
+    row(bob, "Free-range eggs").find_element(By.CSS_SELECTOR, "input[type=checkbox]").click()
+    add_item(bob, "Butter")
+    shows(bob, [("Milk", True), ("Free-range eggs", True), ("Coffee", False), ("Butter", False)], "Bob's offline edits, shown at once", 5)
+    wait(bob, lambda d: status(d)[1] == 2 and "2 changes waiting" in status(d)[2], "Bob's two changes waiting")
+    # The engine tried to send them, and the network refused.
+    refused = []
+    wait(bob, lambda d: refused.extend(event for event in network.read()
+                                       if event[0] == "Network.loadingFailed" and event[2] and event[2][0] == "POST"
+                                       and event[2][1] == gateway + "/graphql" and "ERR_INTERNET_DISCONNECTED" in event[1]["errorText"]) or refused,
+         "Bob's engine to try sending, and fail for want of a network")
+    assert server_items(zone) == {"Milk": True, "Eggs (6)": False, "Coffee": False, "Tea": False}, f"nothing of Bob's offline edits on the server: {server_items(zone)}"
+    received = [event[0] for event in network.read() if event[0] == "Network.webSocketFrameReceived"]
+    assert not received, f"offline, Bob's open WebSocket still received {len(received)} frames"
+    assert "Tea" not in [title for title, _ in items(bob)], "offline, Bob's page got Alice's new item"
+    assert status(bob)[1] == 2, f"Bob's two changes still wait: {status(bob)}"
+    stored = json.loads(bob.execute_script("return JSON.stringify(Object.entries(localStorage).filter(([key]) => key.endsWith(':shared')).map(([, value]) => JSON.parse(value).state.pendingRecordChanges))"))
+    assert [len(pending) for pending in stored] == [2], f"the queue is kept in localStorage: {stored}"
+    step(bob, "bob-offline-edits", offline=True)
+
+    # 5. Back online: both of Bob's changes reach Alice, hers reach him; the item both changed has her title and his tick.
+    bob.delete_network_conditions()
+    after = [("Milk", True), ("Eggs (6)", True), ("Coffee", False), ("Tea", False), ("Butter", False)]
+    shows(alice, after, "Bob's offline edits in Alice's page, live", 30)
+    step(alice, "alice-sees-bob-offline-edits")
+    shows(bob, after, "Alice's changes in Bob's page, back online", 30)
+    sent_everything(bob, "Bob's queue, back online")
+    assert status(bob)[0] == "true", status(bob)
+    assert server_items(zone) == dict(after), f"the server has everyone's changes: {server_items(zone)}"
+    for driver in (alice, bob):
+        assert driver.execute_script("return document.body.dataset.sameDocument") == "yes", "no page was reloaded"
+    step(bob, "bob-back-online", offline=True)
+
+    # 6. The service worker, registered by both pages; Notify me is offered.
+    for name, driver in (("alice", alice), ("bob", bob)):
+        registered = lambda d: d.execute_async_script("""const done = arguments[0];
+            navigator.serviceWorker.getRegistration().then((registration) => done(registration?.active?.scriptURL ?? null), (error) => done(null));""")
+        script = wait(driver, registered, f"{name}'s page to register the service worker")
+        assert script == app_url.rstrip("/") + "/sw.js", script
+        assert driver.find_element(By.ID, "notify").is_displayed(), "the Notify me button"
+
+    # 7. Bob renames an item offline and closes the page before it could be sent; opened again
+    #    online, the app starts from its stored copy and queue, and sends the rename.
+    bob.set_network_conditions(offline=True, latency=0, download_throughput=0, upload_throughput=0)
+    wait(bob, lambda d: status(d)[0] == "false", "Bob's page to say it is offline again")
+    coffee = row(bob, "Coffee").find_element(By.CSS_SELECTOR, ".title")
+    coffee.clear()
+    coffee.send_keys("Decaf" + Keys.ENTER)
+    wait(bob, lambda d: status(d)[1] == 1, "Bob's rename waiting")
+    renamed = [("Milk", True), ("Eggs (6)", True), ("Decaf", False), ("Tea", False), ("Butter", False)]
+    shows(bob, renamed, "Bob's offline rename, shown at once", 5)
+    step(bob, "bob-renames-offline", offline=True)
+    bob.get("about:blank")
+    bob.delete_network_conditions()
+    assert "Decaf" not in server_items(zone), f"the rename was not sent before the page closed: {server_items(zone)}"
+    bob.get(app_url)
+    visible(bob, "#app", "Bob signed in again from the stored token")
+    open_list(bob, "shared")
+    shows(bob, renamed, "Bob's list from the stored copy")
+    shows(alice, renamed, "the rename queued before the page closed, in Alice's page", 30)
+    sent_everything(bob, "the stored queue")
+    step(alice, "alice-sees-the-rename-sent-after-reopening")
+    print("the example web app's story passed", flush=True)
+except Exception as error:
+    for name, driver in (("alice", alice), ("bob", bob)):
+        try:
+            driver.save_screenshot(os.path.join(artifacts, f"failed-{name}.png"))
+        except Exception:
+            pass
+    print(f"FAILED: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+    sys.exit(1)
+finally:
+    alice.quit()
+    bob.quit()
