@@ -196,15 +196,22 @@ export class SyncEngine {
 
   async fetchZone(zoneID, signal) {
     let token = this.zoneTokens.get(zoneID.key) ?? null;
+    const request = (since) => {
+      const page = this.retrying(() => this.database.zoneChanges(zoneID, {since, limit: this.pageSize, signal}), signal);
+      page.catch(() => {});   // awaited below; not an unhandled rejection meanwhile
+      return page;
+    };
+    let next = request(token);
     for (;;) {
       let page;
       try {
-        page = await this.retrying(() => this.database.zoneChanges(zoneID, {since: token, limit: this.pageSize, signal}), signal);
+        page = await next;
       } catch (error) {
         if (error?.code === ErrorCode.CHANGE_TOKEN_EXPIRED && token !== null) {
           await this.emit({type: "changeTokenExpired", zoneID});
           token = null;
           this.zoneTokens.delete(zoneID.key);
+          next = request(token);
           continue;
         }
         if (error?.code === ErrorCode.ZONE_NOT_FOUND) {   // deleted or no longer shared since the database feed said otherwise
@@ -214,6 +221,9 @@ export class SyncEngine {
         }
         throw error;
       }
+      // The next page is asked for before this one is handed over, so the
+      // app's work (storing the records) overlaps the server's.
+      if (page.moreComing) next = request(page.token);
       await this.emit({type: "fetchedRecordZoneChanges", zoneID, changed: page.changed, deleted: page.deleted});
       token = page.token;
       this.zoneTokens.set(zoneID.key, token);
