@@ -45,6 +45,12 @@ public struct APIError: Error, Sendable {
         switch error {
         case let error as APIError:
             self = error
+        case is CancellationError:
+            // The client went away mid-request (a page navigated, a socket
+            // closed) or the gateway is stopping: nobody reads this answer,
+            // and it is no fault of the server's to log as one.
+            logger.debug("request cancelled", metadata: ["canopy.request.id": "\(requestID)"])
+            self.init(.serviceUnavailable, "the request was cancelled; try again")
         case let error as QueryError:
             self.init(error.code, error.message, locations: error.locations, path: error.path)
         case let error as AssetError:
