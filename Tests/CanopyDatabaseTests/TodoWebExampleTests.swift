@@ -23,17 +23,6 @@ struct TodoWebExampleTests {
         return "\(root)/todo-web"
     }
 
-    /// Waits until `url` answers 200, asked by Python's urllib every 100 ms up to `attempts` times.
-    static func waitUntilServed(_ url: String, attempts: Int = 100) async throws -> Bool {
-        for _ in 0..<attempts {
-            try await Task.sleep(for: .milliseconds(100))
-            let page = try? Subprocess.start("/usr/bin/env", ["python3", "-c",
-                "import urllib.request; print(urllib.request.urlopen('\(url)').status)"]).wait()
-            if page?.output.contains("200") == true { return true }
-        }
-        return false
-    }
-
     @Test("alice makes a list and shares it by email; bob accepts by URL; each sees the other's edits live; bob's offline tick and new item show at once and reach alice when he is back, merged with her rename of the same item; the service worker registers")
     func wholeStory() async throws {
         let endpoint = try await TestDatabase.shared.emptyDatabase()
@@ -50,7 +39,7 @@ struct TodoWebExampleTests {
         defer { kill(app.pid, SIGKILL); _ = try? app.wait() }
         let ready = try await CanopyBinary.waitUntilServing(port: port, attempts: 150)
         try #require(ready, "canopy serve answered /health")
-        let served = try await Self.waitUntilServed(appURL)
+        let served = try await CanopyBinary.waitUntilAnswering(appURL)
         try #require(served, "python3 -m http.server served the app")
         func token(_ arguments: [String]) throws -> String {
             let added = try CanopyBinary.run(["users", "add"] + arguments + ["--json", "--database-url", endpoint.url])

@@ -49,11 +49,17 @@ extension CanopyBinary {
     /// asked by a second, independent client (Python's urllib), every 100 ms
     /// up to `attempts` times; true when it did.
     public static func waitUntilServing(port: Int, attempts: Int = 100) async throws -> Bool {
+        try await waitUntilAnswering("http://127.0.0.1:\(port)/health", attempts: attempts)
+    }
+
+    /// Waits until `url` (on loopback) answers 200, asked by Python's urllib
+    /// every 100 ms up to `attempts` times; true when it did.
+    public static func waitUntilAnswering(_ url: String, attempts: Int = 100) async throws -> Bool {
         for _ in 0..<attempts {
             try await Task.sleep(for: .milliseconds(100))
-            let health = try? Subprocess.start("/usr/bin/env", ["python3", "-c",
-                "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:\(port)/health').status)"]).wait()
-            if health?.output.contains("200") == true { return true }
+            let answer = try? Subprocess.start("/usr/bin/env", ["python3", "-c",
+                "import urllib.request; print(urllib.request.urlopen('\(url)').status)"]).wait()
+            if answer?.output.contains("200") == true { return true }
         }
         return false
     }

@@ -11,19 +11,7 @@ struct ClientPackageController {
 
     func register(on router: Router<CanopyRequestContext>) {
         router.get("js/:name") { request, context -> Response in
-            serve(context.parameters.get("name") ?? "", request)
+            files.response(named: context.parameters.get("name") ?? "", to: request)
         }
-    }
-
-    func serve(_ name: String, _ request: Request) -> Response {
-        guard let file = files.file(named: name) else {
-            return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "no such file\n")))
-        }
-        var headers = PageHeaders.fields(contentType: file.contentType, cache: "no-cache")
-        headers[.eTag] = file.entityTag
-        if request.hasCurrentCopy(of: file.entityTag) {
-            return Response(status: .notModified, headers: headers)
-        }
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: file.bytes))
     }
 }

@@ -51,14 +51,6 @@ struct ConsoleController {
     }
 
     func serve(_ name: String, _ request: Request) -> Response {
-        guard let file = files.file(named: name) else {
-            return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "no such file\n")))
-        }
-        var headers = PageHeaders.fields(contentType: file.contentType, cache: "no-cache")
-        headers[.eTag] = file.entityTag
-        if request.hasCurrentCopy(of: file.entityTag) {
-            return Response(status: .notModified, headers: headers)
-        }
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: file.bytes))
+        files.response(named: name, to: request)
     }
 }

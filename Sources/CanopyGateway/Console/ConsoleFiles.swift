@@ -1,6 +1,7 @@
 import CanopyEncoding
 import Crypto
 import Foundation
+import Hummingbird
 import NIOCore
 
 /// A flat directory of static files read once when the gateway starts and
@@ -80,5 +81,23 @@ public struct ConsoleFiles: Sendable {
 
     static func extensionOf(_ name: String) -> String {
         name.split(separator: ".").last.map { String($0).lowercased() } ?? ""
+    }
+}
+
+extension ConsoleFiles {
+    /// The answer to `GET` of file `name`: the bytes with their type, the
+    /// pages' headers and an ETag (`no-cache`, so a new release is picked
+    /// up at once), 304 when the client holds this copy, 404 for any name
+    /// not served.
+    func response(named name: String, to request: Request) -> Response {
+        guard let file = file(named: name) else {
+            return Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: "no such file\n")))
+        }
+        var headers = PageHeaders.fields(contentType: file.contentType, cache: "no-cache")
+        headers[.eTag] = file.entityTag
+        if request.hasCurrentCopy(of: file.entityTag) {
+            return Response(status: .notModified, headers: headers)
+        }
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: file.bytes))
     }
 }
