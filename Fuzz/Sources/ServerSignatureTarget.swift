@@ -31,5 +31,18 @@ struct ServerSignatureTarget: FuzzTarget {
         if changed.isEmpty { changed = [0] } else { changed[changed.count / 2] ^= 1 }
         require(!changed.withUnsafeBytes { good.verifies(publicKey: publicKey, body: $0, path: path) }, "a changed body still verifies")
         require(!body.withUnsafeBytes { good.verifies(publicKey: publicKey, body: $0, path: path + "x") }, "a changed path still verifies")
+        // Issue 48: the four spellings of one signature (DER and raw, s and
+        // n−s) verify, and all are one use, the replay record's key.
+        let raw = try! P256.Signing.ECDSASignature(derRepresentation: Data(base64Encoded: signed)!).rawRepresentation
+        let twin = ServerKeySignature.malleableTwin(raw)
+        var uses: Set<Data> = []
+        for spelling in [raw, twin, try! P256.Signing.ECDSASignature(rawRepresentation: twin).derRepresentation,
+                         try! P256.Signing.ECDSASignature(rawRepresentation: raw).derRepresentation] {
+            let presented = try! ServerKeySignature(keyID: "k", date: date, signature: spelling.base64EncodedString())
+            let use = body.withUnsafeBytes { presented.verifiedUse(publicKey: publicKey, body: $0, path: path) }
+            require(use != nil, "a spelling of the key's own signature does not verify")
+            if let use { uses.insert(use) }
+        }
+        require(uses.count == 1, "one signature's spellings are \(uses.count) uses")
     }
 }

@@ -176,6 +176,49 @@ struct MoveRecordsTests {
         }
     }
 
+    /// Issue 48: a name the target zone holds outside the caller's share is
+    /// invisible to the clash check (row-level security); the UPDATE met
+    /// the unique key and the answer was INTERNAL_ERROR. Now it is the
+    /// refusal modifyRecords gives a save onto that name, alone and in a
+    /// batch, with nothing moved.
+    @Test("a participant's record moved under a share's root onto a name the owner's zone holds outside the share: PERMISSION_FAILURE for that name, alone and in a batch, nothing moved")
+    func invisibleNameClash() async throws {
+        let harness = try await GatewayHarness.make()
+        try await harness.test { client in
+            let alice = harness.aliceToken, bob = harness.bobToken, owner = harness.alice.userRecordName
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Lists\") { zoneName } }", token: alice)
+            _ = try await save(client, token: alice, zone: "Lists", [contact("groceries", name: "Groceries"), contact("private", name: "Not shared")])
+            let share = try await client.call("saveShare", """
+                mutation { saveShare(zoneName: "Lists", rootRecordName: "groceries", participants: [{userRecordName: "\(harness.bob.userRecordName)", permission: READ_WRITE}]) { url } }
+                """, token: alice)
+            let url = try #require(share.object["url"] as? String, "\(share.body)")
+            _ = try await client.call("acceptShare", "mutation($u: String!) { acceptShare(url: $u) { status } }", ["u": url], token: bob)
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Mine\") { zoneName } }", token: bob)
+            _ = try await save(client, token: bob, zone: "Mine", [contact("private", name: "Bob's"), contact("eggs", name: "Eggs")])
+
+            for names in [["private"], ["eggs", "private"]] {
+                let moved = try await client.call("moveRecords", """
+                    mutation($names: [String!]!) { moveRecords(from: {zoneName: "Mine"}, to: {zoneName: "Lists", ownerName: "\(owner)"},
+                      recordNames: $names, parent: "groceries") { moved errors { recordName code message } } }
+                    """, ["names": names], token: bob)
+                #expect(moved.code == nil, "no request-level error (was INTERNAL_ERROR): \(moved.body)")
+                let errors = moved.object["errors"] as? [[String: Any]] ?? []
+                #expect(errors.map { $0["recordName"] as? String } == ["private"] && errors.first?["code"] as? String == "PERMISSION_FAILURE", "\(moved.body)")
+                #expect((moved.object["moved"] as? [Any])?.isEmpty == true, "\(moved.body)")
+                let message = errors.first?["message"] as? String ?? ""
+                #expect(!message.contains("records_") && !message.contains("constraint") && !message.contains("duplicate"), "no table or constraint named: \(message)")
+            }
+            // modifyRecords gives the same refusal for that name.
+            let saved = try await client.call("modifyRecords", """
+                mutation { modifyRecords(scope: SHARED, zone: {zoneName: "Lists", ownerName: "\(owner)"},
+                  save: [{recordName: "private", recordType: "Contact", fields: {name: "x"}, parent: "groceries"}]) { errors { recordName code } } }
+                """, token: bob)
+            #expect((saved.object["errors"] as? [[String: Any]])?.first?["code"] as? String == "PERMISSION_FAILURE", "\(saved.body)")
+            #expect(try await Self.names(in: "Mine", client, token: bob) == ["private", "eggs"])
+            #expect(try await Self.names(in: "Lists", client, token: alice) == ["groceries", "private"])
+        }
+    }
+
     /// A concurrent request's answer: done. A move takes both zones' locks
     /// before any record's, as every save does, so none deadlocks ("try
     /// again", SERVICE_UNAVAILABLE, would say one did).

@@ -28,7 +28,8 @@ BEGIN
     WHEN 'number' THEN
         number := p_value::text::numeric;
         IF number = trunc(number) AND p_value::text !~ '[.eE]' THEN
-            IF abs(number) > 9223372036854775807 THEN
+            -- Both ends of bigint: -2^63 is an INT64 too (issue 48).
+            IF number > 9223372036854775807 OR number < -9223372036854775808 THEN
                 RAISE EXCEPTION 'field %: % does not fit in INT64', p_field, p_value USING ERRCODE = 'CN004';
             END IF;
             RETURN 'INT64';

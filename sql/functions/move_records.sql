@@ -28,7 +28,9 @@ SET LOCAL ROLE canopy_owner;
 -- anything is refused, only the refusals (name, code, message) and nothing
 -- is moved: a name not in the source zone (UNKNOWN_ITEM), a name the target
 -- zone already has (SERVER_RECORD_CHANGED), a share's root
--- (ALREADY_SHARED). Writing where the caller may not is CN005.
+-- (ALREADY_SHARED), a name the target zone holds that the caller cannot
+-- see (PERMISSION_FAILURE, as modifyRecords answers a save onto it).
+-- Writing where the caller may not is CN005.
 CREATE OR REPLACE FUNCTION canopy.move_records(
     p_from bigint, p_to bigint, p_names text[], p_with_descendants boolean, p_parent text
 ) RETURNS TABLE (record_name text, code text, message text)
@@ -41,6 +43,8 @@ DECLARE
     touched integer;
     total integer := 0;
     refused boolean := false;
+    one text;
+    clashing text[] := '{}';
 BEGIN
     IF p_from = p_to THEN
         RAISE EXCEPTION 'the records are already in that zone' USING ERRCODE = 'CN004';
@@ -83,27 +87,54 @@ BEGIN
         RAISE EXCEPTION 'the new parent % is one of the records being moved', p_parent USING ERRCODE = 'CN004';
     END IF;
 
-    PERFORM set_config('canopy.moving_records', 'y', true);
-    PERFORM set_config('canopy.moving_subtrees', CASE WHEN p_with_descendants THEN 'y' ELSE 'n' END, true);
-    level := ARRAY(SELECT r.record_name FROM canopy.records r
-                    WHERE r.zone_id = p_from AND r.record_name = ANY (moving)
-                      AND (r.parent_name IS NULL OR NOT (r.parent_name = ANY (moving))));
-    WHILE cardinality(level) > 0 LOOP
-        UPDATE canopy.records r
-           SET zone_id = p_to,
-               parent_name = CASE WHEN depth = 0 THEN p_parent ELSE r.parent_name END
-         WHERE r.zone_id = p_from AND r.record_name = ANY (level);
-        GET DIAGNOSTICS touched = ROW_COUNT;
-        total := total + touched;
-        IF touched < cardinality(level) THEN
-            refused := true;
-            EXIT;
-        END IF;
+    -- The target may hold a name the caller cannot see (a record of the
+    -- owner's zone outside the caller's share): the check above, run under
+    -- row-level security, misses it and the UPDATE meets the unique key.
+    -- Then every level's move is undone (the block's subtransaction), the
+    -- level that met it is tried a record at a time to name the clashes,
+    -- and those are refused as modifyRecords refuses a save onto such a
+    -- name (PERMISSION_FAILURE), with nothing moved (issue 48).
+    BEGIN
+        PERFORM set_config('canopy.moving_records', 'y', true);
+        PERFORM set_config('canopy.moving_subtrees', CASE WHEN p_with_descendants THEN 'y' ELSE 'n' END, true);
         level := ARRAY(SELECT r.record_name FROM canopy.records r
-                        WHERE r.zone_id = p_from AND r.parent_name = ANY (level) AND r.record_name = ANY (moving));
-        depth := depth + 1;
-    END LOOP;
-    PERFORM set_config('canopy.moving_records', 'n', true);
+                        WHERE r.zone_id = p_from AND r.record_name = ANY (moving)
+                          AND (r.parent_name IS NULL OR NOT (r.parent_name = ANY (moving))));
+        WHILE cardinality(level) > 0 LOOP
+            BEGIN
+                UPDATE canopy.records r
+                   SET zone_id = p_to,
+                       parent_name = CASE WHEN depth = 0 THEN p_parent ELSE r.parent_name END
+                 WHERE r.zone_id = p_from AND r.record_name = ANY (level);
+            EXCEPTION WHEN unique_violation THEN
+                FOREACH one IN ARRAY level LOOP
+                    BEGIN
+                        UPDATE canopy.records r
+                           SET zone_id = p_to,
+                               parent_name = CASE WHEN depth = 0 THEN p_parent ELSE r.parent_name END
+                         WHERE r.zone_id = p_from AND r.record_name = one;
+                    EXCEPTION WHEN unique_violation THEN
+                        clashing := clashing || one;
+                    END;
+                END LOOP;
+                RAISE EXCEPTION 'names taken in the target zone' USING ERRCODE = 'CN099';
+            END;
+            GET DIAGNOSTICS touched = ROW_COUNT;
+            total := total + touched;
+            IF touched < cardinality(level) THEN
+                refused := true;
+                EXIT;
+            END IF;
+            level := ARRAY(SELECT r.record_name FROM canopy.records r
+                            WHERE r.zone_id = p_from AND r.parent_name = ANY (level) AND r.record_name = ANY (moving));
+            depth := depth + 1;
+        END LOOP;
+        PERFORM set_config('canopy.moving_records', 'n', true);
+    EXCEPTION WHEN SQLSTATE 'CN099' THEN
+        RETURN QUERY SELECT c, 'PERMISSION_FAILURE', format('you may not change record %s', c)
+          FROM unnest(clashing) c ORDER BY c;
+        RETURN;
+    END;
     IF refused OR total <> cardinality(moving) THEN
         RAISE EXCEPTION 'you may not move these records: moving needs write access to them where they are and where they go'
             USING ERRCODE = 'CN005';

@@ -29,6 +29,14 @@
 ///   issue 36), a bucket per client address; 429 past it
 /// - `anonymousMaximumQueryCost` (`--anonymous-max-query-cost`, default
 ///   5,000): the cost limit for a request without a token
+/// - `introspection` (`--introspection`, `CANOPY_INTROSPECTION`: `open`,
+///   the default, `signed-in` or `off`): who may read the schema through
+///   `__schema` and `__type` (docs/SECURITY.md, "Introspection")
+/// - `maximumIntrospectionCost` (`--max-introspection-cost`, default
+///   20,000): the most values an introspection answer may hold
+///   (``IntrospectionCost``; the standard introspection query of GraphQL
+///   tools is between 5,000 and 6,000 here, a 76 KB answer); past it, 400 `LIMIT_EXCEEDED` before the
+///   executor runs
 /// - `trustsProxyHeader` (`--trust-proxy-header`, off): the client address
 ///   of a request without a token is the last address of its
 ///   `X-Forwarded-For` (as the proxy in front appended it), not the peer's
@@ -46,6 +54,8 @@ public struct AbuseLimits: Sendable {
     public var anonymousBurst: Int = 20
     public var anonymousMaximumQueryCost: Int = 5_000
     public var trustsProxyHeader = false
+    public var introspection: IntrospectionAccess = .open
+    public var maximumIntrospectionCost = 20_000
 
     public init(
         requestsPerSecond: Double = 50, burst: Int = 100, maximumQueryCost: Int = 50_000,
@@ -62,4 +72,18 @@ public struct AbuseLimits: Sendable {
         self.webSocketPingInterval = webSocketPingInterval
         self.maximumSubscriptionsPerUser = maximumSubscriptionsPerUser
     }
+}
+
+/// `--introspection`: who may read the schema through `__schema` and
+/// `__type` (issue 48). Many GraphQL servers turn introspection off in
+/// production; Canopy's schema is public (schema/canopy.graphql), and GraphQL
+/// tools and code generators read it, so it is open by default, within the
+/// same limits as any other field.
+public enum IntrospectionAccess: String, Sendable, CaseIterable {
+    /// Anyone, with or without a token (the anonymous rate limit applies).
+    case open
+    /// Signed-in callers; without a token, 401 `NOT_AUTHENTICATED`.
+    case signedIn = "signed-in"
+    /// Nobody: 403 `PERMISSION_FAILURE` (`__typename` still answers).
+    case off
 }

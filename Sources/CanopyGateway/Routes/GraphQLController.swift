@@ -88,8 +88,11 @@ struct GraphQLController {
                 throw QueryError(.badRequest, "GET /graphql runs queries only; send mutations with POST")
             }
             let roots = try parsed.rootFields()
+            if roots.contains(where: { $0.name == "__schema" || $0.name == "__type" }) {
+                try await checkIntrospection(roots, in: parsed, userID: userID)
+            }
             if ParsedRequest.isIntrospectionOnly(roots) {
-                return try await introspect(graphQLRequest)
+                return try await Introspection.answer(parsed)
             }
             fields = try check.costChecked(roots, in: parsed)
             // Without a token: a request with nothing open to nobody is
@@ -145,13 +148,18 @@ struct GraphQLController {
         return response
     }
 
-    /// Introspection, answered by GraphQLSwift's executor over the schema.
-    func introspect(_ request: GraphQLHTTPRequest) async throws -> Response {
-        let result = try await graphql(
-            schema: GraphQLAPI.schema, request: request.query,
-            variableValues: (request.variables ?? [:]).mapValues(\.map), operationName: request.operationName
-        )
-        let data = try GraphQLJSONEncoder().encode(result)
-        return GraphQLResponse.json(String(decoding: data, as: UTF8.self), status: .ok)
+    /// Introspection is open to whom `--introspection` says, and within
+    /// `--max-introspection-cost` (``IntrospectionCost``), checked before
+    /// the executor writes anything.
+    func checkIntrospection(_ roots: [SelectedField], in parsed: ParsedRequest, userID: Int64?) async throws {
+        switch configuration.limits.introspection {
+        case .open: break
+        case .signedIn where userID != nil: break
+        case .signedIn:
+            throw APIError(.notAuthenticated, "this server answers introspection (__schema, __type) to signed-in callers only: send Authorization: Bearer <token>")
+        case .off:
+            throw APIError(.permissionFailure, "this server does not answer introspection (__schema, __type): its operator turned it off (--introspection off); the schema is schema/canopy.graphql", status: .forbidden)
+        }
+        try IntrospectionCost.check(roots, graph: await Introspection.graph, maximum: configuration.limits.maximumIntrospectionCost, in: parsed)
     }
 }

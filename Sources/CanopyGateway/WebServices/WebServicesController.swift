@@ -151,6 +151,11 @@ struct WebServicesController {
         guard case .object(let object) = value else {
             throw APIError(.badRequest, "the body must be a JSON object, not \(value.typeName)")
         }
+        // PostgreSQL's text and JSONB cannot hold U+0000: refused here,
+        // naming where, before any of it reaches the database (issue 48).
+        if let place = value.placeOfNUL() {
+            throw APIError(.badRequest, "the body\(place) holds the character U+0000 (NUL), which no text may hold")
+        }
         return object
     }
 
@@ -168,10 +173,10 @@ struct WebServicesController {
         guard signature.isFresh(now: now) else {
             throw APIError(.notAuthenticated, "the request was signed at \(signature.dateText), more than \(Int(ServerKeySignature.window / 60)) minutes from the server's clock", status: .unauthorized)
         }
-        guard body.withUnsafeReadableBytes({ signature.verifies(publicKey: key.publicKey, body: $0, path: request.uri.path) }) else {
+        guard let use = body.withUnsafeReadableBytes({ signature.verifiedUse(publicKey: key.publicKey, body: $0, path: request.uri.path) }) else {
             throw APIError(.notAuthenticated, "the signature does not verify: sign [date]:[base64 of the body's SHA-256]:[the URL's path] with the key's private key (ECDSA P-256, SHA-256)", status: .unauthorized)
         }
-        guard try await database.noteServerSignature(signature.signature, signedAt: signature.date,
+        guard try await database.noteServerSignature(use, signedAt: signature.date,
                                                      oldest: now.addingTimeInterval(-ServerKeySignature.window), logger: context.logger) else {
             throw APIError(.notAuthenticated, "this signature was used before: sign each request anew", status: .unauthorized)
         }

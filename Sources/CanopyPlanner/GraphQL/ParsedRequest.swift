@@ -18,9 +18,18 @@ public struct ParsedRequest: @unchecked Sendable {
     public struct Limits: Sendable {
         public var maximumDepth: Int
         public var maximumAliases: Int
-        public init(maximumDepth: Int = 12, maximumAliases: Int = 30) {
+        /// Depth inside introspection (`__schema`, `__type`): the standard
+        /// query's `ofType` chain nests 14 deep, which no other field needs.
+        public var maximumIntrospectionDepth: Int
+        /// Selections the shape walk may visit, fragments spread where used:
+        /// a few spreads of a few fragments spreading each other make a
+        /// selection tree exponential in the document's length.
+        public var maximumSelections: Int
+        public init(maximumDepth: Int = 12, maximumAliases: Int = 30, maximumIntrospectionDepth: Int = 20, maximumSelections: Int = 5_000) {
             self.maximumDepth = maximumDepth
             self.maximumAliases = maximumAliases
+            self.maximumIntrospectionDepth = maximumIntrospectionDepth
+            self.maximumSelections = maximumSelections
         }
     }
 
@@ -33,6 +42,8 @@ public struct ParsedRequest: @unchecked Sendable {
         var operationName: String?
         var maximumDepth: Int
         var maximumAliases: Int
+        var maximumIntrospectionDepth: Int
+        var maximumSelections: Int
     }
 
     private static let cache = Mutex<[CacheKey: ParsedRequest]>([:])
@@ -45,9 +56,11 @@ public struct ParsedRequest: @unchecked Sendable {
         query: String, variables: [String: JSONValue] = [:], operationName: String? = nil,
         limits: Limits = Limits()
     ) throws {
-        let key = CacheKey(query: query, operationName: operationName, maximumDepth: limits.maximumDepth, maximumAliases: limits.maximumAliases)
+        let key = CacheKey(query: query, operationName: operationName, maximumDepth: limits.maximumDepth, maximumAliases: limits.maximumAliases,
+                           maximumIntrospectionDepth: limits.maximumIntrospectionDepth, maximumSelections: limits.maximumSelections)
         if let cached = Self.cache.withLock({ $0[key] }) {
             self = cached
+            try InputObjectFields.check(variables, of: operation) { location(of: $0) }
             self.variables = variables
             return
         }
@@ -57,6 +70,7 @@ public struct ParsedRequest: @unchecked Sendable {
             if cache.count >= Self.cacheCapacity { cache.removeAll(keepingCapacity: true) }
             cache[key] = parsed
         }
+        try InputObjectFields.check(variables, of: operation) { location(of: $0) }
         self.variables = variables
     }
 
@@ -71,15 +85,6 @@ public struct ParsedRequest: @unchecked Sendable {
             throw QueryError(.badRequest, Self.firstLine(error.message), locations: error.positions.map(locator.location(ofUTF8Offset:)))
         }
         try DefinitionNames.check(document, locator: locator)
-        let errors = validate(schema: GraphQLAPI.schema, ast: document)
-        if let first = errors.first {
-            throw QueryError(
-                .badRequest, first.message,
-                locations: errors.flatMap { error in
-                    error.nodes.compactMap { $0.loc.map { locator.location(ofUTF8Offset: $0.start) } }
-                }
-            )
-        }
         let operations = document.definitions.compactMap { $0 as? OperationDefinition }
         let chosen: OperationDefinition
         if let operationName {
@@ -97,13 +102,26 @@ public struct ParsedRequest: @unchecked Sendable {
         for case let fragment as FragmentDefinition in document.definitions {
             fragments[fragment.name.value] = fragment
         }
+        // The shape first: validation walks fragments as spread too.
+        try Self.checkShape(chosen, fragments: fragments, locator: locator, limits: limits)
+        let errors = validate(schema: GraphQLAPI.schema, ast: document)
+        if let first = errors.first {
+            throw QueryError(
+                .badRequest, first.message,
+                locations: errors.flatMap { error in
+                    error.nodes.compactMap { $0.loc.map { locator.location(ofUTF8Offset: $0.start) } }
+                }
+            )
+        }
+        try InputObjectFields.checkLiterals(of: chosen, fragments: fragments) { node in
+            node.loc.map { [locator.location(ofUTF8Offset: $0.start)] } ?? []
+        }
         self.source = query
         self.document = document
         self.operation = chosen
         self.fragments = fragments
         self.variables = variables
         self.locator = locator
-        try checkShape(limits: limits)
     }
 
     /// What a share URL is before its token.
@@ -132,37 +150,49 @@ public struct ParsedRequest: @unchecked Sendable {
         roots.allSatisfy { $0.name.hasPrefix("__") }
     }
 
-    private func checkShape(limits: Limits) throws {
+    /// Depth, aliases and the number of selections, counted over the
+    /// whole operation, introspection included (issue 48: aliases inside
+    /// `__schema` were once not counted). Introspection may nest deeper
+    /// (``Limits/maximumIntrospectionDepth``); what its answer weighs is
+    /// ``IntrospectionCost``'s.
+    private static func checkShape(_ operation: OperationDefinition, fragments: [String: FragmentDefinition], locator: SourceLocator, limits: Limits) throws {
+        func location(of node: (any Node)?) -> [QueryError.Location] {
+            node?.loc.map { [locator.location(ofUTF8Offset: $0.start)] } ?? []
+        }
         var aliases = 0
-        func walk(_ set: SelectionSet, depth: Int, visiting: Set<String>) throws {
-            guard depth <= limits.maximumDepth else {
-                throw QueryError(.limitExceeded, "the document nests fields deeper than the limit of \(limits.maximumDepth)", locations: location(of: set))
+        var selections = 0
+        func walk(_ set: SelectionSet, depth: Int, introspection: Bool, visiting: Set<String>) throws {
+            let maximum = introspection ? max(limits.maximumIntrospectionDepth, limits.maximumDepth) : limits.maximumDepth
+            guard depth <= maximum else {
+                throw QueryError(.limitExceeded, "the document nests fields deeper than the limit of \(maximum)", locations: location(of: set))
             }
             for selection in set.selections {
+                selections += 1
+                guard selections <= limits.maximumSelections else {
+                    throw QueryError(.limitExceeded, "the document selects more than \(limits.maximumSelections) fields, fragments spread where they are used", locations: location(of: selection))
+                }
                 switch selection {
                 case let field as Field:
                     if field.alias != nil { aliases += 1 }
                     guard aliases <= limits.maximumAliases else {
                         throw QueryError(.limitExceeded, "the document uses more aliases than the limit of \(limits.maximumAliases)", locations: location(of: field))
                     }
-                    // Introspection is answered from the schema in memory, at no
-                    // cost to the database; its standard query nests deeply.
-                    if let child = field.selectionSet, !field.name.value.hasPrefix("__") {
-                        try walk(child, depth: depth + 1, visiting: visiting)
+                    if let child = field.selectionSet {
+                        try walk(child, depth: depth + 1, introspection: introspection || field.name.value.hasPrefix("__"), visiting: visiting)
                     }
                 case let inline as InlineFragment:
-                    try walk(inline.selectionSet, depth: depth, visiting: visiting)
+                    try walk(inline.selectionSet, depth: depth, introspection: introspection, visiting: visiting)
                 case let spread as FragmentSpread:
                     let name = spread.name.value
                     if !visiting.contains(name), let fragment = fragments[name] {
-                        try walk(fragment.selectionSet, depth: depth, visiting: visiting.union([name]))
+                        try walk(fragment.selectionSet, depth: depth, introspection: introspection, visiting: visiting.union([name]))
                     }
                 default:
                     break
                 }
             }
         }
-        try walk(operation.selectionSet, depth: 1, visiting: [])
+        try walk(operation.selectionSet, depth: 1, introspection: false, visiting: [])
     }
 
     /// GraphQLSwift's syntax messages embed its own (wrong after non-ASCII)

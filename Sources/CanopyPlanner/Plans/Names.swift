@@ -23,8 +23,18 @@ public enum Names {
         isIdentifier(name)
     }
 
+    /// 1–255 characters as PostgreSQL counts them (`char_length`, code
+    /// points; the `records_name_length` check), not as Swift does
+    /// (graphemes: one letter with 6,000 combining marks is one `Character`
+    /// and 6,001 code points), and no U+0000, which no text column holds.
     public static func isRecordName(_ name: String) -> Bool {
-        (1...255).contains(name.count)
+        let scalars = name.unicodeScalars
+        var count = 0
+        for scalar in scalars {
+            count += 1
+            if count > 255 || scalar.value == 0 { return false }
+        }
+        return count >= 1
     }
 
     static func isIdentifier(_ name: String) -> Bool {

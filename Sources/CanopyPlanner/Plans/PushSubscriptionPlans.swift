@@ -44,7 +44,7 @@ public struct SaveSubscriptionPlan: Sendable {
         locations = request.location(of: field.field)
         let arguments = request.arguments(of: field)
         let subscriptionID = try arguments.requiredString("subscriptionID")
-        guard (1...255).contains(subscriptionID.count) else {
+        guard (1...255).contains(subscriptionID.unicodeScalars.count) else {
             throw arguments.invalid("subscriptionID", "subscriptionID must be 1-255 characters")
         }
         let kind = try arguments.requiredString("kind")

@@ -52,7 +52,7 @@ public struct ShareMutationPlan: Sendable {
         case "saveShare":
             target = try ShareTarget(zone: ZoneReference(zoneNameIn: arguments, allowsOwnerName: false), in: arguments)
             let title = try arguments.string("title")
-            if let title, title.count > 1024 {
+            if let title, title.unicodeScalars.count > 1024 {
                 throw arguments.invalid("title", "a title is at most 1024 characters")
             }
             let publicPermission = try arguments.string("publicPermission")

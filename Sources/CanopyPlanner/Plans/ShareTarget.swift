@@ -112,7 +112,7 @@ public struct ShareDisplayInput: Sendable, Equatable {
         }
         setsType = try arguments.value("type") != nil
         type = try arguments.string("type")
-        if let type, type.isEmpty || type.count > 255 {
+        if let type, type.isEmpty || type.unicodeScalars.count > 255 {
             throw arguments.invalid("type", "a share's type is 1-255 characters (a UTI such as com.example.list)")
         }
         setsThumbnail = try arguments.value("thumbnailImageData") != nil

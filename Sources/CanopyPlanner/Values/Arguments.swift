@@ -13,9 +13,16 @@ public struct Arguments: @unchecked Sendable {
     }
 
     /// The value of an argument, nil when absent (or an absent variable).
+    /// A string anywhere in it holding U+0000 is refused here, naming the
+    /// argument and the place inside it: PostgreSQL's text and JSONB cannot
+    /// hold that character (issue 48).
     public func value(_ name: String) throws -> JSONValue? {
         guard let argument = field.arguments.first(where: { $0.name.value == name }) else { return nil }
-        return try convert(argument.value)
+        let value = try convert(argument.value)
+        if let value, let place = value.placeOfNUL() {
+            throw invalid(name, "\(name)\(place) holds the character U+0000 (NUL), which no text may hold")
+        }
+        return value
     }
 
     public func location(_ name: String) -> [QueryError.Location] {

@@ -33,6 +33,8 @@ extension RequestDatabase {
     }
 
     /// Notes a signature's use: false when it was used before (a replay).
+    /// `signature` is its one spelling (`ServerKeySignature.verifiedUse`),
+    /// so DER, raw and the malleable `(r, n−s)` twins are one use.
     /// `oldest` is the earliest date still accepted; older notes are purged.
     public func noteServerSignature(_ signature: Data, signedAt: Date, oldest: Date, logger: Logger) async throws -> Bool {
         let hash = Data(SHA256.hash(data: signature))

@@ -75,7 +75,21 @@ struct LimitOptions: ParsableArguments {
         "Behind a reverse proxy: take a tokenless request's client address (for --anonymous-rate-limit) from the last address of X-Forwarded-For, which the proxy appends, instead of the connection's peer. Only with a proxy that sets it: otherwise any client picks its own address (env CANOPY_TRUST_PROXY_HEADER=1)."))
     var trustProxyHeader: Bool = ProcessInfo.processInfo.environment["CANOPY_TRUST_PROXY_HEADER"] == "1"
 
+    @Option(name: .customLong("introspection"), help: ArgumentHelp(
+        "Who may read the schema through __schema and __type: open (anyone, the default), signed-in (callers with a token; others get 401) or off (403 PERMISSION_FAILURE) (env CANOPY_INTROSPECTION).",
+        valueName: "open|signed-in|off"))
+    var introspection: String = ProcessInfo.processInfo.environment["CANOPY_INTROSPECTION"] ?? IntrospectionAccess.open.rawValue
+
+    @Option(name: .customLong("max-introspection-cost"), help: ArgumentHelp(
+        "The most values an introspection answer may hold, each list counted at its longest in the schema; past it, HTTP 400 LIMIT_EXCEEDED before anything runs (env CANOPY_MAX_INTROSPECTION_COST).",
+        valueName: "values"))
+    var maximumIntrospectionCost: Int = environment("CANOPY_MAX_INTROSPECTION_COST").map { Int($0) } ?? defaults.maximumIntrospectionCost
+
     func validate() throws {
+        guard IntrospectionAccess(rawValue: introspection) != nil else {
+            throw ValidationError("--introspection must be open, signed-in or off, got \(introspection)")
+        }
+        guard maximumIntrospectionCost >= 1 else { throw ValidationError("--max-introspection-cost must be at least 1, got \(maximumIntrospectionCost)") }
         guard rateLimit >= 0, rateLimit.isFinite else { throw ValidationError("--rate-limit must be 0 (off) or more requests a second, got \(rateLimit)") }
         guard rateBurst >= 1 else { throw ValidationError("--rate-burst must be at least 1, got \(rateBurst)") }
         guard maximumQueryCost >= 1 else { throw ValidationError("--max-query-cost must be at least 1, got \(maximumQueryCost)") }
@@ -101,6 +115,8 @@ struct LimitOptions: ParsableArguments {
         limits.anonymousBurst = anonymousRateBurst
         limits.anonymousMaximumQueryCost = anonymousMaximumQueryCost
         limits.trustsProxyHeader = trustProxyHeader
+        limits.introspection = IntrospectionAccess(rawValue: introspection) ?? .open
+        limits.maximumIntrospectionCost = maximumIntrospectionCost
         return limits
     }
 }

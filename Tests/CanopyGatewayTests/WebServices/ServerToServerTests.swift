@@ -1,5 +1,6 @@
 import CanopyAdmin
 import CanopyGateway
+import CanopyIdentity
 import CanopyRequestStore
 import CanopyTestSupport
 import Crypto
@@ -8,6 +9,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import NIOCore
+import PostgresNIO
 import Testing
 
 /// Server-to-server keys: a correct signature, a wrong one, an old date, a
@@ -112,6 +114,63 @@ struct ServerToServerTests {
             let answer = try await Self.send(client, key: key, subpath: "public/records/query", body: #"{"query": {"recordType": "Notice"}}"#)
             #expect(answer.status == .unauthorized && answer.code == "AUTHENTICATION_FAILED", "\(answer.body)")
         }
+    }
+
+    /// Issue 48: ECDSA signatures are malleable and the header takes DER or
+    /// raw bytes, so one signature has four spellings: DER and raw `r||s`,
+    /// DER and raw `r||(n−s)`. All four verify; only the first sent is used.
+    @Test("one signature sent in its four spellings (DER, raw, and each with n−s) is one use: one record made, three replays refused")
+    func malleableReplay() async throws {
+        let harness = try await GatewayHarness.make()
+        let key = try Self.register(on: harness.endpoint, as: "alice")
+        try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
+            let subpath = "public/records/modify"
+            let path = "/database/1/\(WebServicesFixture.container)/production/\(subpath)"
+            let stamp = Self.dateText(Date())
+            var answers: [WebServicesAnswer] = []
+            // A create of a fresh name each time the same signed body is
+            // sent would be EXISTS on the second; forceUpdate of a counter
+            // record shows every use, so four uses would be four saves.
+            let body = #"{"operations": [{"operationType": "forceUpdate", "record": {"recordType": "Notice", "recordName": "counter", "fields": {"text": {"value": "hit"}}}}]}"#
+            let message = Data("\(stamp):\(Data(SHA256.hash(data: Data(body.utf8))).base64EncodedString()):\(path)".utf8)
+            let raw = try key.privateKey.signature(for: message).rawRepresentation
+            let twin = Self.malleableTwin(raw)
+            #expect(twin != raw)
+            let spellings = [
+                try P256.Signing.ECDSASignature(rawRepresentation: raw).derRepresentation, raw,
+                try P256.Signing.ECDSASignature(rawRepresentation: twin).derRepresentation, twin,
+            ]
+            for spelling in spellings {
+                #expect(key.privateKey.publicKey.isValidSignature(try P256.Signing.ECDSASignature(rawRepresentation: spelling.count == 64 ? spelling : P256.Signing.ECDSASignature(derRepresentation: spelling).rawRepresentation), for: message),
+                        "every spelling is a valid signature, so only the replay record can refuse it")
+                answers.append(try await Self.send(client, key: key, subpath: subpath, body: body, date: Self.parse(stamp), signature: spelling.base64EncodedString()))
+            }
+            #expect(answers.map(\.status) == [.ok, .unauthorized, .unauthorized, .unauthorized], "\(answers.map(\.body))")
+            #expect(answers.dropFirst().allSatisfy { ($0.body["reason"] as? String)?.contains("used before") == true }, "\(answers.map(\.body))")
+        }
+        // What the database holds: one use noted for four spellings.
+        let uses = try await TestDatabase.withConnection(harness.endpoint) { connection in
+            try await connection.query("SELECT count(*)::int FROM canopy.server_key_signatures", logger: TestDatabase.logger)
+                .collect().first?.decode(Int.self)
+        }
+        #expect(uses == 1, "one use noted for four spellings")
+    }
+
+    /// `r||(n−s)`, computed here apart from the gateway's own code.
+    static func malleableTwin(_ raw: Data) -> Data {
+        let order: [UInt8] = [
+            0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+            0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+        ]
+        let bytes = [UInt8](raw)
+        var twin = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
+        for index in (0..<32).reversed() {
+            let digit = Int(order[index]) - Int(bytes[32 + index]) - borrow
+            borrow = digit < 0 ? 1 : 0
+            twin[index] = UInt8((digit + 256) % 256)
+        }
+        return Data(bytes[..<32] + twin)
     }
 
     static func parse(_ text: String) -> Date {
