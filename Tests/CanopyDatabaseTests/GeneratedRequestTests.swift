@@ -33,9 +33,12 @@ struct GeneratedRequestTests {
         #expect(add.succeeded, "\(add.output)")
         let line = add.output.split(separator: "\n").last { $0.hasPrefix("{") } ?? ""
         let token = try #require((try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["token"] as? String, "\(add.output)")
+        let api = try CanopyBinary.run(["tokens", "api", "add", "--container", Self.container, "--name", "generated", "--json", "--database-url", endpoint.url])
+        let apiLine = api.output.split(separator: "\n").last { $0.hasPrefix("{") } ?? ""
+        let apiToken = try #require((try JSONSerialization.jsonObject(with: Data(apiLine.utf8)) as? [String: Any])?["token"] as? String, "\(api.output)")
         let script = "\(TestDatabase.packageRoot)/Tests/python/generated_requests.py"
         let run = try await Subprocess.start("/usr/bin/env", [
-            "python3", script, "--url", "http://127.0.0.1:\(port)", "--token", token, "--container", Self.container,
+            "python3", script, "--url", "http://127.0.0.1:\(port)", "--token", token, "--api-token", apiToken, "--container", Self.container,
             "--seed", seed, "--examples", examples, "--seconds", seconds,
         ]).finishedOnThread()
         let closing = run.output.split(separator: "\n").last { $0.hasPrefix("generated-requests:") } ?? ""

@@ -28,6 +28,19 @@ struct MoveRecordsTests {
         }
     }
 
+    /// alice's zone Lists with groceries (shared READ_WRITE with bob, as a
+    /// record share, accepted) and private (outside the share).
+    static func sharedGroceries(_ client: any TestClientProtocol, _ harness: GatewayHarness) async throws {
+        let alice = harness.aliceToken
+        _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Lists\") { zoneName } }", token: alice)
+        _ = try await save(client, token: alice, zone: "Lists", [contact("groceries", name: "Groceries"), contact("private", name: "Not shared")])
+        let share = try await client.call("saveShare", """
+            mutation { saveShare(zoneName: "Lists", rootRecordName: "groceries", participants: [{userRecordName: "\(harness.bob.userRecordName)", permission: READ_WRITE}]) { url } }
+            """, token: alice)
+        let url = try #require(share.object["url"] as? String, "\(share.body)")
+        _ = try await client.call("acceptShare", "mutation($u: String!) { acceptShare(url: $u) { status } }", ["u": url], token: harness.bobToken)
+    }
+
     static func move(_ client: any TestClientProtocol, from: String, to: String, _ names: [String], owner: String?, token: String,
                      withDescendants: Bool = true, parent: String? = nil) async throws -> Answer {
         let ownerPart = owner.map { ", ownerName: \"\($0)\"" } ?? ""
@@ -155,13 +168,7 @@ struct MoveRecordsTests {
         try await harness.test { client in
             let alice = harness.aliceToken, bob = harness.bobToken, owner = harness.alice.userRecordName
             try await Self.sharedZones(client, harness)
-            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Lists\") { zoneName } }", token: alice)
-            _ = try await save(client, token: alice, zone: "Lists", [contact("groceries", name: "Groceries"), contact("private", name: "Not shared")])
-            let share = try await client.call("saveShare", """
-                mutation { saveShare(zoneName: "Lists", rootRecordName: "groceries", participants: [{userRecordName: "\(harness.bob.userRecordName)", permission: READ_WRITE}]) { url } }
-                """, token: alice)
-            let url = try #require(share.object["url"] as? String, "\(share.body)")
-            _ = try await client.call("acceptShare", "mutation($u: String!) { acceptShare(url: $u) { status } }", ["u": url], token: bob)
+            try await Self.sharedGroceries(client, harness)
             _ = try await save(client, token: alice, zone: "Inbox", [contact("milk", name: "Milk")])
 
             let outside = try await Self.move(client, from: "Inbox", to: "Lists", ["milk"], owner: owner, token: bob)
@@ -186,13 +193,7 @@ struct MoveRecordsTests {
         let harness = try await GatewayHarness.make()
         try await harness.test { client in
             let alice = harness.aliceToken, bob = harness.bobToken, owner = harness.alice.userRecordName
-            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Lists\") { zoneName } }", token: alice)
-            _ = try await save(client, token: alice, zone: "Lists", [contact("groceries", name: "Groceries"), contact("private", name: "Not shared")])
-            let share = try await client.call("saveShare", """
-                mutation { saveShare(zoneName: "Lists", rootRecordName: "groceries", participants: [{userRecordName: "\(harness.bob.userRecordName)", permission: READ_WRITE}]) { url } }
-                """, token: alice)
-            let url = try #require(share.object["url"] as? String, "\(share.body)")
-            _ = try await client.call("acceptShare", "mutation($u: String!) { acceptShare(url: $u) { status } }", ["u": url], token: bob)
+            try await Self.sharedGroceries(client, harness)
             _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Mine\") { zoneName } }", token: bob)
             _ = try await save(client, token: bob, zone: "Mine", [contact("private", name: "Bob's"), contact("eggs", name: "Eggs")])
 

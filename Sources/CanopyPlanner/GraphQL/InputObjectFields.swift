@@ -15,7 +15,8 @@ enum InputObjectFields {
             let name = definition.variable.name.value
             guard let value = variables[name] else { continue }
             do {
-                try check(value, against: definition.type, path: "$\(name)")
+                guard let type = schemaType(definition.type) else { continue }
+                try check(value, against: type, path: "$\(name)")
             } catch var error as QueryError {
                 error.locations = locate(definition)
                 throw error
@@ -23,17 +24,13 @@ enum InputObjectFields {
         }
     }
 
-    /// Against the type the document declares for the variable.
-    static func check(_ value: JSONValue, against type: any Type, path: String) throws {
+    /// The schema's type for a type the document writes (`[RecordInput!]`).
+    static func schemaType(_ type: any Type) -> (any GraphQLType)? {
         switch type {
-        case let nonNull as NonNullType:
-            try check(value, against: nonNull.type, path: path)
-        case let list as ListType:
-            try checkItems(value, path: path) { try check($0, against: list.type, path: $1) }
-        case let named as NamedType:
-            try check(value, named: named.name.value, path: path)
-        default:
-            return
+        case let nonNull as NonNullType: schemaType(nonNull.type).flatMap { ($0 as? any GraphQLNullableType).map(GraphQLNonNull.init) }
+        case let list as ListType: schemaType(list.type).map(GraphQLList.init)
+        case let named as NamedType: GraphQLAPI.schema.getType(name: named.name.value)
+        default: nil
         }
     }
 
