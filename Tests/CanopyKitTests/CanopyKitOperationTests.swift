@@ -31,6 +31,9 @@ struct CanopyKitOperationTests {
         fast["log"] = Record.Reference(record: log, action: .deleteSelf)
         fast["tags"] = ["a", "b"]
         fast["scores"] = [1, 2, 3]
+        // INT64 at both ends (issue 48: the minimum was once refused).
+        fast["lowest"] = Int64.min
+        fast["highest"] = Int64.max
         fast.setParent(log)
         let saved = try await database.save(fast)
         #expect(saved.recordChangeTag != nil && saved.creationDate != nil)
@@ -39,6 +42,8 @@ struct CanopyKitOperationTests {
         let fetched = try await database.record(for: fast.recordID)
         #expect(fetched["start"] as? Date == start)
         #expect(fetched["hours"] as? Int == 16)
+        #expect(fetched["lowest"] as? Int == Int.min && fetched["highest"] as? Int == Int.max,
+                "\(String(describing: fetched["lowest"])) \(String(describing: fetched["highest"]))")
         #expect(fetched["ratio"] as? Double == 0.75)
         #expect(fetched["whole"] as? Double == 2.0, "a double stays a double: \(String(describing: fetched["whole"]))")
         #expect(fetched["done"] as? Bool == true)
