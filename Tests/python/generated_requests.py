@@ -619,6 +619,10 @@ class Gateway:
         return [token for token in tokens if token]
 
 
+class OutOfTime(BaseException):
+    """Ends the run at --seconds. A BaseException, so hypothesis stops at once rather than shrinking it."""
+
+
 def loopback(url):
     host = urllib.parse.urlsplit(url).hostname
     return host in ("127.0.0.1", "localhost", "::1")
@@ -648,7 +652,7 @@ def main():
     tokens = sync_tokens(gateway.real_tokens())
     cases = weighted((55, graphql_requests(SDL_PATH.read_text(), tokens)), (45, ws_requests(args.container, tokens)))
     deadline = gateway.started + args.seconds
-    shrink_deadline = None  # once something failed, hypothesis may shrink it a while longer
+    shrink_deadline = None  # once something failed, hypothesis may shrink it for two minutes more
     print(f"generated-requests: seed {args.seed}, at most {args.examples} examples or {args.seconds:g} s", flush=True)
 
     @seed(args.seed)
@@ -659,7 +663,7 @@ def main():
         nonlocal shrink_deadline
         now = time.monotonic()
         if now > (shrink_deadline or deadline):
-            return  # over the time budget: the remaining examples pass without being sent
+            raise OutOfTime()
         method, path, body = case
         ok = all([gateway.send(method, path, body, signed=True), gateway.send(method, path, body, signed=False)])
         if not ok:
@@ -668,6 +672,8 @@ def main():
 
     try:
         generated()
+    except OutOfTime:
+        print("generated-requests: stopped at the time budget", flush=True)
     except Exception as error:  # the failures are reported below, with the smallest request hypothesis found
         if not gateway.failures:
             raise
@@ -677,7 +683,7 @@ def main():
         print("\nDistinct failures (endpoint, problem):")
         for signature in dict.fromkeys(signature for signature, _ in gateway.failures):
             print(f"  {signature[0]}: {signature[1]}")
-        print("\nThe last failing request (after shrinking, the smallest):")
+        print("\nThe last failing request (hypothesis shrinks toward the smallest):")
         print(gateway.failures[-1][1])
     status = gateway.health()
     if status != 200:
