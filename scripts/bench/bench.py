@@ -31,7 +31,7 @@ shares (--guest-shares), running the same statements through pgbench: the
 cost of row-level security as a user's memberships grow.
 
 usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--guest-shares N] [--output FILE]
-                [--binary PATH] [--floor-binary PATH] [--only floor|web-services|moves|speed|js-sync]
+                [--binary PATH] [--floor-binary PATH] [--only floor|web-services|moves|speed|js-sync|refusals]
 (make bench: quick; make bench-full: larger). Needs wrk and pgbench.
 
 --binary PATH is the canopy binary benchmarked (it also runs the cluster,
@@ -48,6 +48,8 @@ one session, run it once with each build's --binary.
 --only speed runs issue 39's sections alone (speed.py) and prints them.
 --only js-sync runs issue 40's sync of 100,000 records by CanopyJS in Node
 (js_sync.py) beside raw pages, and prints its section.
+--only refusals runs issue 48's refused introspection documents beside a
+small request and the standard introspection answer (refusals.py), printed.
 
 bench.py is the entry point; the rest is in common.py (paths, commands, the
 cluster), servers.py (gateway, floor), population.py and loading.py,
@@ -64,6 +66,7 @@ from pathlib import Path
 import common
 import js_sync
 import loading
+import refusals
 import report
 import sections
 import speed
@@ -92,7 +95,7 @@ def parse_options():
                         help="the canopy binary to benchmark (default: .build/release/canopy, or CANOPY_BENCH_BINARY)")
     parser.add_argument("--floor-binary", metavar="PATH",
                         help="the canopy-floor binary (default: .build/release/canopy-floor, or CANOPY_BENCH_FLOOR)")
-    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed", "js-sync"],
+    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed", "js-sync", "refusals"],
                         help="floor: only W1 and W2 against the floor, with the gateway's CPU a request; "
                              "web-services: only W9 and W10 beside their GraphQL twins; "
                              "moves: only issue 38's move of 1,000 records beside saving them; "
@@ -124,6 +127,8 @@ def main():
         speed_only(options)
     elif options.only == "js-sync":
         js_sync_only(options)
+    elif options.only == "refusals":
+        refusals_only(options)
     else:
         everything(options, scales)
 
@@ -176,6 +181,7 @@ def everything(options, scales):
         push = sections.push_latencies(token, options)
         move_times = sections.moves(token, options)
         sync = js_sync.sync_rates(token, options)
+        refused = refusals.measure(gateway, options)
 
     replica_rows = sections.replica_comparison(cluster, work[1][3], options)
 
@@ -185,6 +191,7 @@ def everything(options, scales):
                                 {"cold": cold, "analysed": analysed, "tails": tails, "writers": writer_row})
     w4_rate = next(row for row in rows if row[0].startswith("W4"))[2]
     text = text.rstrip("\n") + "\n\n" + "\n".join(js_sync.report_lines(sync, w4_rate))
+    text = text.rstrip("\n") + "\n\n" + "\n".join(refusals.report_lines(refused, options))
     Path(options.output).write_text(text)
     say(f"wrote {options.output}")
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
@@ -200,6 +207,15 @@ def js_sync_only(options):
         sync = js_sync.sync_rates(owner["token"], options)
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
     print("\n".join([""] + js_sync.report_lines(sync)), flush=True)
+
+
+def refusals_only(options):
+    """--only refusals: issue 48's refusals beside a small request; printed."""
+    loading.fresh_cluster()
+    with Gateway() as gateway:
+        rows = refusals.measure(gateway, options)
+    run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+    print("\n".join([""] + refusals.report_lines(rows, options)), flush=True)
 
 
 def floor_only(options):

@@ -1,6 +1,7 @@
 import CanopyPlanner
 import GraphQL
 import Hummingbird
+import Synchronization
 
 /// Introspection (`__schema`, `__type`), answered by GraphQLSwift's
 /// executor over Canopy's schema in memory, within the limits every other
@@ -29,7 +30,7 @@ enum Introspection {
         // The schema is Canopy's own and the query a constant: a failure
         // here is a broken build, which the introspection tests meet.
         guard let document = try? parse(source: Source(body: graphQuery, name: "graph")),
-              let result = try? await execute(schema: GraphQLAPI.schema, documentAST: document, rootValue: (), context: ()),
+              let result = try? await GraphQL.execute(schema: GraphQLAPI.schema, documentAST: document, rootValue: (), context: ()),
               case .dictionary(let data)? = result.data, case .dictionary(let schema)? = data["__schema"],
               case .array(let types)? = schema["types"] else { return graph }
         func list(_ value: Map?) -> [Map] { if case .array(let items)? = value { items } else { [] } }
@@ -64,14 +65,79 @@ enum Introspection {
     }
 
     /// The answer to an introspection-only document already parsed,
-    /// validated and checked: the executor runs the parsed document (no
-    /// second parse or validation).
-    static func answer(_ parsed: ParsedRequest) async throws -> Response {
-        let result = try await execute(
+    /// validated and checked. Answers are kept by document, operation and
+    /// variables (the schema never changes while the process runs): GraphQL
+    /// tools send the same standard query over and over, and GraphQLSwift's
+    /// executor spends about 150 ms of CPU on it (BENCHMARKS.md, "Refusals").
+    /// A document not seen before runs on `gate`, one at a time per gateway;
+    /// another arriving meanwhile is 429 with `Retry-After`, so introspection
+    /// can never hold more than one core however many ask.
+    /// `__typename` alone (no `__schema` or `__type`) costs next to
+    /// nothing: it is answered at once, neither kept nor gated.
+    static func answer(_ parsed: ParsedRequest, roots: [SelectedField], gate: Gate) async throws -> Response {
+        guard roots.contains(where: { $0.name == "__schema" || $0.name == "__type" }) else {
+            return GraphQLResponse.json(try await execute(parsed), status: .ok)
+        }
+        let key = AnswerKey(query: parsed.source, operationName: parsed.operation.name?.value, variables: JSONValue.object(parsed.variables).jsonText)
+        if let cached = answers.withLock({ $0[key] }) {
+            return GraphQLResponse.json(cached, status: .ok)
+        }
+        guard gate.running.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            var error = APIError(.limitExceeded, "another introspection is being answered; ask again in a second (an answer is kept: the same document again is answered at once)",
+                                 status: .tooManyRequests)
+            error.retryAfter = 1
+            throw error
+        }
+        defer { gate.running.store(false, ordering: .releasing) }
+        let text = try await execute(parsed)
+        answers.withLock { answers in
+            if answers.count >= answerCapacity { answers.removeAll(keepingCapacity: true) }
+            answers[key] = text
+        }
+        return GraphQLResponse.json(text, status: .ok)
+    }
+
+    /// `IntrospectionCost`'s check, its refusals kept by document and
+    /// variables as answers are: one resent costs a lookup.
+    static func checkCost(_ roots: [SelectedField], in parsed: ParsedRequest, maximum: Int) async throws {
+        let key = AnswerKey(query: parsed.source, operationName: parsed.operation.name?.value,
+                            variables: JSONValue.object(parsed.variables).jsonText, maximum: maximum)
+        if let refusal = refusals.withLock({ $0[key] }) { throw refusal }
+        do {
+            try IntrospectionCost.check(roots, graph: await graph, maximum: maximum, in: parsed)
+        } catch let refusal as QueryError {
+            refusals.withLock { refusals in
+                if refusals.count >= answerCapacity * 4 { refusals.removeAll(keepingCapacity: true) }
+                refusals[key] = refusal
+            }
+            throw refusal
+        }
+    }
+
+    /// GraphQLSwift's executor over the parsed document, as JSON text.
+    private static func execute(_ parsed: ParsedRequest) async throws -> String {
+        let result = try await GraphQL.execute(
             schema: GraphQLAPI.schema, documentAST: parsed.document, rootValue: (), context: (),
             variableValues: parsed.variables.mapValues(\.map), operationName: parsed.operation.name?.value
         )
-        let data = try GraphQLJSONEncoder().encode(result)
-        return GraphQLResponse.json(String(decoding: data, as: UTF8.self), status: .ok)
+        return String(decoding: try GraphQLJSONEncoder().encode(result), as: UTF8.self)
     }
+
+    /// One gateway's turn at answering a new introspection document.
+    final class Gate: Sendable {
+        let running = Atomic<Bool>(false)
+    }
+
+    private struct AnswerKey: Hashable {
+        var query: String
+        var operationName: String?
+        var variables: String
+        var maximum = 0
+    }
+
+    /// Answers kept; emptied when full. Each is at most what
+    /// `--max-introspection-cost` admits (a few hundred KB).
+    static let answerCapacity = 32
+    private static let answers = Mutex<[AnswerKey: String]>([:])
+    private static let refusals = Mutex<[AnswerKey: QueryError]>([:])
 }

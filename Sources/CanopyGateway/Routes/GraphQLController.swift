@@ -17,6 +17,8 @@ struct GraphQLController {
     let recordSchemas: RecordSchemas
     /// Signs asset download URLs into answers that hold assets (nil: no asset store).
     let assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
+    /// One new introspection document answered at a time (``Introspection``).
+    let introspectionGate = Introspection.Gate()
 
     func register(on router: Router<CanopyRequestContext>) {
         router.post("graphql") { request, context in
@@ -92,7 +94,7 @@ struct GraphQLController {
                 try await checkIntrospection(roots, in: parsed, userID: userID)
             }
             if ParsedRequest.isIntrospectionOnly(roots) {
-                return try await Introspection.answer(parsed)
+                return try await Introspection.answer(parsed, roots: roots, gate: introspectionGate)
             }
             fields = try check.costChecked(roots, in: parsed)
             // Without a token: a request with nothing open to nobody is
@@ -160,6 +162,6 @@ struct GraphQLController {
         case .off:
             throw APIError(.permissionFailure, "this server does not answer introspection (__schema, __type): its operator turned it off (--introspection off); the schema is schema/canopy.graphql", status: .forbidden)
         }
-        try IntrospectionCost.check(roots, graph: await Introspection.graph, maximum: configuration.limits.maximumIntrospectionCost, in: parsed)
+        try await Introspection.checkCost(roots, in: parsed, maximum: configuration.limits.maximumIntrospectionCost)
     }
 }

@@ -47,6 +47,8 @@ public struct ParsedRequest: @unchecked Sendable {
     }
 
     private static let cache = Mutex<[CacheKey: ParsedRequest]>([:])
+    /// Documents refused before, by the same key, with their refusal.
+    private static let refusals = Mutex<[CacheKey: QueryError]>([:])
     static let cacheCapacity = 512
 
     /// Parses and validates (or finds the document parsed and validated
@@ -64,7 +66,19 @@ public struct ParsedRequest: @unchecked Sendable {
             self.variables = variables
             return
         }
-        try self.init(parsing: query, operationName: operationName, limits: limits)
+        // A document refused before is refused again at the cost of a
+        // lookup: a client resending one that is over a limit (issue 48's
+        // alias flood) costs what a small request costs.
+        if let refusal = Self.refusals.withLock({ $0[key] }) { throw refusal }
+        do {
+            try self.init(parsing: query, operationName: operationName, limits: limits)
+        } catch let refusal as QueryError {
+            Self.refusals.withLock { refusals in
+                if refusals.count >= Self.cacheCapacity { refusals.removeAll(keepingCapacity: true) }
+                refusals[key] = refusal
+            }
+            throw refusal
+        }
         let parsed = self
         Self.cache.withLock { cache in
             if cache.count >= Self.cacheCapacity { cache.removeAll(keepingCapacity: true) }
