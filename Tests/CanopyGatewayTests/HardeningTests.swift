@@ -233,18 +233,8 @@ struct HardeningTests {
     }
 
     /// graphql-js's `getIntrospectionQuery()` (v16, with descriptions):
-    /// what gql, GraphiQL and Apollo send.
-    static let standardIntrospection = """
-        query IntrospectionQuery { __schema { queryType { name } mutationType { name } subscriptionType { name }
-          types { ...FullType } directives { name description locations args { ...InputValue } } } }
-        fragment FullType on __Type { kind name description
-          fields(includeDeprecated: true) { name description args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
-          inputFields { ...InputValue } interfaces { ...TypeRef }
-          enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason } possibleTypes { ...TypeRef } }
-        fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue }
-        fragment TypeRef on __Type { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name
-          ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } } }
-        """
+    /// what gql, GraphiQL and Apollo send; shared with `make bench`.
+    static let standardIntrospection = (try? String(contentsOfFile: "\(TestDatabase.packageRoot)/Tests/python/standard_introspection.graphql", encoding: .utf8)) ?? ""
 }
 
 /// The SQLSTATE classes a request can reach, each mapped to a code other

@@ -8,21 +8,13 @@ import statistics
 import urllib.error
 import urllib.request
 
-from common import PORT, URL, say
+from common import ROOT, URL, say
 from drivers import run_wrk, wrk_script
 from measure import cpu_seconds
 
 ALIASES = "{ __schema { " + " ".join(f"a{i}: types {{ name fields {{ name }} }}" for i in range(60)) + " } }"
 HEAVY = "{ " + " ".join(f"s{i}: __schema {{ types {{ fields {{ args {{ type {{ name }} }} type {{ name }} }} }} }}" for i in range(25)) + " }"
-STANDARD = """query IntrospectionQuery { __schema { queryType { name } mutationType { name } subscriptionType { name }
-  types { ...FullType } directives { name description locations args { ...InputValue } } } }
-fragment FullType on __Type { kind name description
-  fields(includeDeprecated: true) { name description args { ...InputValue } type { ...TypeRef } isDeprecated deprecationReason }
-  inputFields { ...InputValue } interfaces { ...TypeRef }
-  enumValues(includeDeprecated: true) { name description isDeprecated deprecationReason } possibleTypes { ...TypeRef } }
-fragment InputValue on __InputValue { name description type { ...TypeRef } defaultValue }
-fragment TypeRef on __Type { kind name ofType { kind name ofType { kind name ofType { kind name ofType { kind name
-  ofType { kind name ofType { kind name ofType { kind name ofType { kind name } } } } } } } } }"""
+STANDARD = (ROOT / "Tests" / "python" / "standard_introspection.graphql").read_text()
 
 SMALL = "a small request: `{ __typename }`"
 SAME_SIZE = "{ " + " ".join(f"alias_number_{i:02d}_of_thirty: __typename" for i in range(30)) + " " + " " * 600 + "}"

@@ -10,6 +10,17 @@ import GraphQL
 /// document, cached with it), `$save[0].created` for a variable (checked
 /// per request).
 enum InputObjectFields {
+    /// Every input object type of the schema with its declared fields, read
+    /// once: the schema's `fields()` builds its map anew on each call, and
+    /// variables are checked on every request.
+    static let inputObjects: [String: (type: GraphQLInputObjectType, fields: InputObjectFieldMap)] = {
+        var result: [String: (type: GraphQLInputObjectType, fields: InputObjectFieldMap)] = [:]
+        for case let type as GraphQLInputObjectType in GraphQLAPI.schema.typeMap.values {
+            if let fields = try? type.fields() { result[type.name] = (type, fields) }
+        }
+        return result
+    }()
+
     static func check(_ variables: [String: JSONValue], of operation: OperationDefinition, locate: (any Node) -> [QueryError.Location]) throws {
         for definition in operation.variableDefinitions {
             let name = definition.variable.name.value
@@ -58,9 +69,7 @@ enum InputObjectFields {
     }
 
     static func check(_ value: JSONValue, named name: String, path: String) throws {
-        guard case .object(let members) = value,
-              let type = GraphQLAPI.schema.getType(name: name) as? GraphQLInputObjectType,
-              let declared = try? type.fields() else { return }
+        guard case .object(let members) = value, let (type, declared) = inputObjects[name] else { return }
         for key in members.keys.sorted() {
             guard let field = declared[key] else {
                 throw QueryError(.badRequest, "variable \(path): field \"\(JSONValue.printable(key))\" is not defined by type \(type.name) (its fields: \(declared.keys.joined(separator: ", ")))")
@@ -140,9 +149,7 @@ extension InputObjectFields {
                 try checkLiteral(value, against: list.ofType, path: path)
             }
         case let named as any GraphQLNamedType:
-            guard let object = value as? ObjectValue,
-                  let inputType = GraphQLAPI.schema.getType(name: named.name) as? GraphQLInputObjectType,
-                  let declared = try? inputType.fields() else { return }
+            guard let object = value as? ObjectValue, let (inputType, declared) = inputObjects[named.name] else { return }
             for member in object.fields {
                 let key = member.name.value
                 guard let field = declared[key] else {
