@@ -5,7 +5,8 @@
 // ?ckWebAuthToken=… on the API token's sign-in callback, or
 // postMessage({ckWebAuthToken}) to the window that opened this one, only if
 // its origin is one the server allows (--cors-origin).
-//   #/web-services/sign-in?container=C&environment=E&ckAPIToken=cka_SELECTOR
+//   #/web-services/sign-in?container=C&environment=E&ckAPIToken=SELECTOR
+// (SELECTOR: the API token's first 16 hex digits, never its secret).
 
 import {h, message, replace} from "./dom.js";
 import {container as canopy, describe} from "./canopy.js";
@@ -56,7 +57,8 @@ export async function renderWebServicesSignIn(view, {params}, {me, isCurrent}) {
   button.addEventListener("click", async () => {
     button.disabled = true;
     try {
-      const issueToken = await canopy.issueToken();
+      // In the shape CloudKit clients check a ckWebAuthToken against.
+      const issueToken = await canopy.issueToken({form: "WEB_AUTH"});
       deliver(issueToken.token);
     } catch (error) {
       replace(feedback, message("error", describe(error)));

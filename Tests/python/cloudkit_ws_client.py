@@ -6,6 +6,7 @@ Only the Python standard library; every request goes to the base URL given
 (a test's loopback server).
 """
 import json
+import re
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -22,13 +23,33 @@ class CloudKitError(Exception):
         super().__init__(f"{status} {self.code}: {body.get('reason')}")
 
 
+# The shapes CloudKit client libraries check before sending anything: an API
+# token is 64 hexadecimal characters; a web auth token is a long string of
+# the base64 alphabet.
+API_TOKEN_SHAPE = re.compile(r"[0-9A-Fa-f]{64}")
+WEB_AUTH_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9+/=_]{100,}")
+
+
+class CredentialShapeError(ValueError):
+    """A credential not shaped as CloudKit's: refused before any request."""
+
+
 class CloudKit:
     def __init__(self, base, container, environment, api_token, web_auth_token=None):
         self.base = base.rstrip("/")
         self.container = container
         self.environment = environment
+        if not API_TOKEN_SHAPE.fullmatch(api_token or ""):
+            raise CredentialShapeError("ckAPIToken must be 64 hexadecimal characters")
         self.api_token = api_token
-        self.web_auth_token = web_auth_token
+        self.web_auth_token = None
+        if web_auth_token is not None:
+            self.set_web_auth_token(web_auth_token)
+
+    def set_web_auth_token(self, token):
+        if not WEB_AUTH_TOKEN_SHAPE.fullmatch(token or ""):
+            raise CredentialShapeError("ckWebAuthToken must be 100 or more characters of the base64 alphabet")
+        self.web_auth_token = token
 
     def url(self, subpath):
         # [path]/database/[version]/[container]/[environment]/[operation-specific subpath]

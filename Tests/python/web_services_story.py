@@ -92,7 +92,7 @@ def sign_in_by_popup(person, typed_token):
                              "the token posted to the app's page")
     finally:
         driver.quit()
-    app.web_auth_token = token
+    app.set_web_auth_token(token)
     me = app.current_user()
     check(me.get("userRecordName"), f"users/current after signing in: {me}")
     seen[f"{person}_user"] = me
@@ -121,7 +121,7 @@ def sign_in(person, typed_token):
         token = urllib.parse.parse_qs(query)["ckWebAuthToken"][0]
     finally:
         driver.quit()
-    app.web_auth_token = token
+    app.set_web_auth_token(token)
     me = app.current_user()
     check(me.get("userRecordName"), f"users/current after signing in: {me}")
     seen[f"{person}_user"] = me

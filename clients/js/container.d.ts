@@ -130,6 +130,9 @@ export interface PushRegistrationLike {
 }
 
 /** A new Canopy token: `token` is shown only here; `prefix` names it for revokeToken. */
+/** How issueToken writes a token: `cnp_…`, or 128 letters and digits. */
+export type TokenForm = "CANOPY" | "WEB_AUTH";
+
 export interface IssuedToken {
   token: string;
   prefix: string;
@@ -187,8 +190,11 @@ export declare class Container {
   /** Unregisters a device; false when the caller has no such device. */
   unregisterDevice(deviceID: string, options?: RequestOptions): Promise<boolean>;
 
-  /** Trades this request's credential (often a provider's JWT) for a Canopy token. */
-  issueToken(options?: RequestOptions): Promise<IssuedToken>;
+  /**
+   * Trades this request's credential (often a provider's JWT) for a Canopy token.
+   * `form: "WEB_AUTH"` writes it in the shape of a CloudKit web auth token (for `?ckWebAuthToken=`).
+   */
+  issueToken(options?: RequestOptions & {form?: TokenForm}): Promise<IssuedToken>;
   /** Revokes one of the caller's tokens by its prefix (signing out); false when none has it. */
   revokeToken(prefix: string, options?: RequestOptions): Promise<boolean>;
 

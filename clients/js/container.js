@@ -176,9 +176,12 @@ export class Container {
 
   // MARK: Tokens
 
-  /** Trades this request's credential (often a provider's JWT) for a Canopy token: {token, prefix}. */
-  async issueToken({signal} = {}) {
-    return (await this.graphql("mutation { issueToken { token prefix } }", {}, {signal})).issueToken;
+  /**
+   * Trades this request's credential (often a provider's JWT) for a Canopy token: {token, prefix}.
+   * form "WEB_AUTH" writes it in the shape of a CloudKit web auth token (for ?ckWebAuthToken=).
+   */
+  async issueToken({form = "CANOPY", signal} = {}) {
+    return (await this.graphql("mutation($form: TokenForm) { issueToken(form: $form) { token prefix } }", {form}, {signal})).issueToken;
   }
 
   /** Revokes one of the caller's tokens by its prefix (signing out). */

@@ -10,7 +10,7 @@ export {Asset, Double, Location, Reference, parseJSON, stringifyJSON} from "./va
 
 export type {
   APNsEnvironment, ContainerOptions, Device, DeviceKind, DeviceRegistration, DiscoverUserQuery, IssuedToken,
-  PushRegistrationLike, RecordTypeInfo, ShareMetadata, ShareMetadataOptions, UploadAssetOptions,
+  PushRegistrationLike, RecordTypeInfo, ShareMetadata, ShareMetadataOptions, TokenForm, UploadAssetOptions,
   WebPushSubscriptionJSON, WebPushSubscriptionLike,
 } from "./container.js";
 export type {

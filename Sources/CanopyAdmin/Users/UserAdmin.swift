@@ -52,11 +52,16 @@ public struct UserAdmin: Sendable {
         }
     }
 
-    /// Issues another token for an existing user, found by name or userRecordName.
-    public func token(for nameOrRecordName: String, connection: PostgresConnection) async throws -> (UserSummary, BearerToken) {
+    /// Issues another token for an existing user, found by name or
+    /// userRecordName: a Canopy token (`cnp_…`), or with `form: .webAuth`
+    /// one in the shape of a CloudKit web auth token, for server jobs and
+    /// tests that act as a person through Web Services (`ckWebAuthToken`).
+    public func token(
+        for nameOrRecordName: String, form: BearerToken.Form = .canopy, connection: PostgresConnection
+    ) async throws -> (UserSummary, BearerToken) {
         try await connection.inTransaction(logger: logger) { connection in
             let user = try await find(nameOrRecordName, connection: connection)
-            return (user, try await issue(userID: user.id, connection: connection))
+            return (user, try await issue(userID: user.id, form: form, connection: connection))
         }
     }
 
@@ -75,8 +80,8 @@ public struct UserAdmin: Sendable {
         throw StoreError(.notFound, "no user named '\(nameOrRecordName)' (create one with: canopy users add \(nameOrRecordName))")
     }
 
-    private func issue(userID: Int64, connection: PostgresConnection) async throws -> BearerToken {
-        let token = BearerToken.generate()
+    private func issue(userID: Int64, form: BearerToken.Form = .canopy, connection: PostgresConnection) async throws -> BearerToken {
+        let token = BearerToken.generate(form)
         try await connection.query(
             "INSERT INTO canopy.api_tokens (user_id, selector, secret_hash) VALUES (\(userID), \(token.selector), \(Data(token.secretHash)))",
             logger: logger

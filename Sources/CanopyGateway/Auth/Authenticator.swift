@@ -5,7 +5,7 @@ import Logging
 import Metrics
 
 /// Who is asking, from the token a request presents: a Canopy token
-/// (`cnp_…`, looked up in the database) or an identity provider's JWT
+/// (`cnp_…` or a web auth token, looked up in the database) or an identity provider's JWT
 /// (verified by ``TokenVerifier``, then signed in: the first sign-in
 /// creates the user). One place for HTTP and WebSocket alike, and so the
 /// place that holds the per-user limits (``UserLimits``) checked once the
@@ -33,7 +33,7 @@ struct Authenticator: Sendable {
     /// The caller, or an ``APIError`` `NOT_AUTHENTICATED` whose message says
     /// which check failed (never the token itself).
     func caller(token: String, nonce: String?, logger: Logger) async throws -> Caller {
-        if token.hasPrefix(BearerToken.prefix) {
+        if token.hasPrefix(BearerToken.prefix) || BearerToken(parsing: token, as: .webAuth) != nil {
             guard let userID = try await database.authenticate(token: token, logger: logger) else {
                 Self.refusedCanopyTokens.increment()
                 throw APIError(.notAuthenticated, "the bearer token is not valid: unknown or revoked")
@@ -42,7 +42,7 @@ struct Authenticator: Sendable {
         }
         guard TokenVerifier.looksLikeJWT(token) else {
             Self.refusedOthers.increment()
-            throw APIError(.notAuthenticated, "the bearer token is neither a Canopy token (cnp_…) nor a JWT")
+            throw APIError(.notAuthenticated, "the bearer token is neither a Canopy token (cnp_… or a web auth token) nor a JWT")
         }
         guard let verifier else {
             throw APIError(.notAuthenticated, "this server accepts no identity-provider tokens (it was started without --auth-config)")

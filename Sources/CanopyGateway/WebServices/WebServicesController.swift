@@ -214,19 +214,20 @@ struct WebServicesController {
     /// API token by its public prefix only, never its secret.
     func signInURL(path: WebServicesPath, apiToken: String?) -> String {
         var url = "\(configuration.publicURL)/#/web-services/sign-in?container=\(settings.container)&environment=\(settings.environment.rawValue)"
-        if let apiToken, let token = BearerToken(parsing: apiToken, kind: BearerToken.containerPrefix) {
-            url += "&ckAPIToken=\(BearerToken.containerPrefix)\(token.selector)"
+        if let apiToken, let token = BearerToken(parsingAPI: apiToken) {
+            url += "&ckAPIToken=\(token.publicPrefix)"
         }
         return url
     }
 
-    /// `GET …/auth/sign-in.json?ckAPIToken=cka_<selector>`: what the sign-in
+    /// `GET …/auth/sign-in.json?ckAPIToken=<selector>`: what the sign-in
     /// page needs to hand a person's new web token back: the API token's
     /// callback, or the origins it may post the token to (`--cors-origin`).
     func signInSettings(apiToken: String?, context: CanopyRequestContext) async -> Response {
-        let selector = apiToken.map { String($0.dropFirst(BearerToken.containerPrefix.count).prefix(16)) } ?? ""
+        // The token's first 16 hex digits (after `cka_` for an older token).
+        let selector = apiToken.map { String(($0.hasPrefix(BearerToken.containerPrefix) ? $0.dropFirst(BearerToken.containerPrefix.count) : Substring($0)).prefix(16)) } ?? ""
         do {
-            guard let apiToken, apiToken.hasPrefix(BearerToken.containerPrefix),
+            guard BearerToken.isSelector(selector),
                   let found = try await database.signIn(forAPITokenSelector: selector, logger: context.logger),
                   found.container == settings.container else {
                 throw APIError(.notAuthenticated, "the sign-in page needs ckAPIToken, the prefix of a live API token of container \(settings.container)", status: .unauthorized)

@@ -11,7 +11,8 @@ public struct IssueTokenPlan: Sendable {
     let token: String
 
     /// - Parameters:
-    ///   - token: the whole new token (`cnp_<selector>_<secret>`), answered once
+    ///   - token: the whole new token (`cnp_<selector>_<secret>` or a web
+    ///     auth token), answered once
     ///   - selector: its public part
     ///   - secretHash: SHA-256 of its secret
     public init(_ field: SelectedField, token: String, selector: String, secretHash: [UInt8]) throws {

@@ -3,12 +3,12 @@ import Logging
 import PostgresNIO
 
 extension RequestDatabase {
-    /// The container a CloudKit Web Services API token (`ckAPIToken`,
-    /// `cka_…`) opens, or nil for an unknown, revoked or malformed one. The
+    /// The container a CloudKit Web Services API token (`ckAPIToken`:
+    /// 64 hex digits, or `cka_…` from before issue 49) opens, or nil for an unknown, revoked or malformed one. The
     /// stored hash is compared here, in constant time; a looked-up token is
     /// remembered as long as a user's token is.
     public func container(ofAPIToken token: String, logger: Logger) async throws -> String? {
-        guard let presented = BearerToken(parsing: token, kind: BearerToken.containerPrefix) else { return nil }
+        guard let presented = BearerToken(parsingAPI: token) else { return nil }
         if let cached = await containerTokens.value(for: presented.selector) {
             return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.container : nil
         }
@@ -24,7 +24,7 @@ extension RequestDatabase {
     }
 
     /// The container and sign-in callback of the live API token whose
-    /// selector is `selector` (`cka_<selector>`, no secret: the sign-in page
+    /// selector is `selector` (an API token's first 16 hex digits, no secret: the sign-in page
     /// is opened with it); nil for none.
     public func signIn(forAPITokenSelector selector: String, logger: Logger) async throws -> (container: String, callback: String?)? {
         guard selector.utf8.count == 16, selector.allSatisfy({ $0.isHexDigit && !$0.isUppercase }) else { return nil }

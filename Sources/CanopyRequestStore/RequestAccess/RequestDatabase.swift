@@ -80,10 +80,10 @@ public final class RequestDatabase: Sendable {
         )
     }
 
-    /// Who a bearer token belongs to, or nil for an unknown or malformed
+    /// Who a person's token (`cnp_…` or a web auth token) belongs to, or nil for an unknown or malformed
     /// token. The stored hash is compared here, in constant time.
     public func authenticate(token: String, logger: Logger) async throws -> Int64? {
-        guard let presented = BearerToken(parsing: token) else { return nil }
+        guard let presented = BearerToken(parsingPersonal: token) else { return nil }
         if let cached = await tokens.value(for: presented.selector) {
             return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.userID : nil
         }

@@ -8,7 +8,7 @@ struct TokensAPIRevoke: AsyncParsableCommand {
         abstract: "Revoke an API token; requests carrying it are refused within seconds."
     )
 
-    @Argument(help: "The token's prefix as list shows it (cka_ and at least 6 hex digits), or the whole token.")
+    @Argument(help: "The token's prefix as list shows it (at least 6 of its first 16 hex digits; cka_ and 6 or more for a token issued before 0.49), or the whole token.")
     var prefix: String
 
     @OptionGroup var database: DatabaseOptions

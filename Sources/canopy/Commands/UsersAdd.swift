@@ -36,12 +36,13 @@ struct UsersAdd: AsyncParsableCommand {
 /// Prints a freshly issued token: JSON alone on stdout, or words for people.
 func printToken(user: UserSummary, token: BearerToken, json: Bool) {
     if json {
-        let object = ["userRecordName": user.userRecordName, "token": token.string]
+        let object = ["userRecordName": user.userRecordName, "token": token.string, "prefix": token.publicPrefix]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
         print(String(decoding: data, as: UTF8.self))
     } else {
         print("user \(user.name) (\(user.userRecordName))")
         print("token \(token.string)")
+        if token.form == .webAuth { print("prefix \(token.publicPrefix) (what 'canopy users tokens' lists and 'canopy users revoke' takes)") }
         print("This token is shown once; Canopy keeps only its hash.")
     }
 }
