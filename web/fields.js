@@ -128,7 +128,9 @@ export function editor(name, type, value, {id, disabled, context}) {
         if (latitude.value === "" || longitude.value === "" || Math.abs(lat) > 90 || Math.abs(lon) > 180) {
           throw new FieldError(`${name}: latitude −90…90 and longitude −180…180`);
         }
-        return {type: "LOCATION", latitude: lat, longitude: lon};
+        // The other keys of the Location Dictionary (accuracy, altitude,
+        // speed, course, timestamp) are kept when only the place is edited.
+        return {...(value ?? {}), type: "LOCATION", latitude: lat, longitude: lon};
       }};
     }
     case "BYTES": {

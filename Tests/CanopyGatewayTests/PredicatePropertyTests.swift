@@ -46,7 +46,7 @@ struct PredicatePropertyTests {
 
     static func randomComparison(_ g: inout SeededGenerator) -> String {
         let ops = ["==", "!=", "<", "<=", ">", ">="]
-        switch Int.random(in: 0..<14, using: &g) {
+        switch Int.random(in: 0..<15, using: &g) {
         case 0: return "s \(ops.randomElement(using: &g)!) \(quoted(words.randomElement(using: &g)!))"
         case 1: return "n \(ops.randomElement(using: &g)!) \(Int.random(in: -6...6, using: &g))"
         case 2: return "d \(ops.randomElement(using: &g)!) \(Double(Int.random(in: -20...20, using: &g)) / 4)"
@@ -60,6 +60,7 @@ struct PredicatePropertyTests {
         case 10: return "distanceToLocation:fromLocation:(loc, $here) < \(Int.random(in: 500...6000, using: &g))"
         case 11: return "\(["s", "n", "l", "loc"].randomElement(using: &g)!) \(Bool.random(using: &g) ? "==" : "!=") nil"
         case 12: return "ln CONTAINS \(Int.random(in: 0...4, using: &g))"
+        case 13: return "ANY l BEGINSWITH \(quoted(String(words.randomElement(using: &g)!.prefix(Int.random(in: 0...2, using: &g)))))"
         default: return "recordName \(ops.randomElement(using: &g)!) 'r0\(Int.random(in: 10...99, using: &g))'"
         }
     }
@@ -195,6 +196,9 @@ enum Evaluator {
         case .beginsWith(let prefix):
             guard case .string(let text)? = value else { return false }
             return text.unicodeScalars.starts(with: prefix.unicodeScalars)
+        case .listMemberBeginsWith(let prefix):
+            guard case .array(let items)? = raw else { return false }
+            return items.contains { if case .string(let text) = $0 { text.unicodeScalars.starts(with: prefix.unicodeScalars) } else { false } }
         case .selfContains(let text, let searchable):
             var document = Set<String>()
             for (name, field) in fields where searchable?.contains(name) ?? true {

@@ -28,6 +28,10 @@ struct CanopyKitOperationTests {
         fast["note"] = "water only"
         fast["blob"] = Data([0, 1, 2, 255])
         fast["where"] = Location(latitude: 52.52, longitude: 13.405)
+        // A fix with CloudKit's other six keys (issue 49: once only the first two were kept).
+        let fix = Location(latitude: -33.8568, longitude: 151.2153, horizontalAccuracy: 4.5, verticalAccuracy: 3,
+                           altitude: 12.25, speed: 1.5, course: 270, timestamp: Date(timeIntervalSince1970: 1_795_707_791.164))
+        fast["fix"] = fix
         fast["log"] = Record.Reference(record: log, action: .deleteSelf)
         fast["tags"] = ["a", "b"]
         fast["scores"] = [1, 2, 3]
@@ -50,6 +54,7 @@ struct CanopyKitOperationTests {
         #expect(fetched["note"] as? String == "water only")
         #expect(fetched["blob"] as? Data == Data([0, 1, 2, 255]))
         #expect(fetched["where"] as? Location == Location(latitude: 52.52, longitude: 13.405))
+        #expect(fetched["fix"] as? Location == fix, "\(String(describing: fetched["fix"]))")
         #expect(fetched["log"] as? Record.Reference == Record.Reference(record: log, action: .deleteSelf))
         #expect(fetched["tags"] as? [String] == ["a", "b"])
         #expect(fetched["scores"] as? [Int] == [1, 2, 3])

@@ -52,7 +52,11 @@ export type SortKey = string | {field: string; direction?: "ASC" | "DESC"};
 /** What query reads (API.md §5). */
 export interface QueryOptions extends RequestOptions {
   recordType: string;
-  /** The filter expression, with `$name` placeholders bound by `args`. */
+  /**
+   * The filter expression (API.md §5), with `$name` placeholders bound by
+   * `args`: e.g. `kind == $k AND at >= $from`, or for a STRING_LIST field
+   * `ANY tags BEGINSWITH $p` (CloudKit's LIST_MEMBER_BEGINS_WITH).
+   */
   filter?: string | null;
   args?: {[name: string]: unknown} | null;
   sort?: SortKey[];

@@ -36,5 +36,5 @@ export type {
   FetchFunction, GraphQLVariables, RequestOptions, TokenProvider, UploadBody,
 } from "./transport.js";
 export type {
-  AssetOptions, EncodedValue, FieldInput, FieldValue, Fields, FieldsInput, ReferenceAction,
+  AssetOptions, EncodedValue, FieldInput, FieldValue, Fields, FieldsInput, LocationOptions, ReferenceAction,
 } from "./values.js";

@@ -12,11 +12,40 @@ export declare class Reference {
   action: ReferenceAction;
 }
 
-/** A latitude and longitude in degrees (`CLLocation`'s coordinate). */
+/**
+ * The optional parts of a Location, as CloudKit's Location Dictionary has
+ * them; each left out when not known.
+ */
+export interface LocationOptions {
+  /** Radius of uncertainty of latitude and longitude, in metres. */
+  horizontalAccuracy?: number;
+  /** Uncertainty of altitude, in metres. */
+  verticalAccuracy?: number;
+  /** Metres above sea level. */
+  altitude?: number;
+  /** Metres per second. */
+  speed?: number;
+  /** Direction of travel in degrees from true north. */
+  course?: number;
+  /** When the location was determined (milliseconds since the epoch on the wire). */
+  timestamp?: Date;
+}
+
+/**
+ * A latitude and longitude in degrees, and optionally the rest of a
+ * `CLLocation` (CloudKit's Location Dictionary). An option is a property
+ * of the object only when given; only those given are sent.
+ */
 export declare class Location {
-  constructor(latitude: number, longitude: number);
+  constructor(latitude: number, longitude: number, options?: LocationOptions);
   latitude: number;
   longitude: number;
+  horizontalAccuracy?: number;
+  verticalAccuracy?: number;
+  altitude?: number;
+  speed?: number;
+  course?: number;
+  timestamp?: Date;
 }
 
 /** What an Asset is made from: the server's answer, or an upload's. */
@@ -88,7 +117,8 @@ export type EncodedValue =
   | null
   | {type: "TIMESTAMP"; value: number}
   | {type: "REFERENCE"; recordName: string; action: ReferenceAction}
-  | {type: "LOCATION"; latitude: number; longitude: number}
+  | {type: "LOCATION"; latitude: number; longitude: number; horizontalAccuracy?: number; verticalAccuracy?: number;
+     altitude?: number; speed?: number; course?: number; timestamp?: number}
   | {type: "BYTES"; base64: string}
   | {type: "ASSET"; uploadToken: string}
   | {type: "ASSET"; sha256: string; size?: number; contentType?: string; downloadURL?: string}

@@ -11,12 +11,51 @@ export class Reference {
   }
 }
 
-/** A latitude and longitude in degrees (`CLLocation`'s coordinate). */
+/** The optional keys of a Location, in the order they are written. */
+const locationKeys = ["horizontalAccuracy", "verticalAccuracy", "altitude", "speed", "course", "timestamp"];
+
+/**
+ * A latitude and longitude in degrees, and optionally the rest of a
+ * `CLLocation` (CloudKit's Location Dictionary): `horizontalAccuracy` and
+ * `verticalAccuracy` (metres), `altitude` (metres), `speed` (metres per
+ * second), `course` (degrees) and `timestamp` (a Date; milliseconds on the
+ * wire). An option is a property of the object only when given.
+ */
 export class Location {
-  constructor(latitude, longitude) {
+  constructor(latitude, longitude, options = {}) {
     this.latitude = latitude;
     this.longitude = longitude;
+    for (const key of locationKeys) {
+      if (options?.[key] !== undefined && options[key] !== null) this[key] = options[key];
+    }
   }
+}
+
+function encodeLocation(location, field) {
+  const encoded = {type: "LOCATION", latitude: location.latitude, longitude: location.longitude};
+  for (const key of locationKeys) {
+    let item = location[key];
+    if (item === undefined || item === null) continue;
+    if (key === "timestamp") {
+      if (!(item instanceof Date)) throw new TypeError(`field ${field}: a Location's timestamp is a Date`);
+      item = item.getTime();
+      if (Number.isNaN(item)) throw new TypeError(`field ${field}: a Location's timestamp is an invalid Date`);
+    } else if (typeof item !== "number" || !Number.isFinite(item)) {
+      throw new TypeError(`field ${field}: a Location's ${key} is a finite number`);
+    }
+    encoded[key] = item;
+  }
+  return encoded;
+}
+
+function decodeLocation(value) {
+  const options = {};
+  for (const key of locationKeys) {
+    const item = value[key];
+    if (item === undefined || item === null) continue;
+    options[key] = key === "timestamp" ? new Date(Number(item)) : Number(item);
+  }
+  return new Location(value.latitude, value.longitude, options);
 }
 
 /**
@@ -125,7 +164,7 @@ export function encodeValue(value, field = "value") {
     return {type: "TIMESTAMP", value: time};
   }
   if (value instanceof Reference) return {type: "REFERENCE", recordName: value.recordName, action: value.action ?? "NONE"};
-  if (value instanceof Location) return {type: "LOCATION", latitude: value.latitude, longitude: value.longitude};
+  if (value instanceof Location) return encodeLocation(value, field);
   if (value instanceof Uint8Array) return {type: "BYTES", base64: base64FromBytes(value)};
   if (value instanceof ArrayBuffer) return {type: "BYTES", base64: base64FromBytes(new Uint8Array(value))};
   if (value instanceof Asset) {
@@ -145,7 +184,7 @@ export function decodeValue(value) {
   switch (value.type) {
     case "TIMESTAMP": return new Date(Number(value.value));
     case "REFERENCE": return new Reference(value.recordName, value.action ?? "NONE");
-    case "LOCATION": return new Location(value.latitude, value.longitude);
+    case "LOCATION": return decodeLocation(value);
     case "BYTES": return bytesFromBase64(value.base64);
     case "ASSET": return new Asset(value);
     // Only in JSON the client wrote itself (CanopyRecord.toJSON), never from the server:

@@ -66,10 +66,15 @@ BEGIN
                 RAISE EXCEPTION 'field %: a REFERENCE is {"type":"REFERENCE","recordName":"...","action":"NONE"|"DELETE_SELF"}', p_field USING ERRCODE = 'CN004';
             END IF;
         WHEN 'LOCATION' THEN
+            -- CloudKit's Location Dictionary (issue 49): latitude and
+            -- longitude, and optionally the six other keys, each a number
+            -- (timestamp in ms since the epoch).
             IF jsonb_typeof(p_value->'latitude') IS DISTINCT FROM 'number' OR jsonb_typeof(p_value->'longitude') IS DISTINCT FROM 'number'
                OR abs((p_value->>'latitude')::float8) > 90 OR abs((p_value->>'longitude')::float8) > 180
-               OR (p_value - 'type' - 'latitude' - 'longitude') <> '{}' THEN
-                RAISE EXCEPTION 'field %: a LOCATION is {"type":"LOCATION","latitude":-90..90,"longitude":-180..180}', p_field USING ERRCODE = 'CN004';
+               OR EXISTS (SELECT 1 FROM jsonb_each(p_value - 'type' - 'latitude' - 'longitude') e
+                           WHERE e.key NOT IN ('horizontalAccuracy', 'verticalAccuracy', 'altitude', 'speed', 'course', 'timestamp')
+                              OR jsonb_typeof(e.value) <> 'number') THEN
+                RAISE EXCEPTION 'field %: a LOCATION is {"type":"LOCATION","latitude":-90..90,"longitude":-180..180} and optionally horizontalAccuracy, verticalAccuracy, altitude, speed, course and timestamp (ms), each a number', p_field USING ERRCODE = 'CN004';
             END IF;
         WHEN 'BYTES' THEN
             IF jsonb_typeof(p_value->'base64') IS DISTINCT FROM 'string'

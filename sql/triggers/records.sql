@@ -67,7 +67,9 @@ BEGIN
         OR NEW.share_id IS NOT DISTINCT FROM OLD.share_id;   -- a save of identical content is still a save
     IF content_changed THEN
         NEW.change_tag := to_hex(NEW.change_seq);
-        NEW.modified_at := now();
+        -- Whole milliseconds, as CloudKit's stamps are (issue 49): the
+        -- stored stamp is the one every answer and every filter sees.
+        NEW.modified_at := date_trunc('milliseconds', now());
         NEW.modified_by := canopy.current_user_id();
         IF TG_OP = 'INSERT' THEN
             NEW.created_at := NEW.modified_at;

@@ -2,6 +2,7 @@ import CanopyAssets
 import CanopyPlanner
 import CanopyRequestStore
 import Logging
+import PostgresNIO
 
 /// How Web Services requests run: each endpoint says what it wants as a
 /// GraphQL document (a constant text, parsed and validated once and then
@@ -19,6 +20,21 @@ struct GraphQLBridge {
     let logger: Logger
     /// Signs asset download URLs into answers that hold assets (nil: no asset store).
     let assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
+
+    /// Runs a planner's statement as the caller, in one round trip on the
+    /// pool: the typed path, with no GraphQL document in between.
+    func read<T: Sendable>(
+        _ statement: SQLStatement, from source: RequestDatabase.ReadSource = .primary,
+        _ collect: @escaping @Sendable ([PostgresRow]) throws -> T
+    ) async throws -> T {
+        try await database.read(statement, as: userID, from: source, logger: logger, collect)
+    }
+
+    /// The key change tokens are sealed with.
+    func changeTokenKey() async throws -> SigningKey {
+        let keys = try await database.secrets.keys("change-token", logger: logger)
+        return SigningKey(keys.current, accepted: keys.accepted, retired: keys.retired)
+    }
 
     /// The one root field of `document`, run with `variables`: its JSON, parsed.
     func run(_ document: String, _ variables: [String: JSONValue]) async throws -> JSONValue {

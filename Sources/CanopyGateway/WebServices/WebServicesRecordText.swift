@@ -77,6 +77,10 @@ enum WebServicesRecordText {
         put("}")
     }
 
+    /// The Location Dictionary's keys beyond latitude and longitude
+    /// (``WebServicesFieldValue/locationKeys``).
+    static let locationKeys: [StaticString] = ["horizontalAccuracy", "verticalAccuracy", "altitude", "speed", "course", "timestamp"]
+
     /// A field's value as the reference's, and its type tag: strings and
     /// numbers copied (a number typed by the schema, else by its spelling),
     /// booleans as 0 or 1, typed objects by their members, lists element by
@@ -119,6 +123,12 @@ enum WebServicesRecordText {
                 copy(json.value(of: "latitude", in: members))
                 put(",\"longitude\":")
                 copy(json.value(of: "longitude", in: members))
+                for key in Self.locationKeys {
+                    if let extra = json.value(of: key, in: members) {
+                        put(","); out.append(UInt8(ascii: "\"")); key.withUTF8Buffer { out.append(contentsOf: $0) }; put("\":")
+                        json.append(extra, to: &out)
+                    }
+                }
                 put("}")
                 return "LOCATION"
             case "ASSET"?:

@@ -5,23 +5,26 @@ import CanopyPlanner
 /// public database has one zone, `_defaultZone`, answered without asking
 /// the database (Canopy's `zones` refuses PUBLIC as CloudKit's clients do).
 enum ZonesEndpoints {
-    static let listDocument = "query WebServicesZones($scope: DatabaseScope!) { zones(scope: $scope) { zoneName ownerName } }"
-
-    /// The zones of the database, as the reference's zone dictionaries.
+    /// The zones of the database, as the reference's zone dictionaries,
+    /// each with its sync token (``ZoneSyncTokensPlan``).
     static func zones(_ call: WebServicesCall) async throws -> [JSONValue] {
-        if call.database == "public" {
-            return [zone(zoneName: "_defaultZone", owner: nil, database: call.database)]
+        let scope: DatabaseScope = switch call.database {
+        case "public": .public
+        case "shared": .shared
+        default: .private
         }
-        let answer = try await call.bridge.run(listDocument, ["scope": call.scope])
-        guard case .array(let zones) = answer else { return [] }
-        return zones.compactMap { item in
-            guard case .object(let zone) = item, case .string(let name)? = zone["zoneName"] else { return nil }
-            return self.zone(zoneName: name, owner: zone["ownerName"]?.stringValue, database: call.database)
+        let plan = ZoneSyncTokensPlan(scope: scope, userID: call.userID ?? ChangeToken.anonymousUser)
+        let secret = try await call.bridge.changeTokenKey()
+        let rows = try await call.bridge.read(plan.statement) { rows in try rows.map(ZoneSyncTokensPlan.decode) }
+        return plan.zones(rows, secret: secret).map { zone in
+            self.zone(zoneName: zone.name, owner: zone.ownerName, database: call.database, syncToken: zone.syncToken)
         }
     }
 
-    static func zone(zoneName: String, owner: String?, database: String) -> JSONValue {
-        .object(["zoneID": WebServicesCall.zoneID(zoneName: zoneName, owner: owner, database: database), "atomic": .bool(true)])
+    static func zone(zoneName: String, owner: String?, database: String, syncToken: String? = nil) -> JSONValue {
+        var zone: [String: JSONValue] = ["zoneID": WebServicesCall.zoneID(zoneName: zoneName, owner: owner, database: database), "atomic": .bool(true)]
+        if let syncToken { zone["syncToken"] = .string(syncToken) }
+        return .object(zone)
     }
 
     static func list(_ call: WebServicesCall) async throws -> [String: JSONValue] {

@@ -53,7 +53,9 @@ public enum Projection {
     static func stamp(_ fields: [SelectedField], time: SQL, user: SQL, _ builder: inout SQLBuilder) throws -> SQL {
         try object(fields, &builder) { field, _ in
             switch field.name {
-            case "timestamp": return "(extract(epoch FROM \(time)) * 1000)::float8"
+            // Whole milliseconds (issue 49): one record has one stamp in every
+            // answer; rows written before 0.49 keep microseconds, floored here.
+            case "timestamp": return "floor(extract(epoch FROM \(time)) * 1000)::int8"
             case "userRecordName": return "coalesce(\(user), '')"
             case "__typename": return "'Stamp'"
             default: throw QueryError(.badRequest, "Stamp has no field \(field.name)")

@@ -12,7 +12,25 @@ public struct RecordsPlan: Sendable {
     struct SortKey: Sendable {
         var target: CheckedPredicate.Target
         var descending: Bool
+        /// For a LOCATION field: sort by the distance from this point
+        /// (CloudKit's `relativeLocation`), nearest first when ascending.
+        var origin: (latitude: Double, longitude: Double)? = nil
         var direction: SQL { descending ? "DESC" : "ASC" }
+
+        /// What the key orders by: the field's value, or its distance (km)
+        /// from `origin`. The point's coordinates are bound.
+        func expression(_ builder: inout SQLBuilder) -> SQL {
+            let value = PredicateSQL.expression(target)
+            guard let origin else { return value }
+            return PredicateSQL.distance(value, latitude: origin.latitude, longitude: origin.longitude, &builder)
+        }
+
+        /// The type its values compare as (a distance is a number).
+        var valueType: FieldType { origin == nil ? target.valueType : .double }
+
+        var fingerprintText: String {
+            target.fingerprintText + (descending ? "true" : "false") + (origin.map { "@\($0.latitude),\($0.longitude)" } ?? "")
+        }
     }
 
     public let statement: SQLStatement
@@ -55,7 +73,7 @@ public struct RecordsPlan: Sendable {
         self.field = field
         fingerprint = Cursor.fingerprint([
             scope.rawValue, zone.zoneName, zone.ownerName ?? "", recordType, filterText ?? "", args?.jsonText ?? "",
-            sortKeys.map { $0.target.fingerprintText + ($0.descending ? "true" : "false") }.joined(separator: ","),
+            sortKeys.map(\.fingerprintText).joined(separator: ","),
         ])
         var after: Cursor?
         if let text = try arguments.string("cursor") {
@@ -118,6 +136,17 @@ public struct RecordsPlan: Sendable {
             } catch let error as QueryError {
                 throw arguments.invalid("sort", error.message)
             }
+            if let relative = sort["relativeLocation"], !relative.isNull {
+                guard target.valueType == .location else {
+                    throw arguments.invalid("sort", "relativeLocation sorts a LOCATION field by distance; \(name) is \(target.valueType)")
+                }
+                guard case .object(let point) = relative,
+                      let latitude = PredicateChecker.number(point["latitude"]), let longitude = PredicateChecker.number(point["longitude"]),
+                      abs(latitude) <= 90, abs(longitude) <= 180 else {
+                    throw arguments.invalid("sort", "relativeLocation must be {latitude: -90..90, longitude: -180..180}")
+                }
+                return SortKey(target: target, descending: direction == "DESC", origin: (latitude, longitude))
+            }
             switch target.valueType {
             case .list, .location, .bytes, .asset: throw arguments.invalid("sort", "cannot sort by \(name), a \(target.valueType)")
             default: return SortKey(target: target, descending: direction == "DESC")
@@ -131,7 +160,7 @@ public struct RecordsPlan: Sendable {
         var order: [SQL] = []
         var columns: [SQL] = []
         for key in sortKeys {
-            let expression = PredicateSQL.expression(key.target)
+            let expression = key.expression(&builder)
             order.append("(\(expression)) IS NULL")
             order.append("\(expression) \(key.direction)")
             columns.append("(\(expression)) IS NULL")
@@ -155,7 +184,7 @@ public struct RecordsPlan: Sendable {
     static func singleKeyPage(
         _ key: SortKey, predicate: CheckedPredicate, after keys: [JSONValue]?, base: SQL, limit: SQL, _ builder: inout SQLBuilder
     ) throws -> SQL {
-        let expression = PredicateSQL.expression(key.target)
+        let expression = key.expression(&builder)
         let name: SQL = "r.record_name COLLATE \"C\""
         var inMissingPart = false
         var valueAfter: SQL?
@@ -166,7 +195,7 @@ public struct RecordsPlan: Sendable {
             }
             inMissingPart = wasNull
             nameAfter = "\(builder.bind(last))::text"
-            if !wasNull { valueAfter = try bound(keys[1], for: key.target.valueType, &builder) }
+            if !wasNull { valueAfter = try bound(keys[1], for: key.valueType, &builder) }
         }
         let neverMissing: Bool
         switch key.target {
@@ -216,7 +245,7 @@ public struct RecordsPlan: Sendable {
         guard case .string(let lastName) = keys.last! else { throw QueryError(.invalidArguments, "the cursor is damaged") }
         var condition: SQL = "r.record_name COLLATE \"C\" > \(builder.bind(lastName))::text"
         for (index, key) in sortKeys.enumerated().reversed() {
-            let expression = PredicateSQL.expression(key.target)
+            let expression = key.expression(&builder)
             guard case .bool(let wasNull) = keys[index * 2] else { throw QueryError(.invalidArguments, "the cursor is damaged") }
             let value = keys[index * 2 + 1]
             let nullFlag: SQL = "((\(expression)) IS NULL)"
@@ -225,7 +254,7 @@ public struct RecordsPlan: Sendable {
                 condition = "(\(nullFlag) AND \(condition))"
                 continue
             }
-            let bound = try Self.bound(value, for: key.target.valueType, &builder)
+            let bound = try Self.bound(value, for: key.valueType, &builder)
             let strictlyAfter: SQL = key.descending ? "\(expression) < \(bound)" : "\(expression) > \(bound)"
             condition = "(\(nullFlag) OR coalesce(\(strictlyAfter), false) OR (coalesce(\(expression) = \(bound), false) AND \(condition)))"
         }

@@ -77,6 +77,8 @@ public indirect enum CheckedPredicate: Equatable, Sendable {
             case `in`([Scalar])
             case listContains(Scalar)
             case beginsWith(String)
+            /// Some member of a STRING_LIST starts with the prefix.
+            case listMemberBeginsWith(String)
             /// The words of the text, in the SEARCHABLE fields (nil: every string field).
             case selfContains(String, fields: [String]?)
             case distance(latitude: Double, longitude: Double, orEqual: Bool, kilometres: Double)

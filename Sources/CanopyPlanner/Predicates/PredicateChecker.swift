@@ -140,6 +140,14 @@ public struct PredicateChecker {
                 throw error(operand.column, "BEGINSWITH takes a string")
             }
             return .init(target: target, kind: .beginsWith(prefix))
+        case .anyBeginsWith(let operand):
+            guard type == .list(.string) else {
+                throw error(test.keyColumn, "ANY … BEGINSWITH needs a STRING_LIST field; \(name) is \(type)")
+            }
+            guard case .string(let prefix) = try resolve(operand) else {
+                throw error(operand.column, "ANY … BEGINSWITH takes a string")
+            }
+            return .init(target: target, kind: .listMemberBeginsWith(prefix))
         case .distance(let location, let op, let kilometres):
             guard type == .location else {
                 throw error(test.keyColumn, "distanceToLocation needs a LOCATION field; \(name) is \(type)")

@@ -133,6 +133,20 @@ public struct PredicateParser {
             let kilometres = try parseValue()
             return .init(key: key, keyColumn: column, kind: .distance(location: location, op: op, kilometres: kilometres))
         }
+        // `ANY tags BEGINSWITH "x"` (NSPredicate's, as CloudKit's
+        // LIST_MEMBER_BEGINS_WITH): ANY followed by a field name rather than
+        // an operator (a field may itself be called any).
+        if word.uppercased() == "ANY", case .identifier(let key) = current.kind,
+           !["BETWEEN", "IN", "CONTAINS", "BEGINSWITH"].contains(key.uppercased()) {
+            let column = current.column
+            guard Self.isFieldName(key) else { throw error("'\(key)' is not a field name", at: column) }
+            index += 1
+            guard case .identifier(let keyword) = current.kind, keyword.uppercased() == "BEGINSWITH" else {
+                throw error("ANY \(key) is followed by BEGINSWITH, found \(describe(current))")
+            }
+            index += 1
+            return .init(key: key, keyColumn: column, kind: .anyBeginsWith(try parseValue()))
+        }
         guard Self.isFieldName(word) else {
             throw error("'\(word)' is not a field name", at: keyColumn)
         }

@@ -111,21 +111,43 @@ public enum PredicateSQL {
         case .beginsWith(let prefix):
             guard let upper = upperBound(of: prefix) else { return "(\(target) IS NOT NULL)" }
             return "(\(target) >= \(builder.bind(prefix))::text AND \(target) < \(builder.bind(upper))::text)"
+        case .listMemberBeginsWith(let prefix):
+            guard case .field(let name, _) = test.target else { return "FALSE" }
+            let member: SQL = "m COLLATE \"C\""
+            let range: SQL
+            if let upper = upperBound(of: prefix) {
+                range = "\(member) >= \(builder.bind(prefix))::text AND \(member) < \(builder.bind(upper))::text"
+            } else {
+                range = "m IS NOT NULL"
+            }
+            // CASE, not AND: SQL does not promise to test the type first.
+            return "(CASE WHEN jsonb_typeof(r.fields->\(literal(name))) = 'array' THEN EXISTS (SELECT 1 FROM jsonb_array_elements_text(r.fields->\(literal(name))) m WHERE \(range)) END)"
         case .selfContains(let text, let fields):
             guard text.contains(where: { $0.isLetter || $0.isNumber }) else { return "TRUE" }
             let query: SQL = "canopy.search_query(\(builder.bind(text))::text)"
             guard let fields else { return "(canopy.search_document(r.fields) @@ \(query))" }
             return "(\(searchDocument(fields)) OPERATOR(canopy.@@) \(query))"
         case .distance(let latitude, let longitude, let orEqual, let kilometres):
-            let lat: SQL = "\(builder.bind(latitude))::float8"
-            let lon: SQL = "\(builder.bind(longitude))::float8"
+            let distance = distance(target, latitude: latitude, longitude: longitude, &builder)
             let km: SQL = "\(builder.bind(kilometres))::float8"
-            let pointLat: SQL = "(\(target)->>'latitude')::float8"
-            let pointLon: SQL = "(\(target)->>'longitude')::float8"
-            let distance: SQL = "6371.0088 * 2 * asin(least(1, sqrt(power(sin(radians(\(pointLat) - \(lat)) / 2), 2) + cos(radians(\(lat))) * cos(radians(\(pointLat))) * power(sin(radians(\(pointLon) - \(lon)) / 2), 2))))"
             let comparison: SQL = orEqual ? "<=" : "<"
             return "(\(distance) \(comparison) \(km))"
         }
+    }
+
+    /// The great-circle distance in kilometres (haversine, mean Earth
+    /// radius) from a LOCATION value to a point whose coordinates are bound;
+    /// NULL where the record has no location. `NEAR` filters on it and
+    /// `relativeLocation` sorts by it.
+    static func distance(_ location: SQL, latitude: Double, longitude: Double, _ builder: inout SQLBuilder) -> SQL {
+        let lat: SQL = "\(builder.bind(latitude))::float8"
+        let lon: SQL = "\(builder.bind(longitude))::float8"
+        let pointLat: SQL = "(\(location)->>'latitude')::float8"
+        let pointLon: SQL = "(\(location)->>'longitude')::float8"
+        let haversine: SQL = "power(sin(radians(\(pointLat) - \(lat)) / 2), 2) + cos(radians(\(lat))) * cos(radians(\(pointLat))) * power(sin(radians(\(pointLon) - \(lon)) / 2), 2)"
+        // Not least(1, …): LEAST skips a NULL, and a record without the
+        // location would be half the Earth away instead of nowhere.
+        return "(6371.0088 * 2 * asin(CASE WHEN (\(haversine)) > 1 THEN 1 ELSE sqrt(\(haversine)) END))"
     }
 
     /// The smallest string above every string starting with `prefix`, in

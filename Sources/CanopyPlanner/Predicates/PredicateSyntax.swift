@@ -13,6 +13,8 @@ public indirect enum PredicateSyntax: Equatable, Sendable {
             case `in`(OperandSyntax)
             case contains(OperandSyntax)
             case beginsWith(OperandSyntax)
+            /// `ANY list BEGINSWITH prefix`: some member of a STRING_LIST starts with it.
+            case anyBeginsWith(OperandSyntax)
             case selfContains(OperandSyntax)
             case distance(location: OperandSyntax, op: String, kilometres: OperandSyntax)
         }

@@ -97,7 +97,16 @@ public enum WebServicesFieldValue {
             guard case .object(let location) = value, let latitude = location["latitude"], let longitude = location["longitude"] else {
                 throw QueryError(.badRequest, "field \(name): a LOCATION value is {\"latitude\": …, \"longitude\": …}")
             }
-            return .object(["type": .string("LOCATION"), "latitude": latitude, "longitude": longitude])
+            // The Location Dictionary's other six keys, kept when given
+            // (null or absent: not kept); the database checks each is a number.
+            var stored: [String: JSONValue] = ["type": .string("LOCATION"), "latitude": latitude, "longitude": longitude]
+            for key in Self.locationKeys {
+                if let extra = location[key], !extra.isNull { stored[key] = extra }
+            }
+            for key in location.keys where key != "latitude" && key != "longitude" && !Self.locationKeys.contains(key) {
+                throw QueryError(.badRequest, "field \(name): a LOCATION has no key \(key.prefix(40)); its keys are latitude, longitude, \(Self.locationKeys.joined(separator: ", "))")
+            }
+            return .object(stored)
         case "ASSETID", "ASSET":
             guard case .object(let asset) = value, case .string(let receipt)? = asset["receipt"] else {
                 throw QueryError(.badRequest, "field \(name): an asset is saved with the receipt assets/upload's upload answered, {\"receipt\": …, \"fileChecksum\": …, \"size\": …}")
@@ -174,7 +183,9 @@ public enum WebServicesFieldValue {
             case "REFERENCE"?:
                 return (.object(["recordName": object["recordName"] ?? .null, "action": object["action"] ?? .string("NONE")]), "REFERENCE")
             case "LOCATION"?:
-                return (.object(["latitude": object["latitude"] ?? .null, "longitude": object["longitude"] ?? .null]), "LOCATION")
+                var location = object
+                location["type"] = nil
+                return (.object(location), "LOCATION")
             case "ASSET"?:
                 var asset: [String: JSONValue] = ["fileChecksum": object["sha256"] ?? .null, "size": object["size"] ?? .null]
                 if let url = object["downloadURL"] { asset["downloadURL"] = url }
@@ -184,6 +195,9 @@ public enum WebServicesFieldValue {
         case .null: return (.null, type.map(listTag) ?? "STRING")
         }
     }
+
+    /// The Location Dictionary's keys beyond latitude and longitude.
+    public static let locationKeys = ["horizontalAccuracy", "verticalAccuracy", "altitude", "speed", "course", "timestamp"]
 
     /// The reference's tag for a type of Canopy's schema.
     public static func listTag(_ type: FieldType) -> String {

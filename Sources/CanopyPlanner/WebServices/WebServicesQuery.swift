@@ -35,17 +35,27 @@ public struct WebServicesQuery: Sendable {
                 guard case .object(let descriptor) = item else {
                     throw QueryError(.badRequest, "query.sortBy[\(index)] must be a sort descriptor dictionary")
                 }
-                if let location = descriptor["relativeLocation"], !location.isNull {
-                    throw QueryError(.badRequest, "query.sortBy[\(index)]: sorting by distance (relativeLocation) is not served by Canopy; filter with NEAR instead")
-                }
                 let key = try Self.key(of: descriptor, at: "query.sortBy[\(index)]")
+                // relativeLocation: a Location Dictionary (or a field value
+                // holding one): the field sorted by distance from it.
+                var origin: JSONValue?
+                if var location = descriptor["relativeLocation"], !location.isNull {
+                    if case .object(let wrapper) = location, let inner = wrapper["value"] { location = inner }
+                    guard case .object(let point) = location, let latitude = point["latitude"], let longitude = point["longitude"],
+                          PredicateChecker.number(latitude) != nil, PredicateChecker.number(longitude) != nil else {
+                        throw QueryError(.badRequest, "query.sortBy[\(index)].relativeLocation must be a Location Dictionary, {\"latitude\": …, \"longitude\": …}")
+                    }
+                    origin = .object(["latitude": latitude, "longitude": longitude])
+                }
                 let ascending: Bool
                 switch descriptor["ascending"] {
                 case nil, .null?: ascending = true
                 case .bool(let flag)?: ascending = flag
                 case let other?: throw QueryError(.badRequest, "query.sortBy[\(index)].ascending must be true or false, not \(other.typeName)")
                 }
-                sort.append(.object(["field": .string(key.name), "direction": .string(ascending ? "ASC" : "DESC")]))
+                var item: [String: JSONValue] = ["field": .string(key.name), "direction": .string(ascending ? "ASC" : "DESC")]
+                if let origin { item["relativeLocation"] = origin }
+                sort.append(.object(item))
             }
         case let other?: throw QueryError(.badRequest, "query.sortBy must be a list of sort descriptors, not \(other.typeName)")
         }
@@ -100,7 +110,12 @@ public struct WebServicesQuery: Sendable {
         guard case .string(let comparator)? = filter["comparator"] else {
             throw QueryError(.badRequest, "\(place) needs a comparator (EQUALS, LESS_THAN, IN, …)")
         }
-        let key = try Self.key(of: filter, at: place)
+        // The token comparators search a record's text fields: the Filter
+        // Dictionary needs no fieldName for them.
+        let isTokenSearch = comparator == "CONTAINS_ALL_TOKENS" || comparator == "CONTAINS_ANY_TOKENS"
+        let key = isTokenSearch && filter["fieldName"] == nil && filter["systemFieldName"] == nil
+            ? Key(name: "self", isSystem: false)
+            : try Self.key(of: filter, at: place)
         guard let fieldValue = filter["fieldValue"] else { throw QueryError(.badRequest, "\(place) needs a fieldValue, {\"value\": …}") }
         var value = try WebServicesFieldValue.canopyValue(fieldValue, name: "\(place).fieldValue", existing: nil)
         if key.isSystem { value = Self.systemValue(value) }
@@ -145,8 +160,8 @@ public struct WebServicesQuery: Sendable {
                 throw QueryError(.badRequest, "\(place): NEAR needs distance, a radius in metres")
             }
             return "distanceToLocation:fromLocation:(\(name), \(placeholder(value))) <= \(placeholder(.double(metres / 1000)))"
-        case "LIST_MEMBER_BEGINS_WITH", "NOT_LIST_MEMBER_BEGINS_WITH":
-            throw QueryError(.badRequest, "\(place): \(comparator) is not served by Canopy, whose predicates have no prefix test on list members (docs/WEB_SERVICES.md)")
+        case "LIST_MEMBER_BEGINS_WITH": return "ANY \(name) BEGINSWITH \(placeholder(value))"
+        case "NOT_LIST_MEMBER_BEGINS_WITH": return "NOT (ANY \(name) BEGINSWITH \(placeholder(value)))"
         default:
             throw QueryError(.badRequest, "\(place): unknown comparator '\(comparator.prefix(40))'")
         }

@@ -46,10 +46,12 @@ describe("zones and records", () => {
     const db = alice.container.privateDatabase;
     const zone = (await db.saveZone(unique("Types"))).zoneName;
     const when = new Date(Date.UTC(2026, 10, 26, 9, 30, 0, 123));
+    const fixed = new Date(Date.UTC(2026, 3, 1, 12, 0, 5, 250));
+    const spot = new Location(37.3349, -122.009, {horizontalAccuracy: 4.5, verticalAccuracy: 3, altitude: 21.25, speed: 1.75, course: 270.5, timestamp: fixed});
     await db.saveRecord(zone, {recordName: "target", recordType: "Thing", fields: {title: "target"}});
     const saved = await db.saveRecord(zone, new CanopyRecord({recordName: "typed", recordType: "Thing", fields: {
       title: "héllo", count: 42, big: 9007199254740993n, ratio: new Double(2), flag: true, when,
-      link: new Reference("target", "DELETE_SELF"), place: new Location(52.52, 13.405),
+      link: new Reference("target", "DELETE_SELF"), place: new Location(52.52, 13.405), spot,
       bytes: new Uint8Array([0, 1, 2, 250, 255]), tags: ["a", "b"], dates: [when, new Date(0)],
     }}));
     assert.match(saved.recordChangeTag, /\S/);
@@ -65,6 +67,11 @@ describe("zones and records", () => {
     assert.ok(f.when instanceof Date && f.when.getTime() === when.getTime());
     assert.ok(f.link instanceof Reference && f.link.recordName === "target" && f.link.action === "DELETE_SELF");
     assert.ok(f.place instanceof Location && f.place.latitude === 52.52 && f.place.longitude === 13.405);
+    assert.deepEqual(Object.keys(f.place).sort(), ["latitude", "longitude"], "a Location saved without options reads back without them");
+    assert.ok(f.spot instanceof Location);
+    assert.ok(f.spot.timestamp instanceof Date && f.spot.timestamp.getTime() === fixed.getTime(), `timestamp ${f.spot.timestamp}`);
+    assert.deepEqual({...f.spot, timestamp: f.spot.timestamp.getTime()},
+      {latitude: 37.3349, longitude: -122.009, horizontalAccuracy: 4.5, verticalAccuracy: 3, altitude: 21.25, speed: 1.75, course: 270.5, timestamp: fixed.getTime()});
     assert.deepEqual([...f.bytes], [0, 1, 2, 250, 255]);
     assert.deepEqual(f.tags, ["a", "b"]);
     assert.deepEqual(f.dates.map((d) => d.getTime()), [when.getTime(), 0]);
@@ -74,6 +81,7 @@ describe("zones and records", () => {
     assert.equal(typeOf("ratio"), "DOUBLE", "a Double(2) is stored as DOUBLE");
     assert.equal(typeOf("big"), "INT64");
     assert.equal(typeOf("count"), "INT64");
+    assert.equal(typeOf("spot"), "LOCATION");
     await assert.rejects(db.saveRecord(zone, {recordName: "bad", recordType: "Thing", fields: {x: {}}}), /field x/);
   });
 
@@ -110,6 +118,24 @@ describe("zones and records", () => {
     assert.equal(rest[0].fields.rank, 10);
     assert.equal(rest.length, 15);
     await rejectsWith(db.query(zone, {recordType: "Item", filter: "rank == 'x'"}).all(), ErrorCode.INVALID_ARGUMENTS);
+  });
+
+  test("query: ANY tags BEGINSWITH $p matches records with a member of a string list starting with the prefix, and its negation", async () => {
+    const db = alice.container.privateDatabase;
+    const zone = (await db.saveZone(unique("Prefix"))).zoneName;
+    await db.modify(zone, {save: [
+      {recordName: "a", recordType: "Tagged", fields: {title: "a", tags: ["apple", "pear"]}},
+      {recordName: "b", recordType: "Tagged", fields: {title: "b", tags: ["grape", "apricot"]}},
+      {recordName: "c", recordType: "Tagged", fields: {title: "c", tags: ["banana", "Apple"]}},
+      {recordName: "d", recordType: "Tagged", fields: {title: "d"}},
+    ]});
+    const names = async (filter, args) => (await db.query(zone, {recordType: "Tagged", filter, args, sort: ["title"]}).all()).map((r) => r.recordName);
+    assert.deepEqual(await names("ANY tags BEGINSWITH $p", {p: "ap"}), ["a", "b"]);
+    assert.deepEqual(await names("ANY tags BEGINSWITH $p", {p: "pea"}), ["a"]);
+    assert.deepEqual(await names("ANY tags BEGINSWITH $p AND title != $t", {p: "ap", t: "a"}), ["b"]);
+    assert.deepEqual(await names("ANY tags BEGINSWITH $p", {p: "kiwi"}), []);
+    assert.deepEqual(await names("NOT (ANY tags BEGINSWITH $p)", {p: "ap"}), ["c", "d"], "a record without the field matches the negation, as in CloudKit");
+    await rejectsWith(db.query(zone, {recordType: "Tagged", filter: "ANY title BEGINSWITH $p", args: {p: "a"}}).all(), ErrorCode.INVALID_ARGUMENTS);
   });
 
   test("modify: per-record results, SERVER_RECORD_CHANGED with the server's record, atomic batches all or nothing", async () => {

@@ -36,14 +36,36 @@ extension Record {
     }
 }
 
-/// A place on Earth (CloudKit stores a `CLLocation`; Canopy keeps latitude and longitude).
+/// A place on Earth, as CloudKit stores a `CLLocation`: latitude and
+/// longitude, and what a fix also says (accuracy, altitude, speed, course,
+/// when), each kept when given.
 public struct Location: Sendable, Hashable {
     public let latitude: Double
     public let longitude: Double
+    /// Metres; nil: not given.
+    public var horizontalAccuracy: Double?
+    public var verticalAccuracy: Double?
+    /// Metres above sea level.
+    public var altitude: Double?
+    /// Metres a second.
+    public var speed: Double?
+    /// Degrees from true north.
+    public var course: Double?
+    /// When the fix was taken (kept to the millisecond).
+    public var timestamp: Date?
 
-    public init(latitude: Double, longitude: Double) {
+    public init(
+        latitude: Double, longitude: Double, horizontalAccuracy: Double? = nil, verticalAccuracy: Double? = nil,
+        altitude: Double? = nil, speed: Double? = nil, course: Double? = nil, timestamp: Date? = nil
+    ) {
         self.latitude = latitude
         self.longitude = longitude
+        self.horizontalAccuracy = horizontalAccuracy
+        self.verticalAccuracy = verticalAccuracy
+        self.altitude = altitude
+        self.speed = speed
+        self.course = course
+        self.timestamp = timestamp
     }
 }
 

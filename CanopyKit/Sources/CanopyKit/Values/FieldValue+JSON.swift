@@ -14,7 +14,13 @@ extension FieldValue {
         case .bytes(let value):
             return .object(["type": .string("BYTES"), "base64": .string(value.base64EncodedString())])
         case .location(let value):
-            return .object(["type": .string("LOCATION"), "latitude": .double(value.latitude), "longitude": .double(value.longitude)])
+            var location: [String: JSON] = ["type": .string("LOCATION"), "latitude": .double(value.latitude), "longitude": .double(value.longitude)]
+            for (key, number) in [("horizontalAccuracy", value.horizontalAccuracy), ("verticalAccuracy", value.verticalAccuracy),
+                                  ("altitude", value.altitude), ("speed", value.speed), ("course", value.course)] {
+                if let number { location[key] = .double(number) }
+            }
+            if let timestamp = value.timestamp { location["timestamp"] = .int(Int64((timestamp.timeIntervalSince1970 * 1000).rounded())) }
+            return .object(location)
         case .reference(let value):
             guard value.recordID.zoneID.zoneName == zoneID.zoneName else {
                 throw CanopyError(.invalidArguments, "a reference must point into the record's own zone (\(zoneID.zoneName)), not \(value.recordID.zoneID.zoneName)")
@@ -55,7 +61,12 @@ extension FieldValue {
                 self = .bytes(data)
             case "LOCATION":
                 guard let latitude = members["latitude"]?.double, let longitude = members["longitude"]?.double else { return nil }
-                self = .location(Location(latitude: latitude, longitude: longitude))
+                self = .location(Location(
+                    latitude: latitude, longitude: longitude,
+                    horizontalAccuracy: members["horizontalAccuracy"]?.double, verticalAccuracy: members["verticalAccuracy"]?.double,
+                    altitude: members["altitude"]?.double, speed: members["speed"]?.double, course: members["course"]?.double,
+                    timestamp: members["timestamp"]?.double.map { Date(timeIntervalSince1970: $0 / 1000) }
+                ))
             case "REFERENCE":
                 guard let name = members["recordName"]?.string else { return nil }
                 let action = Record.Reference.Action(rawValue: members["action"]?.string ?? "NONE") ?? .none
