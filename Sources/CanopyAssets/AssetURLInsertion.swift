@@ -6,11 +6,12 @@ import CanopyEncoding
 /// The text is trusted to be JSON (PostgreSQL wrote it); the scan only
 /// keeps track of strings, nesting and, per object, its `type`, `sha256`
 /// and `contentType` members, and writes `,"downloadURL":"…"` before the
-/// closing brace of an object whose `type` is `ASSET` with a valid digest.
+/// closing brace of an object whose `type` is `ASSET` with a valid digest,
+/// or that is CloudKit's asset dictionary (its digest in `fileChecksum`).
 extension AssetURLSigner {
     /// `json` with a `downloadURL` in every asset value; unchanged when it holds none.
     public func addingDownloadURLs(to json: String) -> String {
-        guard Self.mayHoldAssets(json) else { return json }
+        guard Self.mayHoldAssets(json) || Self.mayHoldCloudKitAssets(json) else { return json }
         var json = json
         return json.withUTF8 { bytes in
             var scanner = AssetValueScanner(bytes)
@@ -92,7 +93,12 @@ struct AssetValueScanner {
         }
         switch frames[frames.count - 1].key {
         case "type": frames[frames.count - 1].type = text
+        // CloudKit Web Services' asset dictionary names the digest fileChecksum
+        // (sql/functions/cloudkit_records.sql writes it with contentType).
         case "sha256": frames[frames.count - 1].sha256 = text
+        case "fileChecksum":
+            frames[frames.count - 1].sha256 = text
+            frames[frames.count - 1].type = "ASSET"
         case "contentType": frames[frames.count - 1].contentType = text
         default: break
         }

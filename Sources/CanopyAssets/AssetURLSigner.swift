@@ -102,4 +102,27 @@ public struct AssetURLSigner: Sendable {
     }
 
     private static let marker = Array("\"ASSET\"".utf8)
+
+    /// Whether CloudKit Web Services' records text (`canopy.cloudkit_field`'s)
+    /// may hold an asset dictionary: its `"fileChecksum"` key.
+    public static func mayHoldCloudKitAssets(_ json: String) -> Bool {
+        var json = json
+        return json.withUTF8 { bytes in
+            guard bytes.count >= cloudKitMarker.count, let base = bytes.baseAddress else { return false }
+            // As mayHoldAssets: memchr to each "k" (the marker's rarest
+            // letter here), then the marker around it compared.
+            let end = base + bytes.count
+            var from = base + 9
+            while from < end, let found = memchr(from, 0x6B, end - from) {
+                let k = UnsafePointer(found.assumingMemoryBound(to: UInt8.self))
+                if k + 5 <= end, memcmp(k - 9, cloudKitMarker, cloudKitMarker.count) == 0 {
+                    return true
+                }
+                from = k + 1
+            }
+            return false
+        }
+    }
+
+    private static let cloudKitMarker = Array("\"fileChecksum\"".utf8)
 }

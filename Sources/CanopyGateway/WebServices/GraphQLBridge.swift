@@ -30,6 +30,12 @@ struct GraphQLBridge {
         try await database.read(statement, as: userID, from: source, logger: logger, collect)
     }
 
+    /// The key records cursors (`continuationMarker`s) are signed with.
+    func cursorKey() async throws -> SigningKey {
+        let keys = try await database.secrets.keys("cursor", logger: logger)
+        return SigningKey(keys.current, accepted: keys.accepted)
+    }
+
     /// The key change tokens are sealed with.
     func changeTokenKey() async throws -> SigningKey {
         let keys = try await database.secrets.keys("change-token", logger: logger)

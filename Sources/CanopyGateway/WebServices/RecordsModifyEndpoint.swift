@@ -19,13 +19,6 @@ import Foundation
 /// reference's `update` sends none) has it looked up first, in the same
 /// zone, as the caller.
 enum RecordsModifyEndpoint {
-    static let document = """
-        mutation WebServicesModify($scope: DatabaseScope!, $zone: ZoneID!, $save: [RecordInput!], $delete: [String!], \
-        $versions: [RecordVersion!], $atomic: Boolean, $keys: [String!]) { modifyRecords(scope: $scope, zone: $zone, \
-        save: $save, delete: $delete, deleteIfUnchanged: $versions, atomic: $atomic) { saved { \(WebServicesRecord.selection) } \
-        deleted errors { recordName code message } } }
-        """
-
     static let typesDocument = """
         query WebServicesRecordTypes($scope: DatabaseScope!, $zone: ZoneID!, $names: [String!]!) \
         { lookup(scope: $scope, zone: $zone, recordNames: $names) { recordName record { recordType } } }
@@ -56,7 +49,7 @@ enum RecordsModifyEndpoint {
 
     static let operationTypes: Set<String> = ["create", "update", "forceUpdate", "replace", "forceReplace", "delete", "forceDelete"]
 
-    static func modify(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+    static func modify(_ call: WebServicesCall) async throws -> WebServicesBody {
         let zone = try call.zone(call.body["zoneID"])
         guard case .array(let items)? = call.body["operations"], !items.isEmpty else {
             throw QueryError(.badRequest, "records/modify needs operations, a list of {\"operationType\": …, \"record\": {…}}")
@@ -87,18 +80,20 @@ enum RecordsModifyEndpoint {
         for index in shareAnswers.keys.sorted() {
             shareAnswers[index] = await WebServicesShares.modify(call, operation: items[index], zone: zone)
         }
-        var out: [JSONValue] = []
+        // Each operation's answer in the order asked: the records as the
+        // plan wrote them, the shares and errors as dictionaries.
+        var out: [String] = []
         var recordAnswers = answered[...]
         for index in items.indices {
-            if let share = shareAnswers[index] { out.append(share) } else if let next = recordAnswers.popFirst() { out.append(next) }
+            if let share = shareAnswers[index] { out.append(share.jsonText) } else if let next = recordAnswers.popFirst() { out.append(next) }
         }
-        return ["records": .array(out)]
+        return WebServicesBody(text: "{\"records\":" + (try await call.signingAssets("[" + out.joined(separator: ",") + "]")) + "}")
     }
 
     /// The record operations run as one batch: each one's answer, in order.
     static func answer(
         _ call: WebServicesCall, operations: inout [Operation], zone: WebServicesCall.Zone, atomic: Bool
-    ) async throws -> [JSONValue] {
+    ) async throws -> [String] {
         if operations.isEmpty { return [] }
 
         // Types the operations leave out, from the records themselves.
@@ -130,8 +125,8 @@ enum RecordsModifyEndpoint {
         // Field values in Canopy's form, typed by the schemas where JSON cannot say.
         let schemas = try await call.schemas(of: Set(operations.compactMap(\.recordType)))
         var saves: [JSONValue] = []
-        var deletes: [JSONValue] = []
-        var versions: [JSONValue] = []
+        var deletes: [String] = []
+        var versions: [(name: String, tag: String)] = []
         for index in operations.indices where operations[index].refusal == nil {
             let operation = operations[index]
             if operation.isDelete {
@@ -140,9 +135,9 @@ enum RecordsModifyEndpoint {
                         operations[index].refusal = (.badRequest, "record \(operation.recordName): delete needs the record's recordChangeTag (forceDelete does not)")
                         continue
                     }
-                    versions.append(.object(["recordName": .string(operation.recordName), "recordChangeTag": .string(tag)]))
+                    versions.append((operation.recordName, tag))
                 } else {
-                    deletes.append(.string(operation.recordName))
+                    deletes.append(operation.recordName)
                 }
                 continue
             }
@@ -177,52 +172,48 @@ enum RecordsModifyEndpoint {
             // Nothing runs: the refused say why, the others that they were not tried.
             return operations.map { operation in
                 let (code, reason) = operation.refusal ?? (.atomicError, "record \(operation.recordName) was not saved because another operation in the atomic batch failed")
-                return call.itemError("recordName", .string(operation.recordName), code: code, reason: reason)
+                return call.itemError("recordName", .string(operation.recordName), code: code, reason: reason).jsonText
             }
         }
 
-        var saved: [String: JSONValue] = [:]
+        var saved: [String: String] = [:]
         var deleted = Set<String>()
         var failures: [String: (code: ErrorCode, message: String)] = [:]
         if !saves.isEmpty || !deletes.isEmpty || !versions.isEmpty {
-            let answer = try await call.bridge.run(document, [
-                "scope": call.scope, "zone": zone.input, "save": .array(saves), "delete": .array(deletes),
-                "versions": .array(versions), "atomic": .bool(atomic), "keys": try call.desiredKeys(),
-            ])
-            guard case .object(let result) = answer else { return [] }
-            if case .array(let records)? = result["saved"] {
-                for record in try await call.recordDictionaries(records, zoneID: zone.dictionary) {
-                    if case .object(let dictionary) = record, case .string(let name)? = dictionary["recordName"] { saved[name] = record }
-                }
+            // The batch as the planner's typed input; the saved records come
+            // back written by the plan as CloudKit's dictionaries.
+            let plan = try ModifyRecordsPlan(
+                zone: try zone.reference, saves: saves, deletes: deletes, deleteIfUnchanged: versions, atomic: atomic,
+                policy: .ifServerRecordUnchanged, style: try call.recordStyle(zone: zone)
+            )
+            guard let userID = call.userID else { throw QueryError(.notAuthenticated, "sign in first: only the public database's reads are open without a token") }
+            let (outcome, records) = try await ModifyRecordsRun.run(
+                plan, database: call.bridge.database, userID: userID, device: nil, requestID: call.requestID, logger: call.logger,
+                zoneMissing: QueryError(.zoneNotFound, "the zone does not exist")
+            ) { outcome, records in (outcome, records) }
+            for id in outcome.saved {
+                if let record = records[id], let text = record.saved { saved[record.name] = text }
             }
-            if case .array(let names)? = result["deleted"] {
-                for case .string(let name) in names { deleted.insert(name) }
-            }
-            if case .array(let errors)? = result["errors"] {
-                for case .object(let error) in errors {
-                    guard case .string(let name)? = error["recordName"] else { continue }
-                    let code = error["code"]?.stringValue.flatMap(ErrorCode.init(rawValue:)) ?? .internalError
-                    failures[name] = (code, error["message"]?.stringValue ?? "")
-                }
-            }
+            deleted = Set(outcome.deleted)
+            for failure in outcome.failures { failures[failure.recordName] = (failure.code, failure.message) }
         }
         return operations.map { operation in
             let name = JSONValue.string(operation.recordName)
             if let (code, reason) = operation.refusal {
-                return call.itemError("recordName", name, code: code, reason: reason)
+                return call.itemError("recordName", name, code: code, reason: reason).jsonText
             }
             if let failure = failures[operation.recordName] {
                 var code = WebServicesCode(failure.code)
                 if failure.code == .serverRecordChanged && operation.type == "create" { code = .exists }
-                return call.itemError("recordName", name, code: code, reason: failure.message)
+                return call.itemError("recordName", name, code: code, reason: failure.message).jsonText
             }
             if operation.isDelete {
                 return deleted.contains(operation.recordName)
-                    ? .object(["recordName": name, "deleted": .bool(true), "zoneID": zone.dictionary])
-                    : call.itemError("recordName", name, code: .internalError, reason: "record \(operation.recordName) was neither deleted nor refused")
+                    ? JSONValue.object(["recordName": name, "deleted": .bool(true), "zoneID": zone.dictionary]).jsonText
+                    : call.itemError("recordName", name, code: .internalError, reason: "record \(operation.recordName) was neither deleted nor refused").jsonText
             }
             return saved[operation.recordName]
-                ?? call.itemError("recordName", name, code: .internalError, reason: "record \(operation.recordName) was neither saved nor refused")
+                ?? call.itemError("recordName", name, code: .internalError, reason: "record \(operation.recordName) was neither saved nor refused").jsonText
         }
     }
 

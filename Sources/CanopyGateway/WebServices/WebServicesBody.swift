@@ -1,11 +1,10 @@
 import CanopyPlanner
 
 /// A Web Services answer's JSON object, as text. Most endpoints build a
-/// dictionary and write it; the ones that answer many records
-/// (`records/query`, `records/lookup`, the change feeds) write their
-/// records straight into the text (``WebServicesRecordText``), without a
-/// dictionary per record, field and stamp: the envelope's cost is what
-/// `make bench` holds against the GraphQL twin (W9, W10).
+/// dictionary and write it; the ones that answer records (`records/query`,
+/// `records/lookup`, `records/modify`, the change feeds) put the plan's
+/// text, which PostgreSQL wrote in CloudKit's shape, inside the envelope:
+/// no dictionary per record, field and stamp (W9, W10 in `make bench`).
 struct WebServicesBody: Sendable {
     var text: String
 

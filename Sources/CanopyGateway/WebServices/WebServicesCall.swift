@@ -1,3 +1,4 @@
+import CanopyAssets
 import CanopyPlanner
 import Logging
 
@@ -30,6 +31,33 @@ struct WebServicesCall {
         }
     }
 
+    /// The database as the planner's scope.
+    var databaseScope: DatabaseScope {
+        switch database {
+        case "public": return .public
+        case "shared": return .shared
+        default: return .private
+        }
+    }
+
+    /// How the plan writes this request's records: CloudKit's dictionaries
+    /// in `zone`, with the request's `desiredKeys` and `numbersAsStrings`.
+    func recordStyle(zone: Zone) throws(QueryError) -> CloudKitRecordStyle {
+        let keys: [String]? = switch try desiredKeys() {
+        case .array(let names): names.compactMap(\.stringValue)
+        default: nil
+        }
+        return CloudKitRecordStyle(zoneID: zone.dictionary, desiredKeys: keys, numbersAsStrings: numbersAsStrings,
+                                   missingCode: WebServicesCode.notFound.rawValue, requestID: requestID)
+    }
+
+    /// Records' JSON with a signed `downloadURL` in every asset, as
+    /// GraphQL's answers get theirs.
+    func signingAssets(_ json: String) async throws -> String {
+        guard let signer = bridge.assetURLs, AssetURLSigner.mayHoldCloudKitAssets(json) else { return json }
+        return try await signer(logger).addingDownloadURLs(to: json)
+    }
+
     /// `numbersAsStrings`: INT64 and DOUBLE values answered as strings.
     var numbersAsStrings: Bool { body["numbersAsStrings"] == .bool(true) }
 
@@ -54,6 +82,14 @@ struct WebServicesCall {
     struct Zone {
         var input: JSONValue
         var dictionary: JSONValue
+        var scope: DatabaseScope
+        var zoneName: String
+        var ownerName: String?
+
+        /// The zone in the planner's terms, checked as GraphQL's `zone` is.
+        var reference: ZoneReference {
+            get throws(QueryError) { try ZoneReference(scope: scope, zoneName: zoneName, ownerName: ownerName) }
+        }
     }
 
     func zone(_ value: JSONValue?, at place: String = "zoneID") throws(QueryError) -> Zone {
@@ -77,7 +113,8 @@ struct WebServicesCall {
         if database == "public" && owner == DatabaseScope.publicOwnerName { owner = nil }
         var input: [String: JSONValue] = ["zoneName": .string(zoneName)]
         if let owner { input["ownerName"] = .string(owner) }
-        return Zone(input: .object(input), dictionary: Self.zoneID(zoneName: zoneName, owner: owner, database: database))
+        return Zone(input: .object(input), dictionary: Self.zoneID(zoneName: zoneName, owner: owner, database: database),
+                    scope: databaseScope, zoneName: zoneName, ownerName: owner)
     }
 
     /// The reference's zone ID dictionary.
@@ -101,12 +138,6 @@ struct WebServicesCall {
             schemas[type] = try await recordSchemas.schema(of: type, refresh: false, logger: logger)
         }
         return schemas
-    }
-
-    /// Records of a GraphQL answer as the reference's dictionaries.
-    func recordDictionaries(_ records: [JSONValue], zoneID: JSONValue) async throws -> [JSONValue] {
-        let schemas = try await schemas(of: WebServicesRecord.recordTypes(in: records))
-        return records.map { WebServicesRecord.dictionary($0, zoneID: zoneID, schemas: schemas, numbersAsStrings: numbersAsStrings) }
     }
 
     /// An item's error inside a 200 answer.

@@ -58,6 +58,36 @@ public struct LookupPlan: Sendable {
     }
 }
 
+extension LookupPlan {
+    /// Web Services' `records/lookup`: the records of `names` in `zone`, in
+    /// the order asked, as CloudKit's record dictionaries, a name without a
+    /// record (or one the caller cannot see) as its item's error. The
+    /// answer is the `records` list's JSON text.
+    public init(zone: ZoneReference, names: [String], style: CloudKitRecordStyle) throws(QueryError) {
+        guard names.count <= Self.maximumNames else {
+            throw QueryError(.limitExceeded, "records/lookup takes at most \(Self.maximumNames) records, got \(names.count)")
+        }
+        locations = []
+        var builder = SQLBuilder()
+        let cte = zone.cte(&builder)
+        let record = Projection.cloudKitRecord(style, &builder)
+        let missing: SQL = """
+            json_build_object('recordName', n.name, 'serverErrorCode', \(builder.bind(style.missingCode))::text, \
+            'reason', 'record ' || n.name || ' does not exist', 'uuid', \(builder.bind(style.requestID))::text)::text
+            """
+        let bound = builder.bind(names)
+        // The same probe of the (zone_id, record_name) index as GraphQL's lookup.
+        builder.append("""
+            WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
+            (SELECT '[' || coalesce(string_agg(CASE WHEN r.id IS NULL THEN \(missing) ELSE \(record) END, ',' ORDER BY n.ord), '') || ']' \
+            FROM unnest(\(bound)::text[]) WITH ORDINALITY n(name, ord) \
+            LEFT JOIN LATERAL (SELECT found.* FROM canopy.records found \
+            WHERE found.zone_id = (SELECT id FROM zone) AND found.record_name = n.name LIMIT 1) r ON true)
+            """)
+        statement = builder.query
+    }
+}
+
 extension LookupPlan: FieldPlan {
     public static var readsReplicas: Bool { true }
 

@@ -65,8 +65,11 @@ public struct ModifyRecordsPlan: Sendable {
         public var errors: [RawError]
     }
 
-    let field: SelectedField
-    let request: ParsedRequest
+    /// GraphQL's selection under `ModifyResult`; nil for Web Services.
+    let field: SelectedField?
+    let request: ParsedRequest?
+    /// Web Services: saved records read back as CloudKit's dictionaries.
+    let style: CloudKitRecordStyle?
     public let zone: ZoneReference
     public let atomic: Bool
     public let policy: SavePolicy
@@ -82,37 +85,64 @@ public struct ModifyRecordsPlan: Sendable {
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
-        self.field = field
-        self.request = request
-        zone = try ZoneReference(scope: try DatabaseScope.read(arguments, publicRefusal: nil), in: arguments)
-        atomic = try arguments.bool("atomic", default: true)
+        let zone = try ZoneReference(scope: try DatabaseScope.read(arguments, publicRefusal: nil), in: arguments)
+        let atomic = try arguments.bool("atomic", default: true)
         let policyName = try arguments.string("savePolicy") ?? SavePolicy.ifServerRecordUnchanged.rawValue
         guard let policy = SavePolicy(rawValue: policyName) else {
             throw arguments.invalid("savePolicy", "savePolicy must be IF_SERVER_RECORD_UNCHANGED, CHANGED_KEYS, ALL_KEYS or IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS")
         }
-        self.policy = policy
-        var deletes = try arguments.strings("delete")
-        var deleteTags: [String: String] = [:]
+        var deleteTags: [(name: String, tag: String)] = []
         if case .array(let versions)? = try arguments.value("deleteIfUnchanged") {
             for version in versions {
                 guard case .object(let fields) = version, case .string(let name)? = fields["recordName"],
                       case .string(let tag)? = fields["recordChangeTag"] else {
                     throw arguments.invalid("deleteIfUnchanged", "each of deleteIfUnchanged needs recordName and recordChangeTag")
                 }
-                deletes.append(name)
-                deleteTags[name] = tag
+                deleteTags.append((name, tag))
             }
         }
-        self.deletes = deletes
-        self.deleteTags = deleteTags
         var inputs: [JSONValue] = []
         switch try arguments.value("save") {
         case nil, .null?: break
         case .array(let items)?: inputs = items
         case let single?: inputs = [single]
         }
+        do {
+            try self.init(zone: zone, saves: inputs, deletes: try arguments.strings("delete"), deleteIfUnchanged: deleteTags,
+                          atomic: atomic, policy: policy, field: field, request: request, style: nil)
+        } catch var error as QueryError where error.locations.isEmpty {
+            error.locations = arguments.location("save")
+            throw error
+        }
+    }
+
+    /// Web Services' `records/modify`: `saves` are RecordInputs (JSON, as
+    /// GraphQL's `save` takes them), `deleteIfUnchanged` the tag-checked
+    /// deletes by name; saved records are read back as `style` writes them.
+    public init(
+        zone: ZoneReference, saves: [JSONValue], deletes: [String], deleteIfUnchanged: [(name: String, tag: String)], atomic: Bool,
+        policy: SavePolicy, style: CloudKitRecordStyle
+    ) throws {
+        try self.init(zone: zone, saves: saves, deletes: deletes, deleteIfUnchanged: deleteIfUnchanged, atomic: atomic,
+                      policy: policy, field: nil, request: nil, style: style)
+    }
+
+    init(
+        zone: ZoneReference, saves inputs: [JSONValue], deletes plain: [String], deleteIfUnchanged tagged: [(name: String, tag: String)],
+        atomic: Bool, policy: SavePolicy, field: SelectedField?, request: ParsedRequest?, style: CloudKitRecordStyle?
+    ) throws {
+        self.field = field
+        self.request = request
+        self.style = style
+        self.zone = zone
+        self.atomic = atomic
+        self.policy = policy
+        // Tag-checked deletes after the plain ones, in the order given.
+        let deletes = plain + tagged.map(\.name)
+        self.deletes = deletes
+        self.deleteTags = Dictionary(tagged.map { ($0.name, $0.tag) }, uniquingKeysWith: { first, _ in first })
         guard inputs.count + deletes.count <= Self.maximumItems else {
-            throw QueryError(.limitExceeded, "modifyRecords takes at most \(Self.maximumItems) saves and deletes together, got \(inputs.count + deletes.count)", locations: arguments.location("save"))
+            throw QueryError(.limitExceeded, "modifyRecords takes at most \(Self.maximumItems) saves and deletes together, got \(inputs.count + deletes.count)")
         }
 
         var refused: [RecordFailure] = []
@@ -121,7 +151,7 @@ public struct ModifyRecordsPlan: Sendable {
         var allNames: [String] = []
         for input in inputs {
             guard case .object(var record) = input, case .string(let name)? = record["recordName"] else {
-                throw arguments.invalid("save", "each save needs recordName, recordType and fields")
+                throw QueryError(.invalidArguments, "each save needs recordName, recordType and fields")
             }
             allNames.append(name)
             if let problem = Self.problem(with: record, policy: policy) {
@@ -232,35 +262,46 @@ public struct ModifyRecordsPlan: Sendable {
         return (found, try text.map { try JSONDecoder().decode(RawResult.self, from: Data($0.utf8)) })
     }
 
-    /// A row of `readQuery`: a record's id, its JSON as saved, and its JSON
-    /// as a server record.
-    public static func decodeRecord(_ row: PostgresRow) throws -> (id: Int64, saved: String?, server: String?) {
-        let (id, saved, server) = try row.decode((Int64, String?, String?).self)
-        return (id, saved, server)
+    /// A row of `readQuery`: a record's id and name, its JSON as saved, and
+    /// its JSON as a server record.
+    public static func decodeRecord(_ row: PostgresRow) throws -> (id: Int64, name: String, saved: String?, server: String?) {
+        let (id, name, saved, server) = try row.decode((Int64, String, String?, String?).self)
+        return (id, name, saved, server)
     }
 
     /// Whether anything is left to write after validation.
     public var refusesWholeBatch: Bool { atomic && !refused.isEmpty }
 
-    /// The reading statement: (id, saved JSON, server-record JSON) for the ids.
+    /// A record read back after the write: its name, and its JSON as saved
+    /// and as a server record (as the plan renders them).
+    public typealias ReadBack = (name: String, saved: String?, server: String?)
+
+    /// The reading statement: (id, name, saved JSON, server-record JSON) for the ids.
     public func readQuery(ids: [Int64]) throws -> SQLStatement {
         var builder = SQLBuilder()
         let cte = zone.cte(&builder)
-        let saved = try savedSelection.map { try Projection.record($0, request: request, &builder) } ?? "NULL::json"
-        let server = try serverRecordSelection.map { try Projection.record($0, request: request, &builder) } ?? "NULL::json"
+        let saved: SQL
+        let server: SQL
+        if let style {
+            saved = Projection.cloudKitRecord(style, &builder)
+            server = "NULL::text"
+        } else {
+            saved = try savedSelection.map { try Projection.record($0, request: request!, &builder) } ?? "NULL::json"
+            server = try serverRecordSelection.map { try Projection.record($0, request: request!, &builder) } ?? "NULL::json"
+        }
         let bound = builder.bind(ids)
         builder.append("""
-            WITH \(cte) SELECT r.id, \(saved)::text, \(server)::text FROM canopy.records r WHERE r.id = ANY(\(bound)::int8[])
+            WITH \(cte) SELECT r.id, r.record_name, \(saved)::text, \(server)::text FROM canopy.records r WHERE r.id = ANY(\(bound)::int8[])
             """)
         return builder.query
     }
 
     var savedSelection: [SelectedField]? {
-        field.children.first { $0.name == "saved" }?.children
+        field?.children.first { $0.name == "saved" }?.children
     }
 
     var serverRecordSelection: [SelectedField]? {
-        field.children.first { $0.name == "errors" }?.children.first { $0.name == "serverRecord" }?.children
+        field?.children.first { $0.name == "errors" }?.children.first { $0.name == "serverRecord" }?.children
     }
 
     /// The final outcome: in an atomic batch with any failure, nothing is
@@ -279,8 +320,9 @@ public struct ModifyRecordsPlan: Sendable {
 
     /// The `ModifyResult` JSON for the selection, from the outcome and the
     /// records read back (id → (saved JSON, server-record JSON)).
-    public func response(_ outcome: Outcome, records: [Int64: (saved: String?, server: String?)]) throws -> String {
-        try field.jsonObject(typeName: "ModifyResult") { child in
+    public func response(_ outcome: Outcome, records: [Int64: ReadBack]) throws -> String {
+        guard let field else { return "" }
+        return try field.jsonObject(typeName: "ModifyResult") { child in
             switch child.name {
             case "saved":
                 return "[\(outcome.saved.compactMap { records[$0]?.saved }.joined(separator: ","))]"

@@ -35,7 +35,8 @@ public struct RecordsPlan: Sendable {
 
     public let statement: SQLStatement
     public let limit: Int
-    let field: SelectedField
+    /// GraphQL's selection under `RecordPage`; nil for a CloudKit rendering.
+    let field: SelectedField?
     let fingerprint: String
     let secret: SigningKey
     let locations: [QueryError.Location]
@@ -50,35 +51,75 @@ public struct RecordsPlan: Sendable {
         return type
     }
 
+    /// GraphQL's `records` field: its arguments read into a ``RecordsQuery``.
     public init(_ field: SelectedField, request: ParsedRequest, schema: RecordSchema, secret: SigningKey) throws {
-        self.secret = secret
-        locations = request.location(of: field.field)
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments, publicRefusal: nil)
         let zone = try ZoneReference(scope: scope, in: arguments)
         let recordType = try Self.recordType(of: field, request: request)
         let limit = try arguments.limit(default: 100, maximum: Self.maximumLimit)
-        let args = try arguments.value("args")
         let filterText = try arguments.string("filter")
-        let checker = PredicateChecker(schema: schema, recordType: recordType, args: args)
-        let predicate: CheckedPredicate
+        let predicate: PredicateSyntax
         do {
-            predicate = try checker.check(try filterText.map(PredicateParser.parse) ?? .all)
+            predicate = try filterText.map(PredicateParser.parse) ?? .all
         } catch var error as QueryError {
             error.locations = arguments.location("filter")
             throw error
         }
-        let sortKeys = try Self.sortKeys(arguments, checker: checker)
+        let sort: [JSONValue]
+        switch try arguments.value("sort") {
+        case nil, .null?: sort = []
+        case .array(let list)?: sort = list
+        case let single?: sort = [single]
+        }
+        let query = RecordsQuery(
+            zone: zone, recordType: recordType, predicate: predicate, args: try arguments.value("args"), sort: sort,
+            limit: limit, cursor: try arguments.string("cursor"), filterText: filterText ?? ""
+        )
+        let records = field.children.first { $0.name == "records" }
+        try self.init(
+            query, rendering: records.map { .graphQL($0.children, request) }, schema: schema, secret: secret,
+            field: field, locations: RecordsQuery.Locations(
+                field: request.location(of: field.field), filter: arguments.location("filter"),
+                sort: arguments.location("sort"), cursor: arguments.location("cursor")
+            )
+        )
+    }
+
+    /// A query in the planner's terms (Web Services' `records/query`),
+    /// its records rendered as `rendering` says.
+    public init(_ query: RecordsQuery, rendering: RecordRendering, schema: RecordSchema, secret: SigningKey) throws {
+        try self.init(query, rendering: rendering, schema: schema, secret: secret, field: nil, locations: RecordsQuery.Locations())
+    }
+
+    init(
+        _ query: RecordsQuery, rendering: RecordRendering?, schema: RecordSchema, secret: SigningKey,
+        field: SelectedField?, locations: RecordsQuery.Locations
+    ) throws {
+        self.secret = secret
+        self.locations = locations.field
+        let recordType = query.recordType
+        let limit = query.limit
+        let checker = PredicateChecker(schema: schema, recordType: recordType, args: query.args)
+        let predicate: CheckedPredicate
+        do {
+            predicate = try checker.check(query.predicate)
+        } catch var error as QueryError {
+            error.locations = locations.filter
+            throw error
+        }
+        let sortKeys = try Self.sortKeys(query.sort, checker: checker, locations: locations.sort)
         self.limit = limit
         self.field = field
+        let zone = query.zone
         fingerprint = Cursor.fingerprint([
-            scope.rawValue, zone.zoneName, zone.ownerName ?? "", recordType, filterText ?? "", args?.jsonText ?? "",
+            zone.scope.rawValue, zone.zoneName, zone.ownerName ?? "", recordType, query.filterText, query.args?.jsonText ?? "",
             sortKeys.map(\.fingerprintText).joined(separator: ","),
         ])
         var after: Cursor?
-        if let text = try arguments.string("cursor") {
+        if let text = query.cursor {
             guard let cursor = Cursor.decode(text, secret: secret, fingerprint: fingerprint), cursor.keys.count == sortKeys.count * 2 + 1 else {
-                throw arguments.invalid("cursor", "the cursor is not one this server issued for this query")
+                throw QueryError(.invalidArguments, "the cursor is not one this server issued for this query", locations: locations.cursor)
             }
             after = cursor
         }
@@ -86,10 +127,18 @@ public struct RecordsPlan: Sendable {
         var builder = SQLBuilder()
         let cte = zone.cte(&builder)
         let filter = PredicateSQL.write(predicate, &builder)
-        let records = try field.children.first { $0.name == "records" }.map {
-            try Projection.record($0.children, request: request, &builder)
-        } ?? "NULL::json"
         let limitBind = builder.bind(limit)
+        let records: SQL
+        switch rendering {
+        case .graphQL(let fields, let request)?:
+            let record = try Projection.record(fields, request: request, &builder)
+            records = "(SELECT coalesce(json_agg(\(record) ORDER BY r.canopy_ord), '[]') FROM page r WHERE r.canopy_ord <= \(limitBind)::int8)::text"
+        case .cloudKit(var style)?:
+            style.schema = schema
+            records = Projection.cloudKitRecordList(style, from: "FROM page r WHERE r.canopy_ord <= \(limitBind)::int8", order: "r.canopy_ord", &builder)
+        case nil:
+            records = "NULL::text"
+        }
         // The record type is a literal (it matched the name grammar), so the
         // planner can match the partial indexes `canopy schema apply` builds.
         let base: SQL = "FROM canopy.records r WHERE r.zone_id = (SELECT id FROM zone) AND r.record_type = \(SQL.literal(recordType)) AND \(filter)"
@@ -102,53 +151,47 @@ public struct RecordsPlan: Sendable {
         builder.append("""
             WITH \(cte), page AS (\(page)) \
             SELECT EXISTS (SELECT 1 FROM zone), \
-            (SELECT coalesce(json_agg(\(records) ORDER BY r.canopy_ord), '[]') FROM page r WHERE r.canopy_ord <= \(limitBind)::int8)::text, \
+            \(records), \
             (SELECT r.canopy_keys FROM page r WHERE r.canopy_ord = \(limitBind)::int8)::text, \
             (SELECT count(*) FROM page) > \(limitBind)::int8
             """)
         statement = builder.query
     }
 
-    static func sortKeys(_ arguments: Arguments, checker: PredicateChecker) throws -> [SortKey] {
-        let value = try arguments.value("sort")
-        var items: [JSONValue] = []
-        switch value {
-        case nil, .null?: return []
-        case .array(let list)?: items = list
-        case let single?: items = [single]
-        }
+    static func sortKeys(_ items: [JSONValue], checker: PredicateChecker, locations: [QueryError.Location]) throws -> [SortKey] {
+        func invalid(_ message: String) -> QueryError { QueryError(.invalidArguments, message, locations: locations) }
         return try items.map { item in
             guard case .object(let sort) = item, case .string(let name)? = sort["field"] else {
-                throw arguments.invalid("sort", "each sort is {field, direction}")
+                throw invalid("each sort is {field, direction}")
             }
             let direction = sort["direction"]?.stringValue ?? "ASC"
             guard direction == "ASC" || direction == "DESC" else {
-                throw arguments.invalid("sort", "sort direction must be ASC or DESC")
+                throw invalid("sort direction must be ASC or DESC")
             }
             let target: CheckedPredicate.Target
             do {
                 target = try checker.target(name, column: 0)
             } catch {
-                throw arguments.invalid("sort", "cannot sort by \(name): record type \(checker.recordType) has no such field")
+                throw invalid("cannot sort by \(name): record type \(checker.recordType) has no such field")
             }
             do {
                 _ = try checker.target(name, column: 0, index: .sortable)
             } catch let error as QueryError {
-                throw arguments.invalid("sort", error.message)
+                throw invalid(error.message)
             }
             if let relative = sort["relativeLocation"], !relative.isNull {
                 guard target.valueType == .location else {
-                    throw arguments.invalid("sort", "relativeLocation sorts a LOCATION field by distance; \(name) is \(target.valueType)")
+                    throw invalid("relativeLocation sorts a LOCATION field by distance; \(name) is \(target.valueType)")
                 }
                 guard case .object(let point) = relative,
                       let latitude = PredicateChecker.number(point["latitude"]), let longitude = PredicateChecker.number(point["longitude"]),
                       abs(latitude) <= 90, abs(longitude) <= 180 else {
-                    throw arguments.invalid("sort", "relativeLocation must be {latitude: -90..90, longitude: -180..180}")
+                    throw invalid("relativeLocation must be {latitude: -90..90, longitude: -180..180}")
                 }
                 return SortKey(target: target, descending: direction == "DESC", origin: (latitude, longitude))
             }
             switch target.valueType {
-            case .list, .location, .bytes, .asset: throw arguments.invalid("sort", "cannot sort by \(name), a \(target.valueType)")
+            case .list, .location, .bytes, .asset: throw invalid("cannot sort by \(name), a \(target.valueType)")
             default: return SortKey(target: target, descending: direction == "DESC")
             }
         }
@@ -282,19 +325,25 @@ extension RecordsPlan: FieldPlan {
 
     /// The `RecordPage` JSON: the records, and a cursor when more follow.
     public func answer(_ row: Row?) throws -> String? {
-        guard let row, row.zoneFound else { throw QueryError.zoneNotFound(at: locations) }
+        let page = try self.page(row)
+        guard let field else { return page.records }
         return try field.jsonObject(typeName: "RecordPage") { child in
             switch child.name {
-            case "records":
-                return row.records ?? "[]"
-            case "cursor":
-                guard row.more, let lastKeys = row.lastKeys, case .array(let decoded)? = try? JSONValue(parsing: lastKeys) else {
-                    return "null"
-                }
-                return JSONValue.string(Cursor(fingerprint: fingerprint, keys: decoded).encoded(secret: secret)).jsonText
-            default:
-                throw QueryError.noField(child, of: "RecordPage")
+            case "records": return page.records
+            case "cursor": return page.cursor.map { JSONValue.string($0).jsonText } ?? "null"
+            default: throw QueryError.noField(child, of: "RecordPage")
             }
         }
+    }
+
+    /// The page's records (JSON text, as the rendering wrote them) and the
+    /// cursor to the next page, nil when none follows.
+    public func page(_ row: Row?) throws -> (records: String, cursor: String?) {
+        guard let row, row.zoneFound else { throw QueryError.zoneNotFound(at: locations) }
+        var cursor: String?
+        if row.more, let lastKeys = row.lastKeys, case .array(let decoded)? = try? JSONValue(parsing: lastKeys) {
+            cursor = Cursor(fingerprint: fingerprint, keys: decoded).encoded(secret: secret)
+        }
+        return (row.records ?? "[]", cursor)
     }
 }

@@ -16,7 +16,8 @@ public struct ZoneChangesPlan: Sendable {
     public static let maximumLimit = 400
 
     public let statement: SQLStatement
-    let field: SelectedField
+    /// GraphQL's selection under `ZoneChanges`; nil for a CloudKit rendering.
+    let field: SelectedField?
     let scope: DatabaseScope
     let zoneName: String
     let userID: Int64
@@ -65,14 +66,44 @@ public struct ZoneChangesPlan: Sendable {
         let scope = try DatabaseScope.read(arguments, publicRefusal: nil)
         let zone = try ZoneReference(scope: scope, in: arguments)
         let limit = try arguments.limit(default: 200, maximum: Self.maximumLimit)
+        try self.init(
+            zone: zone, since: try overridingSince ?? arguments.string("since"), limit: limit, userID: userID, secret: secret,
+            field: field, request: request, style: nil, recordTypes: nil, sinceLocations: arguments.location("since")
+        )
+    }
+
+    /// Web Services' `changes/zone` and `records/changes`: one page of the
+    /// zone's feed after `since` (a sync token), its records written as
+    /// CloudKit's dictionaries (``cloudKitPage(_:secret:)``); with
+    /// `recordTypes`, only records of those types are answered (the page's
+    /// positions still count every change).
+    public init(
+        zone: ZoneReference, since: String?, limit: Int, userID: Int64, secret: SigningKey, style: CloudKitRecordStyle,
+        recordTypes: [String]?
+    ) throws {
+        guard (1...Self.maximumLimit).contains(limit) else {
+            throw QueryError(.limitExceeded, "resultsLimit must be 1-\(Self.maximumLimit), not \(limit)")
+        }
+        try self.init(zone: zone, since: since, limit: limit, userID: userID, secret: secret, field: nil, request: nil,
+                      style: style, recordTypes: recordTypes, sinceLocations: [])
+    }
+
+    init(
+        zone: ZoneReference, since sinceText: String?, limit: Int, userID: Int64, secret: SigningKey, field: SelectedField?,
+        request: ParsedRequest?, style: CloudKitRecordStyle?, recordTypes: [String]?, sinceLocations: [QueryError.Location]
+    ) throws {
+        let scope = zone.scope
         var since: ChangeToken.ZonePosition?
-        if let text = try overridingSince ?? arguments.string("since") {
+        if let text = sinceText {
             guard case .zone(let position)? = ChangeToken.decode(text, secret: secret) else {
-                if ChangeToken.wasRetired(text, secret: secret) { throw ChangeToken.restoredSince(arguments) }
-                throw arguments.invalid("since", "since is not a zone change token this server issued")
+                if ChangeToken.wasRetired(text, secret: secret) {
+                    throw QueryError(.changeTokenExpired, "since is a change token from before the database was restored from a backup; fetch changes from null",
+                                     locations: sinceLocations)
+                }
+                throw QueryError(.invalidArguments, "since is not a zone change token this server issued", locations: sinceLocations)
             }
             guard position.user == userID, position.scope == scope.rawValue, position.zoneName == zone.zoneName else {
-                throw arguments.invalid("since", "since is a change token for another feed (user, scope or zone)")
+                throw QueryError(.invalidArguments, "since is a change token for another feed (user, scope or zone)", locations: sinceLocations)
             }
             since = position
         }
@@ -105,19 +136,36 @@ public struct ZoneChangesPlan: Sendable {
                 (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = (SELECT id FROM zone) \
                 AND d.user_id = canopy.current_user_id())
                 """
-        let changed = try field.children.first { $0.name == "changed" }.map {
-            try Projection.record($0.children, request: request, &builder)
-        } ?? "NULL::json"
-        let deleted = try field.children.first { $0.name == "deleted" }.map {
-            try Projection.object($0.children, &builder) { part, _ in
-                switch part.name {
-                case "recordName": return "t.record_name"
-                case "recordType": return "t.record_type"
-                case "__typename": return "'Tombstone'"
-                default: throw QueryError(.badRequest, "Tombstone has no field \(part.name)")
+        let changedList: SQL
+        let deletedList: SQL
+        if let style {
+            let only: SQL = recordTypes.map { " AND r.record_type = ANY(\(builder.bind($0))::text[])" } ?? ""
+            changedList = Projection.cloudKitRecordList(
+                style, from: "FROM page p JOIN canopy.records r ON r.id = p.id WHERE p.live\(only)", order: "p.position", &builder)
+            let zoneID = builder.bind(json: style.zoneID)
+            let tombstone: SQL = "json_build_object('recordName', t.record_name, 'recordType', t.record_type, 'deleted', true, 'zoneID', \(zoneID)::json)::text"
+            let deadOnly: SQL = recordTypes.map { " AND t.record_type = ANY(\(builder.bind($0))::text[])" } ?? ""
+            deletedList = """
+                (SELECT '[' || coalesce(string_agg(\(tombstone), ',' ORDER BY p.position), '') || ']' \
+                FROM page p JOIN canopy.tombstones t ON t.id = p.id WHERE NOT p.live\(deadOnly))
+                """
+        } else {
+            let changed = try field?.children.first { $0.name == "changed" }.map {
+                try Projection.record($0.children, request: request!, &builder)
+            } ?? "NULL::json"
+            let deleted = try field?.children.first { $0.name == "deleted" }.map {
+                try Projection.object($0.children, &builder) { part, _ in
+                    switch part.name {
+                    case "recordName": return "t.record_name"
+                    case "recordType": return "t.record_type"
+                    case "__typename": return "'Tombstone'"
+                    default: throw QueryError(.badRequest, "Tombstone has no field \(part.name)")
+                    }
                 }
-            }
-        } ?? "NULL::json"
+            } ?? "NULL::json"
+            changedList = "(SELECT coalesce(json_agg(\(changed) ORDER BY p.position), '[]') FROM page p JOIN canopy.records r ON r.id = p.id WHERE p.live)::text"
+            deletedList = "(SELECT coalesce(json_agg(\(deleted) ORDER BY p.position), '[]') FROM page p JOIN canopy.tombstones t ON t.id = p.id WHERE NOT p.live)::text"
+        }
         builder.append("""
             WITH \(cte), \
             floor AS (SELECT coalesce(\(floor)::int8, canopy.zone_feed_position((SELECT id FROM zone)), 0) AS position), \
@@ -134,8 +182,8 @@ public struct ZoneChangesPlan: Sendable {
             (SELECT z.tombstones_purged_through FROM canopy.zones z WHERE z.id = (SELECT id FROM zone)), \
             \(departures), \
             (SELECT position FROM floor), \
-            (SELECT coalesce(json_agg(\(changed) ORDER BY p.position), '[]') FROM page p JOIN canopy.records r ON r.id = p.id WHERE p.live)::text, \
-            (SELECT coalesce(json_agg(\(deleted) ORDER BY p.position), '[]') FROM page p JOIN canopy.tombstones t ON t.id = p.id WHERE NOT p.live)::text, \
+            \(changedList), \
+            \(deletedList), \
             (SELECT max(position) FROM inside), \
             EXISTS (SELECT 1 FROM events WHERE position > (SELECT position FROM bound)), \
             canopy.read_position()
@@ -146,9 +194,36 @@ public struct ZoneChangesPlan: Sendable {
     /// How far a server must have replayed to read the page after `since`.
     public var requiredPosition: WALPosition? { since?.read.map(WALPosition.init) }
 
+    /// Web Services' page: the changed records then the deleted ones (one
+    /// JSON list, as the reference gives them), the next sync token, and
+    /// whether more follow.
+    public func cloudKitPage(_ page: Page, secret: SigningKey) throws -> (records: String, syncToken: String, moreComing: Bool) {
+        let token = try nextToken(page)
+        let changed = page.changed ?? "[]", deleted = page.deleted ?? "[]"
+        let records = deleted == "[]" ? changed : changed == "[]" ? deleted : String(changed.dropLast()) + "," + String(deleted.dropFirst())
+        return (records, ChangeToken.zone(token).encoded(secret: secret), page.moreComing)
+    }
+
     /// Checks the page against the token (expired?) and builds the
     /// `ZoneChanges` JSON with the next token.
     public func response(_ page: Page, secret: SigningKey) throws -> (json: String, token: ChangeToken.ZonePosition) {
+        let token = try nextToken(page)
+        guard let field else { throw QueryError(.internalError, "a CloudKit page has no GraphQL field") }
+        let json = try field.jsonObject(typeName: "ZoneChanges") { child in
+            switch child.name {
+            case "changed": return page.changed ?? "[]"
+            case "deleted": return page.deleted ?? "[]"
+            case "token": return JSONValue.string(ChangeToken.zone(token).encoded(secret: secret)).jsonText
+            case "moreComing": return "\(page.moreComing)"
+            default: throw QueryError.noField(child, of: "ZoneChanges")
+            }
+        }
+        return (json, token)
+    }
+
+    /// The position the page ends at, once the token it continues is
+    /// checked against what the page found (expired, or another zone).
+    func nextToken(_ page: Page) throws -> ChangeToken.ZonePosition {
         guard let zoneID = page.zoneID else {
             throw QueryError(.invalidArguments, "the zone does not exist")   // the caller reports ZONE_NOT_FOUND first
         }
@@ -166,20 +241,10 @@ public struct ZoneChangesPlan: Sendable {
                     : "you lost access to part of this zone since this token; fetch its changes from null")
             }
         }
-        let token = ChangeToken.ZonePosition(
+        return ChangeToken.ZonePosition(
             user: userID, scope: scope.rawValue, zoneID: zoneID, zoneName: zoneName,
             after: page.lastPosition ?? since?.after ?? 0, floor: since?.floor ?? page.floor,
             read: since?.read.map(WALPosition.init).later(page.readPosition)?.value
         )
-        let json = try field.jsonObject(typeName: "ZoneChanges") { child in
-            switch child.name {
-            case "changed": return page.changed ?? "[]"
-            case "deleted": return page.deleted ?? "[]"
-            case "token": return JSONValue.string(ChangeToken.zone(token).encoded(secret: secret)).jsonText
-            case "moreComing": return "\(page.moreComing)"
-            default: throw QueryError.noField(child, of: "ZoneChanges")
-            }
-        }
-        return (json, token)
     }
 }

@@ -52,6 +52,25 @@ public struct ZoneReference: Sendable, Equatable {
         self.visibleToCaller = false
     }
 
+    /// A zone named in a request of another door (Web Services' zone ID
+    /// dictionaries), checked as the `zone` argument is.
+    public init(scope: DatabaseScope, zoneName: String, ownerName: String?) throws(QueryError) {
+        guard Names.isZoneName(zoneName) else {
+            throw QueryError(.badRequest, "zoneName must be 1-255 of A-Z a-z 0-9 _ . - and not start with _ (except _defaultZone)")
+        }
+        if scope == .shared && ownerName == nil {
+            throw QueryError(.badRequest, "in the shared database a zone needs its ownerRecordName")
+        }
+        if scope == .public {
+            guard zoneName == "_defaultZone" else {
+                throw QueryError(.badDatabase, DatabaseScope.notInPublic("there is no zone \(zoneName)"))
+            }
+            self.init(scope: .public, zoneName: zoneName, ownerName: nil, visibleToCaller: false)
+            return
+        }
+        self.init(scope: scope, zoneName: zoneName, ownerName: ownerName, visibleToCaller: false)
+    }
+
     /// A `ZoneID` argument without a scope (moveRecords): the caller's own
     /// zone, or with `ownerName` any zone of that owner the caller can see
     /// (a zone shared with them, or their own).

@@ -27,8 +27,10 @@ public struct PredicateChecker {
         }
     }
 
+    /// Column 0: a predicate built as a tree (Web Services' filter
+    /// dictionaries), which has no text to point into.
     func error(_ column: Int, _ message: String) -> QueryError {
-        QueryError(.invalidArguments, "filter, column \(column): \(message)")
+        QueryError(.invalidArguments, column > 0 ? "filter, column \(column): \(message)" : "filter: \(message)")
     }
 
     /// The target a key names; in production mode, only when the schema

@@ -19,8 +19,16 @@ public indirect enum PredicateSyntax: Equatable, Sendable {
             case distance(location: OperandSyntax, op: String, kilometres: OperandSyntax)
         }
         public var key: String
+        /// Where the key is in the filter's text (1-based); 0 for a tree
+        /// built without text.
         public var keyColumn: Int
         public var kind: Kind
+
+        public init(key: String, keyColumn: Int, kind: Kind) {
+            self.key = key
+            self.keyColumn = keyColumn
+            self.kind = kind
+        }
     }
 
     public indirect enum OperandSyntax: Equatable, Sendable {

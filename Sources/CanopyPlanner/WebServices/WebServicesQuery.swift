@@ -1,11 +1,13 @@
 /// A `records/query` query dictionary (`recordType`, `filterBy`, `sortBy`)
-/// as the arguments of Canopy's `records`: the filters become one
-/// predicate (API.md §5) whose every value is a `$placeholder` bound from
-/// `args`, never written into its text; field names are checked to be
-/// names before they are. Comparators Canopy's predicates cannot say are
-/// refused by name (docs/WEB_SERVICES.md, "records/query").
+/// in the planner's terms: the filters become one predicate tree
+/// (``predicate``, what ``RecordsQuery`` takes: no text to parse), and the
+/// same predicate as Canopy's language (``filter`` with every value a
+/// `$placeholder` bound from ``args``), which a query subscription stores.
+/// Field names are checked to be names first. Comparators Canopy cannot
+/// say are refused by name (docs/WEB_SERVICES.md, "records/query").
 public struct WebServicesQuery: Sendable {
     public var recordType: String
+    public var predicate: PredicateSyntax = .all
     public var filter: String?
     public var args: [String: JSONValue] = [:]
     public var sort: [JSONValue] = []
@@ -19,15 +21,24 @@ public struct WebServicesQuery: Sendable {
         }
         self.recordType = recordType
         var clauses: [String] = []
+        var trees: [PredicateSyntax] = []
         switch query["filterBy"] {
         case nil, .null?: break
         case .array(let filters)?:
+            guard filters.count <= Self.maximumFilters else {
+                throw QueryError(.limitExceeded, "query.filterBy holds \(filters.count) filters; at most \(Self.maximumFilters)")
+            }
             for (index, filter) in filters.enumerated() {
-                clauses.append(try clause(filter, at: index))
+                let (text, tree) = try clause(filter, at: index)
+                clauses.append(text)
+                trees.append(tree)
             }
         case let other?: throw QueryError(.badRequest, "query.filterBy must be a list of filter dictionaries, not \(other.typeName)")
         }
         filter = clauses.isEmpty ? nil : clauses.joined(separator: " AND ")
+        if let first = trees.first {
+            predicate = trees.dropFirst().reduce(first) { .and($0, $1) }
+        }
         switch query["sortBy"] {
         case nil, .null?: break
         case .array(let sorts)?:
@@ -97,6 +108,10 @@ public struct WebServicesQuery: Sendable {
         }
     }
 
+    /// The most filter dictionaries one query takes: Web Services' limit,
+    /// in the planner's terms (each is a comparison or a few).
+    public static let maximumFilters = 100
+
     /// A new placeholder bound to `value`.
     private mutating func placeholder(_ value: JSONValue) -> String {
         let name = "v\(args.count)"
@@ -104,7 +119,7 @@ public struct WebServicesQuery: Sendable {
         return "$" + name
     }
 
-    private mutating func clause(_ item: JSONValue, at index: Int) throws(QueryError) -> String {
+    private mutating func clause(_ item: JSONValue, at index: Int) throws(QueryError) -> (String, PredicateSyntax) {
         let place = "query.filterBy[\(index)]"
         guard case .object(let filter) = item else { throw QueryError(.badRequest, "\(place) must be a filter dictionary") }
         guard case .string(let comparator)? = filter["comparator"] else {
@@ -126,42 +141,62 @@ public struct WebServicesQuery: Sendable {
             }
             return items
         }
+        func test(_ kind: PredicateSyntax.TestSyntax.Kind, key: String = name) -> PredicateSyntax {
+            .test(.init(key: key, keyColumn: 0, kind: kind))
+        }
+        func literal(_ value: JSONValue) -> PredicateSyntax.OperandSyntax { .literal(value, column: 0) }
         switch comparator {
-        case "EQUALS": return "\(name) == \(placeholder(value))"
-        case "NOT_EQUALS": return "\(name) != \(placeholder(value))"
-        case "LESS_THAN": return "\(name) < \(placeholder(value))"
-        case "LESS_THAN_OR_EQUALS": return "\(name) <= \(placeholder(value))"
-        case "GREATER_THAN": return "\(name) > \(placeholder(value))"
-        case "GREATER_THAN_OR_EQUALS": return "\(name) >= \(placeholder(value))"
-        case "IN": return "\(name) IN \(placeholder(.array(try values())))"
-        case "NOT_IN": return "NOT (\(name) IN \(placeholder(.array(try values()))))"
-        case "BEGINS_WITH": return "\(name) BEGINSWITH \(placeholder(value))"
-        case "NOT_BEGINS_WITH": return "NOT (\(name) BEGINSWITH \(placeholder(value)))"
-        case "LIST_CONTAINS": return "\(name) CONTAINS \(placeholder(value))"
-        case "NOT_LIST_CONTAINS": return "NOT (\(name) CONTAINS \(placeholder(value)))"
+        case "EQUALS": return ("\(name) == \(placeholder(value))", test(.compare("==", literal(value))))
+        case "NOT_EQUALS": return ("\(name) != \(placeholder(value))", test(.compare("!=", literal(value))))
+        case "LESS_THAN": return ("\(name) < \(placeholder(value))", test(.compare("<", literal(value))))
+        case "LESS_THAN_OR_EQUALS": return ("\(name) <= \(placeholder(value))", test(.compare("<=", literal(value))))
+        case "GREATER_THAN": return ("\(name) > \(placeholder(value))", test(.compare(">", literal(value))))
+        case "GREATER_THAN_OR_EQUALS": return ("\(name) >= \(placeholder(value))", test(.compare(">=", literal(value))))
+        case "IN":
+            let list = JSONValue.array(try values())
+            return ("\(name) IN \(placeholder(list))", test(.in(literal(list))))
+        case "NOT_IN":
+            let list = JSONValue.array(try values())
+            return ("NOT (\(name) IN \(placeholder(list)))", .not(test(.in(literal(list)))))
+        case "BEGINS_WITH": return ("\(name) BEGINSWITH \(placeholder(value))", test(.beginsWith(literal(value))))
+        case "NOT_BEGINS_WITH": return ("NOT (\(name) BEGINSWITH \(placeholder(value)))", .not(test(.beginsWith(literal(value)))))
+        case "LIST_CONTAINS": return ("\(name) CONTAINS \(placeholder(value))", test(.contains(literal(value))))
+        case "NOT_LIST_CONTAINS": return ("NOT (\(name) CONTAINS \(placeholder(value)))", .not(test(.contains(literal(value)))))
         case "LIST_CONTAINS_ALL", "NOT_LIST_CONTAINS_ALL", "LIST_CONTAINS_ANY", "NOT_LIST_CONTAINS_ANY":
-            let joiner = comparator.hasSuffix("ALL") ? " AND " : " OR "
+            let all = comparator.hasSuffix("ALL")
             var parts: [String] = []
-            for item in try values() { parts.append("\(name) CONTAINS \(placeholder(item))") }
-            let all = "(" + parts.joined(separator: joiner) + ")"
-            return comparator.hasPrefix("NOT_") ? "NOT \(all)" : all
+            var tree: PredicateSyntax?
+            for item in try values() {
+                parts.append("\(name) CONTAINS \(placeholder(item))")
+                let one = test(.contains(literal(item)))
+                tree = tree.map { all ? .and($0, one) : .or($0, one) } ?? one
+            }
+            let text = "(" + parts.joined(separator: all ? " AND " : " OR ") + ")"
+            return comparator.hasPrefix("NOT_") ? ("NOT \(text)", .not(tree!)) : (text, tree!)
         case "CONTAINS_ALL_TOKENS":
             guard case .string = value else { throw QueryError(.badRequest, "\(place): CONTAINS_ALL_TOKENS takes a STRING of tokens") }
-            return "self CONTAINS \(placeholder(value))"
+            return ("self CONTAINS \(placeholder(value))", test(.selfContains(literal(value)), key: "self"))
         case "CONTAINS_ANY_TOKENS":
             guard case .string(let text) = value else { throw QueryError(.badRequest, "\(place): CONTAINS_ANY_TOKENS takes a STRING of tokens") }
             let tokens = text.split(whereSeparator: { $0.isWhitespace || $0.isPunctuation }).map(String.init)
             guard !tokens.isEmpty else { throw QueryError(.badRequest, "\(place): CONTAINS_ANY_TOKENS takes at least one token") }
             var parts: [String] = []
-            for token in tokens { parts.append("self CONTAINS \(placeholder(.string(token)))") }
-            return "(" + parts.joined(separator: " OR ") + ")"
+            var tree: PredicateSyntax?
+            for token in tokens {
+                parts.append("self CONTAINS \(placeholder(.string(token)))")
+                let one = test(.selfContains(literal(.string(token))), key: "self")
+                tree = tree.map { .or($0, one) } ?? one
+            }
+            return ("(" + parts.joined(separator: " OR ") + ")", tree!)
         case "NEAR":
             guard let metres = PredicateChecker.number(filter["distance"]), metres >= 0 else {
                 throw QueryError(.badRequest, "\(place): NEAR needs distance, a radius in metres")
             }
-            return "distanceToLocation:fromLocation:(\(name), \(placeholder(value))) <= \(placeholder(.double(metres / 1000)))"
-        case "LIST_MEMBER_BEGINS_WITH": return "ANY \(name) BEGINSWITH \(placeholder(value))"
-        case "NOT_LIST_MEMBER_BEGINS_WITH": return "NOT (ANY \(name) BEGINSWITH \(placeholder(value)))"
+            let kilometres = JSONValue.double(metres / 1000)
+            return ("distanceToLocation:fromLocation:(\(name), \(placeholder(value))) <= \(placeholder(kilometres))",
+                    test(.distance(location: literal(value), op: "<=", kilometres: literal(kilometres))))
+        case "LIST_MEMBER_BEGINS_WITH": return ("ANY \(name) BEGINSWITH \(placeholder(value))", test(.anyBeginsWith(literal(value))))
+        case "NOT_LIST_MEMBER_BEGINS_WITH": return ("NOT (ANY \(name) BEGINSWITH \(placeholder(value)))", .not(test(.anyBeginsWith(literal(value)))))
         default:
             throw QueryError(.badRequest, "\(place): unknown comparator '\(comparator.prefix(40))'")
         }

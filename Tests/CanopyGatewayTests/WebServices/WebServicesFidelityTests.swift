@@ -97,7 +97,7 @@ struct WebServicesFidelityTests {
                 uri: "/database/1/\(WebServicesFixture.container)/production/private/records/lookup?ckAPIToken=\(token)&ckWebAuthToken=\(harness.aliceToken)",
                 method: .post, headers: [.contentType: "application/json"], body: ByteBuffer(string: #"{"records": [{"recordName": "b"}]}"#))
             // Read as text: a JSON number parser might round either bound.
-            let text = String(buffer: lookup.body)
+            let text = String(buffer: lookup.body).replacingOccurrences(of: " ", with: "")
             #expect(text.contains(#""value":-9223372036854775808"#) && text.contains(#""value":9223372036854775807"#), "\(text)")
             let strings = try await client.webServices("private/records/lookup", #"{"numbersAsStrings": true, "records": [{"recordName": "b"}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
             let fields = try #require(strings.records.first?["fields"] as? [String: [String: Any]], "\(strings.body)")
@@ -215,6 +215,65 @@ struct WebServicesFidelityTests {
             #expect(try await names("NOT (ANY tags BEGINSWITH $p)", ["p": "sw"]) == ["p2", "p3"], "a record without the list is not a match, so NOT matches it")
             let wrongType = try await client.call("records", #"{ records(scope: PRIVATE, zone: {zoneName: "_defaultZone"}, recordType: "Post", filter: "ANY title BEGINSWITH 'u'") { records { recordName } } }"#, token: harness.aliceToken)
             #expect(wrongType.code == "INVALID_ARGUMENTS" && wrongType.message.contains("STRING_LIST"), "\(wrongType.body)")
+        }
+    }
+
+    @Test("GraphQL and Web Services answer the same values, stamps and asset URLs for the same records, from one projection")
+    func bothDoorsAnswerTheSameRecords() async throws {
+        let (harness, assetConfiguration, _) = try await GatewayHarness.withAssets()
+        var configuration = assetConfiguration
+        configuration.webServices = WebServicesFixture.configuration().webServices
+        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        try await harness.test(configuration: configuration, live: true) { client in
+            let upload = try await client.execute(uri: "/assets", method: .post, headers: [.authorization: "Bearer \(harness.aliceToken)", .contentType: "text/plain"],
+                                                  body: ByteBuffer(string: "the same bytes"))
+            let uploadToken = try #require(try responseJSON(upload.body)["uploadToken"] as? String)
+            let fields: [String: Any] = [
+                "s": "text", "i": 42, "low": -9223372036854775807 - 1, "d": 2.5, "whole": ["type": "DOUBLE"] as [String: Any],
+                "b": true, "t": ["type": "TIMESTAMP", "value": 1795707791164], "bytes": ["type": "BYTES", "base64": "AAEC/w=="],
+                "ref": ["type": "REFERENCE", "recordName": "other", "action": "NONE"],
+                "loc": ["type": "LOCATION", "latitude": 1.5, "longitude": -2, "speed": 3],
+                "tags": ["a", "b"], "nums": [1, 2.5], "file": ["type": "ASSET", "uploadToken": uploadToken],
+            ].filter { $0.key != "whole" }
+            let saved = try await client.call("modifyRecords", "mutation($s: [RecordInput!]) { modifyRecords(scope: PRIVATE, zone: {zoneName: \"_defaultZone\"}, save: $s) { errors { message } } }",
+                                              ["s": [["recordName": "same", "recordType": "Same", "fields": fields]]], token: harness.aliceToken)
+            #expect((saved.object["errors"] as? [Any])?.isEmpty == true, "\(saved.body)")
+            let graphQL = try await client.call("lookup", "{ lookup(scope: PRIVATE, zone: {zoneName: \"_defaultZone\"}, recordNames: [\"same\"]) { record { recordChangeTag fields created { timestamp userRecordName } modified { timestamp userRecordName } } } }", token: harness.aliceToken)
+            let record = try #require(graphQL.list.first?["record"] as? [String: Any], "\(graphQL.body)")
+            let canopy = try #require(record["fields"] as? [String: Any])
+            for path in ["private/records/lookup", "private/records/query"] {
+                let body = path.hasSuffix("lookup") ? #"{"records": [{"recordName": "same"}]}"# : #"{"query": {"recordType": "Same"}}"#
+                let answer = try await client.webServices(path, body, apiToken: token, webAuthToken: harness.aliceToken)
+                let ck = try #require(answer.records.first, "\(answer.body)")
+                #expect(ck["recordChangeTag"] as? String == record["recordChangeTag"] as? String)
+                for stamp in ["created", "modified"] {
+                    let a = (record[stamp] as? [String: Any])?["timestamp"] as? NSNumber, b = (ck[stamp] as? [String: Any])?["timestamp"] as? NSNumber
+                    #expect(a != nil && a == b, "\(path) \(stamp): \(String(describing: a)) against \(String(describing: b))")
+                }
+                let values = try #require(ck["fields"] as? [String: [String: Any]], "\(ck)")
+                #expect(Set(values.keys) == Set(canopy.keys), "\(values.keys.sorted()) against \(canopy.keys.sorted())")
+                func same(_ a: Any?, _ b: Any?) -> Bool {
+                    guard let a, let b else { return false }
+                    return (try? JSONSerialization.data(withJSONObject: [a], options: .sortedKeys)) == (try? JSONSerialization.data(withJSONObject: [b], options: .sortedKeys))
+                }
+                for name in ["s", "i", "low", "d", "tags", "nums"] {
+                    #expect(same(values[name]?["value"], canopy[name]), "\(path) \(name): \(values[name] ?? [:]) against \(canopy[name] ?? "nil")")
+                }
+                #expect(values["b"]?["value"] as? Int == 1 && values["b"]?["type"] as? String == "INT64")
+                #expect(same(values["t"]?["value"], (canopy["t"] as? [String: Any])?["value"]))
+                #expect(same(values["bytes"]?["value"], (canopy["bytes"] as? [String: Any])?["base64"]))
+                #expect((values["ref"]?["value"] as? [String: Any])?["recordName"] as? String == "other")
+                var location = canopy["loc"] as? [String: Any] ?? [:]
+                location["type"] = nil
+                #expect(same(values["loc"]?["value"], location), "\(values["loc"] ?? [:])")
+                let asset = values["file"]?["value"] as? [String: Any], stored = canopy["file"] as? [String: Any]
+                #expect(asset?["fileChecksum"] as? String == stored?["sha256"] as? String && values["file"]?["type"] as? String == "ASSETID", "\(values["file"] ?? [:])")
+                // The same URL but for when it was signed (expires is the answer's second plus the lifetime).
+                func unsigned(_ url: String?) -> String? { url.map { String($0.split(separator: "&expires=")[0]) } }
+                let url = asset?["downloadURL"] as? String
+                #expect(url != nil && unsigned(url) == unsigned(stored?["downloadURL"] as? String) && url!.contains("&signature="),
+                        "one URL for one asset: \(url ?? "none") against \(stored?["downloadURL"] ?? "none")")
+            }
         }
     }
 }

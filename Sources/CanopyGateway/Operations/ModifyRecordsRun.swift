@@ -1,0 +1,57 @@
+import CanopyPlanner
+import CanopyRequestStore
+import Foundation
+import Logging
+
+/// A ``ModifyRecordsPlan`` written: the batch in one transaction under the
+/// zone's lock, then the saved records (and the server records of
+/// conflicts) read back in the same transaction, as the plan renders them;
+/// an atomic batch with a failure rolls back and still answers. One path
+/// for GraphQL's `modifyRecords` and Web Services' `records/modify`.
+enum ModifyRecordsRun {
+    /// Thrown inside the transaction to roll it back and still answer.
+    struct RollbackAndAnswer<Answer: Sendable>: Error {
+        let answer: Answer
+    }
+
+    /// Runs the plan as `userID`; `answer` makes the door's answer from the
+    /// outcome and the records read back (id → saved, server record).
+    static func run<Answer: Sendable>(
+        _ plan: ModifyRecordsPlan, database: RequestDatabase, userID: Int64, device: String?, requestID: String,
+        logger: Logger, zoneMissing: QueryError,
+        answer: @escaping @Sendable (ModifyRecordsPlan.Outcome, [Int64: ModifyRecordsPlan.ReadBack]) throws -> Answer
+    ) async throws -> Answer {
+        if plan.refusesWholeBatch {
+            return try answer(plan.outcome(written: nil), [:])
+        }
+        do {
+            return try await database.withUser(userID, device: device, logger: logger) { connection in
+                let written = try await connection.execute(plan.writeQuery, logger: logger).first.map(ModifyRecordsPlan.decodeWritten)
+                guard let written, written.zoneFound, let raw = written.result else { throw zoneMissing }
+                let failures = raw.errors.map { error -> ModifyRecordsPlan.RecordFailure in
+                    if let code = error.code {
+                        return .init(recordName: error.recordName, code: code, message: error.message, serverRecordID: error.serverRecordId)
+                    }
+                    let mapped = APIError.fromDatabase(sqlState: error.sqlstate ?? "XX000", message: error.message, requestID: requestID, logger: logger)
+                    return .init(recordName: error.recordName, code: mapped.code, message: mapped.message)
+                }
+                let outcome = plan.outcome(written: .init(saved: raw.saved, deleted: raw.deleted, failures: failures))
+                let ids = outcome.saved + outcome.failures.compactMap(\.serverRecordID)
+                var records: [Int64: ModifyRecordsPlan.ReadBack] = [:]
+                if !ids.isEmpty {
+                    for row in try await connection.execute(plan.readQuery(ids: ids), logger: logger) {
+                        let record = try ModifyRecordsPlan.decodeRecord(row)
+                        records[record.id] = (record.name, record.saved, record.server)
+                    }
+                }
+                let result = try answer(outcome, records)
+                if plan.atomic && !outcome.failures.isEmpty {
+                    throw RollbackAndAnswer(answer: result)
+                }
+                return result
+            }
+        } catch let rolledBack as RollbackAndAnswer<Answer> {
+            return rolledBack.answer
+        }
+    }
+}

@@ -1,0 +1,41 @@
+/// A records query in the planner's terms: what GraphQL's `records` field
+/// and Web Services' `records/query` both become before ``RecordsPlan``
+/// builds its statement. The filter is a predicate tree, not text: a door
+/// that has no text (Web Services' filter dictionaries) builds the tree.
+public struct RecordsQuery: Sendable {
+    public var zone: ZoneReference
+    public var recordType: String
+    public var predicate: PredicateSyntax
+    /// The values of the predicate's placeholders (`$name`, `%@`).
+    public var args: JSONValue?
+    /// Sort keys: `{field, direction: ASC|DESC, relativeLocation?: {latitude, longitude}}`.
+    public var sort: [JSONValue]
+    public var limit: Int
+    /// Where the previous page ended (``RecordsPlan/page(_:)``'s cursor).
+    public var cursor: String?
+    /// What names the filter in a cursor's fingerprint: its text, or the
+    /// tree's description.
+    public var filterText: String
+
+    public init(
+        zone: ZoneReference, recordType: String, predicate: PredicateSyntax, args: JSONValue? = nil, sort: [JSONValue] = [],
+        limit: Int, cursor: String? = nil, filterText: String? = nil
+    ) {
+        self.zone = zone
+        self.recordType = recordType
+        self.predicate = predicate
+        self.args = args
+        self.sort = sort
+        self.limit = limit
+        self.cursor = cursor
+        self.filterText = filterText ?? (predicate == .all ? "" : String(describing: predicate))
+    }
+
+    /// Where a GraphQL request's parts are, for errors that point at them.
+    struct Locations {
+        var field: [QueryError.Location] = []
+        var filter: [QueryError.Location] = []
+        var sort: [QueryError.Location] = []
+        var cursor: [QueryError.Location] = []
+    }
+}
