@@ -77,8 +77,11 @@ enum PushFanOut {
                 let events = Set(candidate.firesOn)
                 var tests: [SQL] = []
                 if events.contains("CREATE") || events.contains("UPDATE") {
+                    // Records' stamps are whole milliseconds (DECISIONS 109):
+                    // the transaction's start is compared at that precision.
+                    let since: SQL = "date_trunc('milliseconds', \(start)::timestamptz)"
                     let age: SQL = events.isSuperset(of: ["CREATE", "UPDATE"]) ? "TRUE"
-                        : events.contains("CREATE") ? "r.created_at >= \(start)" : "r.created_at < \(start)"
+                        : events.contains("CREATE") ? "r.created_at >= \(since)" : "r.created_at < \(since)"
                     tests.append("EXISTS (SELECT 1 \(records) AND r.record_type = \(type) AND \(age) AND \(filter))")
                 }
                 if events.contains("DELETE") {
