@@ -44,35 +44,91 @@ extension Projection {
     /// reference leaves them out). Keys are constants; every value that
     /// comes from the request is bound.
     static func cloudKitRecord(_ style: CloudKitRecordStyle, _ builder: inout SQLBuilder) -> SQL {
-        let zoneID = builder.bind(json: style.zoneID)
-        let strings: SQL = style.numbersAsStrings ? "true" : "false"
-        let declared: SQL
-        if let schema = style.schema {
-            let types = JSONValue.object(schema.fields.mapValues { .string($0.type.description) })
-            declared = "(\(builder.bind(json: types)) ->> f.key)"
-        } else {
-            declared = "(SELECT t.field_type FROM canopy.field_types t WHERE t.record_type = r.record_type AND t.field_name = f.key)"
+        let zoneID: SQL = "\(builder.bind(style.zoneID.jsonText))::text"
+        let fields = cloudKitFields(style, &builder)
+        // Text, not json_build_object: half the cost of the nested calls
+        // (W10, docs/BENCHMARK_NOTES.md "Issue 49"); strings through to_json.
+        let stamp = { (time: SQL, user: SQL) -> SQL in
+            "'{\"timestamp\":' || floor(extract(epoch FROM \(time)) * 1000)::int8::text || ',\"userRecordName\":' || to_json(coalesce(\(user), ''))::text || ',\"deviceID\":\"canopy\"}'"
         }
-        var only: SQL = ""
-        if let keys = style.desiredKeys {
-            only = " WHERE f.key = ANY(\(builder.bind(keys))::text[])"
-        }
-        let fields: SQL = "(SELECT coalesce(json_object_agg(f.key, canopy.cloudkit_field(f.value, \(declared), \(strings))), '{}') FROM jsonb_each(r.fields) f\(only))"
-        let base: SQL = """
-            json_build_object('recordName', r.record_name, 'recordType', r.record_type, 'recordChangeTag', r.change_tag, \
-            'deleted', false, 'zoneID', \(zoneID)::json, 'fields', \(fields), \
-            'created', json_build_object('timestamp', floor(extract(epoch FROM r.created_at) * 1000)::int8, \
-            'userRecordName', coalesce(r.created_by_name, ''), 'deviceID', 'canopy'), \
-            'modified', json_build_object('timestamp', floor(extract(epoch FROM r.modified_at) * 1000)::int8, \
-            'userRecordName', coalesce(r.modified_by_name, ''), 'deviceID', 'canopy'))::text
-            """
+        // Only a record in a record-rooted share's hierarchy (share_id set)
+        // can be a share's root: the probe is skipped for every other.
         let s = builder.alias("cs")
         let share: SQL = """
-            (SELECT ',"share":' || json_build_object('recordName', 'cloudkit.share.' || r.record_name, 'zoneID', \(zoneID)::json)::text \
-            FROM canopy.shares \(s) WHERE \(s).root_record_id = r.id LIMIT 1)
+            CASE WHEN r.share_id IS NOT NULL THEN (SELECT ',"share":{"recordName":' || to_json('cloudkit.share.' || r.record_name)::text \
+            || ',"zoneID":' || \(zoneID) || '}' FROM canopy.shares \(s) WHERE \(s).root_record_id = r.id LIMIT 1) END
             """
-        let parent: SQL = "(',\"parent\":' || json_build_object('recordName', r.parent_name)::text)"
-        return "(left(\(base), -1) || coalesce(\(share), '') || coalesce(\(parent), '') || '}')"
+        return """
+            ('{"recordName":' || to_json(r.record_name)::text || ',"recordType":' || to_json(r.record_type)::text \
+            || ',"recordChangeTag":' || to_json(r.change_tag)::text || ',"deleted":false,"zoneID":' || \(zoneID) \
+            || ',"fields":' || \(fields) || ',"created":' || \(stamp("r.created_at", "r.created_by_name")) \
+            || ',"modified":' || \(stamp("r.modified_at", "r.modified_by_name")) \
+            || coalesce(\(share), '') || coalesce(',"parent":{"recordName":' || to_json(r.parent_name)::text || '}', '') || '}')
+            """
+    }
+
+    /// A record's `fields` as CloudKit's typed field values, JSON text. With
+    /// the record type's schema, each declared field is written inline with
+    /// its tag (a copy of its value for most types: no function call, no
+    /// row per field; an absent field's NULL drops out of `concat_ws`), and
+    /// only fields the schema does not know go through
+    /// `canopy.cloudkit_field`; without one (a lookup), every field does.
+    static func cloudKitFields(_ style: CloudKitRecordStyle, _ builder: inout SQLBuilder) -> SQL {
+        let strings: SQL = style.numbersAsStrings ? "true" : "false"
+        let wanted = style.desiredKeys.map(Set.init)
+        guard let schema = style.schema else {
+            var only: SQL = ""
+            if let keys = style.desiredKeys { only = " WHERE f.key = ANY(\(builder.bind(keys))::text[])" }
+            // The declared type joined, not a subquery in the argument: an
+            // argument with a subquery used more than once in the body
+            // keeps PostgreSQL from inlining the function (150 µs a field).
+            return """
+                ('{' || coalesce((SELECT string_agg(to_json(f.key)::text || ':' || canopy.cloudkit_field(f.value, t.field_type, \(strings)), ',') \
+                FROM jsonb_each(r.fields) f LEFT JOIN canopy.field_types t ON t.record_type = r.record_type AND t.field_name = f.key\(only)), '') || '}')
+                """
+        }
+        var parts: [SQL] = []
+        let names = schema.fields.keys.filter { Names.isFieldName($0) && (wanted?.contains($0) ?? true) }.sorted()
+        for name in names {
+            let value: SQL = "(r.fields->\(SQL.literal(name)))"
+            let inline: (SQL, String)?
+            switch schema.fields[name]!.type {
+            case .string: inline = ("\(value)::text", "STRING")
+            case .int64 where !style.numbersAsStrings: inline = ("\(value)::text", "INT64")
+            case .double where !style.numbersAsStrings: inline = ("\(value)::text", "DOUBLE")
+            case .boolean where !style.numbersAsStrings:
+                inline = ("CASE \(value) WHEN 'true'::jsonb THEN '1' WHEN 'false'::jsonb THEN '0' END", "INT64")
+            case .timestamp: inline = ("(\(value)->'value')::text", "TIMESTAMP")
+            case .bytes: inline = ("(\(value)->'base64')::text", "BYTES")
+            case .location: inline = ("(\(value) - 'type')::text", "LOCATION")
+            case .list(.string): inline = ("\(value)::text", "STRING_LIST")
+            case .list(.int64) where !style.numbersAsStrings: inline = ("\(value)::text", "INT64_LIST")
+            case .list(.double) where !style.numbersAsStrings: inline = ("\(value)::text", "DOUBLE_LIST")
+            default: inline = nil
+            }
+            if let (expression, tag) = inline {
+                parts.append("\(SQL.literal("\"\(name)\":{\"value\":")) || \(expression) || \(SQL.literal(",\"type\":\"\(tag)\"}"))")
+            } else {
+                let declared = SQL.literal(schema.fields[name]!.type.description)
+                parts.append("\(SQL.literal("\"\(name)\":")) || canopy.cloudkit_field(\(value), \(declared), \(strings))")
+            }
+        }
+        // Fields the schema the plan holds does not know (saved since it was
+        // read): the generic path, so nothing is left out. With desiredKeys
+        // they are known now; without, a record that has none costs one
+        // comparison.
+        if let wanted {
+            for name in wanted.subtracting(names).sorted() where Names.isFieldName(name) {
+                parts.append("\(SQL.literal("\"\(name)\":")) || canopy.cloudkit_field(r.fields->\(SQL.literal(name)), NULL, \(strings))")
+            }
+        } else {
+            let declared: SQL = "\(builder.bind(names))::text[]"
+            parts.append("""
+                CASE WHEN (r.fields - \(declared)) <> '{}'::jsonb THEN (SELECT string_agg(to_json(f.key)::text || ':' \
+                || canopy.cloudkit_field(f.value, NULL, \(strings)), ',') FROM jsonb_each(r.fields - \(declared)) f) END
+                """)
+        }
+        return "('{' || concat_ws(',', \(parts.joined(separator: ", "))) || '}')"
     }
 
     /// `[record, …]` (text) over the rows of `source` (aliased `r`, ordered by `order`).
