@@ -23,7 +23,10 @@ enum RecordsEndpoints {
         }
         let records = RecordsQuery(
             zone: try zone.reference, recordType: query.recordType, predicate: query.predicate, sort: query.sort,
-            limit: Int(limit), cursor: try call.string("continuationMarker")
+            limit: Int(limit), cursor: try call.string("continuationMarker"),
+            // The filter's text and values name the query in its cursors
+            // (describing the tree instead was 6% of W10's gateway CPU).
+            filterText: (query.filter ?? "") + "\u{1F}" + JSONValue.object(query.args).jsonText
         )
         let style = try call.recordStyle(zone: zone)
         let secret = try await call.bridge.cursorKey()

@@ -13,8 +13,9 @@ public struct RecordsQuery: Sendable {
     public var limit: Int
     /// Where the previous page ended (``RecordsPlan/page(_:)``'s cursor).
     public var cursor: String?
-    /// What names the filter in a cursor's fingerprint: its text, or the
-    /// tree's description.
+    /// What names the filter in a cursor's fingerprint: its text (with its
+    /// values), or else the tree's description, which costs more: a door
+    /// that has a text gives it.
     public var filterText: String
 
     public init(
