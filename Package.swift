@@ -118,6 +118,15 @@ if manifestKind == "client" {
                 swiftSettings: parserSettings,
                 plugins: ["EmbedSDL"]
             ),
+            // CloudKit Web Services' protocol (issue 49): its paths, its request
+            // shapes read into the planner's typed inputs (a query's filters as
+            // a predicate tree, typed field values), its error table. The HTTP
+            // door (credentials, routes) is CanopyGateway's WebServices/.
+            .target(
+                name: "CanopyWebServices",
+                dependencies: ["CanopyPlanner"],
+                swiftSettings: parserSettings
+            ),
             // schema/canopy.graphql, compiled into CanopyPlanner at build time.
             .executableTarget(
                 name: "EmbedText",
@@ -228,6 +237,7 @@ if manifestKind == "client" {
                     "CanopyPlanner",
                     "CanopyRequestStore",
                     "CanopyWAL",
+                    "CanopyWebServices",
                     .product(name: "GraphQL", package: "GraphQL"),
                     .product(name: "Logging", package: "swift-log"),
                     .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -382,7 +392,7 @@ if manifestKind == "client" {
         package.targets.append(.executableTarget(
             name: "canopy-fuzz",
             dependencies: [
-                "CanopyAssets", "CanopyEncoding", "CanopyIdentity", "CanopyOutbound", "CanopyPlanner",
+                "CanopyAssets", "CanopyEncoding", "CanopyIdentity", "CanopyOutbound", "CanopyPlanner", "CanopyWebServices",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ],

@@ -1,4 +1,5 @@
 import CanopyPlanner
+import CanopyWebServices
 import Foundation
 
 /// A CloudKit Web Services request body (API.md §16): its `query` read as

@@ -1,20 +1,29 @@
 import Hummingbird
 
 extension Authenticator {
-    /// Authenticates an HTTP request (/graphql and /assets alike) and takes
-    /// one request from the caller's rate: sets `context.userID`, or throws
-    /// the ``APIError`` that answers 401, 503 or 429. With
-    /// `allowingAnonymous`, a request without `Authorization` goes on as
-    /// nobody (`context.userID` nil) once its address's rate allows.
+    /// Authenticates an HTTP request (/graphql and /assets alike) by its
+    /// `Authorization: Bearer` token and admits it (``admit(token:request:context:allowingAnonymous:)``).
     func authenticate(_ request: Request, context: inout CanopyRequestContext, allowingAnonymous: Bool = false) async throws {
-        if allowingAnonymous && request.headers[.authorization] == nil {
+        let header = request.headers[.authorization]
+        let token = header.flatMap { BearerTokenReader.token(in: $0) }
+        if header != nil && token == nil || token == nil && !allowingAnonymous {
+            throw APIError(.notAuthenticated, "send Authorization: Bearer <token>: a Canopy token (canopy users token NAME issues one) or an identity provider's JWT")
+        }
+        try await admit(token: token, request: request, context: &context, allowingAnonymous: allowingAnonymous)
+    }
+
+    /// Admission, the one function both doors call (GraphQL's bearer token,
+    /// Web Services' `ckWebAuthToken`): the person a token names, set as
+    /// `context.userID`, then one request taken from that user's rate; or,
+    /// without a token and where nobody may ask, nobody, at the address's
+    /// rate. Throws the ``APIError`` that answers 401, 503 or 429.
+    func admit(token: String?, request: Request, context: inout CanopyRequestContext, allowingAnonymous: Bool) async throws {
+        guard let token, !token.isEmpty else {
+            guard allowingAnonymous else { throw APIError(.notAuthenticated, "sign in first: this request needs a person's token") }
             let address = anonymous.clientAddress(of: request, channel: context.channel)
             context.logger[metadataKey: "canopy.client"] = .string(address)
             try anonymous.takeRequest(from: address)
             return
-        }
-        guard let header = request.headers[.authorization], let token = BearerTokenReader.token(in: header) else {
-            throw APIError(.notAuthenticated, "send Authorization: Bearer <token>: a Canopy token (canopy users token NAME issues one) or an identity provider's JWT")
         }
         let caller: Caller
         do {
@@ -24,7 +33,12 @@ extension Authenticator {
         }
         context.userID = caller.userID
         context.logger[metadataKey: "canopy.user.id"] = .stringConvertible(caller.userID)
-        if let wait = limits.takeRequest(for: caller.userID) {
+        try takeRequest(for: caller.userID)
+    }
+
+    /// One request from a known user's rate (a server-to-server key's user too).
+    func takeRequest(for userID: Int64) throws {
+        if let wait = limits.takeRequest(for: userID) {
             throw limits.rateError(retryingIn: wait)
         }
     }

@@ -1,4 +1,5 @@
 import CanopyPlanner
+import CanopyWebServices
 import Foundation
 
 /// `records/query`, `records/lookup`, `records/modify` and `records/changes`,

@@ -1,4 +1,5 @@
 import CanopyPlanner
+import CanopyWebServices
 import Foundation
 
 /// `records/modify`: the reference's operations as one `modifyRecords`

@@ -1,4 +1,5 @@
 import CanopyPlanner
+import CanopyWebServices
 import Foundation
 
 /// `subscriptions/list|lookup|modify` onto Canopy's persistent push

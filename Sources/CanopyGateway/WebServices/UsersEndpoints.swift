@@ -1,4 +1,5 @@
 import CanopyPlanner
+import CanopyWebServices
 
 /// `users/current` and `users/caller`, over Canopy's `me`. A Canopy user
 /// has one display name; the reference's first and last names are its

@@ -44,24 +44,20 @@ enum WebServicesAssets {
     static func receive(
         _ request: Request, parameters: FormEncodedQuery, settings: AssetSettings?, database: RequestDatabase,
         signer: (@Sendable (Logger) async throws -> AssetURLSigner)?, context: CanopyRequestContext
-    ) async -> Response {
-        do {
-            guard let settings, let signer else { throw APIError(.badRequest, "this server keeps no assets (it runs without an asset store)") }
-            guard let user = parameters["user"].flatMap(Int64.init), let expires = parameters["expires"].flatMap(Int64.init),
-                  let signature = parameters["signature"] else {
-                throw APIError(.badRequest, "an upload URL is …/assets/receive?user=…&expires=…&signature=…, as assets/upload gives it")
-            }
-            guard try await signer(context.logger).verifyUpload(user: user, expires: expires, signature: signature) else {
-                throw APIError(.permissionFailure, "the upload URL's signature is not valid or it expired (they last 15 minutes): ask assets/upload again",
-                               status: .forbidden)
-            }
-            let (token, stored) = try await AssetController.receive(request, as: user, settings: settings, database: database, context: context)
-            return WebServicesResponse.ok(["singleFile": .object([
-                "fileChecksum": .string(stored.digest.hex), "size": .int(stored.size), "receipt": .string(token.text),
-                "wrappingKey": .null, "referenceChecksum": .null,
-            ])])
-        } catch {
-            return WebServicesResponse.failure(APIError(error, requestID: context.requestID, logger: context.logger), requestID: context.requestID)
+    ) async throws -> Response {
+        guard let settings, let signer else { throw APIError(.badRequest, "this server keeps no assets (it runs without an asset store)") }
+        guard let user = parameters["user"].flatMap(Int64.init), let expires = parameters["expires"].flatMap(Int64.init),
+              let signature = parameters["signature"] else {
+            throw APIError(.badRequest, "an upload URL is …/assets/receive?user=…&expires=…&signature=…, as assets/upload gives it")
         }
+        guard try await signer(context.logger).verifyUpload(user: user, expires: expires, signature: signature) else {
+            throw APIError(.permissionFailure, "the upload URL's signature is not valid or it expired (they last 15 minutes): ask assets/upload again",
+                           status: .forbidden)
+        }
+        let (token, stored) = try await AssetController.receive(request, as: user, settings: settings, database: database, context: context)
+        return WebServicesResponse.ok(["singleFile": .object([
+            "fileChecksum": .string(stored.digest.hex), "size": .int(stored.size), "receipt": .string(token.text),
+            "wrappingKey": .null, "referenceChecksum": .null,
+        ])])
     }
 }

@@ -1,5 +1,6 @@
 import CanopyAssets
 import CanopyPlanner
+import CanopyWebServices
 import Logging
 
 /// One Web Services request on its way through an endpoint: the database
@@ -148,7 +149,7 @@ struct WebServicesCall {
     /// A failure of a whole item (a zone in changes/zone, say), from any error.
     func itemError(_ key: String, _ value: JSONValue, error: any Error) -> JSONValue {
         let apiError = APIError(error, requestID: requestID, logger: logger)
-        return itemError(key, value, code: WebServicesCode(apiError.code, status: apiError.statusOverride), reason: apiError.message)
+        return itemError(key, value, code: WebServicesCode(apiError.code, statusCode: apiError.statusOverride.map { Int($0.code) }), reason: apiError.message)
     }
 
     /// An integer of the body (`resultsLimit`), checked.

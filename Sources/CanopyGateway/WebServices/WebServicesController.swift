@@ -1,6 +1,7 @@
 import CanopyAssets
 import CanopyIdentity
 import CanopyPlanner
+import CanopyWebServices
 import CanopyRequestStore
 import Foundation
 import Hummingbird
@@ -28,33 +29,55 @@ struct WebServicesController {
         router.get(path) { request, context in await handle(request, context: context) }
     }
 
+    /// A request that needs a person and has none: the reference's 421,
+    /// with where to sign in.
+    struct SignInRequired: Error {
+        let error: APIError
+        let redirectURL: String
+    }
+
+    /// Every answer of the door: the endpoint's, or the one failure its
+    /// request met, mapped once (``failure(_:requestID:)``).
     func handle(_ request: Request, context: CanopyRequestContext) async -> Response {
         var context = context
-        let requestID = context.requestID
+        do {
+            return try await answer(request, context: &context)
+        } catch {
+            return failure(error, requestID: context.requestID, logger: context.logger)
+        }
+    }
+
+    /// The one place a failure becomes the reference's error answer.
+    func failure(_ error: any Error, requestID: String, logger: Logger) -> Response {
+        if let signIn = error as? SignInRequired {
+            return WebServicesResponse.failure(signIn.error, code: .authenticationRequired, requestID: requestID, redirectURL: signIn.redirectURL)
+        }
+        return WebServicesResponse.failure(APIError(error, requestID: requestID, logger: logger), requestID: requestID)
+    }
+
+    func answer(_ request: Request, context: inout CanopyRequestContext) async throws -> Response {
         guard let container = context.parameters.get("container"), let environment = context.parameters.get("environment"),
               let path = WebServicesPath(container: container, environment: environment, rest: context.parameters.getCatchAll())
         else {
-            return WebServicesResponse.failure(APIError(.unknownItem, "not a Web Services path: /database/1/CONTAINER/ENVIRONMENT/DATABASE/OPERATION"),
-                                               code: .notFound, requestID: requestID)
+            throw APIError(.unknownItem, "not a Web Services path: /database/1/CONTAINER/ENVIRONMENT/DATABASE/OPERATION")
         }
         guard path.container == settings.container, path.environment == settings.environment.rawValue else {
-            return WebServicesResponse.failure(
-                APIError(.unknownItem, "this server answers for container \(settings.container) in its \(settings.environment.rawValue) environment, not \(path.container.prefix(80)) in \(path.environment.prefix(40))"),
-                code: .notFound, requestID: requestID)
+            throw APIError(.unknownItem, "this server answers for container \(settings.container) in its \(settings.environment.rawValue) environment, not \(path.container.prefix(80)) in \(path.environment.prefix(40))")
         }
         let parameters: FormEncodedQuery
         do {
             parameters = try FormEncodedQuery(request.uri.query.map { Substring($0) } ?? "")
         } catch {
-            return WebServicesResponse.failure(APIError(.badRequest, error.message), requestID: requestID)
+            throw APIError(.badRequest, error.message)
         }
         if path.database == nil && path.operation == "auth/sign-in.json" && request.method == .get {
-            return await signInSettings(apiToken: parameters["ckAPIToken"], context: context)
+            return try await signInSettings(apiToken: parameters["ckAPIToken"], context: context)
         }
         if path.database == nil && path.operation == WebServicesAssets.receivePath && request.method == .post {
-            return await WebServicesAssets.receive(request, parameters: parameters, settings: configuration.assets,
+            return try await WebServicesAssets.receive(request, parameters: parameters, settings: configuration.assets,
                                                    database: database, signer: assetURLs, context: context)
         }
+        let signInRequired = { (error: APIError) in SignInRequired(error: error, redirectURL: signInURL(path: path, apiToken: parameters["ckAPIToken"])) }
         var signedByKey = false
         do {
             let raw = try await rawBody(request)
@@ -74,29 +97,28 @@ struct WebServicesController {
                     : APIError(.badDatabase, "\(path.operation) is not an operation of the \(database) database")
             }
             if context.userID == nil && (endpoint.needsUser || database != "public") {
-                return WebServicesResponse.failure(
-                    APIError(.notAuthenticated, "request needs authorization: sign in at redirectURL and send the ckWebAuthToken it returns"),
-                    code: .authenticationRequired, requestID: requestID, redirectURL: signInURL(path: path, apiToken: parameters["ckAPIToken"]))
+                throw signInRequired(APIError(.notAuthenticated, "request needs authorization: sign in at redirectURL and send the ckWebAuthToken it returns"))
             }
             let body = try parseBody(raw)
             let call = WebServicesCall(
                 database: database, body: body,
                 bridge: GraphQLBridge(database: self.database, configuration: configuration, recordSchemas: recordSchemas,
-                                      userID: context.userID, requestID: requestID, logger: context.logger, assetURLs: assetURLs),
-                recordSchemas: recordSchemas, requestID: requestID, logger: context.logger,
+                                      userID: context.userID, requestID: context.requestID, logger: context.logger, assetURLs: assetURLs),
+                recordSchemas: recordSchemas, requestID: context.requestID, logger: context.logger,
                 container: settings.container, environment: settings.environment.rawValue, publicURL: configuration.publicURL,
                 userID: context.userID, uploadURL: path.operation == "assets/upload" ? uploadURL(logger: context.logger) : nil
             )
             return WebServicesResponse.ok(try await endpoint.handler(call))
+        } catch let error as SignInRequired {
+            throw error
         } catch {
-            let apiError = APIError(error, requestID: requestID, logger: context.logger)
+            let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
             // Nobody signed in, asked for something that needs a person: sign in.
             if apiError.code == .notAuthenticated && context.userID == nil && !signedByKey && parameters["ckAPIToken"] != nil
                 && apiError.statusOverride == nil {
-                return WebServicesResponse.failure(apiError, code: .authenticationRequired, requestID: requestID,
-                                                   redirectURL: signInURL(path: path, apiToken: parameters["ckAPIToken"]))
+                throw signInRequired(apiError)
             }
-            return WebServicesResponse.failure(apiError, requestID: requestID)
+            throw apiError
         }
     }
 
@@ -111,22 +133,12 @@ struct WebServicesController {
         }
     }
 
-    /// The person a `ckWebAuthToken` names (a Canopy token or an identity
-    /// provider's JWT, as `Authorization: Bearer` takes), with their rate;
-    /// without one, nobody, at the address's rate.
+    /// The person a `ckWebAuthToken` names (a web auth token, a Canopy
+    /// token or an identity provider's JWT, as `Authorization: Bearer`
+    /// takes), admitted as GraphQL's requests are; without one, nobody, at
+    /// the address's rate.
     func identify(webAuthToken: String?, request: Request, context: inout CanopyRequestContext) async throws {
-        guard let token = webAuthToken, !token.isEmpty else {
-            let address = authenticator.anonymous.clientAddress(of: request, channel: context.channel)
-            context.logger[metadataKey: "canopy.client"] = .string(address)
-            try authenticator.anonymous.takeRequest(from: address)
-            return
-        }
-        let caller = try await authenticator.caller(token: token, nonce: nil, logger: context.logger)
-        context.userID = caller.userID
-        context.logger[metadataKey: "canopy.user.id"] = .stringConvertible(caller.userID)
-        if let wait = authenticator.limits.takeRequest(for: caller.userID) {
-            throw authenticator.limits.rateError(retryingIn: wait)
-        }
+        try await authenticator.admit(token: webAuthToken, request: request, context: &context, allowingAnonymous: true)
     }
 
     /// The body's bytes (empty for a GET), within the size limit.
@@ -185,9 +197,7 @@ struct WebServicesController {
         }
         context.userID = key.userID
         context.logger[metadataKey: "canopy.user.id"] = .stringConvertible(key.userID)
-        if let wait = authenticator.limits.takeRequest(for: key.userID) {
-            throw authenticator.limits.rateError(retryingIn: wait)
-        }
+        try authenticator.takeRequest(for: key.userID)
     }
 
     func notServed(_ operation: String) -> APIError {
@@ -223,23 +233,19 @@ struct WebServicesController {
     /// `GET …/auth/sign-in.json?ckAPIToken=<selector>`: what the sign-in
     /// page needs to hand a person's new web token back: the API token's
     /// callback, or the origins it may post the token to (`--cors-origin`).
-    func signInSettings(apiToken: String?, context: CanopyRequestContext) async -> Response {
+    func signInSettings(apiToken: String?, context: CanopyRequestContext) async throws -> Response {
         // The token's first 16 hex digits (after `cka_` for an older token).
         let selector = apiToken.map { String(($0.hasPrefix(BearerToken.containerPrefix) ? $0.dropFirst(BearerToken.containerPrefix.count) : Substring($0)).prefix(16)) } ?? ""
-        do {
-            guard BearerToken.isSelector(selector),
-                  let found = try await database.signIn(forAPITokenSelector: selector, logger: context.logger),
-                  found.container == settings.container else {
-                throw APIError(.notAuthenticated, "the sign-in page needs ckAPIToken, the prefix of a live API token of container \(settings.container)", status: .unauthorized)
-            }
-            var body: [String: JSONValue] = [
-                "container": .string(settings.container), "environment": .string(settings.environment.rawValue),
-                "origins": .array(configuration.crossOrigin.origins.sorted().map(JSONValue.string)),
-            ]
-            body["callback"] = found.callback.map(JSONValue.string) ?? .null
-            return WebServicesResponse.ok(body)
-        } catch {
-            return WebServicesResponse.failure(APIError(error, requestID: context.requestID, logger: context.logger), requestID: context.requestID)
+        guard BearerToken.isSelector(selector),
+              let found = try await database.signIn(forAPITokenSelector: selector, logger: context.logger),
+              found.container == settings.container else {
+            throw APIError(.notAuthenticated, "the sign-in page needs ckAPIToken, the prefix of a live API token of container \(settings.container)", status: .unauthorized)
         }
+        var body: [String: JSONValue] = [
+            "container": .string(settings.container), "environment": .string(settings.environment.rawValue),
+            "origins": .array(configuration.crossOrigin.origins.sorted().map(JSONValue.string)),
+        ]
+        body["callback"] = found.callback.map(JSONValue.string) ?? .null
+        return WebServicesResponse.ok(body)
     }
 }

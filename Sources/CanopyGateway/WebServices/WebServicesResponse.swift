@@ -1,4 +1,5 @@
 import CanopyPlanner
+import CanopyWebServices
 import Hummingbird
 
 /// Writes Web Services answers: a JSON object with HTTP 200, or a whole
@@ -19,13 +20,14 @@ enum WebServicesResponse {
     static func failure(
         _ error: APIError, code: WebServicesCode? = nil, requestID: String, redirectURL: String? = nil
     ) -> Response {
-        let code = code ?? WebServicesCode(error.code, status: error.statusOverride)
+        let code = code ?? WebServicesCode(error.code, statusCode: error.statusOverride.map { Int($0.code) })
         var body: [String: JSONValue] = [
             "uuid": .string(requestID), "serverErrorCode": .string(code.rawValue), "reason": .string(error.message),
         ]
         if let redirectURL { body["redirectURL"] = .string(redirectURL) }
         if let seconds = error.retryAfter { body["retryAfter"] = .int(Int64(seconds)) }
-        let status = code == .limitExceeded && error.statusOverride == .contentTooLarge ? .contentTooLarge : code.status
+        let status: HTTPResponse.Status = code == .limitExceeded && error.statusOverride == .contentTooLarge
+            ? .contentTooLarge : .init(code: code.statusCode, reasonPhrase: code == .authenticationRequired ? "Misdirected Request" : "")
         var response = GraphQLResponse.json(JSONValue.object(body).jsonText, status: status)
         if let seconds = error.retryAfter { response.headers[.retryAfter] = String(seconds) }
         return response

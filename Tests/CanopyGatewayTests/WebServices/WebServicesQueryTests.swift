@@ -1,3 +1,4 @@
+import CanopyWebServices
 import CanopyAdmin
 import CanopyGateway
 import CanopyRequestStore

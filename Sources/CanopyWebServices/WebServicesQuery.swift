@@ -1,3 +1,5 @@
+import CanopyPlanner
+
 /// A `records/query` query dictionary (`recordType`, `filterBy`, `sortBy`)
 /// in the planner's terms: the filters become one predicate tree
 /// (``predicate``, what ``RecordsQuery`` takes: no text to parse), and the

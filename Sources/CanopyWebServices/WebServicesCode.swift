@@ -1,11 +1,10 @@
 import CanopyPlanner
-import Hummingbird
 
 /// CloudKit Web Services' `serverErrorCode`s, each with the HTTP status a
 /// whole request refused with it answers, and Canopy's own codes for what
 /// the reference has no word for (docs/WEB_SERVICES.md, "Errors"). The one
 /// place Canopy's ``ErrorCode``s become the reference's.
-enum WebServicesCode: String, Sendable, CaseIterable {
+public enum WebServicesCode: String, Sendable, CaseIterable {
     case accessDenied = "ACCESS_DENIED"
     case atomicError = "ATOMIC_ERROR"
     case authenticationFailed = "AUTHENTICATION_FAILED"
@@ -31,28 +30,30 @@ enum WebServicesCode: String, Sendable, CaseIterable {
     /// Too many items in one request, a request too large or too costly.
     case limitExceeded = "LIMIT_EXCEEDED"
 
-    /// The status of a whole request refused with this code.
-    var status: HTTPResponse.Status {
+    /// The HTTP status of a whole request refused with this code.
+    public var statusCode: Int {
         switch self {
-        case .badRequest, .atomicError, .badDatabase, .limitExceeded: return .badRequest
-        case .authenticationFailed: return .unauthorized
-        case .accessDenied: return .forbidden
-        case .notFound, .zoneNotFound: return .notFound
-        case .conflict, .exists, .alreadyShared: return .conflict
-        case .changeTokenExpired: return .gone
-        case .validatingReferenceError: return .preconditionFailed
-        case .quotaExceeded: return .contentTooLarge
-        case .authenticationRequired: return .init(code: 421, reasonPhrase: "Misdirected Request")
-        case .throttled: return .tooManyRequests
-        case .internalError: return .internalServerError
-        case .tryAgainLater: return .serviceUnavailable
+        case .badRequest, .atomicError, .badDatabase, .limitExceeded: return 400
+        case .authenticationFailed: return 401
+        case .accessDenied: return 403
+        case .notFound, .zoneNotFound: return 404
+        case .conflict, .exists, .alreadyShared: return 409
+        case .changeTokenExpired: return 410
+        case .validatingReferenceError: return 412
+        case .quotaExceeded: return 413
+        case .authenticationRequired: return 421
+        case .throttled: return 429
+        case .internalError: return 500
+        case .tryAgainLater: return 503
         }
     }
 
     /// The reference's code for one of Canopy's, where the request did not
     /// say otherwise (a `create` that found the record says EXISTS, not
     /// CONFLICT: ``RecordsEndpoints``).
-    init(_ code: ErrorCode, status: HTTPResponse.Status? = nil) {
+    /// - Parameter statusCode: the status the error already carries, where
+    ///   one code means two things (LIMIT_EXCEEDED: 429 is a rate).
+    public init(_ code: ErrorCode, statusCode: Int? = nil) {
         switch code {
         case .badRequest, .invalidArguments: self = .badRequest
         case .notAuthenticated: self = .authenticationFailed
@@ -64,7 +65,7 @@ enum WebServicesCode: String, Sendable, CaseIterable {
         case .referenceViolation: self = .validatingReferenceError
         case .alreadyShared: self = .alreadyShared
         case .changeTokenExpired: self = .changeTokenExpired
-        case .limitExceeded: self = status == .tooManyRequests ? .throttled : .limitExceeded
+        case .limitExceeded: self = statusCode == 429 ? .throttled : .limitExceeded
         case .serviceUnavailable: self = .tryAgainLater
         case .internalError: self = .internalError
         case .badDatabase: self = .badDatabase

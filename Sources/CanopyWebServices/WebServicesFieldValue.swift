@@ -1,3 +1,5 @@
+import CanopyPlanner
+
 import Foundation
 
 /// Field values between the reference's typed form (`{"value": …, "type":
