@@ -30,6 +30,15 @@ struct GraphQLBridge {
         try await database.read(statement, as: userID, from: source, logger: logger, collect)
     }
 
+    /// Runs a planner's writing statement as the caller, in a transaction.
+    func write<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
+        guard let userID else { throw APIError(.notAuthenticated, "sign in first: only the public database's reads are open without a token") }
+        let logger = self.logger
+        return try await database.withUser(userID, device: nil, logger: logger) { connection in
+            try collect(try await connection.execute(statement, logger: logger))
+        }
+    }
+
     /// The key records cursors (`continuationMarker`s) are signed with.
     func cursorKey() async throws -> SigningKey {
         let keys = try await database.secrets.keys("cursor", logger: logger)

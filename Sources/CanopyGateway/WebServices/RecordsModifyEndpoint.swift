@@ -20,10 +20,6 @@ import Foundation
 /// reference's `update` sends none) has it looked up first, in the same
 /// zone, as the caller.
 enum RecordsModifyEndpoint {
-    static let typesDocument = """
-        query WebServicesRecordTypes($scope: DatabaseScope!, $zone: ZoneID!, $names: [String!]!) \
-        { lookup(scope: $scope, zone: $zone, recordNames: $names) { recordName record { recordType } } }
-        """
 
     /// One operation of the request, read.
     struct Operation {
@@ -100,18 +96,9 @@ enum RecordsModifyEndpoint {
         // Types the operations leave out, from the records themselves.
         let untyped = operations.filter { !$0.isDelete && $0.recordType == nil && $0.refusal == nil }.map(\.recordName)
         if !untyped.isEmpty {
-            let answer = try await call.bridge.run(typesDocument, [
-                "scope": call.scope, "zone": zone.input, "names": .array(untyped.map(JSONValue.string)),
-            ])
-            var types: [String: String] = [:]
-            if case .array(let results) = answer {
-                for case .object(let result) in results {
-                    if case .string(let name)? = result["recordName"], case .object(let record)? = result["record"],
-                       case .string(let type)? = record["recordType"] {
-                        types[name] = type
-                    }
-                }
-            }
+            let statement = try LookupPlan.recordTypes(zone: try zone.reference, names: untyped)
+            let found = try await call.bridge.read(statement) { rows in try rows.map { try $0.decode((String, String).self) } }
+            let types = Dictionary(found, uniquingKeysWith: { first, _ in first })
             for index in operations.indices where !operations[index].isDelete && operations[index].recordType == nil && operations[index].refusal == nil {
                 if let type = types[operations[index].recordName] {
                     operations[index].recordType = type

@@ -5,11 +5,13 @@ import CanopyWebServices
 /// has one display name; the reference's first and last names are its
 /// first word and the rest (docs/WEB_SERVICES.md).
 enum UsersEndpoints {
-    static let meDocument = "query WebServicesMe { me { userRecordName name email phone } }"
-
+    /// The caller as `me` answers it, from the plan's typed statement.
     static func me(_ call: WebServicesCall) async throws -> [String: JSONValue] {
-        guard case .object(let me) = try await call.bridge.run(meDocument, [:]) else { return [:] }
-        return me
+        guard let me = try await call.bridge.read(MePlan.userStatement, { rows in try rows.first.map(MePlan.decodeUser) }) else {
+            throw QueryError(.notAuthenticated, "the token's user no longer exists")
+        }
+        func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+        return ["userRecordName": .string(me.userRecordName), "name": text(me.name), "email": text(me.email), "phone": text(me.phone)]
     }
 
     static func names(_ name: JSONValue?) -> (first: JSONValue, last: JSONValue) {

@@ -61,9 +61,6 @@ enum ZonesEndpoints {
         return ["zones": .array(out)]
     }
 
-    static let saveDocument = "mutation WebServicesSaveZone($name: String!) { saveZone(zoneName: $name) { zoneName ownerName } }"
-    static let deleteDocument = "mutation WebServicesDeleteZone($scope: DatabaseScope!, $zone: ZoneID!) { deleteZone(scope: $scope, zone: $zone) }"
-
     /// Each operation on its own, in order, as the reference says.
     static func modify(_ call: WebServicesCall) async throws -> [String: JSONValue] {
         guard case .array(let operations)? = call.body["operations"], !operations.isEmpty else {
@@ -86,12 +83,14 @@ enum ZonesEndpoints {
                     guard call.database == "private" else {
                         throw APIError(.badDatabase, "zones are created in the private database")
                     }
-                    guard case .object(let input) = zone.input, let name = input["zoneName"] else { continue }
-                    let answer = try await call.bridge.run(saveDocument, ["name": name])
-                    guard case .object(let saved) = answer, case .string(let zoneName)? = saved["zoneName"] else { continue }
-                    out.append(self.zone(zoneName: zoneName, owner: saved["ownerName"]?.stringValue, database: call.database))
+                    let statement = try SaveZonePlan.statement(zoneName: zone.zoneName)
+                    let saved = try await call.bridge.write(statement) { rows in try rows.first.map { try $0.decode((String, String).self) } }
+                    guard let (zoneName, owner) = saved else { throw QueryError(.notAuthenticated, "the token's user no longer exists") }
+                    out.append(self.zone(zoneName: zoneName, owner: owner, database: call.database))
                 } else {
-                    _ = try await call.bridge.run(deleteDocument, ["scope": call.scope, "zone": zone.input])
+                    let plan = try DeleteZonePlan(zone: try zone.reference)
+                    let count = try await call.bridge.write(plan.statement) { rows in try rows.first.map { try $0.decode(Int.self) } ?? 0 }
+                    guard count > 0 else { throw QueryError(.zoneNotFound, "the zone does not exist") }
                     out.append(.object(["zoneID": zone.dictionary, "deleted": .bool(true)]))
                 }
             } catch {

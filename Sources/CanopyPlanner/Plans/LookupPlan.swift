@@ -88,6 +88,24 @@ extension LookupPlan {
     }
 }
 
+extension LookupPlan {
+    /// The record types of `names` in `zone` that the caller can see, as
+    /// (recordName, recordType) rows: Web Services' `records/modify` reads
+    /// them for an `update` that names no type.
+    public static func recordTypes(zone: ZoneReference, names: [String]) throws(QueryError) -> SQLStatement {
+        guard names.count <= maximumNames else {
+            throw QueryError(.limitExceeded, "at most \(maximumNames) records, got \(names.count)")
+        }
+        var builder = SQLBuilder()
+        let cte = zone.cte(&builder)
+        builder.append("""
+            WITH \(cte) SELECT r.record_name, r.record_type FROM canopy.records r \
+            WHERE r.zone_id = (SELECT id FROM zone) AND r.record_name = ANY(\(builder.bind(names))::text[])
+            """)
+        return builder.query
+    }
+}
+
 extension LookupPlan: FieldPlan {
     public static var readsReplicas: Bool { true }
 

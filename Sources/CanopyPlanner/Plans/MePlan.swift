@@ -50,6 +50,20 @@ public struct MePlan: Sendable {
     }
 }
 
+extension MePlan {
+    /// The caller as (userRecordName, name, email, phone): Web Services'
+    /// `users/current` and `users/caller`, without a selection. No row: nobody.
+    public static var userStatement: SQLStatement {
+        var builder = SQLBuilder()
+        builder.append("SELECT u.record_name, coalesce(u.display_name, u.name), u.email, u.phone FROM canopy.users u WHERE u.id = canopy.current_user_id()")
+        return builder.query
+    }
+
+    public static func decodeUser(_ row: PostgresRow) throws -> (userRecordName: String, name: String?, email: String?, phone: String?) {
+        try row.decode((String, String?, String?, String?).self)
+    }
+}
+
 extension MePlan: FieldPlan {
     public func answer(_ row: JSONRow?) throws -> String? {
         guard let json = row?.json else { throw QueryError(.notAuthenticated, "the token's user no longer exists") }

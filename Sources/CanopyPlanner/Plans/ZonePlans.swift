@@ -43,6 +43,26 @@ public struct SaveZonePlan: Sendable {
     }
 }
 
+extension SaveZonePlan {
+    /// Web Services' `zones/modify` create: the caller's zone of that name,
+    /// made if new, as (zoneName, ownerName).
+    public static func statement(zoneName name: String) throws(QueryError) -> SQLStatement {
+        guard Names.isZoneName(name) else {
+            throw QueryError(.badRequest, "zoneName '\(name.prefix(80))' must be 1-255 of A-Z a-z 0-9 _ . - and not start with _")
+        }
+        var builder = SQLBuilder()
+        let bound = builder.bind(name)
+        builder.append("""
+            WITH inserted AS (INSERT INTO canopy.zones (owner_id, name) VALUES (canopy.current_user_id(), \(bound)) \
+            ON CONFLICT (owner_id, name) DO NOTHING RETURNING id, owner_id, name), \
+            found AS (SELECT id, owner_id, name FROM inserted UNION ALL \
+            SELECT id, owner_id, name FROM canopy.zones WHERE owner_id = canopy.current_user_id() AND name = \(bound)) \
+            SELECT z.name, u.record_name FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
+            """)
+        return builder.query
+    }
+}
+
 /// `deleteZone(scope, zone)`: the owner deletes the zone (and its records
 /// and shares); in SHARED scope the caller leaves every share in it. The
 /// statement returns how many rows it touched: 0 is ZONE_NOT_FOUND.
@@ -54,10 +74,24 @@ public struct DeleteZonePlan: Sendable {
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments, publicRefusal: DatabaseScope.notInPublic("its zone cannot be deleted"))
         let zone = try ZoneReference(scope: scope, in: arguments)
-        locations = request.location(of: field.field)
         if scope == .private && zone.zoneName == "_defaultZone" {
             throw arguments.invalid("zone", "the default zone cannot be deleted")
         }
+        self.init(zone, locations: request.location(of: field.field))
+    }
+
+    /// Web Services' `zones/modify` delete: the zone, in its scope.
+    public init(zone: ZoneReference) throws(QueryError) {
+        if zone.scope == .public { throw QueryError(.badDatabase, DatabaseScope.notInPublic("its zone cannot be deleted")) }
+        if zone.scope == .private && zone.zoneName == "_defaultZone" {
+            throw QueryError(.badRequest, "the default zone cannot be deleted")
+        }
+        self.init(zone, locations: [])
+    }
+
+    init(_ zone: ZoneReference, locations: [QueryError.Location]) {
+        let scope = zone.scope
+        self.locations = locations
         var builder = SQLBuilder()
         let cte = zone.cte(&builder)
         switch scope {
