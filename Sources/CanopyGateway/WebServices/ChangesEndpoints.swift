@@ -5,24 +5,23 @@ import CanopyPlanner
 /// and tamper-evident, and expire as they do (`CHANGE_TOKEN_EXPIRED`,
 /// Canopy's own code: start again without one).
 enum ChangesEndpoints {
-    static let databaseDocument = """
-        query WebServicesDatabaseChanges($scope: DatabaseScope!, $since: String, $limit: Int) \
-        { databaseChanges(scope: $scope, since: $since, limit: $limit) { changedZones { zoneName ownerName } \
-        deletedZones { zoneName ownerName } token moreComing } }
-        """
-
+    /// One page of the database's zone feed, from the plan's typed input.
     static func databaseChanges(_ call: WebServicesCall, syncToken: String?) async throws -> (zones: [JSONValue], syncToken: JSONValue, moreComing: JSONValue) {
         if call.database == "public" {
             throw APIError(.badDatabase, "the public database has one zone, _defaultZone: follow it with changes/zone")
         }
-        let limit = try call.integer("resultsLimit")
-        let answer = try await call.bridge.run(databaseDocument, [
-            "scope": call.scope, "since": syncToken.map(JSONValue.string) ?? .null, "limit": limit.map(JSONValue.int) ?? .int(200),
-        ])
-        guard case .object(let changes) = answer else { return ([], .null, .bool(false)) }
+        guard let userID = call.userID else { throw QueryError(.notAuthenticated, "sign in first") }
+        let limit = try call.integer("resultsLimit") ?? 200
+        let secret = try await call.bridge.changeTokenKey()
+        let plan = try DatabaseChangesPlan(scope: call.databaseScope, since: syncToken, limit: Int(clamping: limit), userID: userID, secret: secret)
+        let page = try await call.bridge.read(plan.statement, from: .replica(after: plan.requiredPosition)) { rows in
+            try rows.first.map(DatabaseChangesPlan.Page.decode)
+        }
+        guard let page else { throw APIError(.internalError, "changes/database returned no row") }
+        let answer = try plan.typedPage(page, secret: secret)
         var zones: [JSONValue] = []
-        for (key, deleted) in [("changedZones", false), ("deletedZones", true)] {
-            guard case .array(let items)? = changes[key] else { continue }
+        for (text, deleted) in [(answer.changed, false), (answer.deleted, true)] {
+            guard case .array(let items) = try JSONValue(parsing: text) else { continue }
             for case .object(let zone) in items {
                 guard case .string(let name)? = zone["zoneName"] else { continue }
                 var dictionary: [String: JSONValue] = [
@@ -32,7 +31,7 @@ enum ChangesEndpoints {
                 zones.append(.object(dictionary))
             }
         }
-        return (zones, changes["token"] ?? .null, changes["moreComing"] ?? .bool(false))
+        return (zones, .string(answer.token), .bool(answer.moreComing))
     }
 
     static func database(_ call: WebServicesCall) async throws -> [String: JSONValue] {

@@ -14,7 +14,9 @@ public struct DatabaseChangesPlan: Sendable {
     public static let maximumLimit = 400
 
     public let statement: SQLStatement
-    let field: SelectedField
+    /// GraphQL's selection under `DatabaseChanges`; nil for Web Services'
+    /// typed input, whose zones are `{zoneName, ownerName}`.
+    let field: SelectedField?
     let scope: DatabaseScope
     let userID: Int64
     let since: ChangeToken.DatabasePosition?
@@ -63,14 +65,35 @@ public struct DatabaseChangesPlan: Sendable {
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments, publicRefusal: DatabaseScope.notInPublic("it has no database change feed; follow zoneChanges of _defaultZone"))
         let limit = try arguments.limit(default: 200, maximum: Self.maximumLimit)
+        try self.init(scope: scope, since: try overridingSince ?? arguments.string("since"), limit: limit, userID: userID, secret: secret,
+                      field: field, request: request, sinceLocations: arguments.location("since"))
+    }
+
+    /// Web Services' `changes/database` and `zones/changes`: one page of
+    /// the scope's zones changed since `since` (``cloudKitPage(_:secret:)``).
+    public init(scope: DatabaseScope, since: String?, limit: Int, userID: Int64, secret: SigningKey) throws {
+        if scope == .public { throw QueryError(.badDatabase, DatabaseScope.notInPublic("it has no database change feed; follow changes/zone of _defaultZone")) }
+        guard (1...Self.maximumLimit).contains(limit) else {
+            throw QueryError(.limitExceeded, "resultsLimit must be 1-\(Self.maximumLimit), not \(limit)")
+        }
+        try self.init(scope: scope, since: since, limit: limit, userID: userID, secret: secret, field: nil, request: nil, sinceLocations: [])
+    }
+
+    init(
+        scope: DatabaseScope, since sinceText: String?, limit: Int, userID: Int64, secret: SigningKey, field: SelectedField?,
+        request: ParsedRequest?, sinceLocations: [QueryError.Location]
+    ) throws {
         var since: ChangeToken.DatabasePosition?
-        if let text = try overridingSince ?? arguments.string("since") {
+        if let text = sinceText {
             guard case .database(let position)? = ChangeToken.decode(text, secret: secret) else {
-                if ChangeToken.wasRetired(text, secret: secret) { throw ChangeToken.restoredSince(arguments) }
-                throw arguments.invalid("since", "since is not a database change token this server issued")
+                if ChangeToken.wasRetired(text, secret: secret) {
+                    throw QueryError(.changeTokenExpired, "since is a change token from before the database was restored from a backup; fetch changes from null",
+                                     locations: sinceLocations)
+                }
+                throw QueryError(.invalidArguments, "since is not a database change token this server issued", locations: sinceLocations)
             }
             guard position.user == userID, position.scope == scope.rawValue else {
-                throw arguments.invalid("since", "since is a change token for another feed (user or scope)")
+                throw QueryError(.invalidArguments, "since is a change token for another feed (user or scope)", locations: sinceLocations)
             }
             since = position
         }
@@ -90,12 +113,19 @@ public struct DatabaseChangesPlan: Sendable {
         let inScope: SQL = scope == .private
             ? "z.owner_id = canopy.current_user_id()"
             : "z.owner_id <> canopy.current_user_id()"
-        let changedZones = try field.children.first { $0.name == "changedZones" }.map {
-            try Projection.zone($0.children, id: "c.id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
-        } ?? "NULL::json"
-        let deletedZones = try field.children.first { $0.name == "deletedZones" }.map {
-            try Projection.zone($0.children, id: "c.id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
-        } ?? "NULL::json"
+        let changedZones: SQL
+        let deletedZones: SQL
+        if let field, let request {
+            changedZones = try field.children.first { $0.name == "changedZones" }.map {
+                try Projection.zone($0.children, id: "c.id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
+            } ?? "NULL::json"
+            deletedZones = try field.children.first { $0.name == "deletedZones" }.map {
+                try Projection.zone($0.children, id: "c.id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
+            } ?? "NULL::json"
+        } else {
+            changedZones = "json_build_object('zoneName', c.name, 'ownerName', c.owner_name)"
+            deletedZones = changedZones
+        }
         builder.append("""
             WITH seen AS (SELECT \(seen)::text::pg_snapshot AS snapshot), \
             events AS (\
@@ -141,6 +171,29 @@ public struct DatabaseChangesPlan: Sendable {
     /// Checks the token against what was purged and builds the
     /// `DatabaseChanges` JSON with the next token.
     public func response(_ page: Page, secret: SigningKey) throws -> (json: String, token: String) {
+        let token = try nextToken(page, secret: secret)
+        guard let field else { throw QueryError(.internalError, "a typed page has no GraphQL field") }
+        let json = try field.jsonObject(typeName: "DatabaseChanges") { child in
+            switch child.name {
+            case "changedZones": return page.changed ?? "[]"
+            case "deletedZones": return page.deleted ?? "[]"
+            case "token": return JSONValue.string(token).jsonText
+            case "moreComing": return "\(page.moreComing)"
+            default: throw QueryError.noField(child, of: "DatabaseChanges")
+            }
+        }
+        return (json, token)
+    }
+
+    /// Web Services' page: the changed and the deleted zones, each
+    /// `[{zoneName, ownerName}]` (JSON text), the next sync token, and
+    /// whether more follow.
+    public func typedPage(_ page: Page, secret: SigningKey) throws -> (changed: String, deleted: String, token: String, moreComing: Bool) {
+        (page.changed ?? "[]", page.deleted ?? "[]", try nextToken(page, secret: secret), page.moreComing)
+    }
+
+    /// The token the page ends at, once `since` is checked against what was purged.
+    func nextToken(_ page: Page, secret: SigningKey) throws -> String {
         if let since, since.since != nil, let purgedBefore = page.purgedBefore, since.sinceTime < purgedBefore {
             throw QueryError(.changeTokenExpired, "this token is older than the change history kept; fetch database changes from null")
         }
@@ -155,16 +208,6 @@ public struct DatabaseChangesPlan: Sendable {
         } else {
             next = .init(user: userID, scope: scope.rawValue, since: passEnd, sinceTime: passEndTime, read: read)
         }
-        let token = ChangeToken.database(next).encoded(secret: secret)
-        let json = try field.jsonObject(typeName: "DatabaseChanges") { child in
-            switch child.name {
-            case "changedZones": return page.changed ?? "[]"
-            case "deletedZones": return page.deleted ?? "[]"
-            case "token": return JSONValue.string(token).jsonText
-            case "moreComing": return "\(page.moreComing)"
-            default: throw QueryError.noField(child, of: "DatabaseChanges")
-            }
-        }
-        return (json, token)
+        return ChangeToken.database(next).encoded(secret: secret)
     }
 }
