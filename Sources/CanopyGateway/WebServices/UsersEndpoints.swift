@@ -44,8 +44,6 @@ enum UsersEndpoints {
 /// a person found by an email address or phone number. Canopy keeps no
 /// address books, so `GET users/discover` answers no one.
 enum DiscoveryEndpoints {
-    static let discoverDocument = "query WebServicesDiscover($email: String, $phone: String) { discoverUser(email: $email, phone: $phone) { userRecordName name email phone } }"
-
     static func identity(_ user: [String: JSONValue]) -> JSONValue {
         let (first, last) = UsersEndpoints.names(user["name"])
         return .object([
@@ -56,11 +54,11 @@ enum DiscoveryEndpoints {
     }
 
     static func find(_ call: WebServicesCall, email: String?, phone: String?) async throws -> [String: JSONValue]? {
-        let answer = try await call.bridge.run(discoverDocument, [
-            "email": email.map(JSONValue.string) ?? .null, "phone": phone.map(JSONValue.string) ?? .null,
-        ])
-        if case .object(let user) = answer { return user }
-        return nil
+        let statement = try DiscoverUserPlan.statement(email: email, phone: phone)
+        let found = try await call.bridge.read(statement) { rows in try rows.first.map(MePlan.decodeUser) }
+        guard let found else { return nil }
+        func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+        return ["userRecordName": .string(found.userRecordName), "name": text(found.name), "email": text(found.email), "phone": text(found.phone)]
     }
 
     /// `users/discover`: POST with lookupInfos, or GET (no address book: none).

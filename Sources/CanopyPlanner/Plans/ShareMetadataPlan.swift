@@ -94,6 +94,22 @@ public struct DiscoverUserPlan: Sendable {
     }
 }
 
+extension DiscoverUserPlan {
+    /// Web Services' `users/discover` and `users/lookup/email`: the
+    /// discoverable person with this address or number, as
+    /// (userRecordName, name, email, phone); no row: nobody.
+    public static func statement(email: String?, phone: String?) throws(QueryError) -> SQLStatement {
+        guard email != nil || phone != nil else { throw QueryError(.badRequest, "give an emailAddress or a phoneNumber") }
+        var builder = SQLBuilder()
+        let boundEmail = builder.bind(email?.lowercased()), boundPhone = builder.bind(phone)
+        builder.append("""
+            SELECT d.record_name, coalesce(d.display_name, d.name), d.email, d.phone \
+            FROM canopy.discover_user(\(boundEmail)::text, \(boundPhone)::text) d WHERE d.record_name IS NOT NULL
+            """)
+        return builder.query
+    }
+}
+
 /// `GET /share/<token>` in a browser before anyone signs in: the page
 /// shows what a stranger may know only of a share whose public permission
 /// is not NONE (`share_view` has no row for anything else).
