@@ -4,13 +4,12 @@ import CanopyRequestStore
 import Logging
 import PostgresNIO
 
-/// How Web Services requests run: each endpoint says what it wants as a
-/// GraphQL document (a constant text, parsed and validated once and then
-/// taken from ``ParsedRequest``'s cache) and its variables, and the bridge
-/// runs it through the same check and the same ``OperationExecutor`` as
-/// `POST /graphql`. So a Web Services request and its GraphQL twin run the
-/// same plan and the same SQL under the same policies; only the envelope
-/// differs (docs/WEB_SERVICES.md, DECISIONS 86).
+/// How a Web Services request reaches the database as its caller: a
+/// plan's statement, read or written (``read(_:from:_:)``,
+/// ``write(_:_:)``), the way most endpoints run since issue 49
+/// (DECISIONS 112); and, for the subscriptions and the shares still, a
+/// constant GraphQL document run through the same check and
+/// ``OperationExecutor`` as `POST /graphql` (``run(_:_:)``).
 struct GraphQLBridge {
     let database: RequestDatabase
     let configuration: GatewayConfiguration
