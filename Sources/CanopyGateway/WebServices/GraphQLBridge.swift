@@ -7,7 +7,7 @@ import PostgresNIO
 /// How a Web Services request reaches the database as its caller: a
 /// plan's statement, read or written (``read(_:from:_:)``,
 /// ``write(_:_:)``), the way most endpoints run since issue 49
-/// (DECISIONS 112); and, for the subscriptions and the shares still, a
+/// (DECISIONS 112); and, for the shares still, a
 /// constant GraphQL document run through the same check and
 /// ``OperationExecutor`` as `POST /graphql` (``run(_:_:)``).
 struct GraphQLBridge {

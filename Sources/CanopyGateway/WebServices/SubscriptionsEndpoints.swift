@@ -10,17 +10,6 @@ import Foundation
 /// record type and Canopy's predicate (`filter`), not the filter
 /// dictionaries it was made from (docs/WEB_SERVICES.md).
 enum SubscriptionsEndpoints {
-    static let listDocument = """
-        query WebServicesSubscriptions { subscriptions { subscriptionID kind scope zone { zoneName ownerName } recordType filter args firesOn } }
-        """
-    static let saveDocument = """
-        mutation WebServicesSaveSubscription($id: String!, $kind: SubscriptionKind!, $scope: DatabaseScope, $zone: ZoneID, \
-        $type: String, $filter: String, $args: JSON, $firesOn: [SubscriptionEvent!]) { saveSubscription(subscriptionID: $id, \
-        kind: $kind, scope: $scope, zone: $zone, recordType: $type, filter: $filter, args: $args, firesOn: $firesOn) \
-        { subscriptionID kind scope zone { zoneName ownerName } recordType filter args firesOn } }
-        """
-    static let deleteDocument = "mutation WebServicesDeleteSubscription($id: String!) { deleteSubscription(subscriptionID: $id) }"
-
     /// Canopy's subscription as the reference's subscription dictionary.
     static func dictionary(_ value: JSONValue, database: String) -> JSONValue {
         guard case .object(let subscription) = value else { return value }
@@ -47,7 +36,8 @@ enum SubscriptionsEndpoints {
 
     /// The caller's subscriptions in this database.
     static func mine(_ call: WebServicesCall) async throws -> [JSONValue] {
-        guard case .array(let all) = try await call.bridge.run(listDocument, [:]) else { return [] }
+        let text = try await call.bridge.read(SubscriptionsPlan.typedStatement) { rows in try rows.first.map { try $0.decode(String?.self) } ?? nil }
+        guard case .array(let all) = try JSONValue(parsing: text ?? "[]") else { return [] }
         let scope = call.scope
         return all.filter { item in
             if case .object(let subscription) = item { return call.database.isEmpty || subscription["scope"] == scope }
@@ -86,12 +76,27 @@ enum SubscriptionsEndpoints {
             let id = subscription["subscriptionID"]?.stringValue ?? UUID().uuidString
             do {
                 if type == "delete" {
-                    _ = try await call.bridge.run(deleteDocument, ["id": .string(id)])
+                    let plan = DeleteSubscriptionPlan(subscriptionID: id)
+                    let count = try await call.bridge.write(plan.statement) { rows in try rows.first.map(DeleteSubscriptionPlan.decode) }
+                    _ = try plan.answer(count)
                     out.append(.object(["subscriptionID": .string(id), "deleted": .bool(true)]))
                     continue
                 }
-                let saved = try await call.bridge.run(saveDocument, try variables(subscription, id: id, call: call, at: "operations[\(index)].subscription"))
-                out.append(dictionary(saved, database: call.database))
+                let input = try typedInput(subscription, at: "operations[\(index)].subscription", call: call)
+                let make = { (schema: RecordSchema?) throws -> SaveSubscriptionPlan in
+                    try SaveSubscriptionPlan(subscriptionID: id, kind: input.kind, scope: call.databaseScope, zone: input.zone,
+                                             query: input.query, firesOn: input.firesOn, schema: schema)
+                }
+                let plan: SaveSubscriptionPlan
+                if let query = input.query {
+                    // A query's filter is checked against its record type's schema, read (cached) first.
+                    plan = try await call.recordSchemas.planning(query.recordType, logger: call.logger) { try make($0) }
+                } else {
+                    plan = try make(nil)
+                }
+                let saved = try await call.bridge.write(plan.statement) { rows in try rows.first.map(JSONRow.decode) }
+                guard let text = try plan.answer(saved) else { throw QueryError(.internalError, "the subscription was not saved") }
+                out.append(dictionary(try JSONValue(parsing: text), database: call.database))
             } catch {
                 out.append(call.itemError("subscriptionID", .string(id), error: error))
             }
@@ -99,44 +104,40 @@ enum SubscriptionsEndpoints {
         return ["subscriptions": .array(out)]
     }
 
-    static func variables(_ subscription: [String: JSONValue], id: String, call: WebServicesCall, at place: String) throws -> [String: JSONValue] {
-        var variables: [String: JSONValue] = ["id": .string(id), "scope": call.scope]
+    /// A subscription dictionary in the planner's terms: its kind, zone,
+    /// query (the filter dictionaries as Canopy's predicate, which the
+    /// subscription stores) and events.
+    static func typedInput(
+        _ subscription: [String: JSONValue], at place: String, call: WebServicesCall
+    ) throws -> (kind: String, zone: ZoneReference?, query: PushQuery?, firesOn: [String]?) {
         switch subscription["subscriptionType"]?.stringValue {
         case "zone"?:
-            variables["kind"] = .string("ZONE")
-            variables["zone"] = try call.zone(subscription["zoneID"], at: "\(place).zoneID").input
+            return ("ZONE", try call.zone(subscription["zoneID"], at: "\(place).zoneID").reference, nil, nil)
         case "query"?:
-            variables["kind"] = .string("QUERY")
             let query = try WebServicesQuery(subscription["query"])
-            variables["type"] = .string(query.recordType)
-            variables["filter"] = query.filter.map(JSONValue.string) ?? .null
-            variables["args"] = query.args.isEmpty ? .null : .object(query.args)
+            var zone: ZoneReference?
             if subscription["zoneWide"] == .bool(false) || (subscription["zoneWide"] == nil && subscription["zoneID"].map { !$0.isNull } == true) {
-                variables["zone"] = try call.zone(subscription["zoneID"], at: "\(place).zoneID").input
+                zone = try call.zone(subscription["zoneID"], at: "\(place).zoneID").reference
             }
+            var firesOn: [String]?
             if case .array(let events)? = subscription["firesOn"] {
-                var firesOn: [JSONValue] = []
+                firesOn = []
                 for event in events {
                     guard let name = event.stringValue, ["create", "update", "delete"].contains(name) else {
                         throw QueryError(.badRequest, "\(place).firesOn holds create, update and delete")
                     }
-                    firesOn.append(.string(name.uppercased()))
+                    firesOn?.append(name.uppercased())
                 }
-                variables["firesOn"] = .array(firesOn)
             }
             if subscription["firesOnce"] == .bool(true) {
                 throw QueryError(.badRequest, "\(place): firesOnce subscriptions are not served by Canopy (docs/WEB_SERVICES.md)")
             }
+            let pushQuery = PushQuery(recordType: query.recordType, filter: query.filter, args: query.args.isEmpty ? nil : .object(query.args))
+            return ("QUERY", zone, pushQuery, firesOn)
         default:
             throw QueryError(.badRequest, "\(place).subscriptionType must be zone or query")
         }
-        return variables
     }
-
-    static let registerDocument = """
-        mutation WebServicesRegisterDevice($token: String!, $environment: APNsEnvironment, $topic: String!) \
-        { registerDevice(kind: APNS, apnsToken: $token, apnsEnvironment: $environment, apnsTopic: $topic) { deviceID } }
-        """
 
     /// `tokens/register`: an APNs device token, onto `registerDevice`. The
     /// topic is the body's `apnsTopic`, or the container's identifier
@@ -151,7 +152,8 @@ enum SubscriptionsEndpoints {
         }
         let topic = call.body["apnsTopic"]?.stringValue
             ?? (call.container.hasPrefix("iCloud.") ? String(call.container.dropFirst("iCloud.".count)) : call.container)
-        _ = try await call.bridge.run(registerDocument, ["token": .string(token), "environment": .string(environment), "topic": .string(topic)])
+        let statement = try RegisterDevicePlan.apnsStatement(token: token, environment: environment, topic: topic)
+        _ = try await call.bridge.write(statement) { rows in rows.count }
         return ["apnsToken": .string(token), "apnsEnvironment": .string(environment == "SANDBOX" ? "development" : "production")]
     }
 }

@@ -99,6 +99,27 @@ public struct RegisterDevicePlan: Sendable {
         statement = builder.query
     }
 
+    /// Web Services' `tokens/register`: an APNs device token, checked as
+    /// `registerDevice(kind: APNS)` checks it; the statement answers the
+    /// device's id.
+    public static func apnsStatement(token: String, environment: String, topic: String) throws(QueryError) -> SQLStatement {
+        let token = token.lowercased()
+        guard (64...200).contains(token.count), token.count % 2 == 0, token.allSatisfy(\.isHexDigit) else {
+            throw QueryError(.badRequest, "apnsToken must be the device token in hex (64 or more hex digits)")
+        }
+        guard environment == "PRODUCTION" || environment == "SANDBOX" else {
+            throw QueryError(.badRequest, "the APNs environment must be development or production")
+        }
+        guard (1...255).contains(topic.count), topic.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) else {
+            throw QueryError(.badRequest, "apnsTopic must be the app's bundle ID (letters, digits, . - _)")
+        }
+        var builder = SQLBuilder()
+        let k = builder.bind("APNS"), t = builder.bind(token), e = builder.bind(environment), tp = builder.bind(topic)
+        let none = builder.bind(String?.none), noBytes = builder.bind(ByteBuffer?.none)
+        builder.append("SELECT canopy.register_push_device(\(k), \(t), \(e), \(tp), \(none), \(noBytes), \(noBytes), \(none), \(noBytes), \(none))::text")
+        return builder.query
+    }
+
     /// An absolute http(s) URL with a host. Where it may lead (https only,
     /// public addresses, allowed ports) is the gateway's outbound check,
     /// which resolves the name.

@@ -100,6 +100,53 @@ public struct SaveSubscriptionPlan: Sendable {
         hasZone = zone != nil
         var builder = SQLBuilder()
         let projection = try Projection.pushSubscription(field.children, request: request, &builder)
+        statement = Self.statement(subscriptionID: subscriptionID, kind: kind, scope: scope, zone: zone, query: query, firesOn: firesOn,
+                                   projection: projection, &builder)
+    }
+
+    /// Web Services' `subscriptions/modify` create and update: a ZONE or
+    /// QUERY subscription from the planner's typed input (a query's filter
+    /// as Canopy's predicate text, which the subscription stores), answered
+    /// as `{subscriptionID, kind, scope, zone: {zoneName, ownerName},
+    /// recordType, filter, args, firesOn}` (``SubscriptionsPlan/typedStatement``'s).
+    public init(
+        subscriptionID: String, kind: String, scope: DatabaseScope, zone: ZoneReference?, query: PushQuery?, firesOn: [String]?,
+        schema: RecordSchema?
+    ) throws {
+        locations = []
+        guard (1...255).contains(subscriptionID.unicodeScalars.count) else {
+            throw QueryError(.badRequest, "subscriptionID must be 1-255 characters")
+        }
+        guard kind == "ZONE" || kind == "QUERY" else { throw QueryError(.badRequest, "a subscription is of type zone or query") }
+        if scope == .public && kind != "QUERY" {
+            throw QueryError(.badDatabase, DatabaseScope.notInPublic("\(kind) subscriptions are refused there, as in CloudKit; use a QUERY subscription"))
+        }
+        let zone = zone ?? (scope == .public ? ZoneReference.publicZone : nil)
+        if kind == "ZONE" && zone == nil { throw QueryError(.badRequest, "a zone subscription needs zoneID") }
+        var events = ["CREATE", "DELETE", "UPDATE"]
+        if kind == "QUERY" {
+            guard let query, Names.isRecordType(query.recordType) else { throw QueryError(.badRequest, "a query subscription needs query.recordType") }
+            if let filter = query.filter, filter.utf8.count > 4096 {
+                throw QueryError(.badRequest, "the query's filter is \(filter.utf8.count) bytes as Canopy's predicate; at most 4096")
+            }
+            _ = try query.predicate(schema: schema ?? RecordSchema(fields: [:]))
+            if let firesOn {
+                guard !firesOn.isEmpty, firesOn.allSatisfy(Self.events.contains) else {
+                    throw QueryError(.badRequest, "firesOn lists at least one of create, update, delete")
+                }
+                events = Array(Set(firesOn)).sorted()
+            }
+        }
+        hasZone = zone != nil
+        var builder = SQLBuilder()
+        statement = Self.statement(subscriptionID: subscriptionID, kind: kind, scope: scope, zone: zone, query: kind == "QUERY" ? query : nil,
+                                   firesOn: events, projection: Projection.typedPushSubscription(&builder), &builder)
+    }
+
+    static func statement(
+        subscriptionID: String, kind: String, scope: DatabaseScope, zone: ZoneReference?, query: PushQuery?, firesOn: [String],
+        projection: SQL, _ builder: inout SQLBuilder
+    ) -> SQLStatement {
         let zoneCTE: SQL = zone.map { "\($0.cte(&builder)), " } ?? ""
         let id = builder.bind(subscriptionID), kindBound = builder.bind(kind), scopeBound = builder.bind(scope.rawValue)
         let recordType = builder.bind(query?.recordType), filter = builder.bind(query?.filter)
@@ -117,7 +164,7 @@ public struct SaveSubscriptionPlan: Sendable {
             RETURNING s.*) \
             SELECT \(projection)::text FROM saved s
             """)
-        statement = builder.query
+        return builder.query
     }
 }
 
@@ -147,6 +194,20 @@ public struct SubscriptionsPlan: Sendable {
     }
 }
 
+extension SubscriptionsPlan {
+    /// Web Services' `subscriptions/list` and `/lookup`: the caller's own,
+    /// as a JSON list of ``Projection/typedPushSubscription(_:)``'s objects.
+    public static var typedStatement: SQLStatement {
+        var builder = SQLBuilder()
+        let projection = Projection.typedPushSubscription(&builder)
+        builder.append("""
+            SELECT coalesce(json_agg(\(projection) ORDER BY s.subscription_id), '[]')::text \
+            FROM canopy.push_subscriptions s WHERE s.user_id = canopy.current_user_id()
+            """)
+        return builder.query
+    }
+}
+
 extension SubscriptionsPlan: FieldPlan {
     public func answer(_ row: JSONRow?) throws -> String? { row?.json ?? "[]" }
 }
@@ -160,8 +221,13 @@ public struct DeleteSubscriptionPlan: Sendable {
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
-        subscriptionID = try arguments.requiredString("subscriptionID")
-        locations = arguments.location("subscriptionID")
+        self.init(subscriptionID: try arguments.requiredString("subscriptionID"), locations: arguments.location("subscriptionID"))
+    }
+
+    /// Web Services' `subscriptions/modify` delete.
+    public init(subscriptionID: String, locations: [QueryError.Location] = []) {
+        self.subscriptionID = subscriptionID
+        self.locations = locations
         var builder = SQLBuilder()
         builder.append("""
             WITH gone AS (DELETE FROM canopy.push_subscriptions \
@@ -186,6 +252,19 @@ extension DeleteSubscriptionPlan: FieldPlan {
 }
 
 extension Projection {
+    /// A subscription as the typed paths answer it: every field of
+    /// `PushSubscription`, its zone as `{zoneName, ownerName}`.
+    static func typedPushSubscription(_ builder: inout SQLBuilder) -> SQL {
+        let publicOwner = builder.bind(DatabaseScope.publicOwnerName)
+        return """
+            json_build_object('subscriptionID', s.subscription_id, 'kind', s.kind, 'scope', s.scope, 'recordType', s.record_type, \
+            'filter', s.filter, 'args', s.args, 'firesOn', to_json(s.fires_on), 'zone', \
+            (SELECT json_build_object('zoneName', pz.name, 'ownerName', coalesce(pu.record_name, \(publicOwner)::text)) \
+            FROM canopy.zones pz LEFT JOIN canopy.users pu ON pu.id = pz.owner_id \
+            WHERE pz.id = s.zone_id AND (pu.id IS NOT NULL OR pz.owner_id IS NULL)))
+            """
+    }
+
     /// A `PushSubscription` from `canopy.push_subscriptions` aliased `s`.
     static func pushSubscription(_ fields: [SelectedField], request: ParsedRequest, _ builder: inout SQLBuilder) throws -> SQL {
         try object(fields, &builder) { field, builder in
