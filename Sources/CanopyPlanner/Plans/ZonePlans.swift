@@ -33,17 +33,24 @@ public struct SaveZonePlan: Sendable {
         let zone = try Projection.zone(field.children, id: "z.id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
         let bound = builder.bind(name)
         builder.append("""
-            WITH inserted AS (INSERT INTO canopy.zones (owner_id, name) VALUES (canopy.current_user_id(), \(bound)) \
-            ON CONFLICT (owner_id, name) DO NOTHING RETURNING id, owner_id, name), \
-            found AS (SELECT id, owner_id, name FROM inserted UNION ALL \
-            SELECT id, owner_id, name FROM canopy.zones WHERE owner_id = canopy.current_user_id() AND name = \(bound)) \
-            SELECT \(zone)::text FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
+            \(Self.madeOrFound(bound))SELECT \(zone)::text FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
             """)
         statement = builder.query
     }
 }
 
 extension SaveZonePlan {
+    /// `WITH inserted …, found …`: the caller's zone named `name` (bound),
+    /// made if new; both doors' statements select from `found`.
+    static func madeOrFound(_ name: SQL) -> SQL {
+        """
+        WITH inserted AS (INSERT INTO canopy.zones (owner_id, name) VALUES (canopy.current_user_id(), \(name)) \
+        ON CONFLICT (owner_id, name) DO NOTHING RETURNING id, owner_id, name), \
+        found AS (SELECT id, owner_id, name FROM inserted UNION ALL \
+        SELECT id, owner_id, name FROM canopy.zones WHERE owner_id = canopy.current_user_id() AND name = \(name)) 
+        """
+    }
+
     /// Web Services' `zones/modify` create: the caller's zone of that name,
     /// made if new, as (zoneName, ownerName).
     public static func statement(zoneName name: String) throws(QueryError) -> SQLStatement {
@@ -53,11 +60,7 @@ extension SaveZonePlan {
         var builder = SQLBuilder()
         let bound = builder.bind(name)
         builder.append("""
-            WITH inserted AS (INSERT INTO canopy.zones (owner_id, name) VALUES (canopy.current_user_id(), \(bound)) \
-            ON CONFLICT (owner_id, name) DO NOTHING RETURNING id, owner_id, name), \
-            found AS (SELECT id, owner_id, name FROM inserted UNION ALL \
-            SELECT id, owner_id, name FROM canopy.zones WHERE owner_id = canopy.current_user_id() AND name = \(bound)) \
-            SELECT z.name, u.record_name FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
+            \(madeOrFound(bound))SELECT z.name, u.record_name FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
             """)
         return builder.query
     }
