@@ -4,8 +4,9 @@ import Foundation
 
 /// A CloudKit Web Services request body (API.md §16): its `query` read as
 /// `records/query` reads it, and every field dictionary of its `fields`
-/// and of each operation's record read as `records/modify` reads them,
-/// then written back as an answer would. Properties:
+/// and of each operation's record read as `records/modify` reads them
+/// (answers are written by PostgreSQL, sql/functions/cloudkit_records.sql).
+/// Properties:
 /// - the filter as text (what a query subscription stores) never carries a
 ///   value (every value a `$placeholder` of `args`, every name a field
 ///   name), and it parses;
@@ -58,8 +59,7 @@ struct WebServicesTarget: FuzzTarget {
         }
         for (name, field) in dictionaries {
             for existing in [nil, FieldType.boolean, .double, .list(.timestamp)] as [FieldType?] {
-                guard let value = try? WebServicesFieldValue.canopyValue(field, name: name, existing: existing) else { continue }
-                _ = WebServicesFieldValue.webServicesField(value, type: existing, numbersAsStrings: true)
+                _ = try? WebServicesFieldValue.canopyValue(field, name: name, existing: existing)
             }
         }
     }

@@ -2,13 +2,14 @@ import CanopyPlanner
 
 import Foundation
 
-/// Field values between the reference's typed form (`{"value": …, "type":
-/// "TIMESTAMP"}`) and Canopy's (API.md §4). The reference's type tags:
+/// Field values of a request, from the reference's typed form (`{"value":
+/// …, "type": "TIMESTAMP"}`) to Canopy's (API.md §4); answers are written
+/// the other way by PostgreSQL (sql/functions/cloudkit_records.sql). The reference's type tags:
 /// `STRING`, `INT64`, `DOUBLE`, `TIMESTAMP`, `BYTES`, `REFERENCE`,
 /// `ASSETID` (also read as `ASSET`), `LOCATION`, and each as `<TYPE>_LIST`.
 /// Canopy's `BOOLEAN` answers as `INT64` 0 or 1, as CloudKit stores
-/// booleans (docs/WEB_SERVICES.md, "Field values"). Pure, as the rest of
-/// the planner: the gateway's Web Services layer and the fuzzer use it.
+/// booleans (docs/WEB_SERVICES.md, "Field values"). Pure: the gateway's
+/// Web Services door and the fuzzer use it.
 public enum WebServicesFieldValue {
     // MARK: Requests
 
@@ -147,72 +148,6 @@ public enum WebServicesFieldValue {
         QueryError(.badRequest, "field \(name): a \(type) value cannot be \(value.typeName)")
     }
 
-    // MARK: Answers
-
-    /// Canopy's value as the reference's record field dictionary, typed by
-    /// the schema where JSON alone cannot tell (a whole DOUBLE, an INT64).
-    public static func webServicesField(_ value: JSONValue, type: FieldType?, numbersAsStrings: Bool) -> JSONValue {
-        let (converted, tag) = webServicesValue(value, type: type, numbersAsStrings: numbersAsStrings)
-        return .object(["value": converted, "type": .string(tag)])
-    }
-
-    /// The reference's value and its type tag, for writers that write them apart.
-    public static func webServicesValue(_ value: JSONValue, type: FieldType?, numbersAsStrings: Bool) -> (JSONValue, String) {
-        switch value {
-        case .string: return (value, "STRING")
-        case .int(let number):
-            if type == .double { return (numbersAsStrings ? .string(String(Double(number))) : .double(Double(number)), "DOUBLE") }
-            return (numbersAsStrings ? .string(String(number)) : value, "INT64")
-        case .double(let number):
-            if type == .int64, let whole = Int64(exactly: number) { return (numbersAsStrings ? .string(String(whole)) : .int(whole), "INT64") }
-            return (numbersAsStrings ? .string(String(number)) : value, "DOUBLE")
-        case .bool(let flag): return (.int(flag ? 1 : 0), "INT64")
-        case .array(let items):
-            let elementType: FieldType? = if case .list(let inner)? = type { inner } else { nil }
-            var tag = elementType.map(listTag) ?? "STRING"
-            var converted: [JSONValue] = []
-            converted.reserveCapacity(items.count)
-            for item in items {
-                let (element, elementTag) = webServicesValue(item, type: elementType, numbersAsStrings: numbersAsStrings)
-                converted.append(element)
-                tag = elementTag
-            }
-            return (.array(converted), tag + "_LIST")
-        case .object(let object):
-            switch object["type"]?.stringValue {
-            case "TIMESTAMP"?: return (object["value"] ?? .null, "TIMESTAMP")
-            case "BYTES"?: return (object["base64"] ?? .null, "BYTES")
-            case "REFERENCE"?:
-                return (.object(["recordName": object["recordName"] ?? .null, "action": object["action"] ?? .string("NONE")]), "REFERENCE")
-            case "LOCATION"?:
-                var location = object
-                location["type"] = nil
-                return (.object(location), "LOCATION")
-            case "ASSET"?:
-                var asset: [String: JSONValue] = ["fileChecksum": object["sha256"] ?? .null, "size": object["size"] ?? .null]
-                if let url = object["downloadURL"] { asset["downloadURL"] = url }
-                return (.object(asset), "ASSETID")
-            default: return (value, "STRING")
-            }
-        case .null: return (.null, type.map(listTag) ?? "STRING")
-        }
-    }
-
     /// The Location Dictionary's keys beyond latitude and longitude.
     public static let locationKeys = ["horizontalAccuracy", "verticalAccuracy", "altitude", "speed", "course", "timestamp"]
-
-    /// The reference's tag for a type of Canopy's schema.
-    public static func listTag(_ type: FieldType) -> String {
-        switch type {
-        case .string: return "STRING"
-        case .int64, .boolean: return "INT64"
-        case .double: return "DOUBLE"
-        case .timestamp: return "TIMESTAMP"
-        case .reference: return "REFERENCE"
-        case .location: return "LOCATION"
-        case .bytes: return "BYTES"
-        case .asset: return "ASSETID"
-        case .list(let element): return listTag(element)
-        }
-    }
 }
