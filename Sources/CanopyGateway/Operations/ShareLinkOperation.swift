@@ -1,9 +1,12 @@
 import CanopyPlanner
+import CanopyRequestStore
+import Logging
 
 /// `acceptShare(url)` and `requestShareAccess(url)`: what a person does
 /// with a share's link, then the share's metadata read as they now see it,
 /// in one transaction. Neither tells a stranger more than a link that
-/// leads nowhere would (the functions answer alike).
+/// leads nowhere would (the functions answer alike). Web Services'
+/// `records/accept` runs the same ``run(_:database:userID:device:logger:)``.
 struct ShareLinkOperation: RootOperation {
     /// The statement run first: accepting, or asking for access.
     let action: @Sendable (ShareMetadataPlan) -> SQLStatement
@@ -13,8 +16,13 @@ struct ShareLinkOperation: RootOperation {
 
     func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
         let plan = try ShareMetadataPlan(field, request: executor.request)
-        let logger = executor.logger
-        let row = try await executor.database.withUser(try executor.signedInUser(), device: executor.device, logger: logger) { connection in
+        return try await run(plan, database: executor.database, userID: try executor.signedInUser(), device: executor.device,
+                             logger: executor.logger)
+    }
+
+    /// The action, then the metadata as the plan renders it, as `userID`.
+    func run(_ plan: ShareMetadataPlan, database: RequestDatabase, userID: Int64, device: String?, logger: Logger) async throws -> String? {
+        let row = try await database.withUser(userID, device: device, logger: logger) { connection in
             _ = try await connection.execute(action(plan), logger: logger)
             return try await connection.execute(plan.statement, logger: logger).first.map(ShareMetadataPlan.decode)
         }

@@ -30,11 +30,11 @@ enum RecordsEndpoints {
             filterText: (query.filter ?? "") + "\u{1F}" + JSONValue.object(query.args).jsonText
         )
         let style = try call.recordStyle(zone: zone)
-        let secret = try await call.bridge.cursorKey()
+        let secret = try await call.store.cursorKey()
         let plan = try await call.recordSchemas.planning(query.recordType, logger: call.logger) { schema in
             try RecordsPlan(records, rendering: .cloudKit(style), schema: schema, secret: secret)
         }
-        let row = try await call.bridge.read(plan.statement, from: .replica(after: nil)) { rows in try rows.first.map(RecordsPlan.decode) }
+        let row = try await call.store.read(plan.statement, from: .replica(after: nil)) { rows in try rows.first.map(RecordsPlan.decode) }
         let page = try plan.page(row)
         var text = "{\"records\":"
         text += try await call.signingAssets(page.records)
@@ -55,7 +55,7 @@ enum RecordsEndpoints {
             throw QueryError(.badRequest, "records/lookup needs records, a list of {\"recordName\": …}")
         }
         var names: [String] = []
-        var shares: [Int: JSONValue] = [:]
+        var shares: [Int: String] = [:]
         for (index, item) in items.enumerated() {
             guard case .object(let record) = item, case .string(let name)? = record["recordName"] else {
                 throw QueryError(.badRequest, "records[\(index)] needs a recordName")
@@ -66,16 +66,18 @@ enum RecordsEndpoints {
                 names.append(name)
             }
         }
-        if names.isEmpty { return WebServicesBody(["records": .array(items.indices.compactMap { shares[$0] })]) }
+        if names.isEmpty {
+            return WebServicesBody(text: "{\"records\":[" + items.indices.compactMap { shares[$0] }.joined(separator: ",") + "]}")
+        }
         let plan = try LookupPlan(zone: try zone.reference, names: names, style: try call.recordStyle(zone: zone))
-        let row = try await call.bridge.read(plan.statement, from: .replica(after: nil)) { rows in try rows.first.map(LookupPlan.decode) }
+        let row = try await call.store.read(plan.statement, from: .replica(after: nil)) { rows in try rows.first.map(LookupPlan.decode) }
         let records = try await call.signingAssets(try plan.answer(row) ?? "[]")
         guard !shares.isEmpty else { return WebServicesBody(text: "{\"records\":" + records + "}") }
         // Shares looked up among records: put them back in the order asked.
         guard case .array(var found) = try JSONValue(parsing: records) else { return WebServicesBody(text: "{\"records\":" + records + "}") }
         found.reverse()
-        let ordered: [JSONValue] = items.indices.map { index in shares[index] ?? found.popLast() ?? .null }
-        return WebServicesBody(["records": .array(ordered)])
+        let ordered: [String] = items.indices.map { index in shares[index] ?? (found.popLast() ?? .null).jsonText }
+        return WebServicesBody(text: "{\"records\":[" + ordered.joined(separator: ",") + "]}")
     }
 
     /// One zone's changes since `syncToken`, as changes/zone and
@@ -87,12 +89,12 @@ enum RecordsEndpoints {
     ) async throws -> (records: String, syncToken: JSONValue, moreComing: JSONValue) {
         var style = try call.recordStyle(zone: zone)
         if case .array(let names) = keys { style.desiredKeys = names.compactMap(\.stringValue) } else { style.desiredKeys = nil }
-        let secret = try await call.bridge.changeTokenKey()
+        let secret = try await call.store.changeTokenKey()
         let plan = try ZoneChangesPlan(
             zone: try zone.reference, since: syncToken, limit: Int(clamping: limit ?? 200),
             userID: call.userID ?? ChangeToken.anonymousUser, secret: secret, style: style, recordTypes: recordTypes.map { $0.sorted() }
         )
-        let page = try await call.bridge.read(plan.statement, from: .replica(after: plan.requiredPosition)) { rows in
+        let page = try await call.store.read(plan.statement, from: .replica(after: plan.requiredPosition)) { rows in
             try rows.first.map(ZoneChangesPlan.Page.decode)
         }
         guard let page, page.zoneID != nil else { throw QueryError(.zoneNotFound, "the zone does not exist") }

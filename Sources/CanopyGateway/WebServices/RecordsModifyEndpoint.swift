@@ -60,14 +60,14 @@ enum RecordsModifyEndpoint {
         case .bool(let flag)?: atomic = flag
         case let other?: throw QueryError(.badRequest, "atomic must be true or false, not \(other.typeName)")
         }
-        // Share records (cloudkit.share) go to the sharing operations, one
-        // by one after the batch; every other operation is one batch.
-        var shareAnswers: [Int: JSONValue] = [:]
+        // Share records (cloudkit.share) go to the sharing plans, one by one
+        // after the batch; every other operation is one batch.
+        var shareAnswers: [Int: String] = [:]
         var recordItems: [(index: Int, item: JSONValue)] = []
         for (index, item) in items.enumerated() {
             if case .object(let operation) = item, case .object(let record)? = operation["record"],
                WebServicesShares.isShare(recordType: record["recordType"]?.stringValue, recordName: record["recordName"]?.stringValue ?? "") {
-                shareAnswers[index] = .null
+                shareAnswers[index] = "null"
             } else {
                 recordItems.append((index, item))
             }
@@ -78,11 +78,11 @@ enum RecordsModifyEndpoint {
             shareAnswers[index] = await WebServicesShares.modify(call, operation: items[index], zone: zone)
         }
         // Each operation's answer in the order asked: the records as the
-        // plan wrote them, the shares and errors as dictionaries.
+        // plans wrote them.
         var out: [String] = []
         var recordAnswers = answered[...]
         for index in items.indices {
-            if let share = shareAnswers[index] { out.append(share.jsonText) } else if let next = recordAnswers.popFirst() { out.append(next) }
+            if let share = shareAnswers[index] { out.append(share) } else if let next = recordAnswers.popFirst() { out.append(next) }
         }
         return WebServicesBody(text: "{\"records\":" + (try await call.signingAssets("[" + out.joined(separator: ",") + "]")) + "}")
     }
@@ -97,7 +97,7 @@ enum RecordsModifyEndpoint {
         let untyped = operations.filter { !$0.isDelete && $0.recordType == nil && $0.refusal == nil }.map(\.recordName)
         if !untyped.isEmpty {
             let statement = try LookupPlan.recordTypes(zone: try zone.reference, names: untyped)
-            let found = try await call.bridge.read(statement) { rows in try rows.map { try $0.decode((String, String).self) } }
+            let found = try await call.store.read(statement) { rows in try rows.map { try $0.decode((String, String).self) } }
             let types = Dictionary(found, uniquingKeysWith: { first, _ in first })
             for index in operations.indices where !operations[index].isDelete && operations[index].recordType == nil && operations[index].refusal == nil {
                 if let type = types[operations[index].recordName] {
@@ -176,7 +176,7 @@ enum RecordsModifyEndpoint {
             )
             guard let userID = call.userID else { throw QueryError(.notAuthenticated, "sign in first: only the public database's reads are open without a token") }
             let (outcome, records) = try await ModifyRecordsRun.run(
-                plan, database: call.bridge.database, userID: userID, device: nil, requestID: call.requestID, logger: call.logger,
+                plan, database: call.store.database, userID: userID, device: nil, requestID: call.requestID, logger: call.logger,
                 zoneMissing: QueryError(.zoneNotFound, "the zone does not exist")
             ) { outcome, records in (outcome, records) }
             for id in outcome.saved {

@@ -7,7 +7,7 @@ import CanopyWebServices
 enum UsersEndpoints {
     /// The caller as `me` answers it, from the plan's typed statement.
     static func me(_ call: WebServicesCall) async throws -> [String: JSONValue] {
-        guard let me = try await call.bridge.read(MePlan.userStatement, { rows in try rows.first.map(MePlan.decodeUser) }) else {
+        guard let me = try await call.store.read(MePlan.userStatement, { rows in try rows.first.map(MePlan.decodeUser) }) else {
             throw QueryError(.notAuthenticated, "the token's user no longer exists")
         }
         func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
@@ -55,7 +55,7 @@ enum DiscoveryEndpoints {
 
     static func find(_ call: WebServicesCall, email: String?, phone: String?) async throws -> [String: JSONValue]? {
         let statement = try DiscoverUserPlan.statement(email: email, phone: phone)
-        let found = try await call.bridge.read(statement) { rows in try rows.first.map(MePlan.decodeUser) }
+        let found = try await call.store.read(statement) { rows in try rows.first.map(MePlan.decodeUser) }
         guard let found else { return nil }
         func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
         return ["userRecordName": .string(found.userRecordName), "name": text(found.name), "email": text(found.email), "phone": text(found.phone)]

@@ -4,13 +4,13 @@ import CanopyWebServices
 import Logging
 
 /// One Web Services request on its way through an endpoint: the database
-/// its path names, its JSON body, and the bridge that runs GraphQL
-/// documents for it as its caller.
+/// its path names, its JSON body, and the caller's way to the database
+/// (``CallerDatabase``).
 struct WebServicesCall {
     /// `public`, `private` or `shared`, as the path names it.
     let database: String
     let body: [String: JSONValue]
-    let bridge: GraphQLBridge
+    let store: CallerDatabase
     let recordSchemas: RecordSchemas
     let requestID: String
     let logger: Logger
@@ -55,7 +55,7 @@ struct WebServicesCall {
     /// Records' JSON with a signed `downloadURL` in every asset, as
     /// GraphQL's answers get theirs.
     func signingAssets(_ json: String) async throws -> String {
-        guard let signer = bridge.assetURLs, AssetURLSigner.mayHoldCloudKitAssets(json) else { return json }
+        guard let signer = store.assetURLs, AssetURLSigner.mayHoldCloudKitAssets(json) else { return json }
         return try await signer(logger).addingDownloadURLs(to: json)
     }
 

@@ -8,7 +8,7 @@ import Hummingbird
 import Logging
 
 /// `/database/1/{container}/{environment}/…`: CloudKit Web Services, a
-/// second front door onto the same plans (``GraphQLBridge``). Checks, in
+/// second front door onto the same plans (``CallerDatabase``). Checks, in
 /// order: the container and environment are this deployment's
 /// (NOT_FOUND), the `ckAPIToken` is a live token of that container
 /// (AUTHENTICATION_FAILED), the `ckWebAuthToken`, when there is one, is a
@@ -102,8 +102,7 @@ struct WebServicesController {
             let body = try parseBody(raw)
             let call = WebServicesCall(
                 database: database, body: body,
-                bridge: GraphQLBridge(database: self.database, configuration: configuration, recordSchemas: recordSchemas,
-                                      userID: context.userID, requestID: context.requestID, logger: context.logger, assetURLs: assetURLs),
+                store: CallerDatabase(database: self.database, userID: context.userID, logger: context.logger, assetURLs: assetURLs),
                 recordSchemas: recordSchemas, requestID: context.requestID, logger: context.logger,
                 container: settings.container, environment: settings.environment.rawValue, publicURL: configuration.publicURL,
                 userID: context.userID, uploadURL: path.operation == "assets/upload" ? uploadURL(logger: context.logger) : nil

@@ -29,34 +29,22 @@ enum WebServicesShares {
         name.hasPrefix(hierarchyPrefix) ? String(name.dropFirst(hierarchyPrefix.count)) : nil
     }
 
-    static let shareSelection = """
-        url title publicPermission rootRecordName zone { zoneName ownerName } \
-        owner { user { userRecordName name email phone } email phone role permission status } \
-        participants { user { userRecordName name email phone } email phone role permission status }
-        """
+    /// How the plans write a share record: the reference's dictionary, in
+    /// the zone the request names, with its URL under the public URL.
+    static func rendering(_ call: WebServicesCall, zone: WebServicesCall.Zone) -> ShareRendering {
+        .cloudKit(zoneID: zone.dictionary, shareURLPrefix: shareURLPrefix(call))
+    }
 
-    static let saveDocument = """
-        mutation WebServicesSaveShare($zone: String!, $root: String, $permission: Permission, $participants: [ParticipantInput!]) \
-        { saveShare(zoneName: $zone, rootRecordName: $root, publicPermission: $permission, participants: $participants) { \(shareSelection) } }
-        """
-    static let saveTitledDocument = """
-        mutation WebServicesSaveTitledShare($zone: String!, $root: String, $title: String, $permission: Permission, $participants: [ParticipantInput!]) \
-        { saveShare(zoneName: $zone, rootRecordName: $root, title: $title, publicPermission: $permission, participants: $participants) { \(shareSelection) } }
-        """
-    static let removeDocument = """
-        mutation WebServicesRemoveParticipant($zone: String!, $root: String, $user: String, $email: String) \
-        { removeParticipant(zoneName: $zone, rootRecordName: $root, userRecordName: $user, email: $email) { \(shareSelection) } }
-        """
-    static let deleteDocument = "mutation WebServicesDeleteShare($zone: String!, $root: String) { deleteShare(zoneName: $zone, rootRecordName: $root) }"
-    static let lookupDocument = """
-        query WebServicesShare($scope: DatabaseScope!, $zone: ZoneID!, $root: String) { share(scope: $scope, zone: $zone, rootRecordName: $root) { \(shareSelection) } }
-        """
+    static func shareURLPrefix(_ call: WebServicesCall) -> String {
+        (call.publicURL.hasSuffix("/") ? String(call.publicURL.dropLast()) : call.publicURL) + "/share/"
+    }
 
-    /// One share operation of records/modify: the share record, or the item's error.
-    static func modify(_ call: WebServicesCall, operation: JSONValue, zone: WebServicesCall.Zone) async -> JSONValue {
+    /// One share operation of records/modify: the share record (JSON text,
+    /// as the plan wrote it), or the item's error.
+    static func modify(_ call: WebServicesCall, operation: JSONValue, zone: WebServicesCall.Zone) async -> String {
         guard case .object(let dictionary) = operation, case .string(let type)? = dictionary["operationType"],
               case .object(let record)? = dictionary["record"] else {
-            return call.itemError("recordName", .null, code: .badRequest, reason: "a share operation needs operationType and record")
+            return call.itemError("recordName", .null, code: .badRequest, reason: "a share operation needs operationType and record").jsonText
         }
         var name = record["recordName"]?.stringValue
         var root: String?
@@ -71,49 +59,83 @@ enum WebServicesShares {
             guard call.database == "private" else {
                 throw APIError(.badDatabase, "shares are made and changed by their owner, in the private database")
             }
-            guard case .object(let zoneInput) = zone.input, let zoneName = zoneInput["zoneName"] else {
-                throw APIError(.badRequest, "a share needs its zone")
+            guard let userID = call.userID else {
+                throw APIError(.notAuthenticated, "sign in first: a share is changed by its owner")
             }
+            // The caller's own zone, as saveShare names it.
+            let target = try ShareTarget(zone: try ZoneReference(scope: .private, zoneName: zone.zoneName, ownerName: nil), rootRecordName: root)
+            let rendering = rendering(call, zone: zone)
+            let database = call.store.database, logger = call.logger
             if type == "delete" || type == "forceDelete" {
-                _ = try await call.bridge.run(deleteDocument, ["zone": zoneName, "root": root.map(JSONValue.string) ?? .null])
-                return .object(["recordName": shareName, "deleted": .bool(true), "zoneID": zone.dictionary])
+                let plan = ShareMutationPlan(target: target, action: .delete, rendering: rendering)
+                _ = try await ShareMutationRun.run([plan], database: database, userID: userID, device: nil, logger: logger)
+                return JSONValue.object(["recordName": shareName, "deleted": .bool(true), "zoneID": zone.dictionary]).jsonText
             }
-            var participants: [JSONValue] = []
-            var removals: [(user: String?, email: String?)] = []
+            guard type == "create" || WebServicesShares.savingTypes.contains(type) else {
+                throw QueryError(.badRequest, "a share record's operationType is create, update, forceUpdate, replace, forceReplace, delete or forceDelete, not \(type.prefix(40))")
+            }
+            var participants: [ParticipantInput] = []
+            var removals: [ShareMutationPlan.Action] = []
             if case .array(let given)? = record["participants"] {
-                for participant in given {
-                    let (input, removed) = try participantInput(participant)
-                    if let removed { removals.append(removed) } else if let input { participants.append(input) }
+                for (index, participant) in given.enumerated() {
+                    switch try participantChange(participant, at: index) {
+                    case .add(let input): participants.append(input)
+                    case .remove(let removal): removals.append(removal)
+                    }
+                }
+            } else if let given = record["participants"], !given.isNull {
+                throw QueryError(.badRequest, "participants must be a list of share participant dictionaries, not \(given.typeName)")
+            }
+            var title: String?
+            var setsTitle = false
+            if case .object(let fields)? = record["fields"], case .object(let field)? = fields["cloudkit.title"] {
+                setsTitle = true
+                switch field["value"] {
+                case nil, .null?: title = nil
+                case .string(let text)?:
+                    guard text.unicodeScalars.count <= 1024 else { throw QueryError(.badRequest, "cloudkit.title is at most 1024 characters") }
+                    title = text
+                case let other?: throw QueryError(.badRequest, "cloudkit.title's value must be a string, not \(other.typeName)")
                 }
             }
-            var variables: [String: JSONValue] = [
-                "zone": zoneName, "root": root.map(JSONValue.string) ?? .null, "participants": .array(participants),
-                "permission": record["publicPermission"].flatMap { $0.isNull ? nil : $0 } ?? .null,
-            ]
-            var document = saveDocument
-            if case .object(let fields)? = record["fields"], case .object(let title)? = fields["cloudkit.title"] {
-                variables["title"] = title["value"] ?? .null
-                document = saveTitledDocument
+            var permission: String?
+            switch record["publicPermission"] {
+            case nil, .null?: permission = nil
+            case .string(let given)? where ["NONE", "READ_ONLY", "READ_WRITE"].contains(given): permission = given
+            case let other?: throw QueryError(.badRequest, "publicPermission is NONE, READ_ONLY or READ_WRITE, not \(other.jsonText.prefix(40))")
             }
-            var share = try await call.bridge.run(document, variables)
-            for removal in removals {
-                share = try await call.bridge.run(removeDocument, [
-                    "zone": zoneName, "root": root.map(JSONValue.string) ?? .null,
-                    "user": removal.user.map(JSONValue.string) ?? .null, "email": removal.email.map(JSONValue.string) ?? .null,
-                ])
+            let save = ShareMutationPlan(
+                target: target,
+                action: .save(setsTitle: setsTitle, title: title, publicPermission: permission, participants: participants, display: ShareDisplayInput()),
+                rendering: rendering
+            )
+            let plans = [save] + removals.map { ShareMutationPlan(target: target, action: $0, rendering: rendering) }
+            // The save and every removal in one transaction: all or none.
+            guard let share = try await ShareMutationRun.run(plans, database: database, userID: userID, device: nil, logger: logger) else {
+                throw APIError(.internalError, "the share was saved but not read back; quote request id \(call.requestID) when reporting it")
             }
-            return Self.dictionary(share, zoneID: zone.dictionary, callerRecordName: nil)
+            return share
         } catch {
-            return call.itemError("recordName", shareName, error: error)
+            return call.itemError("recordName", shareName, error: error).jsonText
         }
+    }
+
+    /// The operation types that save a share record.
+    static let savingTypes: Set<String> = ["update", "forceUpdate", "replace", "forceReplace"]
+
+    /// What a share record's participant asks: to be added or changed, or
+    /// (`acceptanceStatus: REMOVED`) to be removed.
+    enum ParticipantChange {
+        case add(ParticipantInput)
+        case remove(ShareMutationPlan.Action)
     }
 
     /// A reference participant (`{type, permission, acceptanceStatus,
     /// userIdentity: {lookupInfo: {emailAddress | phoneNumber | userRecordName}}}`)
-    /// as Canopy's `ParticipantInput`, or, with `acceptanceStatus: REMOVED`,
-    /// as a removal.
-    static func participantInput(_ participant: JSONValue) throws -> (JSONValue?, (user: String?, email: String?)?) {
-        guard case .object(let given) = participant else { throw APIError(.badRequest, "a participant is a dictionary") }
+    /// as the planner's ``ParticipantInput``, or, with `acceptanceStatus:
+    /// REMOVED`, as a removal.
+    static func participantChange(_ participant: JSONValue, at index: Int) throws -> ParticipantChange {
+        guard case .object(let given) = participant else { throw QueryError(.badRequest, "participants[\(index)] is a dictionary") }
         var lookup: [String: JSONValue] = [:]
         if case .object(let identity)? = given["userIdentity"] {
             if case .object(let info)? = identity["lookupInfo"] { lookup = info }
@@ -122,20 +144,26 @@ enum WebServicesShares {
         let email = lookup["emailAddress"]?.stringValue, phone = lookup["phoneNumber"]?.stringValue
         let user = lookup["userRecordName"]?.stringValue
         guard email != nil || phone != nil || user != nil else {
-            throw APIError(.badRequest, "a participant needs userIdentity.lookupInfo with emailAddress, phoneNumber or userRecordName")
+            throw QueryError(.badRequest, "participants[\(index)] needs userIdentity.lookupInfo with emailAddress, phoneNumber or userRecordName")
         }
-        if given["acceptanceStatus"]?.stringValue == "REMOVED" { return (nil, (user, email)) }
+        // One name for the person: the record name where the reference
+        // gives several (an identity it answered earlier), else the address.
+        let named = (user: user, email: user == nil ? email : nil, phone: user == nil && email == nil ? phone : nil)
+        if given["acceptanceStatus"]?.stringValue == "REMOVED" {
+            return .remove(.removeParticipant(userRecordName: named.user, email: named.email?.lowercased(), phone: named.phone))
+        }
         let permission = given["permission"]?.stringValue ?? "READ_ONLY"
         guard ["READ_ONLY", "READ_WRITE"].contains(permission) else {
-            throw APIError(.badRequest, "a participant's permission is READ_ONLY or READ_WRITE, not \(permission.prefix(20))")
+            throw QueryError(.badRequest, "participants[\(index)]'s permission is READ_ONLY or READ_WRITE, not \(permission.prefix(20))")
         }
-        var input: [String: JSONValue] = [
-            "permission": .string(permission), "role": .string(given["type"]?.stringValue == "ADMINISTRATOR" ? "ADMINISTRATOR" : "PRIVATE_USER"),
-        ]
-        if let email { input["email"] = .string(email) }
-        if let phone { input["phone"] = .string(phone) }
-        if let user { input["userRecordName"] = .string(user) }
-        return (.object(input), nil)
+        do {
+            return .add(try ParticipantInput(
+                userRecordName: named.user, email: named.email, phone: named.phone, permission: permission,
+                role: given["type"]?.stringValue == "ADMINISTRATOR" ? "ADMINISTRATOR" : "PRIVATE_USER"
+            ))
+        } catch {
+            throw QueryError(.badRequest, "participants[\(index)]: \(error.message)")
+        }
     }
 
     /// The token of a share URL (its shortGUID).
@@ -144,140 +172,59 @@ enum WebServicesShares {
         return String(url[range.upperBound...])
     }
 
-    /// A Canopy participant as the reference's share participant dictionary.
-    static func participant(_ value: JSONValue) -> JSONValue {
-        guard case .object(let participant) = value else { return value }
-        var user: [String: JSONValue] = [:]
-        if case .object(let found)? = participant["user"] { user = found }
-        let (first, last) = UsersEndpoints.names(user["name"])
-        let type: String = switch participant["role"]?.stringValue {
-        case "OWNER": "OWNER"
-        case "ADMINISTRATOR": "ADMINISTRATOR"
-        case "PUBLIC_USER": "PUBLIC_USER"
-        default: "USER"
-        }
-        let status: String = switch participant["status"]?.stringValue {
-        case "PENDING": "INVITED"
-        case "ACCEPTED": "ACCEPTED"
-        case "REMOVED": "REMOVED"
-        default: "UNKNOWN"
-        }
-        return .object([
-            "type": .string(type), "permission": participant["permission"] ?? .string("UNKNOWN"), "acceptanceStatus": .string(status),
-            "userIdentity": .object([
-                "userRecordName": user["userRecordName"] ?? .null,
-                "lookupInfo": .object([
-                    "emailAddress": user["email"] ?? participant["email"] ?? .null,
-                    "phoneNumber": user["phone"] ?? participant["phone"] ?? .null,
-                    "userRecordName": user["userRecordName"] ?? .null,
-                ]),
-                "nameComponents": .object(["givenName": first, "familyName": last]),
-            ]),
-        ])
-    }
-
-    /// A Canopy share as the reference's share record.
-    static func dictionary(_ share: JSONValue, zoneID: JSONValue, callerRecordName: String?) -> JSONValue {
-        guard case .object(let object) = share else { return share }
-        let root = object["rootRecordName"]?.stringValue
-        var record: [String: JSONValue] = [
-            "recordName": .string(recordName(root: root)), "recordType": .string(recordType), "deleted": .bool(false), "zoneID": zoneID,
-            "publicPermission": object["publicPermission"] ?? .string("NONE"),
-            "owner": object["owner"].map(participant) ?? .null,
-            "participants": .array((object["participants"].flatMap { if case .array(let items) = $0 { items } else { nil } } ?? []).map(participant)),
-            "fields": .object(object["title"].flatMap { $0.isNull ? nil : $0 }.map { ["cloudkit.title": .object(["value": $0, "type": .string("STRING")])] } ?? [:]),
-        ]
-        if let url = object["url"]?.stringValue {
-            record["shortGUID"] = shortGUID(ofURL: url).map(JSONValue.string) ?? .null
-            record["url"] = .string(url)
-        }
-        if let root { record["share"] = .object(["recordName": .string(root), "zoneID": zoneID]) }
-        return .object(record)
-    }
-
-    /// records/lookup of a share record by its name.
-    static func lookup(_ call: WebServicesCall, name: String, zone: WebServicesCall.Zone) async -> JSONValue {
+    /// records/lookup of a share record by its name: the share record as
+    /// the plan wrote it, or the item's error.
+    static func lookup(_ call: WebServicesCall, name: String, zone: WebServicesCall.Zone) async -> String {
         do {
-            let share = try await call.bridge.run(lookupDocument, [
-                "scope": call.scope, "zone": zone.input, "root": root(ofShareRecord: name).map(JSONValue.string) ?? .null,
-            ])
-            if share.isNull { return call.itemError("recordName", .string(name), code: .notFound, reason: "there is no share \(name) in this zone") }
-            return dictionary(share, zoneID: zone.dictionary, callerRecordName: nil)
+            let target = try ShareTarget(zone: try zone.reference, rootRecordName: root(ofShareRecord: name))
+            let plan = try SharePlan(target: target, rendering: rendering(call, zone: zone))
+            let row = try await call.store.read(plan.statement) { rows in try rows.first.map(SharePlan.decode) }
+            guard let share = try plan.answer(row) else {
+                return call.itemError("recordName", .string(name), code: .notFound, reason: "there is no share \(name) in this zone").jsonText
+            }
+            return share
         } catch {
-            return call.itemError("recordName", .string(name), error: error)
+            return call.itemError("recordName", .string(name), error: error).jsonText
         }
     }
-
-    static let metadataSelection = "url title ownerName ownerDisplayName zone { zoneName ownerName } rootRecordName role permission status"
-    static let metadataDocument = "query WebServicesResolve($url: String!) { shareMetadata(url: $url) { \(metadataSelection) } }"
-    static let acceptDocument = "mutation WebServicesAccept($url: String!) { acceptShare(url: $url) { \(metadataSelection) } }"
 
     /// `records/resolve`: what a share URL's short GUID leads to.
-    static func resolve(_ call: WebServicesCall) async throws -> [String: JSONValue] {
-        try await results(call, document: metadataDocument)
+    static func resolve(_ call: WebServicesCall) async throws -> WebServicesBody {
+        try await results(call) { plan, _ in
+            try plan.answer(try await call.store.read(plan.statement) { rows in try rows.first.map(ShareMetadataPlan.decode) })
+        }
     }
 
     /// `records/accept`: the caller joins each share.
-    static func accept(_ call: WebServicesCall) async throws -> [String: JSONValue] {
-        try await results(call, document: acceptDocument)
+    static func accept(_ call: WebServicesCall) async throws -> WebServicesBody {
+        try await results(call) { plan, userID in
+            try await ShareLinkOperation.accept.run(plan, database: call.store.database, userID: userID, device: nil, logger: call.logger)
+        }
     }
 
-    static func results(_ call: WebServicesCall, document: String) async throws -> [String: JSONValue] {
+    /// Each `shortGUIDs` item's Share Metadata Dictionary as `run` answers
+    /// it for its plan, or the item's error.
+    static func results(
+        _ call: WebServicesCall, _ run: (ShareMetadataPlan, Int64) async throws -> String?
+    ) async throws -> WebServicesBody {
+        guard let userID = call.userID else { throw APIError(.notAuthenticated, "sign in first: a share is opened by a person") }
         guard case .array(let guids)? = call.body["shortGUIDs"], !guids.isEmpty else {
             throw QueryError(.badRequest, "give shortGUIDs, a list of {\"value\": …}: the token at the end of a share's URL")
         }
-        var results: [JSONValue] = []
+        let style = CloudKitShareMetadataStyle(container: call.container, environment: call.environment, shareURLPrefix: shareURLPrefix(call))
+        var results: [String] = []
         for (index, item) in guids.enumerated() {
             guard case .object(let guid) = item, case .string(let value)? = guid["value"], !value.isEmpty else {
                 throw QueryError(.badRequest, "shortGUIDs[\(index)] needs a value")
             }
             let token = shortGUID(ofURL: value) ?? value
             do {
-                let metadata = try await call.bridge.run(document, ["url": .string("\(call.publicURL)/share/\(token)")])
-                results.append(result(metadata, shortGUID: token, call: call))
+                let plan = try ShareMetadataPlan(url: token, cloudKit: style)
+                results.append(try await run(plan, userID) ?? "null")
             } catch {
-                results.append(call.itemError("shortGUID", .string(token), error: error))
+                results.append(call.itemError("shortGUID", .string(token), error: error).jsonText)
             }
         }
-        return ["results": .array(results)]
-    }
-
-    static func result(_ metadata: JSONValue, shortGUID: String, call: WebServicesCall) -> JSONValue {
-        guard case .object(let object) = metadata else { return metadata }
-        var zone: [String: JSONValue] = [:]
-        if case .object(let found)? = object["zone"] { zone = found }
-        let owner = object["ownerName"]?.stringValue
-        let zoneID = WebServicesCall.zoneID(zoneName: zone["zoneName"]?.stringValue ?? "_defaultZone", owner: owner, database: "shared")
-        let (first, last) = UsersEndpoints.names(object["ownerDisplayName"])
-        let type: JSONValue = switch object["role"]?.stringValue {
-        case "OWNER"?: .string("OWNER")
-        case "ADMINISTRATOR"?: .string("ADMINISTRATOR")
-        case "PUBLIC_USER"?: .string("PUBLIC_USER")
-        case "PRIVATE_USER"?: .string("USER")
-        default: .null
-        }
-        let status: JSONValue = switch object["status"]?.stringValue {
-        case "PENDING"?: .string("INVITED")
-        case "ACCEPTED"?: .string("ACCEPTED")
-        case "REMOVED"?: .string("REMOVED")
-        default: .null
-        }
-        var result: [String: JSONValue] = [
-            "containerIdentifier": .string(call.container), "environment": .string(call.environment),
-            "databaseScope": .string(object["role"]?.stringValue == "OWNER" ? "PRIVATE" : "SHARED"),
-            "shortGUID": .string(shortGUID), "zoneID": zoneID,
-            "ownerIdentity": .object(["userRecordName": owner.map(JSONValue.string) ?? .null, "nameComponents": .object(["givenName": first, "familyName": last])]),
-            "participantPermission": object["permission"] ?? .null, "participantStatus": status, "participantType": type,
-            "webpageURL": object["url"] ?? .null,
-        ]
-        if let root = object["rootRecordName"]?.stringValue { result["rootRecordName"] = .string(root) }
-        if let title = object["title"], !title.isNull {
-            result["share"] = .object([
-                "recordName": .string(recordName(root: object["rootRecordName"]?.stringValue)), "recordType": .string(recordType),
-                "fields": .object(["cloudkit.title": .object(["value": title, "type": .string("STRING")])]),
-                "shortGUID": .string(shortGUID), "zoneID": zoneID,
-            ])
-        }
-        return .object(result)
+        return WebServicesBody(text: "{\"results\":[" + results.joined(separator: ",") + "]}")
     }
 }

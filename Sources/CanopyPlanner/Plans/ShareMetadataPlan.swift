@@ -56,6 +56,22 @@ public struct ShareMetadataPlan: Sendable {
         statement = builder.query
     }
 
+    /// `records/resolve` and `records/accept` of Web Services: the share
+    /// at `url` (a share URL or its bare token, the reference's
+    /// `shortGUID`) as the reference's Share Metadata Dictionary.
+    public init(url: String, cloudKit style: CloudKitShareMetadataStyle) throws(QueryError) {
+        guard let token = Self.token(in: url) else {
+            throw QueryError(.invalidArguments, "'\(url.prefix(200))' is not a share's shortGUID or URL (…/share/<token>)")
+        }
+        self.token = token
+        locations = []
+        var builder = SQLBuilder()
+        let bound = builder.bind(token)
+        let json = Projection.cloudKitShareMetadata(style, shortGUID: token, &builder)
+        builder.append("SELECT \(json)::text FROM canopy.share_view(\(bound)) m")
+        statement = builder.query
+    }
+
     /// `SELECT canopy.accept_share(token)`.
     public var accept: SQLStatement {
         var builder = SQLBuilder()

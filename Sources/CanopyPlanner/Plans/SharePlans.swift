@@ -14,8 +14,32 @@ public struct SharePlan: Sendable {
         var builder = SQLBuilder()
         let cte = target.zone.cte(&builder)
         let root = builder.bind(target.rootRecordName)
-        let share = try Projection.share(field.children, request: request, &builder) { s in
+        let share = try Projection.share(.graphQL(field.children, request), &builder) { s in
             "\(s).id = (SELECT canopy.find_share(zone.id, \(root)::text) FROM zone)"
+        }
+        builder.append("WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \(share)::text")
+        statement = builder.query
+    }
+
+    /// A share looked up by another door (Web Services' `records/lookup`
+    /// of a share record's name), written as `rendering` says.
+    public init(target: ShareTarget, rendering: ShareRendering) throws(QueryError) {
+        if target.zone.scope == .public {
+            throw QueryError(.badDatabase, DatabaseScope.notInPublic("it has no shares"))
+        }
+        locations = []
+        var builder = SQLBuilder()
+        let cte = target.zone.cte(&builder)
+        let root = builder.bind(target.rootRecordName)
+        let share: SQL
+        do {
+            share = try Projection.share(rendering, &builder) { s in
+                "\(s).id = (SELECT canopy.find_share(zone.id, \(root)::text) FROM zone)"
+            }
+        } catch let error as QueryError {
+            throw error
+        } catch {
+            throw QueryError(.badRequest, "\(error)")
         }
         builder.append("WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \(share)::text")
         statement = builder.query
@@ -41,13 +65,20 @@ public struct ShareMutationPlan: Sendable {
 
     public let target: ShareTarget
     public let action: Action
-    let field: SelectedField
-    let request: ParsedRequest
+    /// How `response` writes the share read back.
+    let rendering: ShareRendering
+
+    /// A sharing mutation named by another door (Web Services' share
+    /// records), its share written as `rendering` says.
+    public init(target: ShareTarget, action: Action, rendering: ShareRendering) {
+        self.target = target
+        self.action = action
+        self.rendering = rendering
+    }
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
-        self.field = field
-        self.request = request
+        rendering = .graphQL(field.children, request)
         switch field.name {
         case "saveShare":
             target = try ShareTarget(zone: ZoneReference(zoneNameIn: arguments, allowsOwnerName: false), in: arguments)
@@ -159,7 +190,7 @@ public struct ShareMutationPlan: Sendable {
     public func response(shareID: Int64) throws -> SQLStatement {
         var builder = SQLBuilder()
         let id = builder.bind(shareID)
-        let share = try Projection.share(field.children, request: request, &builder) { s in "\(s).id = \(id)" }
+        let share = try Projection.share(rendering, &builder) { s in "\(s).id = \(id)" }
         builder.append("SELECT \(share)::text")
         return builder.query
     }

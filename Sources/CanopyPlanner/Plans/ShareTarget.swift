@@ -17,6 +17,16 @@ public struct ShareTarget: Sendable {
         }
     }
 
+    /// A share named by another door (Web Services' share records): the
+    /// zone's, or (with `rootRecordName`) a record hierarchy's.
+    public init(zone: ZoneReference, rootRecordName: String?) throws(QueryError) {
+        if let root = rootRecordName, !Names.isRecordName(root) {
+            throw QueryError(.invalidArguments, "a share's root record name must be 1-255 characters")
+        }
+        self.zone = zone
+        self.rootRecordName = rootRecordName
+    }
+
     /// One row: (zone id, share id), each NULL when not found.
     public var locate: SQLStatement {
         var builder = SQLBuilder()
@@ -55,27 +65,40 @@ public struct ParticipantInput: Sendable, Equatable {
         func text(_ key: String) throws -> String? {
             switch object[key] {
             case nil, .null?: return nil
-            case .string(let text)?: return text.trimmingCharacters(in: .whitespaces)
+            case .string(let text)?: return text
             case let other?: throw arguments.invalid(name, "\(key) must be a string, not \(other.typeName)")
             }
         }
-        userRecordName = try text("userRecordName")
-        email = try text("email")?.lowercased()
-        phone = try text("phone")
-        let given = [userRecordName, email, phone].compactMap { $0 }
+        let (user, email, phone) = (try text("userRecordName"), try text("email"), try text("phone"))
+        let (permission, role) = (try text("permission") ?? "", try text("role"))
+        do {
+            try self.init(userRecordName: user, email: email, phone: phone, permission: permission, role: role)
+        } catch {
+            throw QueryError(error.code, error.message, locations: arguments.location(name))
+        }
+    }
+
+    /// A participant named by another door (a Web Services share record's
+    /// `participants`), checked as the `ParticipantInput` argument is.
+    public init(userRecordName: String?, email: String?, phone: String?, permission: String, role: String?) throws(QueryError) {
+        func invalid(_ message: String) -> QueryError { QueryError(.invalidArguments, message) }
+        self.userRecordName = userRecordName?.trimmingCharacters(in: .whitespaces)
+        self.email = email?.trimmingCharacters(in: .whitespaces).lowercased()
+        self.phone = phone?.trimmingCharacters(in: .whitespaces)
+        let given = [self.userRecordName, self.email, self.phone].compactMap { $0 }
         guard given.count == 1, !given[0].isEmpty else {
-            throw arguments.invalid(name, "a participant is named by exactly one of userRecordName, email or phone")
+            throw invalid("a participant is named by exactly one of userRecordName, email or phone")
         }
-        if let email, email.split(separator: "@", omittingEmptySubsequences: false).count != 2 || email.hasPrefix("@") || email.hasSuffix("@") {
-            throw arguments.invalid(name, "email '\(email)' is not an email address")
+        if let email = self.email, email.split(separator: "@", omittingEmptySubsequences: false).count != 2 || email.hasPrefix("@") || email.hasSuffix("@") {
+            throw invalid("email '\(email.prefix(100))' is not an email address")
         }
-        permission = try text("permission") ?? ""
-        guard permission == "READ_ONLY" || permission == "READ_WRITE" else {
-            throw arguments.invalid(name, "a participant's permission is READ_ONLY or READ_WRITE")
+        self.permission = permission.trimmingCharacters(in: .whitespaces)
+        guard self.permission == "READ_ONLY" || self.permission == "READ_WRITE" else {
+            throw invalid("a participant's permission is READ_ONLY or READ_WRITE")
         }
-        role = try text("role") ?? "PRIVATE_USER"
-        guard role == "PRIVATE_USER" || role == "ADMINISTRATOR" else {
-            throw arguments.invalid(name, "a participant's role is PRIVATE_USER or ADMINISTRATOR (the owner is one already; public users join by URL)")
+        self.role = role?.trimmingCharacters(in: .whitespaces) ?? "PRIVATE_USER"
+        guard self.role == "PRIVATE_USER" || self.role == "ADMINISTRATOR" else {
+            throw invalid("a participant's role is PRIVATE_USER or ADMINISTRATOR (the owner is one already; public users join by URL)")
         }
     }
 
@@ -103,6 +126,15 @@ public struct ShareDisplayInput: Sendable, Equatable {
 
     /// The largest thumbnail a share keeps (the column's CHECK says so too).
     public static let maximumThumbnailBytes = 262_144
+
+    /// Nothing said: every display field kept as it is.
+    public init() {
+        allowsAccessRequests = nil
+        setsType = false
+        type = nil
+        setsThumbnail = false
+        thumbnailBase64 = nil
+    }
 
     init(_ arguments: Arguments) throws {
         switch try arguments.value("allowsAccessRequests") {

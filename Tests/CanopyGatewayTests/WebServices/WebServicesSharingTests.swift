@@ -95,6 +95,70 @@ struct WebServicesSharingTests {
         }
     }
 
+    @Test("a zone's share record: titled and public, a participant by record name with name components, a failed change leaves it as it was, a removal by REMOVED")
+    func zoneShareRecord() async throws {
+        let harness = try await GatewayHarness.make()
+        let (carol, carolToken) = try await addUser("carol", email: "carol@example.com", on: harness.endpoint)
+        // The name a sign-in provider would have given her.
+        try await TestDatabase.withConnection(harness.endpoint) { connection in
+            _ = try await connection.query("UPDATE canopy.users SET display_name = 'Carol Ann Díaz' WHERE name = 'carol'", logger: TestDatabase.logger)
+        }
+        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
+            func call(_ subpath: String, _ body: String, as webToken: String) async throws -> WebServicesAnswer {
+                try await client.webServices(subpath, body, apiToken: token, webAuthToken: webToken)
+            }
+            func share(_ operation: String, title: String, participants: String) -> String {
+                #"{"zoneID": {"zoneName": "Trips"}, "operations": [{"operationType": "\#(operation)", "record": {"recordType": "cloudkit.share", "recordName": "cloudkit.zoneshare", "publicPermission": "READ_ONLY", "fields": {"cloudkit.title": {"value": "\#(title)"}}, "participants": [\#(participants)]}}]}"#
+            }
+            let carolByName = #"{"permission": "READ_WRITE", "userIdentity": {"lookupInfo": {"userRecordName": "\#(carol.userRecordName)"}}}"#
+            _ = try await call("private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Trips"}}}]}"#, as: harness.aliceToken)
+            let made = try await call("private/records/modify", share("create", title: "Trips", participants: carolByName), as: harness.aliceToken)
+            let record = try #require(made.records.first, "\(made.body)")
+            #expect(record["recordName"] as? String == "cloudkit.zoneshare" && record["recordType"] as? String == "cloudkit.share", "\(record)")
+            #expect(record["share"] == nil, "a zone's share has no root: \(record)")
+            #expect(record["publicPermission"] as? String == "READ_ONLY", "\(record)")
+            let title = ((record["fields"] as? [String: Any])?["cloudkit.title"] as? [String: Any])
+            #expect(title?["value"] as? String == "Trips" && title?["type"] as? String == "STRING", "\(record)")
+            let shortGUID = try #require(record["shortGUID"] as? String, "\(record)")
+            #expect((record["url"] as? String)?.hasSuffix("/share/" + shortGUID) == true, "\(record)")
+            #expect(((record["zoneID"] as? [String: Any])?["zoneName"]) as? String == "Trips", "\(record)")
+            let participants = try #require(record["participants"] as? [[String: Any]], "\(record)")
+            let invited = try #require(participants.first { ($0["userIdentity"] as? [String: Any])?["userRecordName"] as? String == carol.userRecordName }, "\(participants)")
+            let identity = try #require(invited["userIdentity"] as? [String: Any])
+            let names = identity["nameComponents"] as? [String: Any]
+            #expect(names?["givenName"] as? String == "Carol" && names?["familyName"] as? String == "Ann Díaz", "\(identity)")
+            #expect((identity["lookupInfo"] as? [String: Any])?["emailAddress"] as? String == "carol@example.com", "\(identity)")
+            #expect(invited["type"] as? String == "USER" && invited["permission"] as? String == "READ_WRITE" && invited["acceptanceStatus"] as? String == "INVITED", "\(invited)")
+
+            // A change whose removal fails (nobody@ takes no part) is refused
+            // as a whole: the new title is not kept either.
+            let nobody = #"{"acceptanceStatus": "REMOVED", "userIdentity": {"lookupInfo": {"emailAddress": "nobody@example.com"}}}"#
+            let failed = try await call("private/records/modify", share("update", title: "Renamed", participants: nobody), as: harness.aliceToken)
+            #expect(failed.records.first?["serverErrorCode"] as? String != nil && failed.records.first?["recordName"] as? String == "cloudkit.zoneshare", "\(failed.body)")
+            let looked = try await call("private/records/lookup", #"{"zoneID": {"zoneName": "Trips"}, "records": [{"recordName": "cloudkit.zoneshare"}]}"#, as: harness.aliceToken)
+            let kept = ((looked.records.first?["fields"] as? [String: Any])?["cloudkit.title"] as? [String: Any])?["value"] as? String
+            #expect(kept == "Trips", "\(looked.body)")
+            #expect(looked.records.first?["shortGUID"] as? String == shortGUID, "\(looked.body)")
+
+            // The invitee resolves it: the metadata names the owner and carries the title.
+            let resolved = try await call("shared/records/resolve", #"{"shortGUIDs": [{"value": "\#(shortGUID)"}]}"#, as: carolToken.string)
+            let result = try #require((resolved.body["results"] as? [[String: Any]])?.first, "\(resolved.body)")
+            #expect(result["participantType"] as? String == "USER" && result["participantPermission"] as? String == "READ_WRITE", "\(result)")
+            #expect(result["databaseScope"] as? String == "SHARED" && result["rootRecordName"] == nil, "\(result)")
+            #expect(((result["zoneID"] as? [String: Any])?["ownerRecordName"]) as? String == harness.alice.userRecordName, "\(result)")
+            #expect(((result["share"] as? [String: Any])?["recordName"]) as? String == "cloudkit.zoneshare", "\(result)")
+            #expect((result["webpageURL"] as? String)?.hasSuffix("/share/" + shortGUID) == true, "\(result)")
+
+            // Removed with acceptanceStatus REMOVED: gone from the list, and the share no longer opens for her.
+            let carolRemoved = #"{"acceptanceStatus": "REMOVED", "userIdentity": {"lookupInfo": {"userRecordName": "\#(carol.userRecordName)"}}}"#
+            let removed = try await call("private/records/modify", share("update", title: "Renamed", participants: carolRemoved), as: harness.aliceToken)
+            let after = try #require(removed.records.first, "\(removed.body)")
+            #expect(((after["fields"] as? [String: Any])?["cloudkit.title"] as? [String: Any])?["value"] as? String == "Renamed", "\(after)")
+            #expect((after["participants"] as? [[String: Any]])?.contains { ($0["userIdentity"] as? [String: Any])?["userRecordName"] as? String == carol.userRecordName } == false, "\(after)")
+        }
+    }
+
     @Test("assets/upload in two steps: upload URLs, the bytes posted, the receipt saved in a record, the download URL read back")
     func assetUpload() async throws {
         let harness = try await GatewayHarness.make()

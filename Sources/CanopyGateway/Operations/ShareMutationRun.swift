@@ -1,0 +1,55 @@
+import CanopyPlanner
+import CanopyRequestStore
+import Logging
+import PostgresNIO
+
+/// ``ShareMutationPlan``s written: for each, locate the share, change it,
+/// and read it back as the plan renders it, all in one transaction as the
+/// caller (a failure leaves none of them done). One path for GraphQL's
+/// sharing mutations and Web Services' share records in `records/modify`.
+enum ShareMutationRun {
+    /// The last plan's answer: the share's JSON text, `true`/`false` for a
+    /// delete or a leave, nil for none.
+    static func run(
+        _ plans: [ShareMutationPlan], database: RequestDatabase, userID: Int64, device: String?, logger: Logger,
+        locations: [QueryError.Location] = []
+    ) async throws -> String? {
+        try await database.withUser(userID, device: device, logger: logger) { connection in
+            var answer: String?
+            for plan in plans {
+                answer = try await run(plan, on: connection, logger: logger, locations: locations)
+            }
+            return answer
+        }
+    }
+
+    static func run(
+        _ plan: ShareMutationPlan, on connection: PostgresConnection, logger: Logger, locations: [QueryError.Location]
+    ) async throws -> String? {
+        let located = try await connection.execute(plan.target.locate, logger: logger).first.map(ShareTarget.decodeLocated)
+        guard let located, let zoneID = located.zoneID else { throw QueryError.zoneNotFound(at: locations) }
+        let shareID = located.shareID
+        if plan.needsShare && shareID == nil {
+            throw QueryError(.unknownItem, "\(plan.target.description) is not shared", locations: locations)
+        }
+        let changed = try await connection.execute(plan.change(zoneID: zoneID, shareID: shareID), logger: logger)
+            .first.map(ShareMutationPlan.decodeChanged) ?? nil
+        let readBack: Int64
+        switch plan.action {
+        case .delete:
+            return (changed ?? 0) > 0 ? "true" : "false"
+        case .leave:
+            guard (changed ?? 0) > 0 else {
+                throw QueryError(.unknownItem, "you take part in no share of \(plan.target.description)", locations: locations)
+            }
+            return "true"
+        case .save:
+            guard let changed else { throw APIError(.internalError, "saveShare returned no share", locations: locations) }
+            readBack = changed
+        case .setParticipant, .removeParticipant, .decideRequest:
+            guard let shareID else { throw APIError(.internalError, "no share to read back", locations: locations) }
+            readBack = shareID
+        }
+        return try await connection.execute(plan.response(shareID: readBack), logger: logger).first.map(JSONRow.decode)?.json
+    }
+}
