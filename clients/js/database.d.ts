@@ -7,6 +7,7 @@ import type {CanopyError} from "./errors.js";
 import type {LiveIterator} from "./live.js";
 import type {CanopyRecord, SavableRecord, SavePolicy, ShareLink, ZoneID, ZoneLike} from "./records.js";
 import type {RequestOptions} from "./transport.js";
+import type {FieldInput} from "./values.js";
 
 /** Which of the container's databases. */
 export type DatabaseScope = "PRIVATE" | "SHARED" | "PUBLIC";
@@ -58,7 +59,12 @@ export interface QueryOptions extends RequestOptions {
    * `ANY tags BEGINSWITH $p` (CloudKit's LIST_MEMBER_BEGINS_WITH).
    */
   filter?: string | null;
-  args?: {[name: string]: unknown} | null;
+  /**
+   * The placeholders' values, encoded as field values are: a `Date` for a
+   * TIMESTAMP, a `BigInt` for an INT64 beyond 2^53, a `Location`, a
+   * `Reference`; a list binds `%@` in order.
+   */
+  args?: {[name: string]: FieldInput} | FieldInput[] | null;
   sort?: SortKey[];
   desiredKeys?: string[];
   /** Records per request (default 100). */
@@ -80,9 +86,9 @@ export interface QueryPage {
  */
 export interface QueryIterator extends AsyncIterableIterator<CanopyRecord> {
   /** The query as whole pages `{records, cursor}`. */
-  pages(): AsyncIterableIterator<QueryPage>;
-  /** Every matching record in one array (for small results). */
-  all(): Promise<CanopyRecord[]>;
+  pages(options?: {signal?: AbortSignal}): AsyncIterableIterator<QueryPage>;
+  /** Every matching record in one array (for small results); `signal` stops it between and during pages. */
+  all(options?: {signal?: AbortSignal}): Promise<CanopyRecord[]>;
 }
 
 /** A record version for deleteIfUnchanged: a record as read, or its name and change tag. */

@@ -6,6 +6,7 @@
 import {CanopyError, ErrorCode, errorFromGraphQL} from "./errors.js";
 import {CanopyRecord, ZoneID, recordErrorSelection, recordInput, recordSelection} from "./records.js";
 import {decodeRecord} from "./transport.js";
+import {encodeArguments} from "./values.js";
 
 const zoneSelection = "zoneName ownerName share { url }";
 const participantSelection = "user { userRecordName name email phone } email phone role permission status isApprovedRequester dateAddedToShare";
@@ -119,24 +120,28 @@ export class Database {
     const withKeys = desiredKeys !== undefined;
     const document = `query($scope: DatabaseScope!, $zone: ZoneID!, $type: String!, $filter: String, $args: JSON, $sort: [Sort!], $limit: Int, $cursor: String${withKeys ? ", $desiredKeys: [String!]" : ""}) {
       records(scope: $scope, zone: $zone, recordType: $type, filter: $filter, args: $args, sort: $sort, limit: $limit, cursor: $cursor) { records { ${recordSelection(withKeys)} } cursor } }`;
-    const variables = {scope: this.scope, zone: zoneVariable(zone), type: recordType, filter: filter ?? null, args: args ?? null,
+    const variables = {scope: this.scope, zone: zoneVariable(zone), type: recordType, filter: filter ?? null, args: encodeArguments(args),
       sort: sort ? sort.map((item) => typeof item === "string" ? {field: item} : item) : null, limit: pageSize, ...(withKeys ? {desiredKeys} : {})};
     const database = this;
-    async function* pages() {
+    // The query's signal, and one given to pages() or all(): either aborts.
+    const either = (other) => !other ? signal : !signal ? other : AbortSignal.any([signal, other]);
+    async function* pages({signal: callSignal} = {}) {
+      const aborting = either(callSignal);
       let next = cursor;
       do {
-        const data = await database.gql(document, {...variables, cursor: next}, {signal});
+        aborting?.throwIfAborted();
+        const data = await database.gql(document, {...variables, cursor: next}, {signal: aborting});
         next = data.records.cursor;
         yield {records: data.records.records.map((record) => CanopyRecord.fromServer(record)), cursor: next};
       } while (next);
     }
-    async function* records() {
-      for await (const page of pages()) yield* page.records;
+    async function* records(options) {
+      for await (const page of pages(options)) yield* page.records;
     }
     const iterator = records();
     iterator.pages = pages;
-    /** Every matching record in one array (for small results). */
-    iterator.all = async () => { const all = []; for await (const record of records()) all.push(record); return all; };
+    /** Every matching record in one array (for small results); `signal` stops it between and during pages. */
+    iterator.all = async (options = {}) => { const all = []; for await (const record of records(options)) all.push(record); return all; };
     return iterator;
   }
 

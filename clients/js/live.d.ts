@@ -55,6 +55,13 @@ export declare class LiveConnection {
   maximumDelay: number;
   /** How many times the socket was opened again after a drop (for tests and status displays). */
   reconnects: number;
+  /** True while the socket is open and acknowledged. */
+  connected: boolean;
+  /**
+   * Calls `listener(connected)` when the socket is acknowledged (true) and
+   * when it drops (false); answers a function that removes the listener.
+   */
+  onConnectionChange(listener: (connected: boolean) => void): () => void;
   /**
    * An async iterator of the subscription's events (`data[field]`). The
    * variable named by `resume` is set to each event's token, so a reconnect

@@ -40,6 +40,27 @@ export class LiveConnection {
     this.reconnectTimer = null;
     /** How many times the socket was opened again after a drop (for tests and status displays). */
     this.reconnects = 0;
+    this.listeners = new Set();
+    /** True while the socket is open and acknowledged. */
+    this.connected = false;
+  }
+
+  /**
+   * Calls `listener(connected)` when the socket is acknowledged (true) and
+   * when it drops (false); answers a function that removes the listener.
+   * A sync engine sends what waits as soon as the server is back.
+   */
+  onConnectionChange(listener) {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  setConnected(connected) {
+    if (this.connected === connected) return;
+    this.connected = connected;
+    for (const listener of [...this.listeners]) {
+      try { listener(connected); } catch { /* a listener's own failure */ }
+    }
   }
 
   /**
@@ -152,6 +173,7 @@ export class LiveConnection {
       this.delay = this.minimumDelay;
       this.refusals = 0;
       for (const subscription of this.subscriptions.values()) this.send(subscription);
+      this.setConnected(true);
       break;
     case "ping":
       socket.send(JSON.stringify({type: "pong"}));
@@ -184,6 +206,7 @@ export class LiveConnection {
     if (socket !== this.socket) return;
     this.socket = null;
     this.acknowledged = false;
+    this.setConnected(false);
     if (this.subscriptions.size === 0) return;
     if (code === 4403 || code === 4401) {
       // The token was refused: ask the provider once for a new one; a second refusal ends every subscription.
@@ -218,6 +241,7 @@ export class LiveConnection {
     const socket = this.socket;
     this.socket = null;
     this.acknowledged = false;
+    this.setConnected(false);
     try { socket?.close(1000); } catch { /* already closing */ }
   }
 }

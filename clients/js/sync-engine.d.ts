@@ -37,14 +37,20 @@ export interface ZoneIDJSON {
   ownerName?: string;
 }
 
-/** What the app stores (JSON-safe) and gives a new engine to carry on: tokens and the queue. */
+/**
+ * What the app stores (JSON-safe) and gives a new engine to carry on:
+ * tokens, the queue and the batch in flight. An engine reads version 1
+ * (without `inFlight`) too.
+ */
 export interface SyncEngineState {
-  version: 1;
+  version: 1 | 2;
   databaseToken: string | null;
-  /** Each zone's token, by ZoneID.key. */
+  /** Each zone's token, by its canonical key (SyncEngine.canonicalZoneID). */
   zoneTokens: {[zoneKey: string]: string};
   pendingZoneChanges: {kind: PendingChangeKind; zoneID: ZoneIDJSON}[];
   pendingRecordChanges: {kind: PendingChangeKind; zoneID: ZoneIDJSON; recordName: string}[];
+  /** Record changes sent without an answer yet: after a restart, a save the server already has is taken as saved. */
+  inFlight?: {zoneID: ZoneIDJSON; recordName: string}[];
 }
 
 /** The state was changed: store it (`event.state`). */
@@ -119,7 +125,18 @@ export interface SyncPhaseEvent {
   type: "willFetchChanges" | "didFetchChanges" | "willSendChanges" | "didSendChanges";
 }
 
-/** Automatic sync failed in the background (no caller to throw to). */
+/**
+ * Whether the server can be reached changed: false after a request failed
+ * because it could not (NETWORK_FAILURE, SERVICE_UNAVAILABLE) or the live
+ * connection stayed down; true after the server answered. While false,
+ * what waits is sent as soon as the server is back.
+ */
+export interface ServerReachabilityChangedEvent {
+  type: "serverReachabilityChanged";
+  reachable: boolean;
+}
+
+/** Automatic sync failed in the background (no caller to throw to); it tries again by itself. */
 export interface SyncErrorEvent {
   type: "error";
   error: unknown;
@@ -134,6 +151,7 @@ export type SyncEngineEvent =
   | SentRecordZoneChangesEvent
   | ChangeTokenExpiredEvent
   | SyncPhaseEvent
+  | ServerReachabilityChangedEvent
   | SyncErrorEvent;
 
 /** The app's side of the engine. */
@@ -162,6 +180,13 @@ export interface SyncEngineOptions {
   pageSize?: number;
 }
 
+/**
+ * The pause automatic sync takes before trying again after its `failures`-th
+ * failure in a row: doubling from 1 s to 60 s, plus a random half (`random`
+ * gives a number in [0, 1); Math.random by default).
+ */
+export declare function resumeDelay(failures: number, random?: () => number): number;
+
 /** Keeps an app's copy of a database in step with the server (`CKSyncEngine`). */
 export declare class SyncEngine {
   /** Throws TypeError without a database or a delegate with recordToSave and handleEvent. */
@@ -175,14 +200,31 @@ export declare class SyncEngine {
   /** The batch size the next send starts from; halved after LIMIT_EXCEEDED. */
   batchSize: number;
   readonly automaticallySync: boolean;
-  /** The state to store (JSON-safe): tokens and the queue. */
+  /** null until the first answer or failure; then whether the server could be reached. */
+  serverReachable: boolean | null;
+  /** Automatic sync's failures in a row (the pause before the next try grows with it). */
+  failures: number;
+  /** The state to store (JSON-safe): tokens, the queue and the batch in flight. */
   get state(): SyncEngineState;
   /** The pending record changes, oldest first. */
   get pendingRecordChanges(): PendingRecordChange[];
-  /** Queues record changes; a later change of a record replaces an earlier one. */
-  addPendingRecordChanges(changes: PendingRecordChangeInput[]): void;
-  /** Queues zone changes. */
-  addPendingZoneChanges(changes: PendingZoneChangeInput[]): void;
+  /** Whether any zone or record change waits to be sent. */
+  get hasPendingChanges(): boolean;
+  /**
+   * A zone in the one form the engine names it in events, in its state
+   * and to recordToSave: in the private database without its owner, in
+   * the shared database with it. Key a local store by
+   * `canonicalZoneID(zone).key`.
+   */
+  canonicalZoneID(zone: ZoneLike): ZoneID;
+  /**
+   * Queues record changes; a later change of a record replaces an earlier
+   * one. Settles once the stateUpdate holding them was handled (never
+   * rejects; do not await it while handling a stateUpdate).
+   */
+  addPendingRecordChanges(changes: PendingRecordChangeInput[]): Promise<void>;
+  /** Queues zone changes; settles as addPendingRecordChanges. */
+  addPendingZoneChanges(changes: PendingZoneChangeInput[]): Promise<void>;
   /**
    * Fetches what changed since the stored tokens: the database feed, then
    * each changed zone's feed (or, in the public database, its one zone).

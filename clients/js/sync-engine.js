@@ -15,6 +15,20 @@ const sleep = (ms, signal) => new Promise((resolve, reject) => {
   signal?.addEventListener("abort", onAbort, {once: true});
 });
 
+/**
+ * How long automatic sync waits before it tries again after a fetch or a
+ * send failed (the server away longer than the retries): doubling from 1 s
+ * to 60 s, a random half of it added so that many clients coming back do
+ * not all arrive at once. It keeps trying for as long as changes wait.
+ */
+export function resumeDelay(failures, random = Math.random) {
+  const base = Math.min(1000 * 2 ** Math.min(failures, 6), 60_000);
+  return base / 2 + random() * base / 2;
+}
+
+/** The codes that mean the server cannot be reached now (not that it refused). */
+const unreachable = new Set([ErrorCode.NETWORK_FAILURE, ErrorCode.SERVICE_UNAVAILABLE]);
+
 function sameFields(sent, stored) {
   const canonical = (fields) => stringifyJSON(Object.fromEntries(Object.entries(fields).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)));
   return canonical(sent) === canonical(recordInput(stored).fields);
@@ -33,8 +47,22 @@ function sameFields(sent, stored) {
  * failedRecordSaves [{recordName, record, error}], failedRecordDeletes},
  * changeTokenExpired {zoneID (null: the whole database)},
  * willFetchChanges, didFetchChanges, willSendChanges, didSendChanges,
+ * serverReachabilityChanged {reachable} (false: the server cannot be
+ * reached now, and what waits is sent when it can),
  * error {error} (automatic sync only: a fetch or send that failed after
- * its retries; the next cue tries again).
+ * its retries; the engine tries again by itself).
+ *
+ * Zones: every zone the engine names, in events and in its state, is in
+ * one form a database has (ZoneID.canonical): in the private database
+ * without its owner (it is the caller), in the shared database with it.
+ * A change queued with "Sync", {zoneName: "Sync"} or the ZoneID a feed
+ * reported is one key, `zoneID.key`.
+ *
+ * State: every change to what waits (queued, sent, refused, confirmed) is
+ * a stateUpdate, so an app that stores each one loses no edit to a
+ * restart. It holds the pending changes and the batch in flight: after a
+ * restart mid-send, a save the server already has is taken as saved, not
+ * as a conflict with itself.
  */
 export class SyncEngine {
   /**
@@ -55,30 +83,77 @@ export class SyncEngine {
     /** The batch size the next send starts from; halved after LIMIT_EXCEEDED. */
     this.batchSize = maximumBatchSize;
     this.databaseToken = state?.databaseToken ?? null;
-    this.zoneTokens = new Map(Object.entries(state?.zoneTokens ?? {}));
-    this.pendingZones = new Map((state?.pendingZoneChanges ?? []).map((change) => [ZoneID.from(change.zoneID).key, {...change, zoneID: ZoneID.from(change.zoneID)}]));
+    // Keys of an earlier version's state may name a private zone with its owner.
+    this.zoneTokens = new Map(Object.entries(state?.zoneTokens ?? {}).map(([key, token]) => [this.canonicalKey(key), token]));
+    this.pendingZones = new Map();
+    for (const change of state?.pendingZoneChanges ?? []) {
+      const zoneID = this.canonicalZoneID(change.zoneID);
+      this.pendingZones.set(zoneID.key, {kind: change.kind, zoneID});
+    }
     this.pendingRecords = new Map();
     this.sequence = 0;
     for (const change of state?.pendingRecordChanges ?? []) this.queueRecord(change);
+    /** Keys of record changes sent without an answer (here, or before a restart): the server may have them. */
+    this.inFlight = new Set((state?.inFlight ?? []).map((change) => this.recordKey(this.canonicalZoneID(change.zoneID), change.recordName)));
     this.running = Promise.resolve();
+    this.stateUpdates = Promise.resolve();
     this.automaticallySync = automaticallySync;
     this.stopped = false;
+    /** null until the first answer or failure; then whether the server could be reached. */
+    this.serverReachable = null;
+    /** Automatic sync's failures in a row, for the pause before it tries again. */
+    this.failures = 0;
+    this.resumeTimer = null;
     if (automaticallySync) {
       this.listen();
+      this.watchSurroundings();
       this.changed();   // changes queued before a restart go out without waiting for another edit
     }
   }
 
+  // MARK: Zones
+
+  /**
+   * A zone in the one form this engine names it, in events, in its state
+   * and to recordToSave (see the class comment): key a local store by
+   * `canonicalZoneID(zone).key` and every way of naming a zone is one key.
+   */
+  canonicalZoneID(zone) {
+    const zoneID = ZoneID.from(zone);
+    if (this.database.scope === "PUBLIC") return zoneID.zoneName === ZoneID.default.zoneName && !zoneID.ownerName ? zoneID : ZoneID.default;
+    if (this.database.scope === "PRIVATE" && zoneID.ownerName) return new ZoneID(zoneID.zoneName);
+    return zoneID;
+  }
+
+  /** A stored zone key ("owner/name" or "name") in canonical form (zone names hold no "/"). */
+  canonicalKey(key) {
+    if (this.database.scope !== "PRIVATE") return key;
+    const slash = key.lastIndexOf("/");
+    return slash < 0 ? key : key.slice(slash + 1);
+  }
+
+  recordKey(zoneID, recordName) {
+    return `${zoneID.key}\u0000${recordName}`;
+  }
+
+  /** A fetched or saved record, named in the canonical zone. */
+  canonicalRecord(record, zoneID) {
+    if (record && typeof record === "object" && "zoneID" in record) record.zoneID = zoneID;
+    return record;
+  }
+
   // MARK: State
 
-  /** The state to store (JSON-safe): tokens and the queue. */
+  /** The state to store (JSON-safe): tokens, the queue and the batch in flight. */
   get state() {
     return {
-      version: 1,
+      version: 2,
       databaseToken: this.databaseToken,
       zoneTokens: Object.fromEntries(this.zoneTokens),
       pendingZoneChanges: [...this.pendingZones.values()].map(({kind, zoneID}) => ({kind, zoneID: zoneID.toJSON()})),
       pendingRecordChanges: [...this.pendingRecords.values()].map(({kind, zoneID, recordName}) => ({kind, zoneID: zoneID.toJSON(), recordName})),
+      inFlight: [...this.pendingRecords.entries()].filter(([key]) => this.inFlight.has(key))
+        .map(([, {zoneID, recordName}]) => ({zoneID: zoneID.toJSON(), recordName})),
     };
   }
 
@@ -89,34 +164,47 @@ export class SyncEngine {
 
   queueRecord({kind, zoneID, recordName}) {
     if (kind !== "save" && kind !== "delete") throw new TypeError(`a pending record change is save or delete, not ${kind}`);
-    const zone = ZoneID.from(zoneID);
-    const key = `${zone.key}\u0000${recordName}`;
+    if (typeof recordName !== "string" || recordName === "") throw new TypeError("a pending record change needs a recordName");
+    const zone = this.canonicalZoneID(zoneID);
+    const key = this.recordKey(zone, recordName);
     this.pendingRecords.delete(key);   // the latest goes last
     this.pendingRecords.set(key, {kind, zoneID: zone, recordName, sequence: ++this.sequence});
   }
 
-  /** Queues record changes: [{kind: "save" | "delete", zoneID, recordName}]; a later change of a record replaces an earlier one. */
+  /**
+   * Queues record changes: [{kind: "save" | "delete", zoneID, recordName}];
+   * a later change of a record replaces an earlier one. Answers a promise
+   * settled once the stateUpdate holding them was handled.
+   */
   addPendingRecordChanges(changes) {
     for (const change of changes) this.queueRecord(change);
     this.changed();
+    this.stateUpdate();
+    return this.stateUpdates;   // never rejects: a delegate's failure to store reaches it as an error event
   }
 
-  /** Queues zone changes: [{kind: "save" | "delete", zoneID}]. */
+  /** Queues zone changes: [{kind: "save" | "delete", zoneID}]; answers as addPendingRecordChanges. */
   addPendingZoneChanges(changes) {
     for (const change of changes) {
       if (change.kind !== "save" && change.kind !== "delete") throw new TypeError(`a pending zone change is save or delete, not ${change.kind}`);
-      const zoneID = ZoneID.from(change.zoneID);
+      const zoneID = this.canonicalZoneID(change.zoneID);
       this.pendingZones.set(zoneID.key, {kind: change.kind, zoneID});
     }
     this.changed();
+    this.stateUpdate();
+    return this.stateUpdates;   // never rejects: a delegate's failure to store reaches it as an error event
+  }
+
+  get hasPendingChanges() {
+    return this.pendingRecords.size > 0 || this.pendingZones.size > 0;
   }
 
   changed() {
-    if (this.pendingRecords.size === 0 && this.pendingZones.size === 0) return;
+    if (!this.hasPendingChanges) return;
     if (!this.automaticallySync || this.stopped || this.sendTimer) return;
     this.sendTimer = setTimeout(() => {
       this.sendTimer = null;
-      this.sendChanges().catch((error) => this.report(error));
+      this.automaticSend();
     }, 100);
   }
 
@@ -124,8 +212,22 @@ export class SyncEngine {
     await this.delegate.handleEvent(event, this);
   }
 
-  async stateUpdate() {
-    await this.emit({type: "stateUpdate", state: this.state});
+  /**
+   * Hands the delegate the state as it is when its turn comes: one at a
+   * time, in order, so a slow store never writes an older state over a
+   * newer one. A delegate's failure to store reaches it as an error event.
+   */
+  stateUpdate() {
+    const update = this.stateUpdates.then(() => this.emit({type: "stateUpdate", state: this.state}));
+    this.stateUpdates = update.catch((error) => this.report(error));
+    return update;
+  }
+
+  /** Tells the delegate when the server's reachability changes. */
+  setReachable(reachable) {
+    if (this.serverReachable === reachable) return;
+    this.serverReachable = reachable;
+    Promise.resolve(this.emit({type: "serverReachabilityChanged", reachable})).catch((error) => this.report(error));
   }
 
   /** Runs one fetch or send at a time. */
@@ -139,8 +241,12 @@ export class SyncEngine {
   async retrying(request, signal) {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await request(attempt);
+        const answer = await request(attempt);
+        this.setReachable(true);
+        return answer;
       } catch (error) {
+        if (error instanceof CanopyError && unreachable.has(error.code)) this.setReachable(false);
+        else if (error instanceof CanopyError && error.status) this.setReachable(true);   // the server answered, with a refusal
         if (!(error instanceof CanopyError) || !error.isRetryable || attempt >= this.maximumRetries || this.stopped) throw error;
         this.retries += 1;
         const pause = error.retryAfter !== undefined ? error.retryAfter * 1000 : Math.min(500 * 2 ** attempt, 5000);
@@ -180,9 +286,11 @@ export class SyncEngine {
           changed.clear();
           continue;
         }
-        for (const zone of page.changedZones) changed.set(zone.key, zone);
-        for (const zone of page.deletedZones) { changed.delete(zone.key); this.zoneTokens.delete(zone.key); }
-        await this.emit({type: "fetchedDatabaseChanges", changedZones: page.changedZones, deletedZones: page.deletedZones});
+        const changedZones = page.changedZones.map((zone) => this.canonicalZoneID(zone));
+        const deletedZones = page.deletedZones.map((zone) => this.canonicalZoneID(zone));
+        for (const zone of changedZones) changed.set(zone.key, zone);
+        for (const zone of deletedZones) { changed.delete(zone.key); this.zoneTokens.delete(zone.key); }
+        await this.emit({type: "fetchedDatabaseChanges", changedZones, deletedZones});
         token = page.token;
         if (!page.moreComing) break;
       }
@@ -194,7 +302,8 @@ export class SyncEngine {
     await this.emit({type: "didFetchChanges"});
   }
 
-  async fetchZone(zoneID, signal) {
+  async fetchZone(zone, signal) {
+    const zoneID = this.canonicalZoneID(zone);
     let token = this.zoneTokens.get(zoneID.key) ?? null;
     const request = (since) => {
       const page = this.retrying(() => this.database.zoneChanges(zoneID, {since, limit: this.pageSize, signal}), signal);
@@ -224,7 +333,7 @@ export class SyncEngine {
       // The next page is asked for before this one is handed over, so the
       // app's work (storing the records) overlaps the server's.
       if (page.moreComing) next = request(page.token);
-      await this.emit({type: "fetchedRecordZoneChanges", zoneID, changed: page.changed, deleted: page.deleted});
+      await this.emit({type: "fetchedRecordZoneChanges", zoneID, changed: page.changed.map((record) => this.canonicalRecord(record, zoneID)), deleted: page.deleted});
       token = page.token;
       this.zoneTokens.set(zoneID.key, token);
       await this.stateUpdate();
@@ -257,7 +366,7 @@ export class SyncEngine {
       await this.sendBatch(zone, batch, signal);
       // A pass that settled nothing and did not shrink the batch would repeat forever
       // (a delegate queueing again at once after every failure): leave the rest for the next send.
-      if (this.pendingRecords.size >= before && this.batchSize === size && batch.every((change) => this.pendingRecords.has(`${change.zoneID.key}\u0000${change.recordName}`))) break;
+      if (this.pendingRecords.size >= before && this.batchSize === size && batch.every((change) => this.pendingRecords.has(this.recordKey(change.zoneID, change.recordName)))) break;
     }
     await this.emit({type: "didSendChanges"});
   }
@@ -288,7 +397,15 @@ export class SyncEngine {
       else dropped.push(change);
     }
     for (const change of dropped) this.settle(change);
-    if (saves.length === 0 && deletes.length === 0) return;
+    if (saves.length === 0 && deletes.length === 0) {
+      if (dropped.length > 0) await this.stateUpdate();
+      return;
+    }
+    // Sent before without an answer (a failed send, or a restart mid-send): the server may have it.
+    const sentBefore = new Set([...saves.map((save) => save.change), ...deletes]
+      .map((change) => this.recordKey(change.zoneID, change.recordName)).filter((key) => this.inFlight.has(key)));
+    for (const change of [...saves.map((save) => save.change), ...deletes]) this.inFlight.add(this.recordKey(change.zoneID, change.recordName));
+    await this.stateUpdate();   // the batch in flight is in the stored state before it leaves
     let result, resent = false;
     try {
       result = await this.retrying((attempt) => {
@@ -319,7 +436,8 @@ export class SyncEngine {
       if (!error) continue;
       // A batch sent again after the connection dropped may have committed
       // the first time: the "conflict" is then with our own write.
-      if (resent && error.code === ErrorCode.SERVER_RECORD_CHANGED && error.serverRecord && sameFields(save.input.fields, error.serverRecord)) {
+      const mayHaveCommitted = resent || sentBefore.has(this.recordKey(save.change.zoneID, save.change.recordName));
+      if (mayHaveCommitted && error.code === ErrorCode.SERVER_RECORD_CHANGED && error.serverRecord && sameFields(save.input.fields, error.serverRecord)) {
         savedRecords.push(error.serverRecord);
         continue;
       }
@@ -332,35 +450,117 @@ export class SyncEngine {
       else failedRecordDeletes.push({recordName: change.recordName, error});
     }
     for (const change of [...saves.map((save) => save.change), ...deletes]) this.settle(change);
-    await this.emit({type: "sentRecordZoneChanges", zoneID, savedRecords, deletedRecordNames, failedRecordSaves, failedRecordDeletes});
+    await this.emit({type: "sentRecordZoneChanges", zoneID, savedRecords: savedRecords.map((record) => this.canonicalRecord(record, zoneID)),
+      deletedRecordNames, failedRecordSaves, failedRecordDeletes});
     await this.stateUpdate();
   }
 
-  /** Leaves the queue unless the record was changed again while it was being sent. */
+  /**
+   * The server answered for this change: it is no longer in flight, and it
+   * leaves the queue unless the record was changed again while it was out.
+   */
   settle(change) {
-    const key = `${change.zoneID.key}\u0000${change.recordName}`;
+    const key = this.recordKey(change.zoneID, change.recordName);
+    this.inFlight.delete(key);
     if (this.pendingRecords.get(key)?.sequence === change.sequence) this.pendingRecords.delete(key);
   }
 
   // MARK: Automatic sync
+
+  /** Sends what waits (automatic sync); a failure is reported and tried again after resumeDelay. */
+  automaticSend() {
+    if (this.stopped) return Promise.resolve();
+    return this.sendChanges().then(() => {
+      this.failures = 0;
+    }, async (error) => {
+      this.report(error);
+      await this.stateUpdate().catch(() => {});   // what is still in flight, as it now stands
+      this.scheduleResume();
+    });
+  }
+
+  /**
+   * After a failure: fetch and send again after a pause (resumeDelay),
+   * over and over for as long as the server stays away.
+   */
+  scheduleResume() {
+    if (!this.automaticallySync || this.stopped || this.resumeTimer) return;
+    const delay = resumeDelay(this.failures++);
+    this.resumeTimer = setTimeout(() => {
+      this.resumeTimer = null;
+      this.syncNow();
+    }, delay);
+  }
+
+  /** A cue that the server may be back (online, page shown, live connection open): fetch and send now. */
+  syncNow() {
+    if (this.stopped) return;
+    if (this.resumeTimer) { clearTimeout(this.resumeTimer); this.resumeTimer = null; }
+    this.cueFetch?.();
+    if (this.hasPendingChanges) this.automaticSend();
+  }
+
+  /**
+   * Listens for what says the server may be reachable again: the
+   * browser's `online` event, the page becoming visible, and the live
+   * connection opening.
+   */
+  watchSurroundings() {
+    const onOnline = () => { this.failures = 0; this.syncNow(); };
+    const onVisible = () => { if (globalThis.document?.visibilityState !== "hidden") this.syncNow(); };
+    globalThis.addEventListener?.("online", onOnline);
+    globalThis.document?.addEventListener?.("visibilitychange", onVisible);
+    let away = null;
+    const removeLive = this.database.container?.live?.onConnectionChange?.((connected) => {
+      if (connected) {
+        if (away) { clearTimeout(away); away = null; }
+        this.setReachable(true);
+        this.failures = 0;
+        this.syncNow();
+      } else if (!away) {
+        // A socket that drops and opens again at once is not the server going away.
+        away = setTimeout(() => { away = null; if (!this.database.container.live.connected && !this.stopped) this.setReachable(false); }, 2000);
+      }
+    });
+    this.unwatch = () => {
+      globalThis.removeEventListener?.("online", onOnline);
+      globalThis.document?.removeEventListener?.("visibilitychange", onVisible);
+      removeLive?.();
+      if (away) clearTimeout(away);
+    };
+  }
 
   async listen() {
     const controller = new AbortController();
     this.listening = controller;
     let fetching = null, again = false;
     const cue = () => {
+      if (this.stopped) return;
       if (fetching) { again = true; return; }
-      fetching = this.fetchChanges({signal: controller.signal}).catch((error) => this.report(error)).finally(() => {
+      fetching = this.fetchChanges({signal: controller.signal}).then(() => {
+        if (!this.hasPendingChanges) this.failures = 0;
+      }, (error) => {
+        this.report(error);
+        this.scheduleResume();
+      }).finally(() => {
         fetching = null;
         if (again && !this.stopped) { again = false; cue(); }
       });
     };
+    this.cueFetch = cue;
     cue();
     if (this.database.scope === "PUBLIC") return;
-    try {
-      for await (const _ of this.database.watchDatabase({since: this.databaseToken, signal: controller.signal})) cue();
-    } catch (error) {
-      if (!this.stopped) this.report(error);
+    // The feed's subscription: it ends only when stopped or refused (the
+    // connection itself reopens by itself); a refusal is tried again later.
+    while (!this.stopped) {
+      try {
+        for await (const _ of this.database.watchDatabase({since: this.databaseToken, signal: controller.signal})) cue();
+        if (this.stopped) return;
+      } catch (error) {
+        if (this.stopped) return;
+        this.report(error);
+      }
+      await sleep(resumeDelay(this.failures), controller.signal).catch(() => {});
     }
   }
 
@@ -375,7 +575,10 @@ export class SyncEngine {
   async stop() {
     this.stopped = true;
     if (this.sendTimer) { clearTimeout(this.sendTimer); this.sendTimer = null; }
+    if (this.resumeTimer) { clearTimeout(this.resumeTimer); this.resumeTimer = null; }
+    this.unwatch?.();
     this.listening?.abort();
     await this.running;
+    await this.stateUpdates;
   }
 }

@@ -150,6 +150,12 @@ export declare function encodeValue(value: FieldInput, field?: string): EncodedV
 /** One value as the API reads it, into JavaScript (a form it does not know comes back as it is). */
 export declare function decodeValue(value: unknown): FieldValue;
 
+/**
+ * A query's `args`, encoded as field values are (a Date as a TIMESTAMP, a
+ * BigInt exact); throws TypeError naming the argument for what has no API form.
+ */
+export declare function encodeArguments(args: {[name: string]: FieldInput} | FieldInput[] | null | undefined): unknown;
+
 /** A record's fields, encoded for a save (undefined values left out). */
 export declare function encodeFields(fields: FieldsInput | null | undefined): {[name: string]: EncodedValue};
 

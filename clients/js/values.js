@@ -152,6 +152,12 @@ export function encodeValue(value, field = "value") {
     case "string": case "boolean": return value;
     case "number":
       if (!Number.isFinite(value)) throw new TypeError(`field ${field}: ${value} is not a number the API can store`);
+      // A whole number is sent as INT64; beyond 2^53 a JavaScript number is
+      // already rounded, so sending it would store another integer.
+      if (Number.isInteger(value) && !Number.isSafeInteger(value)) {
+        throw new TypeError(`field ${field}: ${value} is a whole number beyond 2^53, which a JavaScript number cannot hold exactly: `
+          + `pass a BigInt (${BigInt(value)}n, or BigInt("…") from its digits) for INT64, or new Double(${value}) for DOUBLE`);
+      }
       return value;
     case "bigint":
       if (value > 9223372036854775807n || value < -9223372036854775808n) throw new TypeError(`field ${field}: ${value} does not fit in INT64`);
@@ -202,6 +208,23 @@ export function storableFields(fields) {
   const stored = {};
   for (const [key, value] of Object.entries(encodeFields(fields))) stored[key] = store(value);
   return stored;
+}
+
+/**
+ * A query's `args` (an object of named placeholders, or a list for `%@`),
+ * encoded as field values are: a Date as a TIMESTAMP, a BigInt exact, a
+ * Location or Reference in the API's form; throws TypeError naming the
+ * argument for what has no API form.
+ */
+export function encodeArguments(args) {
+  if (args === null || args === undefined) return null;
+  if (Array.isArray(args)) return args.map((value, index) => encodeValue(value, `args[${index}]`));
+  if (typeof args !== "object") throw new TypeError("a query's args are an object of named values, or a list for %@");
+  const encoded = {};
+  for (const [name, value] of Object.entries(args)) {
+    if (value !== undefined) encoded[name] = encodeValue(value, `args.${name}`);
+  }
+  return encoded;
 }
 
 /** A record's fields, encoded for a save. */

@@ -22,9 +22,10 @@ const directory = fileURLToPath(new URL("..", import.meta.url));
  */
 const internalMembers = {
   Database: ["gql", "requireScope", "transport"],
-  LiveConnection: ["end", "open", "receive", "closed", "send", "failAll"],
+  LiveConnection: ["end", "open", "receive", "closed", "send", "failAll", "setConnected"],
   SyncEngine: ["queueRecord", "changed", "emit", "stateUpdate", "exclusive", "retrying", "fetchNow", "fetchZone",
-    "sendNow", "sendZones", "sendBatch", "settle", "listen", "report"],
+    "sendNow", "sendZones", "sendBatch", "settle", "listen", "report", "canonicalKey", "recordKey", "canonicalRecord",
+    "setReachable", "automaticSend", "scheduleResume", "syncNow", "watchSurroundings"],
 };
 
 const valueKinds = new Set(["class", "function", "const", "let", "var", "enum", "namespace"]);

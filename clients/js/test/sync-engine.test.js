@@ -5,78 +5,9 @@
 
 import assert from "node:assert/strict";
 import {after, before, describe, test} from "node:test";
-import {CanopyRecord, Container, ErrorCode, SyncEngine, ZoneID} from "../index.js";
+import {Container, ZoneID} from "../index.js";
 import {LiveServer, eventually, unique} from "./harness.js";
-
-/**
- * A tiny app: its local copy of records (by zone key, then name), its
- * stored engine state, and a delegate that merges conflicts by taking the
- * server's record and putting the local fields on top.
- */
-class LocalApp {
-  constructor(database, {state = null, automaticallySync = false} = {}) {
-    this.records = new Map();
-    this.changedKeys = new Map();   // recordName → the keys edited locally and not yet sent
-    this.conflicts = [];
-    this.events = [];
-    this.fetchedRecords = 0;
-    this.savedState = state;
-    this.engine = new SyncEngine({database, state, automaticallySync, delegate: this});
-  }
-
-  zone(zoneID) {
-    const key = ZoneID.from(zoneID).key;
-    if (!this.records.has(key)) this.records.set(key, new Map());
-    return this.records.get(key);
-  }
-
-  /** Edits a record locally and queues it. */
-  edit(zoneID, recordName, recordType, fields) {
-    const existing = this.zone(zoneID).get(recordName);
-    const record = existing ? new CanopyRecord({...existing, fields: {...existing.fields, ...fields}}) : new CanopyRecord({recordName, recordType, fields});
-    this.zone(zoneID).set(recordName, record);
-    this.changedKeys.set(recordName, new Set([...(this.changedKeys.get(recordName) ?? []), ...Object.keys(fields)]));
-    this.engine.addPendingRecordChanges([{kind: "save", zoneID, recordName}]);
-  }
-
-  recordToSave(zoneID, recordName) {
-    return this.zone(zoneID).get(recordName) ?? null;
-  }
-
-  async handleEvent(event) {
-    this.events.push(event.type);
-    switch (event.type) {
-    case "stateUpdate": this.savedState = JSON.parse(JSON.stringify(event.state)); break;
-    case "fetchedRecordZoneChanges":
-      for (const record of event.changed) this.zone(event.zoneID).set(record.recordName, record);
-      for (const tombstone of event.deleted) this.zone(event.zoneID).delete(tombstone.recordName);
-      this.fetchedRecords += event.changed.length;
-      break;
-    case "fetchedDatabaseChanges":
-      for (const zone of event.deletedZones) this.records.delete(zone.key);
-      break;
-    case "changeTokenExpired":
-      if (event.zoneID) this.records.delete(event.zoneID.key); else this.records.clear();
-      break;
-    case "sentRecordZoneChanges":
-      for (const record of event.savedRecords) { this.zone(event.zoneID).set(record.recordName, record); this.changedKeys.delete(record.recordName); }
-      for (const failure of event.failedRecordSaves) {
-        if (failure.error.code !== ErrorCode.SERVER_RECORD_CHANGED) throw failure.error;
-        this.conflicts.push(failure.recordName);
-        const mine = this.zone(event.zoneID).get(failure.recordName);
-        const server = failure.error.serverRecord;
-        const edited = Object.fromEntries([...this.changedKeys.get(failure.recordName) ?? []].map((key) => [key, mine.fields[key]]));
-        this.zone(event.zoneID).set(failure.recordName, new CanopyRecord({...server, fields: {...server.fields, ...edited}}));
-        this.engine.addPendingRecordChanges([{kind: "save", zoneID: event.zoneID, recordName: failure.recordName}]);
-      }
-      break;
-    }
-  }
-
-  fields(zoneID) {
-    return Object.fromEntries([...this.zone(zoneID).entries()].map(([name, record]) => [name, record.fields]).sort(([a], [b]) => a < b ? -1 : 1));
-  }
-}
+import {LocalApp} from "./local-app.js";
 
 let server;
 before(async () => { server = await LiveServer.start(); });
