@@ -6,8 +6,9 @@ import Testing
 
 /// CanopyJS (clients/js) under Node 20's own test runner, against live
 /// `canopy serve` processes the JavaScript harness starts on a migrated
-/// database made here: every operation, the sync engine, and the
-/// declarations against the modules. Node's report is the evidence; this
+/// database made here: every operation, the sync engine (and its
+/// randomized fault run, which starts clusters of its own), the README's
+/// example, and the declarations against the modules. Node's report is the evidence; this
 /// suite fails when any Node test does.
 @Suite("CanopyJS under Node", .enabled(if: CanopyBinary.exists && ClientTests.enabled, "build the canopy executable first (swift build)"))
 struct CanopyJSTests {
@@ -18,7 +19,7 @@ struct CanopyJSTests {
         let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".test.js") }.sorted()
         #expect(files.count >= 3, "\(files)")
         let result = try await Subprocess.start("/usr/bin/env", [
-            "node", "--experimental-websocket", "--test", "--test-concurrency=1", "--test-timeout=180000", "--test-reporter=spec",
+            "node", "--experimental-websocket", "--test", "--test-concurrency=1", "--test-timeout=600000", "--test-reporter=spec",
         ] + files.map { "\(directory)/\($0)" }, environment: [
             "CANOPY_BIN": CanopyBinary.path,
             "CANOPY_TEST_DATABASE_URL": endpoint.url,

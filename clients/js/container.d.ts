@@ -25,6 +25,11 @@ export interface ContainerOptions {
   fetch?: FetchFunction;
   /** The WebSocket class to use (default the global one; Node 20 has it with --experimental-websocket). */
   WebSocket?: WebSocketConstructor;
+  /**
+   * Milliseconds a request may go unanswered before it fails as
+   * NETWORK_FAILURE, which the sync engine tries again (default 60 000; 0: never).
+   */
+  requestTimeout?: number;
 }
 
 /** What shareMetadata reads besides the metadata. */

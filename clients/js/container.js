@@ -26,10 +26,12 @@ export class Container {
    * (an expired sign-in), and the request is sent once more. Neither: the
    * container reads the public database as nobody.
    * fetch, WebSocket: the implementations to use (default the global ones;
-   * Node 20 has WebSocket with --experimental-websocket).
+   * Node 20 has WebSocket with --experimental-websocket). requestTimeout:
+   * milliseconds a request may go unanswered before it fails as
+   * NETWORK_FAILURE (default 60 000; 0: never).
    */
-  constructor({baseURL, token, tokenProvider, fetch, WebSocket} = {}) {
-    this.transport = new Transport({baseURL, token, tokenProvider, fetch});
+  constructor({baseURL, token, tokenProvider, fetch, WebSocket, requestTimeout} = {}) {
+    this.transport = new Transport({baseURL, token, tokenProvider, fetch, requestTimeout});
     this.live = new LiveConnection(this.transport, WebSocket ?? globalThis.WebSocket);
     this.privateDatabase = new Database(this, "PRIVATE");
     this.sharedDatabase = new Database(this, "SHARED");

@@ -72,6 +72,14 @@ export interface FetchedRecordZoneChangesEvent {
   zoneID: ZoneID;
   changed: CanopyRecord[];
   deleted: Tombstone[];
+  /**
+   * The names among them with a change of the app's own still waiting to
+   * be sent. For "save", merge the fetched record under the local edit
+   * (keep its recordChangeTag) rather than replace the local copy, which
+   * would send the fetched fields instead of the edit; for "delete", keep
+   * the record deleted.
+   */
+  pending: {[recordName: string]: PendingChangeKind};
 }
 
 /** A zone change the server refused (it leaves the queue). */
@@ -112,9 +120,20 @@ export interface SentRecordZoneChangesEvent {
   deletedRecordNames: string[];
   failedRecordSaves: FailedRecordSave[];
   failedRecordDeletes: FailedRecordDelete[];
+  /**
+   * The names the app changed again while this batch was out: their newer
+   * change still waits. For these take only the saved record's
+   * recordChangeTag and keep the local edit; replacing the local copy
+   * with the saved record would send the older fields again.
+   */
+  pending: {[recordName: string]: PendingChangeKind};
 }
 
-/** A stored token expired: the feed starts again from nothing (zoneID null: the database's). */
+/**
+ * A stored token expired: the feed starts again from nothing (zoneID null:
+ * the database's). Drop the local copy, but keep the records named in
+ * pendingRecordChanges: their edits are not on the server yet.
+ */
 export interface ChangeTokenExpiredEvent {
   type: "changeTokenExpired";
   zoneID: ZoneID | null;

@@ -41,11 +41,20 @@ function sameFields(sent, stored) {
  * delegate.handleEvent(event): applies what was fetched and learns what was
  * sent; awaited, in order. Events: stateUpdate {state},
  * fetchedDatabaseChanges {changedZones, deletedZones},
- * fetchedRecordZoneChanges {zoneID, changed, deleted},
+ * fetchedRecordZoneChanges {zoneID, changed, deleted, pending} (pending:
+ * the names among them with a change of the app's own still waiting, →
+ * "save" | "delete": merge the fetched version under the local edit, keep
+ * the fetched recordChangeTag, as on a conflict; replacing the local copy
+ * would send the fetched fields instead of the edit),
  * sentDatabaseChanges {savedZones, deletedZones, failedZones},
  * sentRecordZoneChanges {zoneID, savedRecords, deletedRecordNames,
- * failedRecordSaves [{recordName, record, error}], failedRecordDeletes},
- * changeTokenExpired {zoneID (null: the whole database)},
+ * failedRecordSaves [{recordName, record, error}], failedRecordDeletes,
+ * pending} (pending: the names the app changed again while the batch was
+ * out, whose newer change still waits: take only the saved record's
+ * recordChangeTag, keep the local edit),
+ * changeTokenExpired {zoneID (null: the whole database)} (drop the local
+ * copy, but keep the records in pendingRecordChanges: their edits are not
+ * on the server yet),
  * willFetchChanges, didFetchChanges, willSendChanges, didSendChanges,
  * serverReachabilityChanged {reachable} (false: the server cannot be
  * reached now, and what waits is sent when it can),
@@ -134,6 +143,20 @@ export class SyncEngine {
 
   recordKey(zoneID, recordName) {
     return `${zoneID.key}\u0000${recordName}`;
+  }
+
+  /**
+   * The records of a fetched page that have a change of their own waiting
+   * (name → "save" | "delete"): the app must not let the fetched version
+   * replace an edit not yet sent (see fetchedRecordZoneChanges).
+   */
+  pendingAmong(zoneID, page) {
+    const pending = {};
+    for (const recordName of [...page.changed.map((record) => record.recordName), ...page.deleted.map((tombstone) => tombstone.recordName)]) {
+      const change = this.pendingRecords.get(this.recordKey(zoneID, recordName));
+      if (change) pending[recordName] = change.kind;
+    }
+    return pending;
   }
 
   /** A fetched or saved record, named in the canonical zone. */
@@ -333,7 +356,8 @@ export class SyncEngine {
       // The next page is asked for before this one is handed over, so the
       // app's work (storing the records) overlaps the server's.
       if (page.moreComing) next = request(page.token);
-      await this.emit({type: "fetchedRecordZoneChanges", zoneID, changed: page.changed.map((record) => this.canonicalRecord(record, zoneID)), deleted: page.deleted});
+      await this.emit({type: "fetchedRecordZoneChanges", zoneID, changed: page.changed.map((record) => this.canonicalRecord(record, zoneID)),
+        deleted: page.deleted, pending: this.pendingAmong(zoneID, page)});
       token = page.token;
       this.zoneTokens.set(zoneID.key, token);
       await this.stateUpdate();
@@ -450,8 +474,10 @@ export class SyncEngine {
       else failedRecordDeletes.push({recordName: change.recordName, error});
     }
     for (const change of [...saves.map((save) => save.change), ...deletes]) this.settle(change);
+    // Records changed again while this batch was out: their newer change still waits.
+    const pending = this.pendingAmong(zoneID, {changed: savedRecords, deleted: deletedRecordNames.map((recordName) => ({recordName}))});
     await this.emit({type: "sentRecordZoneChanges", zoneID, savedRecords: savedRecords.map((record) => this.canonicalRecord(record, zoneID)),
-      deletedRecordNames, failedRecordSaves, failedRecordDeletes});
+      deletedRecordNames, failedRecordSaves, failedRecordDeletes, pending});
     await this.stateUpdate();
   }
 

@@ -43,6 +43,12 @@ export interface TransportOptions {
   /** Asked for a token instead of `token`; again with refresh: true after a 401. */
   tokenProvider?: TokenProvider | null;
   fetch?: FetchFunction;
+  /**
+   * Milliseconds a GraphQL request may go unanswered (the answer read in
+   * full) before it fails as NETWORK_FAILURE, which the sync engine tries
+   * again; default 60 000, 0: never. Uploads are not bounded by it.
+   */
+  requestTimeout?: number;
 }
 
 /** The gateway's HTTP side: one place that adds the token and maps answers into CanopyError. */
@@ -53,12 +59,14 @@ export declare class Transport {
   baseURL: string;
   tokenProvider: TokenProvider | null;
   fetch: FetchFunction;
+  /** Milliseconds a GraphQL request may go unanswered (0: never). */
+  requestTimeout: number;
   /** The token last given by the provider (undefined: not asked yet, or none). */
   cachedToken: string | undefined;
   /** The token to send (undefined: anonymous); refresh asks the provider for a new one. */
   token(refresh?: boolean): Promise<string | undefined>;
   /** Sends one HTTP request with the token; retries once with a fresh token after a 401. */
-  send(path: string, init: RequestInit, signal?: AbortSignal): Promise<Response>;
+  send(path: string, init: RequestInit, signal?: AbortSignal, options?: {timeout?: number}): Promise<Response>;
   /** Reads a response's JSON body, or undefined when it has none (or it is not JSON). */
   body(response: Response, signal?: AbortSignal): Promise<any>;
   /** Runs a GraphQL document; answers `data`, or throws the first error as a CanopyError. */

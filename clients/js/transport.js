@@ -14,14 +14,18 @@ export class Transport {
    * baseURL: the gateway ("https://canopy.example.com"; in a page, default
    * its origin). token: a fixed token; tokenProvider: ({refresh}) => token
    * or a promise of one (refresh: true after the server refused the last).
+   * requestTimeout: milliseconds a GraphQL request may go unanswered
+   * before it fails as NETWORK_FAILURE (default 60 000; 0: never), so a
+   * connection that went quiet is not waited on forever.
    */
-  constructor({baseURL, token, tokenProvider, fetch: fetchFunction} = {}) {
+  constructor({baseURL, token, tokenProvider, fetch: fetchFunction, requestTimeout = 60_000} = {}) {
     const origin = globalThis.location?.origin;
     const base = baseURL ?? origin;
     if (!base) throw new TypeError("Container needs a baseURL outside a web page");
     this.baseURL = String(base).replace(/\/+$/, "");
     this.tokenProvider = tokenProvider ?? (token === undefined || token === null ? null : () => token);
     this.fetch = fetchFunction ?? globalThis.fetch.bind(globalThis);
+    this.requestTimeout = requestTimeout;
   }
 
   /**
@@ -34,17 +38,24 @@ export class Transport {
     return (await this.tokenProvider({refresh})) ?? undefined;
   }
 
-  /** Sends one HTTP request with the token; retries once with a fresh token after a 401. */
-  async send(path, init, signal) {
+  /**
+   * Sends one HTTP request with the token; retries once with a fresh token
+   * after a 401. `timeout` (ms, 0: none) also bounds reading the answer:
+   * pass the signal send answers in `init.timeoutSignal` on to body().
+   */
+  async send(path, init, signal, {timeout = 0} = {}) {
     let token = await this.token(false);
     for (let attempt = 0; ; attempt++) {
       const headers = {...init.headers};
       if (token) headers.Authorization = `Bearer ${token}`;
+      const timer = timeout > 0 ? AbortSignal.timeout(timeout) : null;
+      const either = timer && signal ? AbortSignal.any([signal, timer]) : timer ?? signal;
       let response;
       try {
-        response = await this.fetch(this.baseURL + path, {...init, headers, signal});
+        response = await this.fetch(this.baseURL + path, {...init, headers, signal: either});
       } catch (error) {
         if (signal?.aborted) throw signal.reason ?? error;
+        if (timer?.aborted) throw new CanopyError(ErrorCode.NETWORK_FAILURE, `The server at ${this.baseURL} did not answer within ${timeout / 1000} s`, {cause: error});
         throw new CanopyError(ErrorCode.NETWORK_FAILURE, `The server at ${this.baseURL} cannot be reached: ${error?.message ?? error}`, {cause: error});
       }
       if (response.status === 401 && token && attempt === 0 && this.tokenProvider) {
@@ -82,7 +93,7 @@ export class Transport {
       method: "POST",
       headers: {"Content-Type": "application/json", Accept: "application/json"},
       body: stringifyJSON({query, variables}),
-    }, signal);
+    }, signal, {timeout: this.requestTimeout});
     const body = await this.body(response, signal);
     const first = body?.errors?.[0];
     if (first) throw errorFromGraphQL(first, {status: response.status, retryAfter: retryAfterSeconds(response.headers), decodeRecord});

@@ -44,18 +44,27 @@ export class LocalApp {
     switch (event.type) {
     case "stateUpdate": this.savedState = JSON.parse(JSON.stringify(event.state)); break;
     case "fetchedRecordZoneChanges":
-      for (const record of event.changed) this.zone(event.zoneID).set(record.recordName, record);
-      for (const tombstone of event.deleted) this.zone(event.zoneID).delete(tombstone.recordName);
+      for (const record of event.changed) this.take(event.zoneID, record, event.pending);
+      for (const tombstone of event.deleted) if (event.pending[tombstone.recordName] !== "save") this.zone(event.zoneID).delete(tombstone.recordName);
       this.fetchedRecords += event.changed.length;
       break;
     case "fetchedDatabaseChanges":
       for (const zone of event.deletedZones) this.records.delete(this.engine.canonicalZoneID(zone).key);
       break;
-    case "changeTokenExpired":
-      if (event.zoneID) this.records.delete(this.engine.canonicalZoneID(event.zoneID).key); else this.records.clear();
+    case "changeTokenExpired": {
+      // Fetched again from nothing; what waits to be sent is kept.
+      const waiting = new Set(this.engine.pendingRecordChanges.map((change) => `${change.zoneID.key}/${change.recordName}`));
+      for (const [key, zone] of this.records) {
+        if (event.zoneID && key !== this.engine.canonicalZoneID(event.zoneID).key) continue;
+        for (const name of [...zone.keys()]) if (!waiting.has(`${key}/${name}`)) zone.delete(name);
+      }
       break;
+    }
     case "sentRecordZoneChanges":
-      for (const record of event.savedRecords) { this.zone(event.zoneID).set(record.recordName, record); this.changedKeys.delete(record.recordName); }
+      for (const record of event.savedRecords) {
+        this.take(event.zoneID, record, event.pending);
+        if (!event.pending[record.recordName]) this.changedKeys.delete(record.recordName);
+      }
       for (const failure of event.failedRecordSaves) {
         if (failure.error.code !== ErrorCode.SERVER_RECORD_CHANGED) throw failure.error;
         this.conflicts.push(failure.recordName);
@@ -67,6 +76,20 @@ export class LocalApp {
       }
       break;
     }
+  }
+
+  /**
+   * A record from the server into the local copy: as it is, unless an
+   * edit of it still waits (pending), which then stays on top of it.
+   */
+  take(zoneID, record, pending) {
+    if (pending[record.recordName] === "delete") return;
+    if (pending[record.recordName] === "save") {
+      const mine = this.zone(zoneID).get(record.recordName);
+      const edited = Object.fromEntries([...this.changedKeys.get(record.recordName) ?? []].map((key) => [key, mine?.fields[key]]));
+      record = new CanopyRecord({...record, fields: {...record.fields, ...edited}});
+    }
+    this.zone(zoneID).set(record.recordName, record);
   }
 
   fields(zoneID) {

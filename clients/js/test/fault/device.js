@@ -1,0 +1,194 @@
+// One device of a fault run, in a process of its own so the run can kill
+// it: an app with a local copy of one zone and a SyncEngine syncing
+// automatically, storing its copy and the engine's state together in one
+// file (written whole and renamed) at every stateUpdate, as an app that
+// keeps both in IndexedDB in one transaction would. It edits when the run
+// says so and answers "queued" only once the engine's stateUpdate holding
+// the edit is stored. Conflicts merge as an app's should: the server's
+// record with this device's own field on top.
+//
+// argv: a JSON {name, baseURL, scope, zone: {zoneName, ownerName}, file, field}.
+
+import {existsSync, readFileSync, renameSync, writeFileSync} from "node:fs";
+import {CanopyRecord, Container, ErrorCode, SyncEngine} from "../../index.js";
+
+const options = JSON.parse(process.argv[2]);
+const send = (message) => { try { process.send?.(message); } catch { /* the run is gone */ } };
+
+// The token comes from the run; after a refusal it asks for a new one.
+let token = options.token;
+const waitingTokens = [];
+process.on("message", (message) => {
+  if (message.type === "token") { token = message.token; waitingTokens.splice(0).forEach((resolve) => resolve()); }
+});
+async function tokenProvider({refresh}) {
+  if (refresh) {
+    const asked = new Promise((resolve) => waitingTokens.push(resolve));
+    send({type: "needToken"});
+    await asked;
+  }
+  return token;
+}
+
+const stored = existsSync(options.file) ? JSON.parse(readFileSync(options.file, "utf8")) : {zones: {}, state: null};
+/** The local copy as the README's app keeps it: zone key → recordName → CanopyRecord. */
+const zones = new Map(Object.entries(stored.zones).map(([key, records]) =>
+  [key, new Map(Object.entries(records).map(([name, json]) => [name, CanopyRecord.fromJSON(json)]))]));
+/** The records of a zone, keyed as the engine names it. */
+const recordsOf = (zoneID) => {
+  const key = engine.canonicalZoneID(zoneID).key;
+  if (!zones.has(key)) zones.set(key, new Map());
+  return zones.get(key);
+};
+let dieWhenInFlight = false, dieOnAnswer = false;
+
+function persist(state) {
+  const temporary = `${options.file}.tmp`;
+  writeFileSync(temporary, JSON.stringify({state, zones: Object.fromEntries([...zones].map(([key, records]) =>
+    [key, Object.fromEntries([...records].map(([name, record]) => [name, record.toJSON()]))]))}));
+  renameSync(temporary, options.file);
+}
+
+const delegate = {
+  recordToSave(zoneID, recordName) {
+    return recordsOf(zoneID).get(recordName) ?? null;
+  },
+  async handleEvent(event, engine) {
+    switch (event.type) {
+    case "stateUpdate":
+      persist(event.state);
+      send({type: "status", pending: engine.pendingRecordChanges.length, reachable: engine.serverReachable});
+      if (dieWhenInFlight && event.state.inFlight?.length) {
+        // Mid-send: the request leaves after this; die while it is out.
+        setTimeout(() => process.kill(process.pid, "SIGKILL"), Math.floor(Math.random() * 30));
+      }
+      break;
+    case "fetchedRecordZoneChanges": {
+      const records = recordsOf(event.zoneID);
+      for (const record of event.changed) {
+        const waiting = event.pending[record.recordName];
+        if (waiting === "delete") continue;   // deleted here, not yet sent
+        if (waiting === "save") {
+          // An edit not yet sent: the fetched version under it (its tag, others' fields), this device's field on top.
+          const own = records.get(record.recordName)?.fields?.[options.field];
+          records.set(record.recordName, new CanopyRecord({...record, fields: {...record.fields, ...(own === undefined ? {} : {[options.field]: own})}}));
+          continue;
+        }
+        records.set(record.recordName, record);
+      }
+      for (const tombstone of event.deleted) if (event.pending[tombstone.recordName] !== "save") records.delete(tombstone.recordName);
+      break;
+    }
+    case "fetchedDatabaseChanges":
+      for (const zone of event.deletedZones) zones.delete(engine.canonicalZoneID(zone).key);
+      break;
+    case "changeTokenExpired": {
+      // Fetched again from nothing; what waits to be sent is kept.
+      const waiting = new Set(engine.pendingRecordChanges.map((change) => `${change.zoneID.key}/${change.recordName}`));
+      for (const [key, records] of zones) {
+        if (event.zoneID && key !== engine.canonicalZoneID(event.zoneID).key) continue;
+        for (const name of [...records.keys()]) if (!waiting.has(`${key}/${name}`)) records.delete(name);
+      }
+      break;
+    }
+    case "sentRecordZoneChanges": {
+      if (dieOnAnswer) process.kill(process.pid, "SIGKILL");   // the answer came; the process dies before handling it
+      const records = recordsOf(event.zoneID);
+      for (const record of event.savedRecords) {
+        if (event.pending[record.recordName] === "delete") continue;
+        if (event.pending[record.recordName] === "save") {
+          // Edited again while this was out: the saved tag, the newer own field.
+          const own = records.get(record.recordName)?.fields?.[options.field];
+          records.set(record.recordName, new CanopyRecord({...record, fields: {...record.fields, ...(own === undefined ? {} : {[options.field]: own})}}));
+          continue;
+        }
+        records.set(record.recordName, record);
+      }
+      for (const failure of event.failedRecordSaves) {
+        if (failure.error.code === ErrorCode.SERVER_RECORD_CHANGED && failure.error.serverRecord) {
+          const mine = records.get(failure.recordName);
+          const server = failure.error.serverRecord;
+          const own = mine?.fields?.[options.field];
+          records.set(failure.recordName, new CanopyRecord({...server, fields: {...server.fields, ...(own === undefined ? {} : {[options.field]: own})}}));
+          engine.addPendingRecordChanges([{kind: "save", zoneID: event.zoneID, recordName: failure.recordName}]);
+        } else {
+          send({type: "failure", what: `save ${failure.recordName}`, code: failure.error.code, message: failure.error.message});
+        }
+      }
+      for (const failure of event.failedRecordDeletes) {
+        send({type: "failure", what: `delete ${failure.recordName}`, code: failure.error.code, message: failure.error.message});
+      }
+      break;
+    }
+    case "serverReachabilityChanged":
+      send({type: "status", pending: engine.pendingRecordChanges.length, reachable: event.reachable});
+      break;
+    case "error":
+      send({type: "engineError", code: event.error?.code, message: String(event.error?.message ?? event.error).slice(0, 300)});
+      break;
+    }
+  },
+};
+
+// Requests still out, for the report of a device that does not settle.
+const outstanding = new Map();
+let requestNumber = 0;
+const countingFetch = async (url, init) => {
+  const number = ++requestNumber;
+  outstanding.set(number, {at: Date.now(), what: String(init?.body ?? "").slice(0, 60)});
+  try { return await fetch(url, init); } finally { outstanding.delete(number); }
+};
+// A request that goes unanswered fails after 15 s (60 by default) and is tried again: the run heals sooner.
+const container = new Container({baseURL: options.baseURL, tokenProvider, fetch: countingFetch, requestTimeout: 15_000});
+const database = options.scope === "SHARED" ? container.sharedDatabase : container.privateDatabase;
+const engine = new SyncEngine({database, state: stored.state, delegate, automaticallySync: true, maximumRetries: 2});
+const zone = engine.canonicalZoneID(options.zone);
+
+process.on("message", async (message) => {
+  switch (message.type) {
+  case "edit": {
+    const records = recordsOf(zone);
+    const existing = records.get(message.recordName);
+    const fields = {...(existing?.fields ?? {}), [options.field]: message.value};
+    records.set(message.recordName, existing
+      ? new CanopyRecord({...existing, fields})
+      : new CanopyRecord({recordName: message.recordName, recordType: "Item", fields, zoneID: zone}));
+    await engine.addPendingRecordChanges([{kind: "save", zoneID: zone, recordName: message.recordName}]);
+    send({type: "queued", id: message.id});
+    break;
+  }
+  case "delete":
+    recordsOf(zone).delete(message.recordName);
+    await engine.addPendingRecordChanges([{kind: "delete", zoneID: zone, recordName: message.recordName}]);
+    send({type: "queued", id: message.id});
+    break;
+  case "status":
+    send({type: "statusAnswer", id: message.id, pending: engine.hasPendingChanges, reachable: engine.serverReachable});
+    break;
+  case "dieWhenInFlight": dieWhenInFlight = true; break;
+  case "dieOnAnswer": dieOnAnswer = true; break;
+  case "settle":
+    // Heal: fetch, and send what waits, until nothing waits.
+    try {
+      const stuck = setTimeout(() => send({type: "stuck", pending: engine.pendingRecordChanges.length, reachable: engine.serverReachable,
+        retries: engine.retries, live: container.live.connected, waitingForToken: waitingTokens.length,
+        outstanding: [...outstanding.values()].map(({at, what}) => `${Date.now() - at} ms: ${what}`)}), 45_000);
+      await engine.fetchChanges();
+      if (engine.hasPendingChanges) await engine.sendChanges();
+      await engine.fetchChanges();
+      clearTimeout(stuck);
+      send({type: "settled", id: message.id, pending: engine.pendingRecordChanges.length + (engine.hasPendingChanges ? 0 : 0),
+        hasPending: engine.hasPendingChanges,
+        records: Object.fromEntries([...recordsOf(zone)].map(([name, record]) => [name, record.fields]))});
+    } catch (error) {
+      send({type: "settled", id: message.id, error: `${error?.code ?? ""} ${error?.message ?? error}`, hasPending: true});
+    }
+    break;
+  case "stop":
+    await engine.stop();
+    container.close();
+    process.exit(0);
+  }
+});
+
+send({type: "ready"});

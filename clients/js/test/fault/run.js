@@ -1,0 +1,364 @@
+// The randomized fault run for CanopyJS's SyncEngine (issue 50). A seeded
+// driver runs three devices, two people sharing a zone and one of them on
+// two devices, each an app in a process of its own (device.js), through a
+// random sequence of edits and deletes interleaved with faults: the gateway
+// killed as it answers a write (the commit happened, the answer is lost)
+// or at any moment, away for longer than every retry; a device killed right
+// after queuing, mid-send, or as the answer arrives, and started again from
+// what it stored; PostgreSQL restarted; change tokens expired; a token
+// revoked and a new one issued. Then it heals everything and checks the
+// property against the database:
+//
+// - every edit a device reported as queued is on the server, or was
+//   followed by a later edit of the same device to the same field (which
+//   is then there): a device's field holds its last queued value, or a
+//   value it queued after (whose "queued" the kill may have eaten);
+// - nothing is applied twice or out of order: in the log of every write
+//   to the zone's records (a trigger's), each device's field only grows;
+// - every device's local copy equals the server's records.
+//
+// A failure names its seed; `node clients/js/test/fault/run.js --seed N`
+// reproduces it. Each device writes only its own field (f_<device>), so
+// the property is exact whatever order concurrent edits commit in.
+//
+//   node --experimental-websocket clients/js/test/fault/run.js --seeds 1-20 --steps 60
+// with CANOPY_BIN and CANOPY_MIGRATIONS_DIR set (make fault does).
+
+import {fork} from "node:child_process";
+import {rmSync} from "node:fs";
+import {dirname, join} from "node:path";
+import {fileURLToPath} from "node:url";
+import {Container} from "../../index.js";
+import {FaultWorld, eventually, pause} from "./world.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** A small, seeded generator (mulberry32): the same seed, the same run. */
+export function random(seed) {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6D2B79F5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  next.int = (n) => Math.floor(next() * n);
+  next.pick = (list) => list[next.int(list.length)];
+  return next;
+}
+
+class Device {
+  constructor(world, {name, user, scope, zone, log}) {
+    this.world = world;
+    this.name = name;
+    this.user = user;
+    this.scope = scope;
+    this.zone = zone;
+    this.field = `f_${name}`;
+    this.file = join(world.directory, `${name}.json`);
+    this.log = log;
+    this.token = user.token;
+    this.waiting = new Map();
+    this.nextID = 1;
+    this.failures = [];
+    this.errors = [];
+    this.status = {pending: 0, reachable: null};
+    this.kills = 0;
+  }
+
+  start() {
+    const child = fork(join(here, "device.js"), [JSON.stringify({name: this.name, baseURL: this.world.baseURL, scope: this.scope,
+      zone: this.zone, file: this.file, field: this.field, token: this.token})],
+    {execArgv: ["--experimental-websocket", "--no-warnings"], stdio: ["ignore", "ignore", "pipe", "ipc"]});
+    this.child = child;
+    this.stderr = "";
+    child.stderr.on("data", (chunk) => { this.stderr = (this.stderr + chunk).slice(-4000); });
+    const ready = new Promise((resolve, reject) => {
+      child.on("message", (message) => {
+        if (message.type === "ready") resolve();
+        this.receive(message);
+      });
+      child.once("exit", (code, signal) => {
+        reject(new Error(`device ${this.name} exited before it was ready (${code ?? signal}): ${this.stderr}`));
+        for (const [, {reject: fail}] of this.waiting) fail(new Error(`device ${this.name} died`));
+        this.waiting.clear();
+      });
+    });
+    this.exited = new Promise((resolve) => child.once("exit", resolve));
+    return ready;
+  }
+
+  receive(message) {
+    switch (message.type) {
+    case "queued": case "settled": case "statusAnswer": {
+      const waiter = this.waiting.get(message.id);
+      this.waiting.delete(message.id);
+      waiter?.resolve(message);
+      break;
+    }
+    case "status": this.status = message; break;
+    case "stuck": this.log(`${this.name} has not settled in 45 s: ${JSON.stringify(message).slice(0, 1500)}`); break;
+    case "failure": this.failures.push(message); this.log(`${this.name}: ${message.what} failed: ${message.code} ${message.message}`); break;
+    case "engineError": this.errors.push(message); break;
+    case "needToken":
+      this.world.token(this.user.name).then((token) => {
+        this.token = token;
+        try { this.child.send({type: "token", token}); } catch { /* died meanwhile */ }
+      });
+      break;
+    }
+  }
+
+  get alive() { return this.child && this.child.exitCode === null && this.child.signalCode === null; }
+
+  /** Sends a command and waits for its answer (rejects if the device dies first). */
+  ask(message) {
+    const id = this.nextID++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, {resolve, reject});
+      try { this.child.send({...message, id}); } catch (error) { this.waiting.delete(id); reject(error); }
+    });
+  }
+
+  tell(message) {
+    try { this.child.send(message); } catch { /* dead */ }
+  }
+
+  async kill() {
+    if (!this.alive) return;
+    this.kills += 1;
+    this.child.kill("SIGKILL");
+    await this.exited;
+  }
+
+  async stop() {
+    if (!this.alive) return;
+    this.tell({type: "stop"});
+    await Promise.race([this.exited, pause(10_000).then(() => this.child.kill("SIGKILL"))]);
+  }
+}
+
+/**
+ * One run: `steps` operations and faults chosen by `seed`. Answers
+ * {seed, ok, problems, counts, log}; throws only when the world cannot be
+ * set up.
+ */
+export async function runSeed(seed, {steps = 40, binary, migrations, verbose = false} = {}) {
+  const rng = random(seed);
+  const log = [];
+  const note = (text) => { log.push(`[${(performance.now() / 1000).toFixed(1)}] ${text}`); if (verbose) console.log(`seed ${seed}: ${text}`); };
+  const world = new FaultWorld({binary, migrations, log: note});
+  const devices = [];
+  const counts = {};
+  const count = (what) => { counts[what] = (counts[what] ?? 0) + 1; };
+  const problems = [];
+  try {
+    await world.start();
+    const bobEmail = `bob${seed}@example.com`;
+    const alice = await world.user("alice"), bob = await world.user("bob", bobEmail);
+    const zoneName = "Together";
+    const owner = new Container({baseURL: world.baseURL, token: alice.token});
+    await owner.privateDatabase.saveZone(zoneName);
+    const share = await owner.privateDatabase.saveShare(zoneName, {participants: [{email: bobEmail, permission: "READ_WRITE"}]});
+    await new Container({baseURL: world.baseURL, token: bob.token}).acceptShare(share.url);
+    owner.close();
+    const zoneForOwner = {zoneName}, zoneForBob = {zoneName, ownerName: alice.userRecordName};
+    // Alice's laptop and phone (each with a token of its own), and Bob.
+    const phone = {...alice, token: await world.token(alice.name)};
+    devices.push(new Device(world, {name: "laptop", user: alice, scope: "PRIVATE", zone: zoneForOwner, log: note}));
+    devices.push(new Device(world, {name: "phone", user: phone, scope: "PRIVATE", zone: zoneForOwner, log: note}));
+    devices.push(new Device(world, {name: "bob", user: bob, scope: "SHARED", zone: zoneForBob, log: note}));
+    for (const device of devices) await device.start();
+
+    // What each device reported queued, in order: recordName → [{value | deleted}].
+    const queued = new Map(devices.map((device) => [device.name, new Map()]));
+    // What each device was asked to do, queued or not (a kill may eat the answer).
+    const asked = new Map(devices.map((device) => [device.name, new Map()]));
+    let value = 0;
+    const shared = ["milk", "eggs", "bread", "tea"];
+    const restartLater = (ms) => pause(ms).then(() => world.ensureGateway());
+    let gatewayComing = null;
+
+    for (let step = 0; step < steps; step++) {
+      const device = rng.pick(devices);
+      const roll = rng();
+      if (!device.alive) { await device.start(); note(`${device.name} started again from what it stored`); }
+      if (roll < 0.55) {
+        // An edit: a shared record or one of the device's own.
+        const own = rng() < 0.4;
+        const recordName = own ? `${device.name}-${rng.int(3)}` : rng.pick(shared);
+        const operation = own && rng() < 0.25 ? {type: "delete", recordName} : {type: "edit", recordName, value: ++value};
+        const list = asked.get(device.name).get(recordName) ?? [];
+        list.push(operation.type === "delete" ? {deleted: true} : {value: operation.value});
+        asked.get(device.name).set(recordName, list);
+        const killAfterQueue = rng() < 0.08, killInFlight = !killAfterQueue && rng() < 0.08, killOnAnswer = !killAfterQueue && !killInFlight && rng() < 0.06;
+        if (killInFlight) device.tell({type: "dieWhenInFlight"});
+        if (killOnAnswer) device.tell({type: "dieOnAnswer"});
+        try {
+          await device.ask(operation);
+          const done = queued.get(device.name).get(recordName) ?? [];
+          done.push(operation.type === "delete" ? {deleted: true} : {value: operation.value});
+          queued.get(device.name).set(recordName, done);
+          count(operation.type);
+        } catch {
+          note(`${device.name} died before it said ${operation.type} ${recordName} was queued`);
+        }
+        if (killAfterQueue) { await device.kill(); count("device killed after queuing"); note(`${device.name} killed right after queuing`); }
+        if (killInFlight) count("device set to die mid-send");
+        if (killOnAnswer) count("device set to die as the answer arrives");
+      } else if (roll < 0.62) {
+        world.proxy.withholdNextWrite();
+        count("gateway killed as it answers a write");
+        gatewayComing = restartLater(200 + rng.int(2500));
+      } else if (roll < 0.67) {
+        await world.killGateway();
+        count("gateway killed");
+        note("gateway killed");
+        gatewayComing = restartLater(100 + rng.int(1500));
+      } else if (roll < 0.70) {
+        await world.killGateway();
+        count("gateway away longer than the retries");
+        note("gateway away for 6 s");
+        gatewayComing = restartLater(6000);
+        await gatewayComing;
+      } else if (roll < 0.73) {
+        await world.restartPostgres();
+        count("PostgreSQL restarted");
+        note("PostgreSQL restarted");
+      } else if (roll < 0.75) {
+        await world.expireChangeTokens();
+        await world.killGateway();
+        await world.ensureGateway();
+        count("change tokens expired");
+        note("change tokens expired (secret retired, gateway restarted)");
+      } else if (roll < 0.78) {
+        await world.revoke(device.token);
+        count("token revoked");
+        note(`${device.name}'s token revoked`);
+      } else if (roll < 0.82) {
+        await device.kill();
+        count("device killed");
+        note(`${device.name} killed`);
+      } else {
+        await pause(rng.int(400));
+      }
+      await pause(rng.int(120));
+    }
+
+    // Heal: the gateway up and every device running; then each engine must
+    // send everything by itself (nobody edits, nobody calls send), however
+    // long the server was away: a stranded queue fails here.
+    await gatewayComing;
+    await world.restarting;
+    await world.ensureGateway();
+    for (const device of devices) if (!device.alive) await device.start();
+    try {
+      await eventually(async () => {
+        for (const device of devices) {
+          if (!device.alive) await device.start();
+          const answer = await device.ask({type: "status"}).catch(() => ({pending: true}));
+          if (answer.pending) return false;
+        }
+        return true;
+      }, 150, "every engine to send what waited, by itself, after the faults healed");
+    } catch (error) {
+      problems.push(`${error.message}: ${devices.map((device) => `${device.name} ${JSON.stringify(device.status)}`).join(", ")}`);
+    }
+    let stores;
+    await eventually(async () => {
+      await world.ensureGateway();
+      stores = [];
+      for (const device of devices) {
+        if (!device.alive) await device.start();
+        const answer = await device.ask({type: "settle"}).catch((error) => ({error: String(error), hasPending: true}));
+        if (answer.error || answer.hasPending) return false;
+        stores.push(answer.records);
+      }
+      // A second pass after everyone sent, so each has fetched the others' last writes.
+      stores = [];
+      for (const device of devices) {
+        const answer = await device.ask({type: "settle"});
+        if (answer.error || answer.hasPending) return false;
+        stores.push(answer.records);
+      }
+      return true;
+    }, 240, "every device to have sent everything and fetched the rest");
+
+    // The server's records and the log of every write, from the database.
+    const zoneID = (await world.psql(`SELECT z.id FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id WHERE z.name = '${zoneName}' AND u.record_name = '${alice.userRecordName}'`)).trim();
+    const server = Object.fromEntries((await world.psql(`SELECT record_name || E'\\t' || fields::text FROM canopy.records WHERE zone_id = ${zoneID} ORDER BY record_name`))
+      .split("\n").filter(Boolean).map((line) => { const [name, fields] = line.split("\t"); return [name, JSON.parse(fields)]; }));
+    const writes = (await world.psql(`SELECT op || E'\\t' || record_name || E'\\t' || coalesce(fields::text, 'null') FROM public.fault_writes WHERE zone_id = ${zoneID} ORDER BY id`))
+      .split("\n").filter(Boolean).map((line) => { const [op, name, fields] = line.split("\t"); return {op, name, fields: JSON.parse(fields)}; });
+
+    // 1. Each device's field holds its last queued value, or one it asked for after.
+    for (const device of devices) {
+      for (const [recordName, done] of queued.get(device.name)) {
+        const last = done[done.length - 1];
+        const all = asked.get(device.name).get(recordName);
+        const later = all.slice(all.findLastIndex((item) => last.deleted ? item.deleted : item.value === last.value));
+        const now = server[recordName]?.[device.field];
+        const allowed = later.some((item) => item.deleted ? !(recordName in server) : item.value === now);
+        if (!allowed) {
+          problems.push(`${recordName}.${device.field} is ${JSON.stringify(now)} on the server; ${device.name} last queued ${JSON.stringify(last)}` +
+            ` (and asked for ${JSON.stringify(later.slice(1))} after)`);
+        }
+      }
+    }
+    // 2. No write applied twice or out of order: each device's field only grows in the log.
+    const highest = new Map();
+    for (const write of writes) {
+      if (write.op === "delete") continue;
+      for (const device of devices) {
+        const number = write.fields?.[device.field];
+        if (typeof number !== "number") continue;
+        const key = `${write.name}.${device.field}`;
+        if (number < (highest.get(key) ?? -Infinity)) {
+          problems.push(`${key} went back from ${highest.get(key)} to ${number}: a stale write applied again`);
+        }
+        highest.set(key, Math.max(number, highest.get(key) ?? -Infinity));
+      }
+    }
+    // 3. Every local copy equals the server's records.
+    const canonical = (records) => JSON.stringify(Object.keys(records).sort().map((name) => [name, Object.keys(records[name]).sort().map((key) => [key, records[name][key]])]));
+    devices.forEach((device, index) => {
+      if (canonical(stores[index]) !== canonical(server)) {
+        problems.push(`${device.name}'s local copy differs from the server: ${canonical(stores[index])} against ${canonical(server)}`);
+      }
+    });
+    for (const device of devices) {
+      for (const failure of device.failures) problems.push(`${device.name}: ${failure.what} was refused: ${failure.code} ${failure.message}`);
+    }
+    counts.writes = writes.length;
+    counts.records = Object.keys(server).length;
+    counts["answers withheld"] = world.proxy.withheld;
+    return {seed, ok: problems.length === 0, problems, counts, log};
+  } finally {
+    for (const device of devices) await device.stop().catch(() => {});
+    await world.stop().catch(() => {});
+    rmSync(world.directory, {recursive: true, force: true});
+  }
+}
+
+// As a program: node run.js --seeds 1-20 --steps 60 [--verbose]
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const argument = (name, fallback) => { const index = process.argv.indexOf(name); return index < 0 ? fallback : process.argv[index + 1]; };
+  const [first, last] = (argument("--seeds", argument("--seed", "1"))).split("-").map(Number);
+  const steps = Number(argument("--steps", "60"));
+  const binary = process.env.CANOPY_BIN, migrations = process.env.CANOPY_MIGRATIONS_DIR;
+  if (!binary || !migrations) { console.error("set CANOPY_BIN and CANOPY_MIGRATIONS_DIR"); process.exit(2); }
+  let failed = 0;
+  for (let seed = first; seed <= (last ?? first); seed++) {
+    const started = Date.now();
+    const result = await runSeed(seed, {steps, binary, migrations, verbose: process.argv.includes("--verbose")});
+    console.log(`seed ${seed}: ${result.ok ? "ok" : "FAILED"} in ${((Date.now() - started) / 1000).toFixed(0)} s ${JSON.stringify(result.counts)}`);
+    if (!result.ok) {
+      failed += 1;
+      for (const problem of result.problems) console.log(`  ${problem}`);
+      console.log(`  log:\n    ${result.log.join("\n    ")}`);
+      console.log(`  reproduce: node --experimental-websocket clients/js/test/fault/run.js --seed ${seed} --steps ${steps}`);
+    }
+  }
+  process.exit(failed ? 1 : 0);
+}
