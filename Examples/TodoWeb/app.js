@@ -152,8 +152,7 @@ $("#new-list").addEventListener("submit", async (event) => {
   const form = event.target;
   try {
     const zoneID = await session.container.privateDatabase.saveZone(zoneNameFor(form.title.value));
-    session.stores.PRIVATE.addList(zoneID);
-    current = {scope: "PRIVATE", key: zoneID.key};
+    current = {scope: "PRIVATE", key: session.stores.PRIVATE.addList(zoneID).zoneID.key};
     form.reset();
     render();
   } catch (error) { report(error); }
@@ -221,8 +220,7 @@ $("#accept-share").addEventListener("submit", async (event) => {
   const form = event.target, store = session.stores.SHARED;
   try {
     const metadata = await session.container.acceptShare(form.url.value.trim());
-    store.addList(metadata.zoneID);
-    current = {scope: "SHARED", key: metadata.zoneID.key};
+    current = {scope: "SHARED", key: store.addList(metadata.zoneID).zoneID.key};
     form.reset();
     render();
     await store.engine.fetchChanges();

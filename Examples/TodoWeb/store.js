@@ -17,20 +17,23 @@ export class ListStore {
     this.onChange = onChange;
     this.onError = onError;
     const saved = JSON.parse(localStorage.getItem(key) ?? "{}");
-    /** zone key → {zoneID, shareURL, items: Map(recordName → CanopyRecord)} */
+    /** zone key (the engine's: SyncEngine.canonicalZoneID) → {zoneID, shareURL, items: Map(recordName → CanopyRecord)} */
     this.lists = new Map();
-    for (const list of saved.lists ?? []) {
-      const items = list.items.map((json) => canopy.CanopyRecord.fromJSON(json));
-      this.addList(canopy.ZoneID.from(list.zoneID), list.shareURL, items);
-    }
     /** "zone key record name" → the fields changed here that the server does not have yet */
     this.edits = new Map(Object.entries(saved.edits ?? {}));
     // Automatic: it listens for changes, sends ~100 ms after an edit, and
     // sends at once what was still queued when the page was last closed.
+    // (Its first event comes after this constructor has returned.)
     this.engine = new canopy.SyncEngine({database, state: saved.state ?? null, delegate: this, automaticallySync: true});
+    for (const list of saved.lists ?? []) {
+      const items = list.items.map((json) => canopy.CanopyRecord.fromJSON(json));
+      this.addList(canopy.ZoneID.from(list.zoneID), list.shareURL, items);
+    }
   }
 
-  addList(zoneID, shareURL = null, items = []) {
+  /** A list, keyed as the engine names its zone: one key however a zone is written. */
+  addList(zone, shareURL = null, items = []) {
+    const zoneID = this.engine.canonicalZoneID(zone);
     const list = this.lists.get(zoneID.key) ?? {zoneID, shareURL, items: new Map()};
     if (shareURL) list.shareURL = shareURL;
     for (const item of items) list.items.set(item.recordName, item);
@@ -44,8 +47,9 @@ export class ListStore {
   // MARK: Edits, applied here at once and queued
 
   /** Creates an item or changes some of its fields. */
-  edit(zoneID, recordName, fields) {
-    const list = this.addList(zoneID);
+  edit(zone, recordName, fields) {
+    const list = this.addList(zone);
+    const zoneID = list.zoneID;
     const existing = list.items.get(recordName);
     const {CanopyRecord} = this.canopy;
     list.items.set(recordName, existing
@@ -57,7 +61,8 @@ export class ListStore {
     this.changed();
   }
 
-  remove(zoneID, recordName) {
+  remove(zone, recordName) {
+    const zoneID = this.engine.canonicalZoneID(zone);
     this.lists.get(zoneID.key)?.items.delete(recordName);
     this.edits.delete(`${zoneID.key} ${recordName}`);
     this.engine.addPendingRecordChanges([{kind: "delete", zoneID, recordName}]);
@@ -79,7 +84,7 @@ export class ListStore {
     switch (event.type) {
     case "fetchedDatabaseChanges":
       for (const zone of event.changedZones) this.addList(zone, zone.share?.url);
-      for (const zone of event.deletedZones) this.lists.delete(zone.key);
+      for (const zone of event.deletedZones) this.lists.delete(this.engine.canonicalZoneID(zone).key);
       break;
     case "fetchedRecordZoneChanges": {
       const list = this.addList(event.zoneID);

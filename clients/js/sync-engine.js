@@ -309,7 +309,8 @@ export class SyncEngine {
           changed.clear();
           continue;
         }
-        const changedZones = page.changedZones.map((zone) => this.canonicalZoneID(zone));
+        // Canonical, keeping what the feed says of each zone (its share).
+        const changedZones = page.changedZones.map((zone) => "share" in zone ? Object.assign(this.canonicalZoneID(zone), {share: zone.share}) : this.canonicalZoneID(zone));
         const deletedZones = page.deletedZones.map((zone) => this.canonicalZoneID(zone));
         for (const zone of changedZones) changed.set(zone.key, zone);
         for (const zone of deletedZones) { changed.delete(zone.key); this.zoneTokens.delete(zone.key); }
