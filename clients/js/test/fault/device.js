@@ -42,6 +42,12 @@ const recordsOf = (zoneID) => {
 };
 let dieWhenInFlight = false, dieOnAnswer = false;
 
+/** The server's record with this device's own field from `mine` on top: how every merge here is made. */
+function underOwnField(server, mine) {
+  const own = mine?.fields?.[options.field];
+  return new CanopyRecord({...server, fields: {...server.fields, ...(own === undefined ? {} : {[options.field]: own})}});
+}
+
 function persist(state) {
   const temporary = `${options.file}.tmp`;
   writeFileSync(temporary, JSON.stringify({state, zones: Object.fromEntries([...zones].map(([key, records]) =>
@@ -70,8 +76,7 @@ const delegate = {
         if (waiting === "delete") continue;   // deleted here, not yet sent
         if (waiting === "save") {
           // An edit not yet sent: the fetched version under it (its tag, others' fields), this device's field on top.
-          const own = records.get(record.recordName)?.fields?.[options.field];
-          records.set(record.recordName, new CanopyRecord({...record, fields: {...record.fields, ...(own === undefined ? {} : {[options.field]: own})}}));
+          records.set(record.recordName, underOwnField(record, records.get(record.recordName)));
           continue;
         }
         records.set(record.recordName, record);
@@ -98,8 +103,7 @@ const delegate = {
         if (event.pending[record.recordName] === "delete") continue;
         if (event.pending[record.recordName] === "save") {
           // Edited again while this was out: the saved tag, the newer own field.
-          const own = records.get(record.recordName)?.fields?.[options.field];
-          records.set(record.recordName, new CanopyRecord({...record, fields: {...record.fields, ...(own === undefined ? {} : {[options.field]: own})}}));
+          records.set(record.recordName, underOwnField(record, records.get(record.recordName)));
           continue;
         }
         records.set(record.recordName, record);
@@ -108,8 +112,7 @@ const delegate = {
         if (failure.error.code === ErrorCode.SERVER_RECORD_CHANGED && failure.error.serverRecord) {
           const mine = records.get(failure.recordName);
           const server = failure.error.serverRecord;
-          const own = mine?.fields?.[options.field];
-          records.set(failure.recordName, new CanopyRecord({...server, fields: {...server.fields, ...(own === undefined ? {} : {[options.field]: own})}}));
+          records.set(failure.recordName, underOwnField(server, mine));
           engine.addPendingRecordChanges([{kind: "save", zoneID: event.zoneID, recordName: failure.recordName}]);
         } else {
           send({type: "failure", what: `save ${failure.recordName}`, code: failure.error.code, message: failure.error.message});
@@ -177,7 +180,7 @@ process.on("message", async (message) => {
       if (engine.hasPendingChanges) await engine.sendChanges();
       await engine.fetchChanges();
       clearTimeout(stuck);
-      send({type: "settled", id: message.id, pending: engine.pendingRecordChanges.length + (engine.hasPendingChanges ? 0 : 0),
+      send({type: "settled", id: message.id, pending: engine.pendingRecordChanges.length,
         hasPending: engine.hasPendingChanges,
         records: Object.fromEntries([...recordsOf(zone)].map(([name, record]) => [name, record.fields]))});
     } catch (error) {
