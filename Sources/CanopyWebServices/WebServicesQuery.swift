@@ -114,6 +114,21 @@ public struct WebServicesQuery: Sendable {
     /// in the planner's terms (each is a comparison or a few).
     public static let maximumFilters = 100
 
+    /// The comparisons the filters so far make: the planner's language
+    /// takes at most ``PredicateParser/maximumComparisons`` in one filter,
+    /// and each token of `CONTAINS_ANY_TOKENS` and each value of
+    /// `LIST_CONTAINS_ANY`/`_ALL` is one.
+    private var comparisons = 0
+
+    /// Counts `count` more comparisons, refusing the query past the limit
+    /// before anything is built for them.
+    private mutating func spend(_ count: Int, at place: String) throws(QueryError) {
+        comparisons += count
+        guard comparisons <= PredicateParser.maximumComparisons else {
+            throw QueryError(.limitExceeded, "\(place): the filters make \(comparisons) comparisons so far (each token of CONTAINS_ANY_TOKENS and each value of LIST_CONTAINS_ANY or LIST_CONTAINS_ALL is one); at most \(PredicateParser.maximumComparisons)")
+        }
+    }
+
     /// A new placeholder bound to `value`.
     private mutating func placeholder(_ value: JSONValue) -> String {
         let name = "v\(args.count)"
@@ -137,6 +152,7 @@ public struct WebServicesQuery: Sendable {
         var value = try WebServicesFieldValue.canopyValue(fieldValue, name: "\(place).fieldValue", existing: nil)
         if key.isSystem { value = Self.systemValue(value) }
         let name = key.name
+        try spend(1, at: place)
         func values() throws(QueryError) -> [JSONValue] {
             guard case .array(let items) = value, !items.isEmpty else {
                 throw QueryError(.badRequest, "\(place): \(comparator) takes a non-empty list of values")
@@ -166,9 +182,11 @@ public struct WebServicesQuery: Sendable {
         case "NOT_LIST_CONTAINS": return ("NOT (\(name) CONTAINS \(placeholder(value)))", .not(test(.contains(literal(value)))))
         case "LIST_CONTAINS_ALL", "NOT_LIST_CONTAINS_ALL", "LIST_CONTAINS_ANY", "NOT_LIST_CONTAINS_ANY":
             let all = comparator.hasSuffix("ALL")
+            let items = try values()
+            try spend(items.count - 1, at: place)
             var parts: [String] = []
             var tree: PredicateSyntax?
-            for item in try values() {
+            for item in items {
                 parts.append("\(name) CONTAINS \(placeholder(item))")
                 let one = test(.contains(literal(item)))
                 tree = tree.map { all ? .and($0, one) : .or($0, one) } ?? one
@@ -182,6 +200,7 @@ public struct WebServicesQuery: Sendable {
             guard case .string(let text) = value else { throw QueryError(.badRequest, "\(place): CONTAINS_ANY_TOKENS takes a STRING of tokens") }
             let tokens = text.split(whereSeparator: { $0.isWhitespace || $0.isPunctuation }).map(String.init)
             guard !tokens.isEmpty else { throw QueryError(.badRequest, "\(place): CONTAINS_ANY_TOKENS takes at least one token") }
+            try spend(tokens.count - 1, at: place)
             var parts: [String] = []
             var tree: PredicateSyntax?
             for token in tokens {

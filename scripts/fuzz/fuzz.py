@@ -26,6 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 BINARY = ROOT / ".build-fuzz" / "debug" / "canopy-fuzz"
 WORK = ROOT / ".build-fuzz"
+# Swift's own backtracer catches a trap before libFuzzer's handler does, and
+# then libFuzzer never writes the input that crashed: turn it off.
+ENV = {**os.environ, "SWIFT_BACKTRACE": "enable=no"}
 
 
 def say(text):
@@ -42,7 +45,7 @@ def regressions(target):
     files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
     if not files:
         return 0, None
-    result = subprocess.run([str(BINARY), target, *map(str, files)], capture_output=True, text=True, timeout=600)
+    result = subprocess.run([str(BINARY), target, *map(str, files)], capture_output=True, text=True, timeout=600, env=ENV)
     if result.returncode != 0:
         return len(files), result.stdout[-3000:] + result.stderr[-3000:]
     return len(files), None
@@ -59,7 +62,7 @@ def fuzz(target, seconds):
     if seeds.is_dir():
         command.append(str(seeds))
     started = time.monotonic()
-    result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 600)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 600, env=ENV)
     elapsed = time.monotonic() - started
     output = result.stderr + result.stdout
     stats = {"target": target, "seconds": elapsed, "status": result.returncode}

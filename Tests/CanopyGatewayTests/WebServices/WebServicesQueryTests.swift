@@ -91,6 +91,15 @@ struct WebServicesQueryTests {
             #expect(wrongType.status == .badRequest && wrongType.code == "BAD_REQUEST", "\(wrongType.body)")
             let injected = try await call("private/records/query", #"{"zoneID": {"zoneName": "myCustomZone"}, "query": {"recordType": "myRecordType", "filterBy": [{"fieldName": "rank == 1 OR rank", "comparator": "EQUALS", "fieldValue": {"value": 2}}]}}"#)
             #expect(injected.status == .badRequest && (injected.body["reason"] as? String)?.contains("not a field name") == true, "\(injected.body)")
+            // Each token of CONTAINS_ANY_TOKENS is a comparison: past the
+            // planner's 256 the query is LIMIT_EXCEEDED, saying where
+            // (the web-services fuzz target found 281 reaching a filter
+            // that would not parse).
+            let manyTokens = (0..<257).map { "t\($0)" }.joined(separator: " ")
+            let tooMany = try await call("private/records/query", #"{"zoneID": {"zoneName": "myCustomZone"}, "query": {"recordType": "myRecordType", "filterBy": [{"fieldName": "rank", "comparator": "EQUALS", "fieldValue": {"value": 1}}, {"comparator": "CONTAINS_ANY_TOKENS", "fieldValue": {"value": "\#(manyTokens)"}}]}}"#)
+            #expect(tooMany.status == .badRequest && tooMany.code == "LIMIT_EXCEEDED" && (tooMany.body["reason"] as? String)?.contains("query.filterBy[1]") == true, "\(tooMany.body)")
+            let justEnough = (0..<254).map { "t\($0)" }.joined(separator: " ")
+            #expect(try await names(#"{"fieldName": "rank", "comparator": "EQUALS", "fieldValue": {"value": 1}}, {"comparator": "CONTAINS_ANY_TOKENS", "fieldValue": {"value": "\#(justEnough) beta"}}"#) == ["r1"])
 
             // Pages: resultsLimit and continuationMarker.
             var seen: [String] = []
