@@ -111,17 +111,22 @@ fuzz-http: postgres
 	CANOPY_GENERATED_SECONDS=$(FUZZ_HTTP_SECONDS) scripts/swift-test.sh --filter GeneratedRequestTests
 
 # The sync engines' randomized fault run (issue 50, docs/SYNC_FAULTS.md):
-# CanopyJS's engine in three device processes, gateways, devices and
-# PostgreSQL killed under it, for FAULT_SEEDS (a range) of FAULT_STEPS
-# steps each. make test runs seeds 1-3 of 30 steps. A failure prints its
-# seed and how to run it again.
+# CanopyJS's and CanopyKit's engines in three device processes, gateways,
+# devices and PostgreSQL killed under them, for FAULT_SEEDS (a range) of
+# FAULT_STEPS steps each, with each of FAULT_ENGINES (js: CanopyJS devices,
+# swift: CanopyKit devices, mixed: both). make test runs seeds 1-3 of 30
+# steps. A failure prints its seed and how to run it again.
 FAULT_SEEDS ?= 1-50
 FAULT_STEPS ?= 80
+FAULT_ENGINES ?= js swift mixed
 fault:
 	@scripts/ensure-node.sh
 	$(SWIFT) build --product canopy
-	CANOPY_BIN=$$($(SWIFT) build --show-bin-path)/canopy CANOPY_MIGRATIONS_DIR=$(CURDIR)/migrations \
-	node --experimental-websocket clients/js/test/fault/run.js --seeds $(FAULT_SEEDS) --steps $(FAULT_STEPS)
+	$(SWIFT) build --product canopykit-fault-device
+	for engines in $(FAULT_ENGINES); do \
+	  CANOPY_BIN=$$($(SWIFT) build --show-bin-path)/canopy CANOPY_MIGRATIONS_DIR=$(CURDIR)/migrations \
+	  node --experimental-websocket clients/js/test/fault/run.js --seeds $(FAULT_SEEDS) --steps $(FAULT_STEPS) --engines $$engines || exit 1; \
+	done
 
 run: postgres build
 	@CANOPY_DATA_DIR=$(DATA_DIR) CANOPY_PORT=$(PORT) scripts/run.sh

@@ -299,6 +299,16 @@ if manifestKind == "client" {
                 path: "Examples/Fasting",
                 swiftSettings: swiftSettings
             ),
+            // One CanopyKit device of the randomized fault run: the Swift
+            // twin of clients/js/test/fault/device.js (docs/SYNC_FAULTS.md).
+            .executableTarget(
+                name: "canopykit-fault-device",
+                dependencies: [
+                    .product(name: "CanopyKit", package: "CanopyKit"),
+                ],
+                path: "Tests/CanopyKitFaultDevice",
+                swiftSettings: swiftSettings
+            ),
             .target(
                 name: "CanopyTestSupport",
                 dependencies: [

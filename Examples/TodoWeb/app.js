@@ -21,7 +21,9 @@ async function start(gateway, token) {
   }
   const container = new canopy.Container({baseURL: gateway, token});
   const me = await container.currentUser();
-  const options = {onChange: render, onError: report};
+  // The engines' own failures are background ones: a server away is shown
+  // by the status line, not as an error (reportBackground).
+  const options = {onChange: render, onError: reportBackground};
   const key = (scope) => `todo:${gateway}:${me.userRecordName}:${scope}`;
   session = {canopy, container, me, stores: {
     PRIVATE: new ListStore(canopy, container.privateDatabase, key("private"), options),
@@ -84,12 +86,28 @@ function currentList() {
   return current && session?.stores[current.scope].lists.get(current.key);
 }
 
+/**
+ * What the status line says, from the engines' real state: "offline" (the
+ * browser has no network), "waiting" (the network is there but the server
+ * does not answer: the engines say so with serverReachabilityChanged and
+ * send by themselves once it does), or "online".
+ */
+function connection() {
+  if (!navigator.onLine) return "offline";
+  return Object.values(session?.stores ?? {}).some((store) => store.reachable === false) ? "waiting" : "online";
+}
+
 function render() {
   const pending = session ? session.stores.PRIVATE.pending + session.stores.SHARED.pending : 0;
   const status = $("#status");
+  const state = connection();
   status.dataset.online = String(navigator.onLine);
+  status.dataset.connection = state;
   status.dataset.pending = String(pending);
-  status.textContent = !session ? "" : `${navigator.onLine ? "Online" : "Offline"}${pending ? ` · ${pending} change${pending === 1 ? "" : "s"} waiting to be sent` : " · up to date"}`;
+  const said = {offline: "Offline", waiting: "Waiting for the server", online: "Online"}[state];
+  status.textContent = !session ? "" : `${said}${pending ? ` · ${pending} change${pending === 1 ? "" : "s"} waiting to be sent` : " · up to date"}`;
+  // A "cannot be reached" message is over once the server answers again.
+  if (state === "online" && $("#message").dataset.kind === "unreachable") report(null);
   if (!session) return;
   for (const [scope, id] of [["PRIVATE", "#own-lists"], ["SHARED", "#shared-lists"]]) {
     const lists = [...session.stores[scope].lists.values()].filter((list) => !list.zoneID.zoneName.startsWith("_")).sort((a, b) => a.zoneID.zoneName.localeCompare(b.zoneID.zoneName));
@@ -136,13 +154,31 @@ function renderItems(list) {
   for (const row of rows.values()) row.remove();
 }
 
+/** The codes that mean the server cannot be reached now, not that it refused. */
+function unreachable(error) {
+  const codes = session?.canopy.ErrorCode;
+  return Boolean(codes) && (error?.code === codes.NETWORK_FAILURE || error?.code === codes.SERVICE_UNAVAILABLE);
+}
+
+/** Shows a failure of something the person did (or hides the message, given null). */
 function report(error) {
   const message = $("#message");
   // Offline, failed requests are expected: the changes wait in the queue.
-  const quiet = !error || (!navigator.onLine && error.code === session?.canopy.ErrorCode.NETWORK_FAILURE);
+  const quiet = !error || (!navigator.onLine && unreachable(error));
   message.hidden = quiet;
   message.textContent = quiet ? "" : error.message ?? String(error);
+  message.dataset.kind = quiet ? "" : unreachable(error) ? "unreachable" : "refused";
   if (!quiet) console.warn(error);
+}
+
+/**
+ * A failure of the engines' own work (a send or fetch after its retries):
+ * when the server cannot be reached the status line says so and the
+ * engine tries again by itself, so only a refusal is shown.
+ */
+function reportBackground(error) {
+  if (unreachable(error)) { render(); return; }
+  report(error);
 }
 
 // MARK: Lists and items
@@ -229,7 +265,9 @@ $("#accept-share").addEventListener("submit", async (event) => {
 
 // MARK: Offline, push
 
-addEventListener("online", () => { render(); for (const store of Object.values(session?.stores ?? {})) store.sync(); });
+// The engines send and fetch by themselves when the network is back (and
+// when the page is shown again, and when the live connection returns).
+addEventListener("online", render);
 addEventListener("offline", render);
 
 if ("serviceWorker" in navigator) {

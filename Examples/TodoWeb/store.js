@@ -8,7 +8,8 @@ export class ListStore {
   /**
    * canopy: the CanopyJS module; database: container.privateDatabase or
    * container.sharedDatabase; key: where to keep it in localStorage.
-   * onChange() is called after every change; onError(error) on a failure.
+   * onChange() is called after every change (a serverReachabilityChanged
+   * event too); onError(error) on a failure.
    */
   constructor(canopy, database, key, {onChange, onError}) {
     this.canopy = canopy;
@@ -43,6 +44,13 @@ export class ListStore {
 
   /** How many changes wait to be sent. */
   get pending() { return this.engine.pendingRecordChanges.length; }
+
+  /**
+   * Whether the server answers (the engine's serverReachable): false while
+   * it cannot be reached, when what waits is sent by itself once it can;
+   * null before the first request.
+   */
+  get reachable() { return this.engine.serverReachable; }
 
   // MARK: Edits, applied here at once and queued
 

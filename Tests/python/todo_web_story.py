@@ -23,7 +23,14 @@ static server; another origin than the gateway's):
 6. Both pages registered the service worker (sw.js);
 7. Bob renames an item offline and closes the page; opened again online,
    the app starts signed in, from its stored copy and queue, and sends the
-   rename, which Alice sees.
+   rename, which Alice sees;
+8. Bob's gateway goes away for 70 seconds, longer than every retry (Bob's
+   page reaches the gateway through a TCP proxy on loopback that this
+   script runs; it refuses and cuts every connection, as a crashed gateway
+   would, while the browser's network stays up). He ticks an item: his page
+   says "Waiting for the server", never "Online", and shows no error. The
+   gateway back, with nobody touching the page, the tick is sent by itself,
+   Alice sees it, and Bob's page says "Online" and "up to date".
 
 A screenshot of every step goes to ARTIFACT_DIR.
 
@@ -32,8 +39,11 @@ Exits non-zero, saying which step failed, on any failure.
 """
 import json
 import os
+import socket
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
 
 from selenium import webdriver
@@ -64,14 +74,16 @@ def browser():
     return driver
 
 
-def step(driver, name, offline=False):
-    """A screenshot; fails if the page logged an error or shows one (offline, failed connections are expected)."""
+def step(driver, name, offline=False, away=False):
+    """A screenshot; fails if the page logged an error or shows one (offline,
+    or with the gateway away, failed connections are expected)."""
     global step_number
     step_number += 1
     path = os.path.join(artifacts, f"{step_number:02d}-{name}.png")
     driver.save_screenshot(path)
     print(f"step {step_number:02d} {name}: {path}", flush=True)
-    expected = ("favicon", "Failed to load resource") + (("ERR_INTERNET_DISCONNECTED",) if offline else ())
+    expected = ("favicon", "Failed to load resource") + (("ERR_INTERNET_DISCONNECTED",) if offline else ()) \
+        + (("ERR_CONNECTION_RESET", "ERR_EMPTY_RESPONSE", "ERR_CONNECTION_REFUSED", "WebSocket connection to", "net::ERR_") if away else ())
     problems = [entry["message"] for entry in driver.get_log("browser")
                 if entry["level"] == "SEVERE" and not any(words in entry["message"] for words in expected)]
     if problems:
@@ -79,6 +91,66 @@ def step(driver, name, offline=False):
     message = driver.find_element(By.ID, "message")
     if message.is_displayed():
         raise AssertionError(f"{name}: the page shows an error: {message.text!r}")
+
+
+class GatewayProxy:
+    """A TCP proxy on loopback to the gateway, which can be taken away:
+    while away it cuts the connections it carries and resets every new one
+    at once (what a page sees of a gateway that crashed)."""
+
+    def __init__(self, target):
+        parsed = urllib.parse.urlparse(target)
+        self.target = (parsed.hostname, parsed.port)
+        assert parsed.hostname in ("127.0.0.1", "localhost", "::1"), f"the proxy forwards to loopback only, not {parsed.hostname}"
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.away = False
+        self.lock = threading.Lock()
+        self.open = set()
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            client, _ = self.listener.accept()
+            if self.away:
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                client.close()
+                continue
+            try:
+                server = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.open.update((client, server))
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self.pipe, args=(source, sink), daemon=True).start()
+
+    def pipe(self, source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def go_away(self):
+        self.away = True
+        with self.lock:
+            for end in self.open:
+                try:
+                    end.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.open.clear()
+
+    def come_back(self):
+        self.away = False
 
 
 def api(token, query, variables=None):
@@ -121,6 +193,11 @@ def status(driver):
     return element.get_attribute("data-online"), int(element.get_attribute("data-pending") or -1), element.text
 
 
+def connection(driver):
+    """What the status line says of the server: online, waiting or offline."""
+    return driver.find_element(By.ID, "status").get_attribute("data-connection")
+
+
 def sent_everything(driver, what):
     wait(driver, lambda d: status(d)[1] == 0, f"{what}: nothing left in the queue", 15)
 
@@ -138,11 +215,11 @@ def add_item(driver, title):
     field.send_keys(title + Keys.ENTER)
 
 
-def sign_in(driver, token):
+def sign_in(driver, token, via=None):
     driver.get(app_url)
     field = visible(driver, "#sign-in input[name=gateway]", "the sign-in form")
     field.clear()
-    field.send_keys(gateway)
+    field.send_keys(via or gateway)
     driver.find_element(By.CSS_SELECTOR, "#sign-in input[name=token]").send_keys(token + Keys.ENTER)
     visible(driver, "#app", "the lists after signing in")
 
@@ -172,6 +249,8 @@ class NetworkLog:
 
 alice = browser()
 bob = browser()
+# Bob's page reaches the gateway through this proxy, which step 8 takes away.
+bobs_gateway = GatewayProxy(gateway)
 try:
     # 1. Alice signs in, makes a list, adds, renames and deletes items, shares it.
     sign_in(alice, alice_token)
@@ -202,7 +281,7 @@ try:
     click(alice, "#close-share", "Done")
 
     # 2. Bob signs in, accepts by URL, sees the items.
-    sign_in(bob, bob_token)
+    sign_in(bob, bob_token, via=bobs_gateway.url)
     visible(bob, "#accept-share input[name=url]").send_keys(share_url + Keys.ENTER)
     text_appears(bob, "#list-title", LIST, "the accepted list")
     shows(bob, [("Milk", False), ("Free-range eggs", False)], "the shared items for Bob")
@@ -298,6 +377,35 @@ try:
     shows(alice, renamed, "the rename queued before the page closed, in Alice's page", 30)
     sent_everything(bob, "the stored queue")
     step(alice, "alice-sees-the-rename-sent-after-reopening")
+
+    # 8. The gateway away for 70 s, longer than every retry: Bob's page says it
+    #    waits, not "Online"; back, the tick goes out by itself.
+    wait(bob, lambda d: connection(d) == "online", "Bob's page to say it is online before the outage", 30)
+    bobs_gateway.go_away()
+    away_since = time.monotonic()
+    row(bob, "Tea").find_element(By.CSS_SELECTOR, "input[type=checkbox]").click()
+    ticked = [("Milk", True), ("Eggs (6)", True), ("Decaf", False), ("Tea", True), ("Butter", False)]
+    shows(bob, ticked, "Bob's tick, shown at once", 5)
+    wait(bob, lambda d: connection(d) == "waiting", "Bob's page to say it waits for the server", 60)
+    assert bob.execute_script("return navigator.onLine") is True, "the browser's network stayed up"
+    while time.monotonic() - away_since < 70:
+        said = status(bob)
+        assert "Online" not in said[2], f"Bob's page says Online while the gateway is away: {said[2]!r}"
+        assert said[1] == 1, f"the tick waits: {said}"
+        assert not bob.find_element(By.ID, "message").is_displayed(), \
+            f"the page shows an error for a server that is only away: {bob.find_element(By.ID, 'message').text!r}"
+        time.sleep(2)
+    assert "Waiting for the server" in status(bob)[2] and "1 change waiting" in status(bob)[2], status(bob)
+    assert server_items(zone)["Tea"] is False, "the server has nothing of the tick yet"
+    step(bob, "bob-waits-for-the-server", away=True)
+    bobs_gateway.come_back()
+    # Nobody touches the page: the engine resumes by itself (its pause after
+    # a failure is at most a minute; the live connection coming back is sooner).
+    wait(bob, lambda d: status(d)[1] == 0 and connection(d) == "online", "Bob's queue sent by itself once the gateway was back", 120)
+    shows(alice, ticked, "the tick sent after the outage, in Alice's page", 30)
+    assert server_items(zone)["Tea"] is True, f"the server has the tick: {server_items(zone)}"
+    assert "Online" in status(bob)[2] and "up to date" in status(bob)[2], status(bob)
+    step(bob, "bob-back-after-the-outage", away=True)
     print("the example web app's story passed", flush=True)
 except Exception as error:
     for name, driver in (("alice", alice), ("bob", bob)):

@@ -2,8 +2,11 @@
 // suite: three devices syncing one shared zone through gateways killed as
 // they answer, processes killed mid-send, PostgreSQL restarted, expired
 // change tokens and revoked tokens; then every queued edit on the server
-// once, and every local copy equal to it. `make fault` runs many more
-// seeds; CANOPY_FAULT_SEEDS ("1-3") and CANOPY_FAULT_STEPS choose here.
+// once, and every local copy equal to it. Each seed runs with CanopyJS
+// devices, CanopyKit devices (canopykit-fault-device, built beside the
+// canopy binary) and both mixed. `make fault` runs many more seeds;
+// CANOPY_FAULT_SEEDS ("1-3"), CANOPY_FAULT_STEPS and CANOPY_FAULT_ENGINES
+// ("js,swift,mixed") choose here.
 
 import assert from "node:assert/strict";
 import {describe, test} from "node:test";
@@ -12,14 +15,17 @@ import {runSeed} from "./fault/run.js";
 
 const [first, last] = (process.env.CANOPY_FAULT_SEEDS ?? "1-3").split("-").map(Number);
 const steps = Number(process.env.CANOPY_FAULT_STEPS ?? "30");
+const engines = (process.env.CANOPY_FAULT_ENGINES ?? "js,swift,mixed").split(",");
 
-describe("SyncEngine under faults (randomized, seeded)", () => {
-  for (let seed = first; seed <= (last ?? first); seed++) {
-    test(`seed ${seed}: ${steps} steps of edits and faults lose no queued edit and apply none twice`, {timeout: 600_000}, async () => {
-      const result = await runSeed(seed, {steps, binary, migrations: process.env.CANOPY_MIGRATIONS_DIR});
-      assert.ok(result.ok, `seed ${seed} failed (reproduce: node --experimental-websocket clients/js/test/fault/run.js --seed ${seed} --steps ${steps}):\n`
-        + `${result.problems.join("\n")}\n${result.log.join("\n")}`);
-      assert.ok(result.counts.writes > 0, `seed ${seed} wrote nothing: ${JSON.stringify(result.counts)}`);
-    });
+describe("SyncEngines under faults (randomized, seeded)", () => {
+  for (const engine of engines) {
+    for (let seed = first; seed <= (last ?? first); seed++) {
+      test(`${engine} devices, seed ${seed}: ${steps} steps of edits and faults lose no queued edit and apply none twice`, {timeout: 600_000}, async () => {
+        const result = await runSeed(seed, {steps, binary, migrations: process.env.CANOPY_MIGRATIONS_DIR, engines: engine});
+        assert.ok(result.ok, `seed ${seed} failed (reproduce: node --experimental-websocket clients/js/test/fault/run.js --seed ${seed} --steps ${steps} --engines ${engine}):\n`
+          + `${result.problems.join("\n")}\n${result.log.join("\n")}`);
+        assert.ok(result.counts.writes > 0, `seed ${seed} wrote nothing: ${JSON.stringify(result.counts)}`);
+      });
+    }
   }
 });

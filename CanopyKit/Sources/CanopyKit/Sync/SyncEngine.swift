@@ -7,7 +7,12 @@ import Foundation
 /// conflicts to the delegate with the server's record, starts over on an
 /// expired token, and (with `automaticallySync`) listens on the gateway's
 /// WebSocket to fetch as soon as something changes and sends soon after
-/// the app adds changes. docs/CANOPYKIT.md.
+/// the app adds changes. No edit is lost (docs/SYNC_FAULTS.md): every change
+/// to what waits is a `.stateUpdate`, the batch in flight is in the state
+/// before it leaves, a resend that meets its own earlier write counts as
+/// saved, and automatic sync tries again by itself for as long as anything
+/// waits, telling the app while the server cannot be reached.
+/// docs/CANOPYKIT.md.
 public actor SyncEngine {
     /// How to make an engine (CKSyncEngine.Configuration).
     public struct Configuration: Sendable {
@@ -41,8 +46,18 @@ public actor SyncEngine {
     private var tail: Task<Void, Never>?
     private var listener: Task<Void, Never>?
     private var scheduledSend: Task<Void, Never>?
+    private var resume: Task<Void, Never>?
+    /// Automatic sync's failures in a row, for the pause before it tries again.
+    private var failures = 0
+    /// State updates, one at a time and in order (``publishState()``).
+    private var stateTail: Task<Void, Never>?
+    private var stateDirty = false
     /// Requests tried again after a retryable error, since the engine started (for tests and logs).
     public private(set) var retries = 0
+    /// Whether the server answered the last request (nil before the
+    /// first): false while it cannot be reached, when what waits is sent
+    /// once it can. Changes come as `.serverReachabilityChanged`.
+    public private(set) var serverReachable: Bool?
 
     public init(_ configuration: Configuration) {
         self.database = configuration.database
@@ -50,14 +65,31 @@ public actor SyncEngine {
         self.maximumBatchSize = configuration.maximumBatchSize
         self.maximumRetries = configuration.maximumRetries
         self.delegate = configuration.delegate
-        self.state = State(configuration.stateSerialization)
+        self.state = State(configuration.stateSerialization, scope: configuration.database.databaseScope)
         let engine = UnownedBox(self)
         state.onChange = { pendingAdded in
             Task { await engine.value?.stateChanged(pendingAdded: pendingAdded) }
         }
         if configuration.automaticallySync {
-            Task { await engine.value?.startListening() }
+            Task {
+                await engine.value?.startListening()
+                // Changes queued before a restart go out without waiting for another edit.
+                await engine.value?.automaticSync(fetching: false)
+            }
         }
+    }
+
+    /// A zone as the engine names it in its events and state, however the
+    /// app named it (``State/canonical(_:)-swift.method``).
+    public nonisolated func canonical(_ zoneID: RecordZone.ID) -> RecordZone.ID {
+        state.canonical(zoneID)
+    }
+
+    /// Returns once the delegate has been handed a `.stateUpdate` holding
+    /// every change made to the state so far: an app that says "saved"
+    /// only after it stored the state waits for this after queuing.
+    public func stateStored() async {
+        await publishState()
     }
 
     /// Stops listening and sending on its own (an engine otherwise lives as long as its tasks).
@@ -66,6 +98,8 @@ public actor SyncEngine {
         listener = nil
         scheduledSend?.cancel()
         scheduledSend = nil
+        resume?.cancel()
+        resume = nil
         state.onChange = nil
     }
 
@@ -88,8 +122,11 @@ public actor SyncEngine {
                 page = try await retrying { try await self.database.databaseChanges(since: self.state.databaseToken) }
             } catch let error as CanopyError where error.code == .changeTokenExpired {
                 await emit(.changeTokenExpired(zoneID: nil))
-                state.setDatabaseToken(nil)
-                for zone in changedZones { state.setZoneToken(nil, for: zone) }
+                // The delegate forgot the whole database: every zone is
+                // fetched from the start again, not only those seen so far
+                // (the fault run found a zone followed on from its old token,
+                // its earlier records never fetched again).
+                state.forgetTokens()
                 changedZones = []
                 continue
             }
@@ -149,8 +186,8 @@ public actor SyncEngine {
         while let delegate {
             let context = SendChangesContext(reason: reason, maximumBatchSize: batchSize, excluded: excluded)
             guard let batch = await delegate.nextRecordZoneChangeBatch(context, syncEngine: self), !batch.isEmpty else { return }
-            let changes = batch.recordsToSave.map { PendingRecordZoneChange.saveRecord($0.recordID) }
-                + batch.recordIDsToDelete.map { PendingRecordZoneChange.deleteRecord($0) }
+            let changes = batch.recordsToSave.map { PendingRecordZoneChange.saveRecord(state.canonical($0.recordID)) }
+                + batch.recordIDsToDelete.map { PendingRecordZoneChange.deleteRecord(state.canonical($0)) }
             if changes.allSatisfy(excluded.contains) { return }  // only what was just refused: stop, not spin
             do {
                 try await send(batch, excluded: &excluded)
@@ -190,10 +227,29 @@ public actor SyncEngine {
     }
 
     private func send(_ batch: RecordZoneChangeBatch, excluded: inout Set<PendingRecordZoneChange>) async throws {
-        let (saveResults, deleteResults) = try await retrying {
-            try await self.database.modifyRecords(saving: batch.recordsToSave, deleting: batch.recordIDsToDelete,
-                                                  savePolicy: .ifServerRecordUnchanged, atomically: batch.atomicByZone)
+        let changes = batch.recordsToSave.map { PendingRecordZoneChange.saveRecord(state.canonical($0.recordID)) }
+            + batch.recordIDsToDelete.map { PendingRecordZoneChange.deleteRecord(state.canonical($0)) }
+        // Sent before without an answer (a failed send, a restart mid-send): the server may have them.
+        let sentBefore = Set(changes).intersection(state.inFlight)
+        let generations = state.markInFlight(changes)
+        await publishState()  // the batch in flight is in the stored state before it leaves
+        let answer: (saveResults: [Record.ID: Result<Record, CanopyError>], deleteResults: [Record.ID: Result<Void, CanopyError>])
+        let attempts: Int
+        do {
+            (answer, attempts) = try await retryingCounted {
+                try await self.database.modifyRecords(saving: batch.recordsToSave, deleting: batch.recordIDsToDelete,
+                                                      savePolicy: .ifServerRecordUnchanged, atomically: batch.atomicByZone)
+            }
+        } catch let error as CanopyError where error.code == .zoneNotFound || error.code == .permissionFailure {
+            // The whole zone refuses (deleted, unshared, read-only now):
+            // every change of the batch fails and leaves the queue.
+            state.answered(changes, done: changes, sent: generations)
+            for change in changes { excluded.insert(change) }
+            await emit(.sentRecordZoneChanges(savedRecords: [], failedRecordSaves: batch.recordsToSave.map { FailedRecordSave(record: $0, error: error) },
+                                              deletedRecordIDs: [], failedRecordDeletes: Dictionary(batch.recordIDsToDelete.map { ($0, error) }) { first, _ in first }))
+            return
         }
+        let (saveResults, deleteResults) = answer
         var saved: [Record] = [], failedSaves: [FailedRecordSave] = []
         var deleted: [Record.ID] = [], failedDeletes: [Record.ID: CanopyError] = [:]
         var done: [PendingRecordZoneChange] = []
@@ -202,14 +258,22 @@ public actor SyncEngine {
             case .success(let savedRecord)?:
                 saved.append(savedRecord)
                 done.append(.saveRecord(record.recordID))
+            case .failure(let error)? where error.code == .serverRecordChanged
+                && (attempts > 1 || sentBefore.contains(.saveRecord(state.canonical(record.recordID))))
+                && error.serverRecord.map({ Self.sameFields(record, $0) }) == true:
+                // Sent again after an answer was lost: the "conflict" is with
+                // this engine's own earlier write, which the server has.
+                record.adoptSystemFields(of: error.serverRecord!)
+                saved.append(record)
+                done.append(.saveRecord(record.recordID))
             case .failure(let error)?:
                 failedSaves.append(FailedRecordSave(record: record, error: error))
                 // Refused saves leave the queue (the delegate adds them back
                 // after merging); those failed only with the batch stay.
                 if error.code != .batchRequestFailed { done.append(.saveRecord(record.recordID)) }
-                excluded.insert(.saveRecord(record.recordID))
+                excluded.insert(.saveRecord(state.canonical(record.recordID)))
             case nil:
-                excluded.insert(.saveRecord(record.recordID))
+                excluded.insert(.saveRecord(state.canonical(record.recordID)))
             }
         }
         for id in batch.recordIDsToDelete {
@@ -223,34 +287,75 @@ public actor SyncEngine {
             case .failure(let error)?:
                 failedDeletes[id] = error
                 if error.code != .batchRequestFailed { done.append(.deleteRecord(id)) }
-                excluded.insert(.deleteRecord(id))
+                excluded.insert(.deleteRecord(state.canonical(id)))
             case nil:
-                excluded.insert(.deleteRecord(id))
+                excluded.insert(.deleteRecord(state.canonical(id)))
             }
         }
         // Only changes still as they were sent leave the queue: a save the
         // app re-added while this batch was out stays pending.
-        state.remove(pendingRecordZoneChanges: done)
+        state.answered(changes, done: done, sent: generations)
         await emit(.sentRecordZoneChanges(savedRecords: saved, failedRecordSaves: failedSaves,
                                           deletedRecordIDs: deleted, failedRecordDeletes: failedDeletes))
+    }
+
+    /// Whether the server's record holds exactly the fields `sent` carries.
+    static func sameFields(_ sent: Record, _ stored: Record) -> Bool {
+        guard let mine = try? sent.input(policy: .allKeys)["fields"], let theirs = try? stored.input(policy: .allKeys)["fields"] else { return false }
+        return mine == theirs
     }
 
     // MARK: Automatic sync
 
     private func stateChanged(pendingAdded: Bool) async {
-        await emit(.stateUpdate(state.serialization))
+        await publishState()
         guard pendingAdded, automaticallySync, listener != nil else { return }
         scheduledSend?.cancel()
         scheduledSend = Task {
             try? await Task.sleep(for: .milliseconds(100))  // gathers changes added together into one batch
             guard !Task.isCancelled else { return }
-            try? await self.serially { try await self.sendAll(reason: .scheduled) }
+            await self.automaticSync(fetching: false)
         }
+    }
+
+    /// Fetches (when asked) and sends what waits; after a failure, tries
+    /// again after ``resumeDelay(failures:random:)``, over and over, for as
+    /// long as the server stays away and anything waits.
+    func automaticSync(fetching: Bool) async {
+        guard automaticallySync, listener != nil else { return }
+        do {
+            if fetching { try await serially { try await self.fetchAll() } }
+            try await serially { try await self.sendAll(reason: .scheduled) }
+            failures = 0
+        } catch {
+            scheduleResume()
+        }
+    }
+
+    private func scheduleResume() {
+        guard automaticallySync, listener != nil, resume == nil else { return }
+        let delay = Self.resumeDelay(failures: failures)
+        failures += 1
+        resume = Task {
+            try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+            guard !Task.isCancelled else { return }
+            self.resume = nil
+            await self.automaticSync(fetching: true)
+        }
+    }
+
+    /// The pause before automatic sync tries again after `failures`
+    /// failures in a row: 1 s doubling to 60 s, half of it random (jitter),
+    /// so a crowd of devices does not return at one instant.
+    public static func resumeDelay(failures: Int, random: Double = Double.random(in: 0..<1)) -> Double {
+        let base = min(pow(2, Double(min(failures, 6))), 60)
+        return base / 2 + random * base / 2
     }
 
     /// Listens to `databaseChanged` over the WebSocket; every page is a cue
     /// to fetch. A dropped socket is reopened with back-off, and a fetch
-    /// follows, so what changed meanwhile is not missed.
+    /// and a send follow once it is back, so what changed meanwhile is not
+    /// missed and what waits goes out.
     private func startListening() {
         guard listener == nil else { return }
         listener = Task {
@@ -259,8 +364,7 @@ public actor SyncEngine {
                 do {
                     for try await _ in database.databaseChangeNotifications(since: nil) {
                         failures = 0
-                        try? await self.fetchChanges()
-                        try? await self.serially { try await self.sendAll(reason: .scheduled) }
+                        await self.automaticSync(fetching: true)
                     }
                 } catch {
                     failures += 1
@@ -277,6 +381,33 @@ public actor SyncEngine {
         await delegate?.handleEvent(event, syncEngine: self)
     }
 
+    /// Hands the delegate the state as it is when its turn comes: one at a
+    /// time, in order, so a slow store never writes an older state over a
+    /// newer one; returns once the state as it stood at the call is handed over.
+    private func publishState() async {
+        stateDirty = true
+        let previous = stateTail
+        let turn = Task {
+            await previous?.value
+            await self.emitStateIfChanged()
+        }
+        stateTail = turn
+        await turn.value
+    }
+
+    private func emitStateIfChanged() async {
+        guard stateDirty else { return }
+        stateDirty = false
+        await emit(.stateUpdate(state.serialization))
+    }
+
+    /// Tells the delegate when the server's reachability changes.
+    private func setReachable(_ reachable: Bool) async {
+        guard serverReachable != reachable else { return }
+        serverReachable = reachable
+        await emit(.serverReachabilityChanged(reachable: reachable))
+    }
+
     /// Runs fetches and sends one at a time, in the order asked.
     private func serially(_ operation: @escaping @Sendable () async throws -> Void) async throws {
         let previous = tail
@@ -291,11 +422,25 @@ public actor SyncEngine {
     /// Tries `operation` again after the server's `Retry-After` (or a
     /// growing pause when it gave none) while the error is retryable.
     private func retrying<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await retryingCounted(operation).value
+    }
+
+    /// ``retrying(_:)``, saying how many attempts it took (more than one:
+    /// an earlier attempt may have committed without its answer arriving).
+    private func retryingCounted<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> (value: T, attempts: Int) {
         var attempt = 0
         while true {
             do {
-                return try await operation()
-            } catch let error as CanopyError where error.isRetryable && attempt < maximumRetries {
+                let value = try await operation()
+                await setReachable(true)
+                return (value, attempt + 1)
+            } catch let error as CanopyError {
+                if error.code == .networkFailure || error.code == .serviceUnavailable {
+                    await setReachable(false)
+                } else {
+                    await setReachable(true)  // the server answered, with a refusal
+                }
+                guard error.isRetryable && attempt < maximumRetries else { throw error }
                 attempt += 1
                 retries += 1
                 let pause = error.retryAfterSeconds ?? min(5, 0.25 * Double(1 << min(attempt, 5)))

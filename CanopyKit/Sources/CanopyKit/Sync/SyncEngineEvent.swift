@@ -21,6 +21,11 @@ extension SyncEngine {
         /// `serverRecordChanged`, merge with `error.serverRecord` and add the save again.
         case sentRecordZoneChanges(savedRecords: [Record], failedRecordSaves: [FailedRecordSave],
                                    deletedRecordIDs: [Record.ID], failedRecordDeletes: [Record.ID: CanopyError])
+        /// Canopy's addition: false while the server cannot be reached (the
+        /// network, or the server away), true once it answers again. What
+        /// waits is kept, and sent by itself when it can be: show "waiting",
+        /// not "online".
+        case serverReachabilityChanged(reachable: Bool)
         case willFetchChanges
         case didFetchChanges
         case willSendChanges

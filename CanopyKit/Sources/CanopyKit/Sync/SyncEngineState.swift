@@ -20,35 +20,104 @@ extension SyncEngine {
     }
 
     /// What the engine knows between launches (CKSyncEngine.State): the
-    /// feed positions it reached and the changes not yet sent. The app adds
-    /// pending changes here; the engine sends them and removes what was sent.
+    /// feed positions it reached, the changes not yet sent and those sent
+    /// but not yet answered. The app adds pending changes here; the engine
+    /// sends them and removes what was answered. Every change to it is a
+    /// `.stateUpdate` (docs/SYNC_FAULTS.md).
     public final class State: @unchecked Sendable {
-        /// Everything the app must persist to resume without refetching
-        /// (CKSyncEngine.State.Serialization); handed over in `.stateUpdate` events.
+        /// Everything the app must persist to resume without refetching or
+        /// losing an edit (CKSyncEngine.State.Serialization); handed over in
+        /// `.stateUpdate` events.
         public struct Serialization: Sendable, Codable, Equatable {
             var databaseToken: ServerChangeToken?
             var zoneTokens: [String: ServerChangeToken]
             var pendingRecordZoneChanges: [PendingRecordZoneChange]
             var pendingDatabaseChanges: [PendingDatabaseChange]
+            /// Changes sent and not yet answered: the server may have them
+            /// (a restart mid-send, an answer lost), so a conflict with the
+            /// engine's own write is recognised when they are sent again.
+            var inFlight: [PendingRecordZoneChange]
+
+            init(databaseToken: ServerChangeToken? = nil, zoneTokens: [String: ServerChangeToken] = [:],
+                 pendingRecordZoneChanges: [PendingRecordZoneChange] = [], pendingDatabaseChanges: [PendingDatabaseChange] = [],
+                 inFlight: [PendingRecordZoneChange] = []) {
+                self.databaseToken = databaseToken
+                self.zoneTokens = zoneTokens
+                self.pendingRecordZoneChanges = pendingRecordZoneChanges
+                self.pendingDatabaseChanges = pendingDatabaseChanges
+                self.inFlight = inFlight
+            }
+
+            /// Reads states saved before `inFlight` existed too.
+            public init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                self.init(databaseToken: try container.decodeIfPresent(ServerChangeToken.self, forKey: .databaseToken),
+                          zoneTokens: try container.decodeIfPresent([String: ServerChangeToken].self, forKey: .zoneTokens) ?? [:],
+                          pendingRecordZoneChanges: try container.decodeIfPresent([PendingRecordZoneChange].self, forKey: .pendingRecordZoneChanges) ?? [],
+                          pendingDatabaseChanges: try container.decodeIfPresent([PendingDatabaseChange].self, forKey: .pendingDatabaseChanges) ?? [],
+                          inFlight: try container.decodeIfPresent([PendingRecordZoneChange].self, forKey: .inFlight) ?? [])
+            }
         }
 
         private let lock = NSLock()
         private var value: Serialization
+        /// How often each change was queued (this launch): a change queued
+        /// again while it was out is newer than what was sent, and stays.
+        private var generations: [PendingRecordZoneChange: Int] = [:]
+        private let scope: Database.Scope
         /// Told after every change, so the engine can emit `.stateUpdate` and schedule a send.
         var onChange: (@Sendable (_ pendingAdded: Bool) -> Void)?
 
-        init(_ serialization: Serialization?) {
-            value = serialization ?? Serialization(databaseToken: nil, zoneTokens: [:], pendingRecordZoneChanges: [], pendingDatabaseChanges: [])
+        init(_ serialization: Serialization?, scope: Database.Scope) {
+            self.scope = scope
+            value = serialization ?? Serialization()
+            value.pendingRecordZoneChanges = value.pendingRecordZoneChanges.map(canonical)
+            value.inFlight = value.inFlight.map(canonical)
         }
+
+        /// A zone as the engine names it whatever the app wrote: in the
+        /// private database the caller's own zones are
+        /// `CurrentUserDefaultName`'s (the owner's record name names the
+        /// same zone), as the database's answers name them.
+        public func canonical(_ zoneID: RecordZone.ID) -> RecordZone.ID {
+            scope == .private && zoneID.ownerName != CurrentUserDefaultName
+                ? RecordZone.ID(zoneName: zoneID.zoneName) : zoneID
+        }
+
+        func canonical(_ recordID: Record.ID) -> Record.ID {
+            let zoneID = canonical(recordID.zoneID)
+            return zoneID == recordID.zoneID ? recordID : Record.ID(recordName: recordID.recordName, zoneID: zoneID)
+        }
+
+        func canonical(_ change: PendingRecordZoneChange) -> PendingRecordZoneChange {
+            switch change {
+            case .saveRecord(let id): return .saveRecord(canonical(id))
+            case .deleteRecord(let id): return .deleteRecord(canonical(id))
+            }
+        }
+
+        func canonical(_ change: PendingDatabaseChange) -> PendingDatabaseChange {
+            switch change {
+            case .saveZone(let id): return .saveZone(canonical(id))
+            case .deleteZone(let id): return .deleteZone(canonical(id))
+            }
+        }
+
+        /// Sent, not yet answered.
+        public var inFlight: [PendingRecordZoneChange] { lock.withLock { value.inFlight } }
 
         public var pendingRecordZoneChanges: [PendingRecordZoneChange] { lock.withLock { value.pendingRecordZoneChanges } }
         public var pendingDatabaseChanges: [PendingDatabaseChange] { lock.withLock { value.pendingDatabaseChanges } }
         public var serialization: Serialization { lock.withLock { value } }
 
-        /// Queues record saves and deletes; a later change of a record replaces an earlier one.
+        /// Queues record saves and deletes; a later change of a record
+        /// replaces an earlier one. Zones are named canonically
+        /// (``canonical(_:)-swift.method``), however the app named them.
         public func add(pendingRecordZoneChanges changes: [PendingRecordZoneChange]) {
+            let changes = changes.map(canonical)
             update(pendingAdded: !changes.isEmpty) { value in
                 for change in changes {
+                    generations[change, default: 0] += 1
                     value.pendingRecordZoneChanges.removeAll { $0.recordID == change.recordID }
                     value.pendingRecordZoneChanges.append(change)
                 }
@@ -56,10 +125,38 @@ extension SyncEngine {
         }
 
         public func remove(pendingRecordZoneChanges changes: [PendingRecordZoneChange]) {
+            let changes = Set(changes.map(canonical))
             update(pendingAdded: false) { value in value.pendingRecordZoneChanges.removeAll { changes.contains($0) } }
         }
 
+        /// The batch about to leave is in flight, in the state the app
+        /// stores before it does. Answers which queuing of each change is
+        /// being sent, for ``answered(_:done:sent:)``.
+        func markInFlight(_ changes: [PendingRecordZoneChange]) -> [PendingRecordZoneChange: Int] {
+            let changes = changes.map(canonical)
+            var sent: [PendingRecordZoneChange: Int] = [:]
+            update(pendingAdded: false) { value in
+                value.inFlight.removeAll { changes.contains($0) }
+                value.inFlight.append(contentsOf: changes)
+                for change in changes { sent[change] = generations[change, default: 0] }
+            }
+            return sent
+        }
+
+        /// The server answered for these: they are no longer in flight, and
+        /// those in `done` leave the queue, unless the app queued them
+        /// again while they were out (`sent` is what ``markInFlight(_:)``
+        /// answered): that newer change still waits.
+        func answered(_ changes: [PendingRecordZoneChange], done: [PendingRecordZoneChange], sent: [PendingRecordZoneChange: Int]) {
+            let changes = Set(changes.map(canonical)), done = Set(done.map(canonical))
+            update(pendingAdded: false) { value in
+                value.inFlight.removeAll { changes.contains($0) }
+                value.pendingRecordZoneChanges.removeAll { done.contains($0) && sent[$0] == generations[$0, default: 0] }
+            }
+        }
+
         public func add(pendingDatabaseChanges changes: [PendingDatabaseChange]) {
+            let changes = changes.map(canonical)
             update(pendingAdded: !changes.isEmpty) { value in
                 value.pendingDatabaseChanges.removeAll { changes.contains($0) }
                 value.pendingDatabaseChanges.append(contentsOf: changes)
@@ -67,21 +164,31 @@ extension SyncEngine {
         }
 
         public func remove(pendingDatabaseChanges changes: [PendingDatabaseChange]) {
+            let changes = changes.map(canonical)
             update(pendingAdded: false) { value in value.pendingDatabaseChanges.removeAll { changes.contains($0) } }
         }
 
         var databaseToken: ServerChangeToken? { lock.withLock { value.databaseToken } }
 
         func zoneToken(_ zoneID: RecordZone.ID) -> ServerChangeToken? {
-            lock.withLock { value.zoneTokens[Self.key(zoneID)] }
+            lock.withLock { value.zoneTokens[Self.key(canonical(zoneID))] }
         }
 
         func setDatabaseToken(_ token: ServerChangeToken?) {
             update(pendingAdded: false) { $0.databaseToken = token }
         }
 
+        /// Every feed position forgotten: the next fetch starts from nothing.
+        func forgetTokens() {
+            update(pendingAdded: false) { value in
+                value.databaseToken = nil
+                value.zoneTokens = [:]
+            }
+        }
+
         func setZoneToken(_ token: ServerChangeToken?, for zoneID: RecordZone.ID) {
-            update(pendingAdded: false) { $0.zoneTokens[Self.key(zoneID)] = token }
+            let key = Self.key(canonical(zoneID))
+            update(pendingAdded: false) { $0.zoneTokens[key] = token }
         }
 
         private func update(pendingAdded: Bool, _ body: (inout Serialization) -> Void) {

@@ -24,7 +24,8 @@
 //   node --experimental-websocket clients/js/test/fault/run.js --seeds 1-20 --steps 60
 // with CANOPY_BIN and CANOPY_MIGRATIONS_DIR set (make fault does).
 
-import {fork} from "node:child_process";
+import {fork, spawn} from "node:child_process";
+import {createInterface} from "node:readline";
 import {rmSync} from "node:fs";
 import {dirname, join} from "node:path";
 import {fileURLToPath} from "node:url";
@@ -48,10 +49,18 @@ export function random(seed) {
   return next;
 }
 
+/**
+ * A device process: device.js (CanopyJS, Node's IPC channel) or the
+ * canopykit-fault-device executable (CanopyKit, the same messages as JSON
+ * lines on stdin and stdout), so one driver puts both engines through the
+ * same faults.
+ */
 class Device {
-  constructor(world, {name, user, scope, zone, log}) {
+  constructor(world, {name, user, scope, zone, log, engine = "js", swiftDevice}) {
     this.world = world;
     this.name = name;
+    this.engine = engine;
+    this.swiftDevice = swiftDevice;
     this.user = user;
     this.scope = scope;
     this.zone = zone;
@@ -68,9 +77,24 @@ class Device {
   }
 
   start() {
-    const child = fork(join(here, "device.js"), [JSON.stringify({name: this.name, baseURL: this.world.baseURL, scope: this.scope,
-      zone: this.zone, file: this.file, field: this.field, token: this.token})],
-    {execArgv: ["--experimental-websocket", "--no-warnings"], stdio: ["ignore", "ignore", "pipe", "ipc"]});
+    const options = JSON.stringify({name: this.name, baseURL: this.world.baseURL, scope: this.scope,
+      zone: this.zone, file: this.file, field: this.field, token: this.token});
+    let child;
+    if (this.engine === "swift") {
+      child = spawn(this.swiftDevice, [options], {stdio: ["pipe", "pipe", "pipe"]});
+      const lines = createInterface({input: child.stdout});
+      lines.on("line", (line) => {
+        let message;
+        try { message = JSON.parse(line); } catch { this.stderr = (this.stderr + `stdout: ${line}\n`).slice(-4000); return; }
+        child.emit("message", message);
+      });
+      child.stdin.on("error", () => { /* died */ });
+      this.post = (message) => child.stdin.write(`${JSON.stringify(message)}\n`);
+    } else {
+      child = fork(join(here, "device.js"), [options],
+        {execArgv: ["--experimental-websocket", "--no-warnings"], stdio: ["ignore", "ignore", "pipe", "ipc"]});
+      this.post = (message) => child.send(message);
+    }
     this.child = child;
     this.stderr = "";
     child.stderr.on("data", (chunk) => { this.stderr = (this.stderr + chunk).slice(-4000); });
@@ -104,7 +128,7 @@ class Device {
     case "needToken":
       this.world.token(this.user.name).then((token) => {
         this.token = token;
-        try { this.child.send({type: "token", token}); } catch { /* died meanwhile */ }
+        try { this.post({type: "token", token}); } catch { /* died meanwhile */ }
       });
       break;
     }
@@ -117,12 +141,12 @@ class Device {
     const id = this.nextID++;
     return new Promise((resolve, reject) => {
       this.waiting.set(id, {resolve, reject});
-      try { this.child.send({...message, id}); } catch (error) { this.waiting.delete(id); reject(error); }
+      try { this.post({...message, id}); } catch (error) { this.waiting.delete(id); reject(error); }
     });
   }
 
   tell(message) {
-    try { this.child.send(message); } catch { /* dead */ }
+    try { this.post(message); } catch { /* dead */ }
   }
 
   async kill() {
@@ -144,7 +168,7 @@ class Device {
  * {seed, ok, problems, counts, log}; throws only when the world cannot be
  * set up.
  */
-export async function runSeed(seed, {steps = 40, binary, migrations, verbose = false} = {}) {
+export async function runSeed(seed, {steps = 40, binary, migrations, verbose = false, engines = "js"} = {}) {
   const rng = random(seed);
   const log = [];
   const note = (text) => { log.push(`[${(performance.now() / 1000).toFixed(1)}] ${text}`); if (verbose) console.log(`seed ${seed}: ${text}`); };
@@ -166,9 +190,14 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
     const zoneForOwner = {zoneName}, zoneForBob = {zoneName, ownerName: alice.userRecordName};
     // Alice's laptop and phone (each with a token of its own), and Bob.
     const phone = {...alice, token: await world.token(alice.name)};
-    devices.push(new Device(world, {name: "laptop", user: alice, scope: "PRIVATE", zone: zoneForOwner, log: note}));
-    devices.push(new Device(world, {name: "phone", user: phone, scope: "PRIVATE", zone: zoneForOwner, log: note}));
-    devices.push(new Device(world, {name: "bob", user: bob, scope: "SHARED", zone: zoneForBob, log: note}));
+    // Which engine each device runs: all CanopyJS, all CanopyKit, or mixed
+    // (the laptop and Bob on CanopyKit, the phone on CanopyJS).
+    const engineOf = (name) => engines === "mixed" ? (name === "phone" ? "js" : "swift") : engines;
+    const swiftDevice = join(dirname(binary), "canopykit-fault-device");
+    const device = (name, user, scope, zone) => new Device(world, {name, user, scope, zone, log: note, engine: engineOf(name), swiftDevice});
+    devices.push(device("laptop", alice, "PRIVATE", zoneForOwner));
+    devices.push(device("phone", phone, "PRIVATE", zoneForOwner));
+    devices.push(device("bob", bob, "SHARED", zoneForBob));
     for (const device of devices) await device.start();
 
     // What each device reported queued, in order: recordName → [{value | deleted}].
@@ -341,23 +370,25 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
   }
 }
 
-// As a program: node run.js --seeds 1-20 --steps 60 [--verbose]
+// As a program: node run.js --seeds 1-20 --steps 60 [--engines js|swift|mixed] [--verbose]
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const argument = (name, fallback) => { const index = process.argv.indexOf(name); return index < 0 ? fallback : process.argv[index + 1]; };
   const [first, last] = (argument("--seeds", argument("--seed", "1"))).split("-").map(Number);
   const steps = Number(argument("--steps", "60"));
+  const engines = argument("--engines", "js");
+  if (!["js", "swift", "mixed"].includes(engines)) { console.error("--engines is js, swift or mixed"); process.exit(2); }
   const binary = process.env.CANOPY_BIN, migrations = process.env.CANOPY_MIGRATIONS_DIR;
   if (!binary || !migrations) { console.error("set CANOPY_BIN and CANOPY_MIGRATIONS_DIR"); process.exit(2); }
   let failed = 0;
   for (let seed = first; seed <= (last ?? first); seed++) {
     const started = Date.now();
-    const result = await runSeed(seed, {steps, binary, migrations, verbose: process.argv.includes("--verbose")});
-    console.log(`seed ${seed}: ${result.ok ? "ok" : "FAILED"} in ${((Date.now() - started) / 1000).toFixed(0)} s ${JSON.stringify(result.counts)}`);
+    const result = await runSeed(seed, {steps, binary, migrations, engines, verbose: process.argv.includes("--verbose")});
+    console.log(`seed ${seed} (${engines}): ${result.ok ? "ok" : "FAILED"} in ${((Date.now() - started) / 1000).toFixed(0)} s ${JSON.stringify(result.counts)}`);
     if (!result.ok) {
       failed += 1;
       for (const problem of result.problems) console.log(`  ${problem}`);
       console.log(`  log:\n    ${result.log.join("\n    ")}`);
-      console.log(`  reproduce: node --experimental-websocket clients/js/test/fault/run.js --seed ${seed} --steps ${steps}`);
+      console.log(`  reproduce: node --experimental-websocket clients/js/test/fault/run.js --seed ${seed} --steps ${steps} --engines ${engines}`);
     }
   }
   process.exit(failed ? 1 : 0);

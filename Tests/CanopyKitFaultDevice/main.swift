@@ -1,0 +1,329 @@
+// One CanopyKit device of the randomized fault run (clients/js/test/fault,
+// docs/SYNC_FAULTS.md): the Swift twin of device.js, speaking the same
+// commands as JSON lines on stdin and stdout so the one driver (run.js)
+// puts both engines through the same faults. An app with a local copy of
+// one zone and a SyncEngine syncing automatically, storing its copy and
+// the engine's state together in one file (written whole and renamed) at
+// every `.stateUpdate`, as an app keeping both in one SQLite transaction
+// would. It edits when told and answers "queued" only once the engine's
+// stateUpdate holding the edit is stored. Conflicts merge as an app's
+// should: the server's record with this device's own field on top.
+//
+// argv[1]: a JSON {name, baseURL, scope, zone: {zoneName, ownerName}, file, field, token}.
+
+import CanopyKit
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+struct Options: Decodable {
+    struct Zone: Decodable { var zoneName: String; var ownerName: String? }
+    var name: String
+    var baseURL: String
+    var scope: String
+    var zone: Zone
+    var file: String
+    var field: String
+    var token: String
+}
+
+/// What the device keeps on disk: the engine's state and its records.
+struct Stored: Codable {
+    struct StoredRecord: Codable {
+        var recordType: String
+        var changeTag: String?
+        var fields: [String: Int64]
+    }
+    var state: SyncEngine.State.Serialization?
+    var records: [String: StoredRecord]
+}
+
+/// Lines to the driver, whole and one at a time.
+enum Output {
+    private static let lock = NSLock()
+    static func send(_ message: [String: Any]) {
+        guard let data = try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys]) else { return }
+        lock.withLock {
+            FileHandle.standardOutput.write(data)
+            FileHandle.standardOutput.write(Data("\n".utf8))
+        }
+    }
+}
+
+/// The bearer token: the driver's, and a new one from it after a refusal.
+actor Tokens {
+    private var token: String
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    init(_ token: String) { self.token = token }
+
+    func current(refresh: Bool) async -> String {
+        if refresh {
+            await withCheckedContinuation { continuation in
+                waiting.append(continuation)
+                Output.send(["type": "needToken"])
+            }
+        }
+        return token
+    }
+
+    func received(_ token: String) {
+        self.token = token
+        for continuation in waiting { continuation.resume() }
+        waiting = []
+    }
+}
+
+actor Device: SyncEngineDelegate {
+    let options: Options
+    let zone: RecordZone.ID
+    /// The local copy: recordName → record, of the one zone.
+    private var records: [String: Record] = [:]
+    private var storedState: SyncEngine.State.Serialization?
+    private var dieWhenInFlight = false
+    private var dieOnAnswer = false
+
+    init(_ options: Options) throws {
+        self.options = options
+        zone = options.scope == "SHARED"
+            ? RecordZone.ID(zoneName: options.zone.zoneName, ownerName: options.zone.ownerName ?? "")
+            : RecordZone.ID(zoneName: options.zone.zoneName)
+        if let data = FileManager.default.contents(atPath: options.file) {
+            let stored = try JSONDecoder().decode(Stored.self, from: data)
+            storedState = stored.state
+            for (name, saved) in stored.records {
+                let record = Record(recordType: saved.recordType, recordID: Record.ID(recordName: name, zoneID: zone))
+                for (key, value) in saved.fields { record[key] = value }
+                record.setRecordChangeTag(saved.changeTag)
+                records[name] = record
+            }
+        }
+    }
+
+    var initialState: SyncEngine.State.Serialization? { storedState }
+
+    func setDieWhenInFlight() { dieWhenInFlight = true }
+    func setDieOnAnswer() { dieOnAnswer = true }
+
+    /// The server's record with this device's own field from `mine` on top: how every merge here is made.
+    private func underOwnField(_ server: Record, _ mine: Record?) -> Record {
+        let merged = server.copy()
+        if let own = mine?[options.field] { merged[options.field] = own }
+        return merged
+    }
+
+    private func persist(_ state: SyncEngine.State.Serialization) {
+        var stored = Stored(state: state, records: [:])
+        for (name, record) in records {
+            var fields: [String: Int64] = [:]
+            for key in record.allKeys() {
+                if case .int64(let number)? = record.fieldValue(forKey: key) { fields[key] = number }
+            }
+            stored.records[name] = .init(recordType: record.recordType, changeTag: record.recordChangeTag, fields: fields)
+        }
+        do {
+            let temporary = options.file + ".tmp"
+            try JSONEncoder().encode(stored).write(to: URL(fileURLWithPath: temporary))
+            _ = rename(temporary, options.file)
+        } catch {
+            Output.send(["type": "engineError", "code": "STORE", "message": "\(error)"])
+        }
+    }
+
+    private func pending(_ engine: SyncEngine) -> [String: String] {
+        var pending: [String: String] = [:]
+        for change in engine.state.pendingRecordZoneChanges {
+            switch change {
+            case .saveRecord(let id): pending[id.recordName] = "save"
+            case .deleteRecord(let id): pending[id.recordName] = "delete"
+            }
+        }
+        return pending
+    }
+
+    private func status(_ engine: SyncEngine) async -> [String: Any] {
+        let reachable: Any = await engine.serverReachable.map { $0 as Any } ?? NSNull()
+        return ["pending": engine.state.pendingRecordZoneChanges.count, "reachable": reachable]
+    }
+
+    func handleEvent(_ event: SyncEngine.Event, syncEngine engine: SyncEngine) async {
+        switch event {
+        case .stateUpdate(let state):
+            persist(state)
+            Output.send(["type": "status"].merging(await status(engine)) { $1 })
+            if dieWhenInFlight && !engine.state.inFlight.isEmpty {
+                // Mid-send: the request leaves after this; die while it is out.
+                let delay = Int.random(in: 0..<30)
+                Task.detached {
+                    try? await Task.sleep(for: .milliseconds(delay))
+                    kill(getpid(), SIGKILL)
+                }
+            }
+        case .fetchedRecordZoneChanges(let zoneID, let modifications, let deletions):
+            guard zoneID == zone else { return }
+            let waiting = pending(engine)
+            for record in modifications {
+                let name = record.recordID.recordName
+                switch waiting[name] {
+                case "delete": continue  // deleted here, not yet sent
+                case "save": records[name] = underOwnField(record, records[name])  // an edit not yet sent, on the fetched version
+                default: records[name] = record
+                }
+            }
+            for deletion in deletions where waiting[deletion.recordID.recordName] != "save" {
+                records[deletion.recordID.recordName] = nil
+            }
+        case .fetchedDatabaseChanges(_, let deletions):
+            if deletions.contains(zone) { records = [:] }
+        case .changeTokenExpired(let zoneID):
+            // Fetched again from nothing; what waits to be sent is kept.
+            guard zoneID == nil || zoneID == zone else { return }
+            let waiting = pending(engine)
+            records = records.filter { waiting[$0.key] != nil }
+        case .sentRecordZoneChanges(let saved, let failedSaves, _, let failedDeletes):
+            if dieOnAnswer { kill(getpid(), SIGKILL) }  // the answer came; the process dies before handling it
+            let waiting = pending(engine)
+            for record in saved where record.recordID.zoneID == zone {
+                let name = record.recordID.recordName
+                switch waiting[name] {
+                case "delete": continue
+                case "save": records[name] = underOwnField(record, records[name])  // edited again while this was out
+                default: records[name] = record
+                }
+            }
+            for failure in failedSaves {
+                let name = failure.record.recordID.recordName
+                if failure.error.code == .serverRecordChanged, let server = failure.error.serverRecord {
+                    records[name] = underOwnField(server, records[name])
+                    engine.state.add(pendingRecordZoneChanges: [.saveRecord(server.recordID)])
+                } else {
+                    Output.send(["type": "failure", "what": "save \(name)", "code": failure.error.code.rawValue, "message": failure.error.message])
+                }
+            }
+            for (id, error) in failedDeletes {
+                Output.send(["type": "failure", "what": "delete \(id.recordName)", "code": error.code.rawValue, "message": error.message])
+            }
+        case .serverReachabilityChanged:
+            Output.send(["type": "status"].merging(await status(engine)) { $1 })
+        default:
+            break
+        }
+    }
+
+    func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine engine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {
+        let records = self.records
+        let zone = self.zone
+        return await SyncEngine.RecordZoneChangeBatch(pendingChanges: engine.state.pendingRecordZoneChanges, context: context) { id in
+            id.zoneID == zone ? records[id.recordName] : nil
+        }
+    }
+
+    // MARK: Commands
+
+    func edit(_ name: String, value: Int64, engine: SyncEngine) async {
+        let record = records[name] ?? Record(recordType: "Item", recordID: Record.ID(recordName: name, zoneID: zone))
+        record[options.field] = value
+        records[name] = record
+        engine.state.add(pendingRecordZoneChanges: [.saveRecord(record.recordID)])
+        await engine.stateStored()
+    }
+
+    func delete(_ name: String, engine: SyncEngine) async {
+        records[name] = nil
+        engine.state.add(pendingRecordZoneChanges: [.deleteRecord(Record.ID(recordName: name, zoneID: zone))])
+        await engine.stateStored()
+    }
+
+    func snapshot() -> [String: [String: Int64]] {
+        records.mapValues { record in
+            var fields: [String: Int64] = [:]
+            for key in record.allKeys() {
+                if case .int64(let number)? = record.fieldValue(forKey: key) { fields[key] = number }
+            }
+            return fields
+        }
+    }
+}
+
+// MARK: The process
+
+let options: Options
+do {
+    options = try JSONDecoder().decode(Options.self, from: Data(CommandLine.arguments[1].utf8))
+} catch {
+    FileHandle.standardError.write(Data("usage: canopykit-fault-device '{\"name\": …}': \(error)\n".utf8))
+    exit(2)
+}
+let tokens = Tokens(options.token)
+let device = try Device(options)
+// A request that goes unanswered fails after 15 s and is tried again: the run heals sooner.
+let configuration = URLSessionConfiguration.ephemeral
+configuration.timeoutIntervalForRequest = 15
+let container = Container(baseURL: URL(string: options.baseURL)!, session: URLSession(configuration: configuration)) { refresh in
+    await tokens.current(refresh: refresh)
+}
+let database = options.scope == "SHARED" ? container.sharedCloudDatabase : container.privateCloudDatabase
+var engineConfiguration = SyncEngine.Configuration(database: database, stateSerialization: await device.initialState,
+                                                   delegate: device, automaticallySync: true)
+engineConfiguration.maximumRetries = 2
+let engine = SyncEngine(engineConfiguration)
+
+@MainActor
+func handle(_ message: [String: Any]) async {
+    let id = message["id"] ?? NSNull()
+    switch message["type"] as? String {
+    case "token":
+        if let token = message["token"] as? String { await tokens.received(token) }
+    case "edit":
+        guard let name = message["recordName"] as? String, let value = message["value"] as? Int else { return }
+        await device.edit(name, value: Int64(value), engine: engine)
+        Output.send(["type": "queued", "id": id])
+    case "delete":
+        guard let name = message["recordName"] as? String else { return }
+        await device.delete(name, engine: engine)
+        Output.send(["type": "queued", "id": id])
+    case "status":
+        let hasPending = !engine.state.pendingRecordZoneChanges.isEmpty || !engine.state.pendingDatabaseChanges.isEmpty
+        let reachable: Any = await engine.serverReachable.map { $0 as Any } ?? NSNull()
+        Output.send(["type": "statusAnswer", "id": id, "pending": hasPending, "reachable": reachable])
+    case "dieWhenInFlight":
+        await device.setDieWhenInFlight()
+    case "dieOnAnswer":
+        await device.setDieOnAnswer()
+    case "settle":
+        // Heal: fetch, and send what waits, until nothing waits.
+        let stuck = Task {
+            try await Task.sleep(for: .seconds(45))
+            Output.send(["type": "stuck", "pending": engine.state.pendingRecordZoneChanges.count, "retries": await engine.retries])
+        }
+        defer { stuck.cancel() }
+        do {
+            try await engine.fetchChanges()
+            if !engine.state.pendingRecordZoneChanges.isEmpty { try await engine.sendChanges() }
+            try await engine.fetchChanges()
+            let pending = engine.state.pendingRecordZoneChanges.count
+            Output.send(["type": "settled", "id": id, "pending": pending, "hasPending": pending > 0, "records": await device.snapshot()])
+        } catch {
+            Output.send(["type": "settled", "id": id, "error": "\(error)", "hasPending": true])
+        }
+    case "stop":
+        await engine.stop()
+        exit(0)
+    default:
+        break
+    }
+}
+
+// Commands arrive on stdin, a JSON object a line; each runs as it comes, as
+// device.js's do (a settle does not hold up a status).
+let reader = Thread {
+    while let line = readLine() {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { continue }
+        nonisolated(unsafe) let message = object
+        Task { await handle(message) }
+    }
+    exit(0)  // the driver is gone
+}
+reader.start()
+Output.send(["type": "ready"])
+while true { try await Task.sleep(for: .seconds(3600)) }
