@@ -324,7 +324,7 @@ try:
     refused = []
     wait(bob, lambda d: refused.extend(event for event in network.read()
                                        if event[0] == "Network.loadingFailed" and event[2] and event[2][0] == "POST"
-                                       and event[2][1] == gateway + "/graphql" and "ERR_INTERNET_DISCONNECTED" in event[1]["errorText"]) or refused,
+                                       and event[2][1] == bobs_gateway.url + "/graphql" and "ERR_INTERNET_DISCONNECTED" in event[1]["errorText"]) or refused,
          "Bob's engine to try sending, and fail for want of a network")
     assert server_items(zone) == {"Milk": True, "Eggs (6)": False, "Coffee": False, "Tea": False}, f"nothing of Bob's offline edits on the server: {server_items(zone)}"
     received = [event[0] for event in network.read() if event[0] == "Network.webSocketFrameReceived"]
