@@ -7,7 +7,9 @@
 // every `.stateUpdate`, as an app keeping both in one SQLite transaction
 // would. It edits when told and answers "queued" only once the engine's
 // stateUpdate holding the edit is stored. Conflicts merge as an app's
-// should: the server's record with this device's own field on top.
+// should: the server's record with this device's own field on top; an edit
+// of a record another device deleted (with its zone) wins, and saves it
+// again as new; other refusals show the server's copy again (refetch).
 //
 // argv[1]: a JSON {name, baseURL, scope, zone: {zoneName, ownerName}, file, field, token}.
 
@@ -196,18 +198,57 @@ actor Device: SyncEngineDelegate {
                 if failure.error.code == .serverRecordChanged, let server = failure.error.serverRecord {
                     records[name] = underOwnField(server, records[name])
                     engine.state.add(pendingRecordZoneChanges: [.saveRecord(server.recordID)])
+                } else if failure.error.code == .unknownItem, let mine = records[name] {
+                    // Edited here while another device deleted it (with its
+                    // zone): the edit wins, and the record comes back as new.
+                    let fresh = mine.copy()
+                    fresh.setRecordChangeTag(nil)
+                    records[name] = fresh
+                    engine.state.add(pendingRecordZoneChanges: [.saveRecord(fresh.recordID)])
+                    Output.send(["type": "failure", "what": "save \(name) (saved again as new)", "code": failure.error.code.rawValue, "message": failure.error.message])
                 } else {
                     Output.send(["type": "failure", "what": "save \(name)", "code": failure.error.code.rawValue, "message": failure.error.message])
+                    refetch(failure.record.recordID, engine: engine)
                 }
             }
             for (id, error) in failedDeletes {
                 Output.send(["type": "failure", "what": "delete \(id.recordName)", "code": error.code.rawValue, "message": error.message])
+                refetch(id, engine: engine)
             }
         case .serverReachabilityChanged:
             Output.send(["type": "status"].merging(await status(engine)) { $1 })
         default:
             break
         }
+    }
+
+    /// After a refusal (the record gone with a deleted zone, the zone no
+    /// longer shared): the server's copy of the record, or none, in the
+    /// local copy, as an app shows what is really there. Tried until the
+    /// server answers.
+    private nonisolated func refetch(_ id: Record.ID, engine: SyncEngine) {
+        Task {
+            for _ in 0..<240 {
+                let server: Record?
+                do {
+                    server = try await engine.database.record(for: id)
+                } catch let error as CanopyError where [.unknownItem, .zoneNotFound, .permissionFailure].contains(error.code) {
+                    server = nil
+                } catch {
+                    try? await Task.sleep(for: .milliseconds(500))
+                    continue
+                }
+                await self.replace(id, with: server, engine: engine)
+                return
+            }
+        }
+    }
+
+    private func replace(_ id: Record.ID, with server: Record?, engine: SyncEngine) {
+        let waiting = engine.state.pendingRecordZoneChanges.contains { $0.recordID.recordName == id.recordName }
+        guard !waiting else { return }  // a newer change waits
+        records[id.recordName] = server
+        persist(engine.state.serialization)
     }
 
     func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine engine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {

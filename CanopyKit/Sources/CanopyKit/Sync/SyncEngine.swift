@@ -185,7 +185,12 @@ public actor SyncEngine {
         var excluded: Set<PendingRecordZoneChange> = []
         while let delegate {
             let context = SendChangesContext(reason: reason, maximumBatchSize: batchSize, excluded: excluded)
-            guard let batch = await delegate.nextRecordZoneChangeBatch(context, syncEngine: self), !batch.isEmpty else { return }
+            let next = await delegate.nextRecordZoneChangeBatch(context, syncEngine: self)
+            // A save whose record the app no longer has (it went with its
+            // zone) leaves the queue, as the record provider's nil says;
+            // left there, it would keep the queue from ever emptying.
+            if let skipped = next?.skipped, !skipped.isEmpty { state.remove(pendingRecordZoneChanges: skipped) }
+            guard let batch = next, !batch.isEmpty else { return }
             let changes = batch.recordsToSave.map { PendingRecordZoneChange.saveRecord(state.canonical($0.recordID)) }
                 + batch.recordIDsToDelete.map { PendingRecordZoneChange.deleteRecord(state.canonical($0)) }
             if changes.allSatisfy(excluded.contains) { return }  // only what was just refused: stop, not spin

@@ -55,6 +55,8 @@ extension SyncEngine {
         public var recordIDsToDelete: [Record.ID]
         /// Send all of a zone's changes in the batch, or none of them.
         public var atomicByZone: Bool
+        /// Saves the record provider had no record for: no longer pending.
+        var skipped: [PendingRecordZoneChange] = []
 
         public init(recordsToSave: [Record], recordIDsToDelete: [Record.ID], atomicByZone: Bool = false) {
             self.recordsToSave = recordsToSave
@@ -68,16 +70,18 @@ extension SyncEngine {
                     recordProvider: (Record.ID) async -> Record?) async {
             var saves: [Record] = []
             var deletes: [Record.ID] = []
+            var skipped: [PendingRecordZoneChange] = []
             for change in pendingChanges where !context.excluded.contains(change) {
                 guard saves.count + deletes.count < context.maximumBatchSize else { break }
                 switch change {
                 case .saveRecord(let id):
-                    if let record = await recordProvider(id) { saves.append(record) }
+                    if let record = await recordProvider(id) { saves.append(record) } else { skipped.append(change) }
                 case .deleteRecord(let id):
                     deletes.append(id)
                 }
             }
             self.init(recordsToSave: saves, recordIDsToDelete: deletes)
+            self.skipped = skipped
         }
 
         var isEmpty: Bool { recordsToSave.isEmpty && recordIDsToDelete.isEmpty }

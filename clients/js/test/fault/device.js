@@ -5,7 +5,9 @@
 // keeps both in IndexedDB in one transaction would. It edits when the run
 // says so and answers "queued" only once the engine's stateUpdate holding
 // the edit is stored. Conflicts merge as an app's should: the server's
-// record with this device's own field on top.
+// record with this device's own field on top; an edit of a record another
+// device deleted (with its zone) wins, and saves it again as new; other
+// refusals show the server's copy again (refetch).
 //
 // argv: a JSON {name, baseURL, scope, zone: {zoneName, ownerName}, file, field}.
 
@@ -46,6 +48,33 @@ let dieWhenInFlight = false, dieOnAnswer = false;
 function underOwnField(server, mine) {
   const own = mine?.fields?.[options.field];
   return new CanopyRecord({...server, fields: {...server.fields, ...(own === undefined ? {} : {[options.field]: own})}});
+}
+
+/**
+ * After a refusal (the record gone with a deleted zone, the zone no longer
+ * shared): the server's copy of the record, or none, in the local copy, as
+ * an app shows what is really there. Tried until the server answers.
+ */
+async function refetch(zoneID, recordName) {
+  for (let attempt = 0; attempt < 240; attempt++) {
+    let gone = false, record = null;
+    try {
+      const [result] = await database.lookup(zoneID, [recordName]);
+      record = result.record;
+      gone = !record;
+    } catch (error) {
+      if (error?.code !== ErrorCode.ZONE_NOT_FOUND && error?.code !== ErrorCode.PERMISSION_FAILURE) {
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        continue;
+      }
+      gone = true;
+    }
+    const key = engine.canonicalZoneID(zoneID).key;
+    if (engine.pendingRecordChanges.some((change) => change.zoneID.key === key && change.recordName === recordName)) return;   // a newer change waits
+    if (gone) recordsOf(zoneID).delete(recordName); else recordsOf(zoneID).set(recordName, record);
+    persist(engine.state);
+    return;
+  }
 }
 
 function persist(state) {
@@ -114,12 +143,20 @@ const delegate = {
           const server = failure.error.serverRecord;
           records.set(failure.recordName, underOwnField(server, mine));
           engine.addPendingRecordChanges([{kind: "save", zoneID: event.zoneID, recordName: failure.recordName}]);
+        } else if (failure.error.code === ErrorCode.UNKNOWN_ITEM && records.get(failure.recordName)) {
+          // Edited here while another device deleted it (with its zone):
+          // the edit wins, and the record comes back as new.
+          records.set(failure.recordName, new CanopyRecord({...records.get(failure.recordName), recordChangeTag: null}));
+          engine.addPendingRecordChanges([{kind: "save", zoneID: event.zoneID, recordName: failure.recordName}]);
+          send({type: "failure", what: `save ${failure.recordName} (saved again as new)`, code: failure.error.code, message: failure.error.message});
         } else {
           send({type: "failure", what: `save ${failure.recordName}`, code: failure.error.code, message: failure.error.message});
+          refetch(event.zoneID, failure.recordName);
         }
       }
       for (const failure of event.failedRecordDeletes) {
         send({type: "failure", what: `delete ${failure.recordName}`, code: failure.error.code, message: failure.error.message});
+        refetch(event.zoneID, failure.recordName);
       }
       break;
     }

@@ -174,6 +174,7 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
   const note = (text) => { log.push(`[${(performance.now() / 1000).toFixed(1)}] ${text}`); if (verbose) console.log(`seed ${seed}: ${text}`); };
   const world = new FaultWorld({binary, migrations, log: note});
   const devices = [];
+  const apis = [];
   const counts = {};
   const count = (what) => { counts[what] = (counts[what] ?? 0) + 1; };
   const problems = [];
@@ -182,12 +183,40 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
     const bobEmail = `bob${seed}@example.com`;
     const alice = await world.user("alice"), bob = await world.user("bob", bobEmail);
     const zoneName = "Together";
-    const owner = new Container({baseURL: world.baseURL, token: alice.token});
-    await owner.privateDatabase.saveZone(zoneName);
-    const share = await owner.privateDatabase.saveShare(zoneName, {participants: [{email: bobEmail, permission: "READ_WRITE"}]});
-    await new Container({baseURL: world.baseURL, token: bob.token}).acceptShare(share.url);
-    owner.close();
     const zoneForOwner = {zoneName}, zoneForBob = {zoneName, ownerName: alice.userRecordName};
+    // The people themselves, for what is not a device's sync (making,
+    // sharing, deleting the zone; leaving it), with tokens no fault revokes.
+    const aliceAPI = new Container({baseURL: world.baseURL, token: await world.token(alice.name), requestTimeout: 15_000});
+    const bobAPI = new Container({baseURL: world.baseURL, token: await world.token(bob.name), requestTimeout: 15_000});
+    apis.push(aliceAPI, bobAPI);
+    /**
+     * Runs a person's request until the gateway answers it (a fault may have
+     * it away). Refused after an attempt whose answer was lost, the request
+     * is taken as done by that attempt (removing Bob twice, deleting a zone
+     * twice).
+     */
+    const api = async (what, request) => {
+      for (let attempt = 0; ; attempt++) {
+        try { return await request(); } catch (error) {
+          const away = error?.code === "NETWORK_FAILURE" || error?.code === "SERVICE_UNAVAILABLE" || error?.isRetryable;
+          if (!away && attempt > 0) { note(`${what}: refused when tried again (${error?.code}): done the first time`); return null; }
+          if (!away || attempt >= 60) throw new Error(`${what}: ${error?.code ?? ""} ${error?.message ?? error}`);
+          await world.ensureGateway().catch(() => {});
+          await pause(500);
+        }
+      }
+    };
+    /** The zone exists and is shared with Bob, who accepted: what each zone fault ends in. */
+    const shareWithBob = async () => {
+      await api("make the zone", () => aliceAPI.privateDatabase.saveZone(zoneName));
+      const share = await api("read the share", () => aliceAPI.privateDatabase.share(zoneName));
+      const invited = share?.participants.some((person) => (person.email ?? person.user?.email) === bobEmail);
+      const shared = share && invited ? share
+        : share ? await api("invite Bob", () => aliceAPI.privateDatabase.setParticipant(zoneName, {email: bobEmail, permission: "READ_WRITE"}))
+        : await api("share the zone", () => aliceAPI.privateDatabase.saveShare(zoneName, {participants: [{email: bobEmail, permission: "READ_WRITE"}]}));
+      await api("Bob accepts", () => bobAPI.acceptShare(shared.url));
+    };
+    await shareWithBob();
     // Alice's laptop and phone (each with a token of its own), and Bob.
     const phone = {...alice, token: await world.token(alice.name)};
     // Which engine each device runs: all CanopyJS, all CanopyKit, or mixed
@@ -204,6 +233,26 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
     const queued = new Map(devices.map((device) => [device.name, new Map()]));
     // What each device was asked to do, queued or not (a kill may eat the answer).
     const asked = new Map(devices.map((device) => [device.name, new Map()]));
+    // Zone faults (the zone unshared, left, deleted) cut devices off for a
+    // while. Each device counts the cuts' starts and ends: an edit queued
+    // while cut off, or before a cut it was not yet sent across, may be
+    // refused (ZONE_NOT_FOUND, PERMISSION_FAILURE, UNKNOWN_ITEM) or go with a deleted
+    // zone; one queued after the last cut ended may not.
+    const epoch = new Map(devices.map((device) => [device.name, 0]));
+    // (UNKNOWN_ITEM: a save of a record that went with a deleted zone.)
+    const refusable = new Set(["ZONE_NOT_FOUND", "PERMISSION_FAILURE", "UNKNOWN_ITEM"]);
+    let zoneFault = Promise.resolve();
+    const cut = (names, what, undo) => {
+      for (const name of names) epoch.set(name, epoch.get(name) + 1);
+      count(what);
+      note(`${what}: ${names.join(", ")} cut off`);
+      const after = 200 + rng.int(3000);
+      zoneFault = zoneFault.then(() => pause(after)).then(undo).then(() => {
+        for (const name of names) epoch.set(name, epoch.get(name) + 1);
+        note(`${what}: over`);
+      });
+      return zoneFault;
+    };
     let value = 0;
     const shared = ["milk", "eggs", "bread", "tea"];
     const restartLater = (ms) => pause(ms).then(() => world.ensureGateway());
@@ -224,10 +273,11 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
         const killAfterQueue = rng() < 0.08, killInFlight = !killAfterQueue && rng() < 0.08, killOnAnswer = !killAfterQueue && !killInFlight && rng() < 0.06;
         if (killInFlight) device.tell({type: "dieWhenInFlight"});
         if (killOnAnswer) device.tell({type: "dieOnAnswer"});
+        const queuedIn = epoch.get(device.name);
         try {
           await device.ask(operation);
           const done = queued.get(device.name).get(recordName) ?? [];
-          done.push(operation.type === "delete" ? {deleted: true} : {value: operation.value});
+          done.push(operation.type === "delete" ? {deleted: true, epoch: queuedIn} : {value: operation.value, epoch: queuedIn});
           queued.get(device.name).set(recordName, done);
           count(operation.type);
         } catch {
@@ -269,6 +319,18 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
         await device.kill();
         count("device killed");
         note(`${device.name} killed`);
+      } else if (roll < 0.84 && epoch.get("bob") % 2 === 0) {
+        // Alice stops sharing with Bob, and shares again a moment later.
+        await api("remove Bob", () => aliceAPI.privateDatabase.removeParticipant(zoneName, {email: bobEmail}));
+        cut(["bob"], "Bob removed from the share", shareWithBob);
+      } else if (roll < 0.86 && epoch.get("bob") % 2 === 0) {
+        // Bob leaves the zone, and is invited and accepts again a moment later.
+        await api("Bob leaves", () => bobAPI.sharedDatabase.leaveShare(zoneForBob));
+        cut(["bob"], "Bob left the share", shareWithBob);
+      } else if (roll < 0.875 && devices.every((each) => epoch.get(each.name) % 2 === 0)) {
+        // Alice deletes the zone from another device; it is made and shared again a moment later.
+        await api("delete the zone", () => aliceAPI.privateDatabase.deleteZone(zoneName));
+        cut(devices.map((each) => each.name), "the zone deleted", shareWithBob);
       } else {
         await pause(rng.int(400));
       }
@@ -281,6 +343,7 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
     await gatewayComing;
     await world.restarting;
     await world.ensureGateway();
+    await zoneFault;
     for (const device of devices) if (!device.alive) await device.start();
     try {
       await eventually(async () => {
@@ -328,7 +391,10 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
         const all = asked.get(device.name).get(recordName);
         const later = all.slice(all.findLastIndex((item) => last.deleted ? item.deleted : item.value === last.value));
         const now = server[recordName]?.[device.field];
-        const allowed = later.some((item) => item.deleted ? !(recordName in server) : item.value === now);
+        const cutSince = last.epoch !== epoch.get(device.name);
+        // Across a cut, any value the device asked for, or none (refused, or gone with the zone).
+        const allowed = cutSince ? now === undefined || all.some((item) => item.value === now)
+          : later.some((item) => item.deleted ? !(recordName in server) : item.value === now);
         if (!allowed) {
           problems.push(`${recordName}.${device.field} is ${JSON.stringify(now)} on the server; ${device.name} last queued ${JSON.stringify(last)}` +
             ` (and asked for ${JSON.stringify(later.slice(1))} after)`);
@@ -357,13 +423,18 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
       }
     });
     for (const device of devices) {
-      for (const failure of device.failures) problems.push(`${device.name}: ${failure.what} was refused: ${failure.code} ${failure.message}`);
+      for (const failure of device.failures) {
+        // A zone fault refuses what was sent across it; nothing else may be refused.
+        if (epoch.get(device.name) > 0 && refusable.has(failure.code)) { count("refused across a zone fault"); continue; }
+        problems.push(`${device.name}: ${failure.what} was refused: ${failure.code} ${failure.message}`);
+      }
     }
     counts.writes = writes.length;
     counts.records = Object.keys(server).length;
     counts["answers withheld"] = world.proxy.withheld;
     return {seed, ok: problems.length === 0, problems, counts, log};
   } finally {
+    for (const container of apis) container.close();
     for (const device of devices) await device.stop().catch(() => {});
     await world.stop().catch(() => {});
     rmSync(world.directory, {recursive: true, force: true});
