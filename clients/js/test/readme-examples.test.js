@@ -1,12 +1,14 @@
-// The README's sync engine example, run as it is written (its import line
-// aside): what a developer copies is what is tested. It saves a note, the
-// note reaches the server, and a second run from what the first stored
-// starts with the note and nothing waiting.
+// The README's examples, run as they are written (their import lines, the
+// gateway's address and the first page's one-minute watch aside): what a
+// developer copies is what is tested. The first page makes a list, saves,
+// queries, changes and shares an item and watches the zone; the sync
+// engine example saves a note, the note reaches the server, and a second
+// run from what the first stored starts with the note and nothing waiting.
 
 import assert from "node:assert/strict";
 import {readFileSync} from "node:fs";
 import {after, before, test} from "node:test";
-import {CanopyRecord, SyncEngine} from "../index.js";
+import {CanopyError, CanopyRecord, Container, ErrorCode, Reference, SyncEngine} from "../index.js";
 import {LiveServer, eventually} from "./harness.js";
 
 const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
@@ -23,6 +25,31 @@ const AsyncFunction = (async () => {}).constructor;
 let server;
 before(async () => { server = await LiveServer.start(); });
 after(async () => { await server?.stop(); });
+
+test("the README's first page runs as written: a list, an item saved, queried, changed and shared, the zone watched", async () => {
+  const alice = await server.user("alice");
+  const code = example("## A first page")
+    .replaceAll("https://canopy.example.com", server.baseURL)
+    .replace("AbortSignal.timeout(60_000)", "AbortSignal.timeout(3_000)");
+  assert.ok(code.includes(server.baseURL) && code.includes("AbortSignal.timeout(3_000)"), "the example still has the address and the watch it had");
+  const logged = [];
+  const console = {log: (...values) => logged.push(values)};
+  const run = new AsyncFunction("Container", "CanopyError", "ErrorCode", "Reference", "signInAgain", "storedToken", "console", code);
+  try {
+    await run(Container, CanopyError, ErrorCode, Reference, async () => alice.token, () => alice.token, console);
+  } catch (error) {
+    // The watch ends when its signal aborts.
+    assert.ok(error?.name === "TimeoutError" || error?.name === "AbortError", `the example failed: ${error?.stack ?? error}`);
+  }
+  assert.deepEqual(logged[0]?.slice(0, 1), ["Milk"], `the query printed the item: ${JSON.stringify(logged)}`);
+  assert.ok(logged[0][1] instanceof Date, "with its modification date");
+  assert.ok(!logged.some((line) => line[0] === "changed meanwhile; the server has"), "the change was its own, not a conflict");
+  assert.ok(logged.some((line) => line[0] === "send Bob" && String(line[1]).startsWith(`${server.baseURL}/share/`)), `the share URL: ${JSON.stringify(logged)}`);
+  assert.ok(logged.some((line) => line[0] === "changed" && line[1].length === 1), `the watch saw the item: ${JSON.stringify(logged)}`);
+  const [item] = await alice.container.privateDatabase.query("Groceries", {recordType: "Item"}).all();
+  assert.equal(item.fields.done, true, "the item is done on the server");
+  alice.container.close();
+});
 
 test("the sync engine example of the README runs as written: the note is sent, stored, and there after a restart", async () => {
   const alice = await server.user("alice");
