@@ -39,6 +39,8 @@ struct Stored: Codable {
     }
     var state: SyncEngine.State.Serialization?
     var records: [String: StoredRecord]
+    /// Records refused and not yet read again (``Device/refetch(_:engine:)``).
+    var refetch: [String]?
 }
 
 /// Lines to the driver, whole and one at a time.
@@ -82,17 +84,24 @@ actor Device: SyncEngineDelegate {
     /// The local copy: recordName → record, of the one zone.
     private var records: [String: Record] = [:]
     private var storedState: SyncEngine.State.Serialization?
+    /// Records refused and not yet read again, kept in the stored file: a
+    /// device killed before the server answered reads them again when it
+    /// starts, or its copy would keep a record the server does not have
+    /// (the fault run found that).
+    private var toRefetch: Set<String> = []
     private var dieWhenInFlight = false
     private var dieOnAnswer = false
 
     init(_ options: Options) throws {
         self.options = options
-        zone = options.scope == "SHARED"
-            ? RecordZone.ID(zoneName: options.zone.zoneName, ownerName: options.zone.ownerName ?? "")
-            : RecordZone.ID(zoneName: options.zone.zoneName)
+        // The zone as the run spells it (the private database's with its
+        // owner's record name, as an app may), named as the engine names it.
+        let spelled = RecordZone.ID(zoneName: options.zone.zoneName, ownerName: options.zone.ownerName ?? CurrentUserDefaultName)
+        zone = SyncEngine.canonical(spelled, in: options.scope == "SHARED" ? .shared : .private)
         if let data = FileManager.default.contents(atPath: options.file) {
             let stored = try JSONDecoder().decode(Stored.self, from: data)
             storedState = stored.state
+            toRefetch = Set(stored.refetch ?? [])
             for (name, saved) in stored.records {
                 let record = Record(recordType: saved.recordType, recordID: Record.ID(recordName: name, zoneID: zone))
                 for (key, value) in saved.fields { record[key] = value }
@@ -115,7 +124,7 @@ actor Device: SyncEngineDelegate {
     }
 
     private func persist(_ state: SyncEngine.State.Serialization) {
-        var stored = Stored(state: state, records: [:])
+        var stored = Stored(state: state, records: [:], refetch: toRefetch.sorted())
         for (name, record) in records {
             var fields: [String: Int64] = [:]
             for key in record.allKeys() {
@@ -226,9 +235,10 @@ actor Device: SyncEngineDelegate {
     /// longer shared): the server's copy of the record, or none, in the
     /// local copy, as an app shows what is really there. Tried until the
     /// server answers.
-    private nonisolated func refetch(_ id: Record.ID, engine: SyncEngine) {
+    private func refetch(_ id: Record.ID, engine: SyncEngine) {
+        if toRefetch.insert(id.recordName).inserted { persist(engine.state.serialization) }
         Task {
-            for _ in 0..<240 {
+            while true {
                 let server: Record?
                 do {
                     server = try await engine.database.record(for: id)
@@ -238,17 +248,23 @@ actor Device: SyncEngineDelegate {
                     try? await Task.sleep(for: .milliseconds(500))
                     continue
                 }
-                await self.replace(id, with: server, engine: engine)
+                replace(id, with: server, engine: engine)
                 return
             }
         }
     }
 
     private func replace(_ id: Record.ID, with server: Record?, engine: SyncEngine) {
+        toRefetch.remove(id.recordName)
+        // A newer change waiting wins over what the server has.
         let waiting = engine.state.pendingRecordZoneChanges.contains { $0.recordID.recordName == id.recordName }
-        guard !waiting else { return }  // a newer change waits
-        records[id.recordName] = server
+        if !waiting { records[id.recordName] = server }
         persist(engine.state.serialization)
+    }
+
+    /// What was refused before a restart, read again.
+    func refetchLeftovers(engine: SyncEngine) {
+        for name in toRefetch { refetch(Record.ID(recordName: name, zoneID: zone), engine: engine) }
     }
 
     func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine engine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {
@@ -308,6 +324,7 @@ var engineConfiguration = SyncEngine.Configuration(database: database, stateSeri
                                                    delegate: device, automaticallySync: true)
 engineConfiguration.maximumRetries = 2
 let engine = SyncEngine(engineConfiguration)
+await device.refetchLeftovers(engine: engine)
 
 @MainActor
 func handle(_ message: [String: Any]) async {

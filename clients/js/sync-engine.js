@@ -40,7 +40,8 @@ function sameFields(sent, stored) {
  * recordChangeTag}), or null to drop it.
  * delegate.handleEvent(event): applies what was fetched and learns what was
  * sent; awaited, in order. Events: stateUpdate {state},
- * fetchedDatabaseChanges {changedZones, deletedZones},
+ * fetchedDatabaseChanges {changedZones, deletedZones} (a zone in both was
+ * deleted and made again under its name: drop it first; it is fetched again),
  * fetchedRecordZoneChanges {zoneID, changed, deleted, pending} (pending:
  * the names among them with a change of the app's own still waiting, →
  * "save" | "delete": merge the fetched version under the local edit, keep
@@ -312,8 +313,10 @@ export class SyncEngine {
         // Canonical, keeping what the feed says of each zone (its share).
         const changedZones = page.changedZones.map((zone) => "share" in zone ? Object.assign(this.canonicalZoneID(zone), {share: zone.share}) : this.canonicalZoneID(zone));
         const deletedZones = page.deletedZones.map((zone) => this.canonicalZoneID(zone));
-        for (const zone of changedZones) changed.set(zone.key, zone);
+        // Deletions first: a zone deleted and made again under its name is in
+        // both lists, and the new one is fetched from the start.
         for (const zone of deletedZones) { changed.delete(zone.key); this.zoneTokens.delete(zone.key); }
+        for (const zone of changedZones) changed.set(zone.key, zone);
         await this.emit({type: "fetchedDatabaseChanges", changedZones, deletedZones});
         token = page.token;
         if (!page.moreComing) break;

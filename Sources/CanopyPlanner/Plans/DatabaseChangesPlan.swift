@@ -10,6 +10,12 @@ import PostgresNIO
 /// began with, and a pass reports every zone and departure whose
 /// transaction that snapshot did not see: each change once, none missed,
 /// whatever order transactions commit in (docs/CHANGE_FEEDS.md).
+///
+/// A departure is reported deleted unless the very zone it left is visible
+/// again (a participant removed and invited back): a zone deleted and made
+/// again under the same name is in both lists, so a client drops what it
+/// held of the old one and fetches the new one from the start (the fault
+/// run found a device keeping records it had saved into the old one).
 public struct DatabaseChangesPlan: Sendable {
     public static let maximumLimit = 400
 
@@ -150,7 +156,7 @@ public struct DatabaseChangesPlan: Sendable {
             deleted AS (SELECT DISTINCT ON (d.owner_id, d.zone_name) d.zone_id AS id, d.zone_name AS name, \
             d.owner_record_name AS owner_name, p.ord FROM page p JOIN canopy.zone_departures d ON p.kind = 1 AND d.id = p.row_id \
             WHERE p.ord <= \(limitBind)::int8 AND NOT EXISTS (SELECT 1 FROM canopy.zones z \
-            WHERE z.owner_id = d.owner_id AND z.name = d.zone_name AND \(inScope)) \
+            WHERE z.id = d.zone_id AND \(inScope)) \
             ORDER BY d.owner_id, d.zone_name, p.ord) \
             SELECT (SELECT coalesce(json_agg(\(changedZones) ORDER BY c.ord), '[]') FROM changed c)::text, \
             (SELECT coalesce(json_agg(\(deletedZones) ORDER BY c.ord), '[]') FROM deleted c)::text, \

@@ -85,6 +85,14 @@ public actor SyncEngine {
         state.canonical(zoneID)
     }
 
+    /// A zone as an engine of a database of `scope` names it: in the private
+    /// database the caller's own zones are `CurrentUserDefaultName`'s (a zone
+    /// spelled with the owner's record name is the same zone), as the
+    /// database's answers name them; elsewhere as given.
+    public static func canonical(_ zoneID: RecordZone.ID, in scope: Database.Scope) -> RecordZone.ID {
+        scope == .private && zoneID.ownerName != CurrentUserDefaultName ? RecordZone.ID(zoneName: zoneID.zoneName) : zoneID
+    }
+
     /// Returns once the delegate has been handed a `.stateUpdate` holding
     /// every change made to the state so far: an app that says "saved"
     /// only after it stored the state waits for this after queuing.

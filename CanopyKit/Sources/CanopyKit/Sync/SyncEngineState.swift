@@ -80,8 +80,7 @@ extension SyncEngine {
         /// `CurrentUserDefaultName`'s (the owner's record name names the
         /// same zone), as the database's answers name them.
         public func canonical(_ zoneID: RecordZone.ID) -> RecordZone.ID {
-            scope == .private && zoneID.ownerName != CurrentUserDefaultName
-                ? RecordZone.ID(zoneName: zoneID.zoneName) : zoneID
+            SyncEngine.canonical(zoneID, in: scope)
         }
 
         func canonical(_ recordID: Record.ID) -> Record.ID {

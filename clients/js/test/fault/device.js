@@ -51,12 +51,24 @@ function underOwnField(server, mine) {
 }
 
 /**
+ * Records refused and not yet read again, kept in the stored file: a device
+ * killed before the server answered reads them again when it starts, or
+ * its copy would keep a record the server does not have (the fault run
+ * found that).
+ */
+const toRefetch = new Set(stored.refetch ?? []);
+
+/**
  * After a refusal (the record gone with a deleted zone, the zone no longer
  * shared): the server's copy of the record, or none, in the local copy, as
  * an app shows what is really there. Tried until the server answers.
  */
 async function refetch(zoneID, recordName) {
-  for (let attempt = 0; attempt < 240; attempt++) {
+  if (!toRefetch.has(recordName)) {
+    toRefetch.add(recordName);
+    persist(engine.state);
+  }
+  for (let attempt = 0; ; attempt++) {
     let gone = false, record = null;
     try {
       const [result] = await database.lookup(zoneID, [recordName]);
@@ -70,8 +82,11 @@ async function refetch(zoneID, recordName) {
       gone = true;
     }
     const key = engine.canonicalZoneID(zoneID).key;
-    if (engine.pendingRecordChanges.some((change) => change.zoneID.key === key && change.recordName === recordName)) return;   // a newer change waits
-    if (gone) recordsOf(zoneID).delete(recordName); else recordsOf(zoneID).set(recordName, record);
+    toRefetch.delete(recordName);
+    // A newer change waiting wins over what the server has.
+    if (!engine.pendingRecordChanges.some((change) => change.zoneID.key === key && change.recordName === recordName)) {
+      if (gone) recordsOf(zoneID).delete(recordName); else recordsOf(zoneID).set(recordName, record);
+    }
     persist(engine.state);
     return;
   }
@@ -79,7 +94,7 @@ async function refetch(zoneID, recordName) {
 
 function persist(state) {
   const temporary = `${options.file}.tmp`;
-  writeFileSync(temporary, JSON.stringify({state, zones: Object.fromEntries([...zones].map(([key, records]) =>
+  writeFileSync(temporary, JSON.stringify({state, refetch: [...toRefetch], zones: Object.fromEntries([...zones].map(([key, records]) =>
     [key, Object.fromEntries([...records].map(([name, record]) => [name, record.toJSON()]))]))}));
   renameSync(temporary, options.file);
 }
@@ -183,6 +198,7 @@ const container = new Container({baseURL: options.baseURL, tokenProvider, fetch:
 const database = options.scope === "SHARED" ? container.sharedDatabase : container.privateDatabase;
 const engine = new SyncEngine({database, state: stored.state, delegate, automaticallySync: true, maximumRetries: 2});
 const zone = engine.canonicalZoneID(options.zone);
+for (const recordName of toRefetch) refetch(zone, recordName);
 
 process.on("message", async (message) => {
   switch (message.type) {

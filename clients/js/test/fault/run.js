@@ -183,7 +183,9 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
     const bobEmail = `bob${seed}@example.com`;
     const alice = await world.user("alice"), bob = await world.user("bob", bobEmail);
     const zoneName = "Together";
-    const zoneForOwner = {zoneName}, zoneForBob = {zoneName, ownerName: alice.userRecordName};
+    // Alice's devices spell her zone with her record name, as an app may;
+    // each engine names it its own way (canonically), as its answers do.
+    const zoneForOwner = {zoneName, ownerName: alice.userRecordName}, zoneForBob = {zoneName, ownerName: alice.userRecordName};
     // The people themselves, for what is not a device's sync (making,
     // sharing, deleting the zone; leaving it), with tokens no fault revokes.
     const aliceAPI = new Container({baseURL: world.baseURL, token: await world.token(alice.name), requestTimeout: 15_000});

@@ -177,12 +177,25 @@ export class FaultWorld {
     this.proxy.cutAll();
   }
 
-  /** Starts the gateway again if it is down (one start at a time). */
+  /**
+   * Starts the gateway again if it is down (one start at a time). A start
+   * that exits on its own (its connection cut by a PostgreSQL restart while
+   * it checked the migrations) is tried again, as a supervisor would.
+   */
   ensureGateway() {
     this.starting = (this.starting ?? Promise.resolve()).catch(() => {}).then(async () => {
-      if (this.gatewayRunning) return;
-      await this.gateway?.exitedPromise;
-      await this.startGateway();
+      for (let attempt = 1; ; attempt++) {
+        if (this.gatewayRunning) return;
+        await this.gateway?.exitedPromise;
+        try {
+          await this.startGateway();
+          return;
+        } catch (error) {
+          if (attempt >= 10) throw error;
+          this.log(`the gateway exited while starting (attempt ${attempt}), started again: ${String(error.message).split("\n").slice(-2).join(" ")}`);
+          await pause(1000);
+        }
+      }
     });
     return this.starting;
   }
