@@ -96,6 +96,8 @@ class Device {
       this.post = (message) => child.send(message);
     }
     this.child = child;
+    // A message to a process that just died fails as an 'error' event: the exit handles it.
+    child.on("error", () => {});
     this.stderr = "";
     child.stderr.on("data", (chunk) => { this.stderr = (this.stderr + chunk).slice(-4000); });
     const ready = new Promise((resolve, reject) => {
@@ -140,6 +142,7 @@ class Device {
   ask(message) {
     const id = this.nextID++;
     return new Promise((resolve, reject) => {
+      if (!this.alive) { reject(new Error(`device ${this.name} is not running`)); return; }
       this.waiting.set(id, {resolve, reject});
       try { this.post({...message, id}); } catch (error) { this.waiting.delete(id); reject(error); }
     });
@@ -383,8 +386,9 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
     const zoneID = (await world.psql(`SELECT z.id FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id WHERE z.name = '${zoneName}' AND u.record_name = '${alice.userRecordName}'`)).trim();
     const server = Object.fromEntries((await world.psql(`SELECT record_name || E'\\t' || fields::text FROM canopy.records WHERE zone_id = ${zoneID} ORDER BY record_name`))
       .split("\n").filter(Boolean).map((line) => { const [name, fields] = line.split("\t"); return [name, JSON.parse(fields)]; }));
-    const writes = (await world.psql(`SELECT op || E'\\t' || record_name || E'\\t' || coalesce(fields::text, 'null') FROM public.fault_writes WHERE zone_id = ${zoneID} ORDER BY id`))
-      .split("\n").filter(Boolean).map((line) => { const [op, name, fields] = line.split("\t"); return {op, name, fields: JSON.parse(fields)}; });
+    // Every write of the run, in every zone the run made (a deleted zone's too).
+    const writes = (await world.psql(`SELECT zone_id || E'\\t' || op || E'\\t' || record_name || E'\\t' || coalesce(fields::text, 'null') FROM public.fault_writes ORDER BY id`))
+      .split("\n").filter(Boolean).map((line) => { const [zone, op, name, fields] = line.split("\t"); return {zone, op, name, fields: JSON.parse(fields)}; });
 
     // 1. Each device's field holds its last queued value, or one it asked for after.
     for (const device of devices) {
@@ -403,14 +407,14 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
         }
       }
     }
-    // 2. No write applied twice or out of order: each device's field only grows in the log.
+    // 2. No write applied twice or out of order: each device's field only grows in the log, zone by zone.
     const highest = new Map();
     for (const write of writes) {
       if (write.op === "delete") continue;
       for (const device of devices) {
         const number = write.fields?.[device.field];
         if (typeof number !== "number") continue;
-        const key = `${write.name}.${device.field}`;
+        const key = `${write.name}.${device.field}` + (write.zone === zoneID ? "" : ` (in deleted zone ${write.zone})`);
         if (number < (highest.get(key) ?? -Infinity)) {
           problems.push(`${key} went back from ${highest.get(key)} to ${number}: a stale write applied again`);
         }
