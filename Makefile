@@ -10,6 +10,9 @@
 #               (300) each; docs/fuzz/RESULTS.md (make test runs 10 s each)
 #   make fuzz-http  generated requests against a live server for 20 minutes
 #               (make test runs 150 of them); docs/FUZZING.md
+#   make fault  the sync engines' randomized fault run, FAULT_SEEDS (1-50) of
+#               FAULT_STEPS (80) with each of FAULT_ENGINES (js swift mixed);
+#               docs/SYNC_FAULTS.md (make test runs seeds 1-3 of 30 steps)
 # Both install PostgreSQL from Debian's packages when it is missing (as root).
 
 SWIFT ?= swift
