@@ -64,15 +64,32 @@ actor ReplacingStore: SyncEngineDelegate {
 /// puts the same engine through them at random.
 @Suite("SyncEngine: no edit lost", .enabled(if: CanopyBinary.exists && ClientTests.enabled, "build the canopy executable first (swift build)"))
 struct SyncEngineNoEditLostTests {
+    /// Alice on a live gateway with her zone "Fasting", and an engine that
+    /// does not sync by itself over a `ReplacingStore`.
+    struct Fixture {
+        let server: LiveServer
+        let alice: (container: Container, userRecordName: String, token: String)
+        let database: Database
+        let zone: RecordZone.ID
+        let store: ReplacingStore
+        let engine: SyncEngine
+
+        static func make() async throws -> Fixture {
+            let server = try await LiveServer.start()
+            let alice = try server.user("alice")
+            let database = alice.container.privateCloudDatabase
+            let zone = try await database.save(RecordZone(zoneName: "Fasting")).zoneID
+            let store = ReplacingStore()
+            let engine = SyncEngine(.init(database: database, stateSerialization: nil, delegate: store, automaticallySync: false))
+            return Fixture(server: server, alice: alice, database: database, zone: zone, store: store, engine: engine)
+        }
+    }
+
     @Test("an edit queued while its record's earlier save is out stays queued, and reaches the server")
     func editedWhileInFlight() async throws {
-        let server = try await LiveServer.start()
-        let alice = try server.user("alice")
-        let database = alice.container.privateCloudDatabase
-        let zone = try await database.save(RecordZone(zoneName: "Fasting")).zoneID
-        let id = Record.ID(recordName: "f1", zoneID: zone)
-        let store = ReplacingStore()
-        let engine = SyncEngine(.init(database: database, stateSerialization: nil, delegate: store, automaticallySync: false))
+        let fixture = try await Fixture.make()
+        let (database, store, engine) = (fixture.database, fixture.store, fixture.engine)
+        let id = Record.ID(recordName: "f1", zoneID: fixture.zone)
         await store.edit(id, 1, in: engine)
         // The person types again while the batch with 1 is out.
         await store.onceInFlight { store, engine in await store.edit(id, 2, in: engine) }
@@ -85,13 +102,9 @@ struct SyncEngineNoEditLostTests {
 
     @Test("a batch sent, committed, and sent again from the state stored mid-send counts as saved: no conflict, no second write")
     func restartedMidSend() async throws {
-        let server = try await LiveServer.start()
-        let alice = try server.user("alice")
-        let database = alice.container.privateCloudDatabase
-        let zone = try await database.save(RecordZone(zoneName: "Fasting")).zoneID
-        let id = Record.ID(recordName: "f1", zoneID: zone)
-        let first = ReplacingStore()
-        let engine = SyncEngine(.init(database: database, stateSerialization: nil, delegate: first, automaticallySync: false))
+        let fixture = try await Fixture.make()
+        let (database, first, engine) = (fixture.database, fixture.store, fixture.engine)
+        let id = Record.ID(recordName: "f1", zoneID: fixture.zone)
         await first.edit(id, 7, in: engine)
         // What the app stored as the batch left: the process "dies" there.
         let storedRecords = await first.records.mapValues { $0.copy() }
@@ -112,13 +125,9 @@ struct SyncEngineNoEditLostTests {
 
     @Test("a zone named with its owner's record name in the private database is the zone the engine names: one key")
     func oneKeyPerZone() async throws {
-        let server = try await LiveServer.start()
-        let alice = try server.user("alice")
-        let database = alice.container.privateCloudDatabase
-        _ = try await database.save(RecordZone(zoneName: "Fasting"))
-        let spelled = RecordZone.ID(zoneName: "Fasting", ownerName: alice.userRecordName)
-        let store = ReplacingStore()
-        let engine = SyncEngine(.init(database: database, stateSerialization: nil, delegate: store, automaticallySync: false))
+        let fixture = try await Fixture.make()
+        let engine = fixture.engine
+        let spelled = RecordZone.ID(zoneName: "Fasting", ownerName: fixture.alice.userRecordName)
         #expect(engine.canonical(spelled) == RecordZone.ID(zoneName: "Fasting"))
         engine.state.add(pendingRecordZoneChanges: [.saveRecord(Record.ID(recordName: "f1", zoneID: spelled))])
         engine.state.add(pendingRecordZoneChanges: [.saveRecord(Record.ID(recordName: "f1", zoneID: RecordZone.ID(zoneName: "Fasting")))])
@@ -128,12 +137,8 @@ struct SyncEngineNoEditLostTests {
 
     @Test("a save whose record the app no longer has (it went with its zone) leaves the queue: the queue can empty")
     func saveWithoutRecordLeaves() async throws {
-        let server = try await LiveServer.start()
-        let alice = try server.user("alice")
-        let database = alice.container.privateCloudDatabase
-        let zone = try await database.save(RecordZone(zoneName: "Fasting")).zoneID
-        let store = ReplacingStore()
-        let engine = SyncEngine(.init(database: database, stateSerialization: nil, delegate: store, automaticallySync: false))
+        let fixture = try await Fixture.make()
+        let (database, zone, store, engine) = (fixture.database, fixture.zone, fixture.store, fixture.engine)
         engine.state.add(pendingRecordZoneChanges: [.saveRecord(Record.ID(recordName: "gone", zoneID: zone))])
         await store.edit(Record.ID(recordName: "kept", zoneID: zone), 3, in: engine)
         try await engine.sendChanges()

@@ -203,7 +203,7 @@ public actor SyncEngine {
                 + batch.recordIDsToDelete.map { PendingRecordZoneChange.deleteRecord(state.canonical($0)) }
             if changes.allSatisfy(excluded.contains) { return }  // only what was just refused: stop, not spin
             do {
-                try await send(batch, excluded: &excluded)
+                try await send(batch, changes: changes, excluded: &excluded)
             } catch let error as CanopyError where error.code == .limitExceeded && batchSize > 1 {
                 batchSize = max(1, batchSize / 2)  // too large for one request: split
             }
@@ -239,9 +239,8 @@ public actor SyncEngine {
         await emit(.sentDatabaseChanges(savedZones: saved, failedZoneSaves: failedSaves, deletedZoneIDs: deleted, failedZoneDeletes: failedDeletes))
     }
 
-    private func send(_ batch: RecordZoneChangeBatch, excluded: inout Set<PendingRecordZoneChange>) async throws {
-        let changes = batch.recordsToSave.map { PendingRecordZoneChange.saveRecord(state.canonical($0.recordID)) }
-            + batch.recordIDsToDelete.map { PendingRecordZoneChange.deleteRecord(state.canonical($0)) }
+    /// Sends one batch; `changes` are its saves and deletes as the queue names them.
+    private func send(_ batch: RecordZoneChangeBatch, changes: [PendingRecordZoneChange], excluded: inout Set<PendingRecordZoneChange>) async throws {
         // Sent before without an answer (a failed send, a restart mid-send): the server may have them.
         let sentBefore = Set(changes).intersection(state.inFlight)
         let generations = state.markInFlight(changes)
