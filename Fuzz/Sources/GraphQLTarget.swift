@@ -45,8 +45,20 @@ struct GraphQLTarget: FuzzTarget {
         switch field.name {
         case "me": return try MePlan(field)
         case "zones": return try ZonesPlan(field, request: request)
-        case "lookup": return try LookupPlan(field, request: request).statement
-        case "records": return try RecordsPlan(field, request: request, schema: schema, secret: secret).statement
+        case "lookup":
+            // The plan cache's template (issue 51), replayed with the request's
+            // own values, is the statement planned without recording.
+            let checked = try LookupPlan.check(field, request: request)
+            let recorded = try LookupPlan(checked, field: field, request: request, recording: true)
+            precondition(try LookupPlan(checked, template: recorded.template!).statement == recorded.statement, "lookup template replay differs")
+            return recorded.statement
+        case "records":
+            let checked = try RecordsPlan.check(field, request: request, schema: schema, secret: secret)
+            let recorded = try RecordsPlan(checked, field: field, request: request, secret: secret, recording: true)
+            let replayed = try RecordsPlan(checked, field: field, secret: secret, template: recorded.template!)
+            precondition(replayed.statement == recorded.statement, "records template replay differs")
+            precondition(recorded.statement == (try RecordsPlan(field, request: request, schema: schema, secret: secret)).statement, "recording changed the statement")
+            return recorded.statement
         case "zoneChanges": return try ZoneChangesPlan(field, request: request, userID: 1, secret: secret)
         case "databaseChanges": return try DatabaseChangesPlan(field, request: request, userID: 1, secret: secret)
         case "share": return try SharePlan(field, request: request)

@@ -29,7 +29,11 @@ public func buildApplication(
     let authenticator = Authenticator(
         database: database, verifier: identity, limits: UserLimits(configuration.limits), anonymous: AnonymousAccess(configuration.limits)
     )
-    let recordSchemas = RecordSchemas(database: database)
+    let recordSchemas = RecordSchemas(
+        database: database,
+        plans: configuration.planCache ?? PlanCache(capacity: configuration.planCacheSize, verification: configuration.planCacheVerification),
+        maximumAge: min(.milliseconds(500), database.schemaCacheTime)
+    )
     var assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
     if let assets = configuration.assets {
         let publicURL = configuration.publicURL

@@ -70,6 +70,15 @@ public struct GatewayConfiguration: Sendable {
     /// The container and environment CloudKit Web Services requests name
     /// (`canopy serve --container`); nil: `/database/1/…` is not served.
     public var webServices: WebServicesSettings?
+    /// How many planned statements the plan cache keeps (`--plan-cache-size`;
+    /// 0 turns it off), and whether each hit is checked against a plan made
+    /// anew (`CANOPY_PLAN_CACHE_VERIFY=1`: a difference is logged and
+    /// answered from the new plan; the tests' gateways fail the request).
+    public var planCacheSize = 1024
+    public var planCacheVerification = PlanCacheVerification.off
+    /// The plan cache to use (a test reads its statistics); nil: one of
+    /// ``planCacheSize`` made with the application.
+    public var planCache: PlanCache?
 
     public init(
         host: String = "127.0.0.1",
@@ -114,4 +123,13 @@ public struct GatewayConfiguration: Sendable {
         self.limits = limits
         self.push = push
     }
+}
+
+/// Whether the plan cache checks each hit against a plan made anew.
+public enum PlanCacheVerification: Sendable {
+    case off
+    /// Logged and counted; the request is answered from the new plan.
+    case compare
+    /// The request fails with INTERNAL_ERROR (tests).
+    case strict
 }

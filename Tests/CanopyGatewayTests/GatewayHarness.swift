@@ -73,6 +73,7 @@ struct GatewayHarness: Sendable {
         replicas: [DatabaseEndpoint] = [],
         replicaSettings: ReplicaSet.Settings = .init(),
         rateLimited: Bool = false,
+        schemaCacheTime: Duration = .seconds(1),
         _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         try await test(configuration: configuration, gatewayEndpoint: gatewayEndpoint, live: live, availabilityTimeout: availabilityTimeout,
@@ -95,9 +96,12 @@ struct GatewayHarness: Sendable {
         replicas: [DatabaseEndpoint] = [],
         replicaSettings: ReplicaSet.Settings = .init(),
         rateLimited: Bool = false,
+        schemaCacheTime: Duration = .seconds(1),
         _ body: @Sendable (any TestClientProtocol, RequestDatabase) async throws -> T
     ) async throws -> T {
         var configuration = configuration
+        // Every plan-cache hit in every test is checked against a plan made anew.
+        configuration.planCacheVerification = .strict
         if !rateLimited {
             configuration.limits.requestsPerSecond = 0
             configuration.limits.anonymousRequestsPerSecond = 0
@@ -109,7 +113,7 @@ struct GatewayHarness: Sendable {
         let database = try RequestDatabase(
             endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),
             maximumConnections: 4, availabilityTimeout: availabilityTimeout,
-            statementTimeout: configuration.statementTimeout, schemaMode: schemaMode,
+            statementTimeout: configuration.statementTimeout, schemaCacheTime: schemaCacheTime, schemaMode: schemaMode,
             replicas: replicas, replicaSettings: replicaSettings, logger: logger
         )
         let app = buildApplication(configuration: configuration, database: database, identity: identity, logger: logger)

@@ -5,7 +5,8 @@
 # loopback with 8 clients (wrk, 3 s warm-up, 8 s measured) and prints the
 # gateway's CPU per request (/proc/PID/stat, user + system) for W1 (lookup
 # of one record) and W2 (records: date range, sorted, 100 rows), with wrk's
-# p99 (issue 39's tail). Rounds
+# p99 (issue 39's tail), and W2v: W2 with a new date range each request
+# (AB_WORKLOADS="w1 w2" leaves it out). Rounds
 # alternate, so drift on this noisy machine falls on both alike.
 #   scripts/bench/gateway_ab.sh A_BINARY B_BINARY [ROUNDS]   (default 4)
 # Needs wrk, curl and bc; stops the gateway and the cluster when done.
@@ -28,6 +29,18 @@ LUA
 }
 script "$LOOKUP" > /tmp/gateway-ab-w1.lua
 script "$RECORDS" > /tmp/gateway-ab-w2.lua
+# W2v: W2 with a new date range in every request (issue 51's plan cache
+# binds new values into a plan of the same shape; wrk's W2 repeats one body).
+RECORDS_HEAD=${RECORDS%%1700300000000*}
+RECORDS_TAIL=${RECORDS#*1700300000000}
+cat > /tmp/gateway-ab-w2v.lua <<LUA
+wrk.method = "POST"
+wrk.headers["Authorization"] = "Bearer $TOKEN"
+wrk.headers["Content-Type"] = "application/json"
+request = function()
+  return wrk.format(nil, nil, nil, [[$RECORDS_HEAD]] .. (1700000000000 + math.random(0, 600000000)) .. [[$RECORDS_TAIL]])
+end
+LUA
 TICK=$(getconf CLK_TCK)
 for round in $(seq 1 "$ROUNDS"); do
   for which in A B; do
@@ -36,7 +49,7 @@ for round in $(seq 1 "$ROUNDS"); do
     SPID=$!
     for _ in $(seq 1 120); do curl -s -o /dev/null "http://127.0.0.1:$PORT/health" && break; sleep 0.5; done
     line="$which round $round:"
-    for workload in w1 w2; do
+    for workload in ${AB_WORKLOADS:-w1 w2 w2v}; do
       wrk -t2 -c8 -d3s -s /tmp/gateway-ab-$workload.lua "http://127.0.0.1:$PORT/graphql" >/dev/null
       before=$(awk '{print $14+$15}' /proc/$SPID/stat)
       out=$(wrk -t2 -c8 -d8s --latency -s /tmp/gateway-ab-$workload.lua "http://127.0.0.1:$PORT/graphql")

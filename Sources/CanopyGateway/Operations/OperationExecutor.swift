@@ -44,9 +44,14 @@ struct OperationExecutor {
 
     /// Runs a plan's statement (a read on the pool, a write in a transaction
     /// acting for the caller) and makes the field's JSON from its row.
-    func run<Plan: FieldPlan>(_ plan: Plan) async throws -> String? {
+    func run<Plan: FieldPlan>(_ plan: Plan, prepared: PreparedRead? = nil) async throws -> String? {
         let row: Plan.Row?
-        if Plan.writes {
+        if let prepared, !Plan.writes {
+            let source: RequestDatabase.ReadSource = Plan.readsReplicas ? .replica(after: readAfter) : .primary
+            row = try await database.read(prepared, binds: plan.statement.binds, as: userID, from: source, logger: logger) { rows in
+                try rows.first.map(Plan.decode)
+            }
+        } else if Plan.writes {
             let logger = self.logger
             row = try await database.withUser(try signedInUser(), device: device, logger: logger) { connection in
                 try await connection.execute(plan.statement, logger: logger).first.map(Plan.decode)

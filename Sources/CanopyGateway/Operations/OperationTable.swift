@@ -8,7 +8,7 @@ enum OperationTable {
     static let queries: [String: any RootOperation] = [
         "me": Planned { field, _ in try MePlan(field) },
         "zones": Planned { try ZonesPlan($0, request: $1) },
-        "lookup": Planned { try LookupPlan($0, request: $1) },
+        "lookup": LookupOperation(),
         "records": RecordsOperation(),
         "zoneChanges": ZoneChangesOperation(),
         "databaseChanges": DatabaseChangesOperation(),

@@ -9,6 +9,11 @@ public struct ParsedRequest: @unchecked Sendable {
     public let operation: OperationDefinition
     public let fragments: [String: FragmentDefinition]
     public private(set) var variables: [String: JSONValue]
+    /// This parse's number, unique for the process's life: the plan cache
+    /// keys plans by it (the same text parsed again after the cache of
+    /// parsed documents was emptied gets a new one).
+    public let documentID: Int
+    private static let documentIDs = Atomic<Int>(0)
     /// The base of share URLs (`<publicURL>/share/<token>`), from the
     /// server's configuration.
     public var publicURL = "http://127.0.0.1:8080"
@@ -136,6 +141,7 @@ public struct ParsedRequest: @unchecked Sendable {
         self.fragments = fragments
         self.variables = variables
         self.locator = locator
+        self.documentID = Self.documentIDs.add(1, ordering: .relaxed).newValue
     }
 
     /// What a share URL is before its token.

@@ -6,18 +6,53 @@ import PostgresNIO
 public struct LookupPlan: Sendable {
     public static let maximumNames = 400
     public let statement: SQLStatement
+    /// The statement's text and how to bind it again, when made recording.
+    public let template: StatementTemplate?
     let locations: [QueryError.Location]
 
-    public init(_ field: SelectedField, request: ParsedRequest) throws {
+    /// What one `lookup` request asks, read and checked: its scope, zone
+    /// and names. The plan cache (issue 51) makes one for every request,
+    /// the SQL only for a shape not seen before.
+    public struct Checked: Sendable {
+        let zone: ZoneReference
+        let locations: [QueryError.Location]
+        /// The values a template binds again.
+        public let values: PlanValues
+
+        /// What of the request the statement's text depends on, besides
+        /// the document: the scope (the names and the zone are bound).
+        public var shape: String { "lookup|\(zone.shapeText)" }
+    }
+
+    public static func check(_ field: SelectedField, request: ParsedRequest) throws -> Checked {
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments, publicRefusal: nil)
         let zone = try ZoneReference(scope: scope, in: arguments)
-        locations = request.location(of: field.field)
         let names = try arguments.strings("recordNames")
         guard names.count <= Self.maximumNames else {
             throw QueryError(.limitExceeded, "lookup takes at most \(Self.maximumNames) recordNames, got \(names.count)", locations: arguments.location("recordNames"))
         }
-        var builder = SQLBuilder()
+        return Checked(zone: zone, locations: request.location(of: field.field), values: PlanValues(zone: zone, names: names))
+    }
+
+    public init(_ field: SelectedField, request: ParsedRequest) throws {
+        try self.init(Self.check(field, request: request), field: field, request: request)
+    }
+
+    /// A checked request's plan from a template made for its shape.
+    public init(_ checked: Checked, template: StatementTemplate) throws {
+        locations = checked.locations
+        statement = try template.statement(for: checked.values)
+        self.template = nil
+    }
+
+    /// A checked request's plan, its SQL written; `recording`, with the
+    /// ``template`` the plan cache keeps.
+    public init(_ checked: Checked, field: SelectedField, request: ParsedRequest, recording: Bool = false) throws {
+        let zone = checked.zone
+        let names = checked.values.names
+        locations = checked.locations
+        var builder = SQLBuilder(recording: recording)
         let cte = zone.cte(&builder)
         let result = try Projection.object(field.children, &builder) { child, builder in
             switch child.name {
@@ -41,7 +76,7 @@ public struct LookupPlan: Sendable {
                 throw QueryError(.badRequest, "LookupResult has no field \(child.name)")
             }
         }
-        let bound = builder.bind(names)
+        let bound = builder.bind(names, replaying: { $0.names })
         // Each name is a probe of the (zone_id, record_name) unique index:
         // as a LATERAL subquery with both columns equal, that is the only
         // plan the generic plan can take. A plain join let a generic plan
@@ -55,6 +90,7 @@ public struct LookupPlan: Sendable {
             WHERE found.zone_id = (SELECT id FROM zone) AND found.record_name = n.name LIMIT 1) r ON true)::text
             """)
         statement = builder.query
+        template = builder.template
     }
 }
 
@@ -68,6 +104,7 @@ extension LookupPlan {
             throw QueryError(.limitExceeded, "records/lookup takes at most \(Self.maximumNames) records, got \(names.count)")
         }
         locations = []
+        template = nil
         var builder = SQLBuilder()
         let cte = zone.cte(&builder)
         let record = Projection.cloudKitRecord(style, &builder)

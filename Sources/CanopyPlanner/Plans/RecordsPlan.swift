@@ -15,6 +15,9 @@ public struct RecordsPlan: Sendable {
         /// For a LOCATION field: sort by the distance from this point
         /// (CloudKit's `relativeLocation`), nearest first when ascending.
         var origin: (latitude: Double, longitude: Double)? = nil
+        /// Its place among the sort keys (a template's replays read another
+        /// request's origin by it).
+        var index = 0
         var direction: SQL { descending ? "DESC" : "ASC" }
 
         /// What the key orders by: the field's value, or its distance (km)
@@ -22,7 +25,16 @@ public struct RecordsPlan: Sendable {
         func expression(_ builder: inout SQLBuilder) -> SQL {
             let value = PredicateSQL.expression(target)
             guard let origin else { return value }
-            return PredicateSQL.distance(value, latitude: origin.latitude, longitude: origin.longitude, &builder)
+            let index = self.index
+            return PredicateSQL.distance(value, latitude: origin.latitude, longitude: origin.longitude, &builder) { values in
+                guard index < values.sortKeys.count, let origin = values.sortKeys[index].origin else { throw StatementTemplate.Mismatch() }
+                return (origin.latitude, origin.longitude)
+            }
+        }
+
+        /// What of the key shapes the SQL: its target, direction and whether it sorts by distance.
+        var shapeText: String {
+            target.fingerprintText + (descending ? "-" : "+") + (origin == nil ? "" : "@")
         }
 
         /// The type its values compare as (a distance is a number).
@@ -34,6 +46,8 @@ public struct RecordsPlan: Sendable {
     }
 
     public let statement: SQLStatement
+    /// The statement's text and how to bind it again, when made recording.
+    public let template: StatementTemplate?
     public let limit: Int
     /// GraphQL's selection under `RecordPage`; nil for a CloudKit rendering.
     let field: SelectedField?
@@ -51,8 +65,56 @@ public struct RecordsPlan: Sendable {
         return type
     }
 
-    /// GraphQL's `records` field: its arguments read into a ``RecordsQuery``.
-    public init(_ field: SelectedField, request: ParsedRequest, schema: RecordSchema, secret: SigningKey) throws {
+    /// What one `records` request asks, read from its arguments and checked
+    /// against the record type's schema: every error a request's values can
+    /// cause is thrown making it, in the order the arguments are read. The
+    /// plan cache (issue 51) makes one for every request; the SQL only for
+    /// a shape not seen before.
+    public struct Checked: Sendable {
+        let query: RecordsQuery
+        let predicate: CheckedPredicate
+        let sortKeys: [SortKey]
+        let after: Cursor?
+        let fingerprint: String
+        let locations: RecordsQuery.Locations
+        /// The values a template binds again.
+        public let values: PlanValues
+
+        /// Everything of the request that the statement's text depends on
+        /// (the values themselves only bound): the scope, the record type,
+        /// the filter's text and its tests with their values' kinds, the
+        /// sort keys and the cursor's kinds. With the document, the root
+        /// field and the variables read below it, a plan cache's key.
+        public var shape: String {
+            var text = "records|\(query.zone.shapeText)|\(query.recordType)|\(query.filterText.utf8.count):\(query.filterText)|"
+            predicate.writeShape(into: &text)
+            text += "|"
+            for key in sortKeys { text += key.shapeText + "," }
+            text += "|"
+            if let after {
+                for key in after.keys { text += Self.kind(of: key) }
+            } else {
+                text += "-"
+            }
+            return text
+        }
+
+        /// A cursor key's kind; a flag (whether a sort key was missing) by value.
+        static func kind(of value: JSONValue) -> String {
+            switch value {
+            case .null: return "n"
+            case .bool(let flag): return flag ? "t" : "f"
+            case .int: return "i"
+            case .double: return "d"
+            case .string: return "s"
+            case .array: return "a"
+            case .object: return "o"
+            }
+        }
+    }
+
+    /// GraphQL's `records` field: its arguments read and checked.
+    public static func check(_ field: SelectedField, request: ParsedRequest, schema: RecordSchema, secret: SigningKey) throws -> Checked {
         let arguments = request.arguments(of: field)
         let scope = try DatabaseScope.read(arguments, publicRefusal: nil)
         let zone = try ZoneReference(scope: scope, in: arguments)
@@ -76,31 +138,17 @@ public struct RecordsPlan: Sendable {
             zone: zone, recordType: recordType, predicate: predicate, args: try arguments.value("args"), sort: sort,
             limit: limit, cursor: try arguments.string("cursor"), filterText: filterText ?? ""
         )
-        let records = field.children.first { $0.name == "records" }
-        try self.init(
-            query, rendering: records.map { .graphQL($0.children, request) }, schema: schema, secret: secret,
-            field: field, locations: RecordsQuery.Locations(
+        return try check(
+            query, schema: schema, secret: secret,
+            locations: RecordsQuery.Locations(
                 field: request.location(of: field.field), filter: arguments.location("filter"),
                 sort: arguments.location("sort"), cursor: arguments.location("cursor")
             )
         )
     }
 
-    /// A query in the planner's terms (Web Services' `records/query`),
-    /// its records rendered as `rendering` says.
-    public init(_ query: RecordsQuery, rendering: RecordRendering, schema: RecordSchema, secret: SigningKey) throws {
-        try self.init(query, rendering: rendering, schema: schema, secret: secret, field: nil, locations: RecordsQuery.Locations())
-    }
-
-    init(
-        _ query: RecordsQuery, rendering: RecordRendering?, schema: RecordSchema, secret: SigningKey,
-        field: SelectedField?, locations: RecordsQuery.Locations
-    ) throws {
-        self.secret = secret
-        self.locations = locations.field
-        let recordType = query.recordType
-        let limit = query.limit
-        let checker = PredicateChecker(schema: schema, recordType: recordType, args: query.args)
+    static func check(_ query: RecordsQuery, schema: RecordSchema, secret: SigningKey, locations: RecordsQuery.Locations) throws -> Checked {
+        let checker = PredicateChecker(schema: schema, recordType: query.recordType, args: query.args)
         let predicate: CheckedPredicate
         do {
             predicate = try checker.check(query.predicate)
@@ -109,11 +157,9 @@ public struct RecordsPlan: Sendable {
             throw error
         }
         let sortKeys = try Self.sortKeys(query.sort, checker: checker, locations: locations.sort)
-        self.limit = limit
-        self.field = field
         let zone = query.zone
-        fingerprint = Cursor.fingerprint([
-            zone.scope.rawValue, zone.zoneName, zone.ownerName ?? "", recordType, query.filterText, query.args?.jsonText ?? "",
+        let fingerprint = Cursor.fingerprint([
+            zone.scope.rawValue, zone.zoneName, zone.ownerName ?? "", query.recordType, query.filterText, query.args?.jsonText ?? "",
             sortKeys.map(\.fingerprintText).joined(separator: ","),
         ])
         var after: Cursor?
@@ -123,11 +169,63 @@ public struct RecordsPlan: Sendable {
             }
             after = cursor
         }
+        let values = PlanValues(zone: zone, limit: query.limit, predicate: predicate, sortKeys: sortKeys, cursorKeys: after?.keys ?? [])
+        return Checked(query: query, predicate: predicate, sortKeys: sortKeys, after: after, fingerprint: fingerprint, locations: locations, values: values)
+    }
 
-        var builder = SQLBuilder()
+    /// GraphQL's `records` field: its arguments read into a ``RecordsQuery``.
+    public init(_ field: SelectedField, request: ParsedRequest, schema: RecordSchema, secret: SigningKey) throws {
+        try self.init(Self.check(field, request: request, schema: schema, secret: secret), field: field, request: request, secret: secret)
+    }
+
+    /// A checked GraphQL request's plan, its SQL written; `recording`, with
+    /// the ``template`` the plan cache keeps.
+    public init(_ checked: Checked, field: SelectedField, request: ParsedRequest, secret: SigningKey, recording: Bool = false) throws {
+        let records = field.children.first { $0.name == "records" }
+        try self.init(checked, rendering: records.map { .graphQL($0.children, request) }, secret: secret, field: field, recording: recording)
+    }
+
+    /// A checked request's plan from a template made for its shape: only
+    /// its values bound. Throws ``StatementTemplate/Mismatch`` when the
+    /// values do not have the template's shape.
+    public init(_ checked: Checked, field: SelectedField, secret: SigningKey, template: StatementTemplate) throws {
+        self.secret = secret
+        self.locations = checked.locations.field
+        self.limit = checked.query.limit
+        self.field = field
+        self.fingerprint = checked.fingerprint
+        self.statement = try template.statement(for: checked.values)
+        self.template = nil
+    }
+
+    /// A query in the planner's terms (Web Services' `records/query`),
+    /// its records rendered as `rendering` says.
+    public init(_ query: RecordsQuery, rendering: RecordRendering, schema: RecordSchema, secret: SigningKey) throws {
+        let checked = try Self.check(query, schema: schema, secret: secret, locations: RecordsQuery.Locations())
+        try self.init(checked, rendering: rendering, schema: schema, secret: secret, field: nil, recording: false)
+    }
+
+    init(
+        _ checked: Checked, rendering: RecordRendering?, schema: RecordSchema? = nil, secret: SigningKey,
+        field: SelectedField?, recording: Bool
+    ) throws {
+        self.secret = secret
+        self.locations = checked.locations.field
+        let query = checked.query
+        let recordType = query.recordType
+        let limit = query.limit
+        let predicate = checked.predicate
+        let sortKeys = checked.sortKeys
+        let after = checked.after
+        self.limit = limit
+        self.field = field
+        self.fingerprint = checked.fingerprint
+        let zone = query.zone
+
+        var builder = SQLBuilder(recording: recording)
         let cte = zone.cte(&builder)
         let filter = PredicateSQL.write(predicate, &builder)
-        let limitBind = builder.bind(limit)
+        let limitBind = builder.bind(limit, replaying: { $0.limit })
         let records: SQL
         switch rendering {
         case .graphQL(let fields, let request)?:
@@ -156,11 +254,19 @@ public struct RecordsPlan: Sendable {
             (SELECT count(*) FROM page) > \(limitBind)::int8
             """)
         statement = builder.query
+        template = builder.template
     }
 
     static func sortKeys(_ items: [JSONValue], checker: PredicateChecker, locations: [QueryError.Location]) throws -> [SortKey] {
         func invalid(_ message: String) -> QueryError { QueryError(.invalidArguments, message, locations: locations) }
-        return try items.map { item in
+        return try items.enumerated().map { index, item in
+            var key = try sortKey(item, checker: checker, invalid: invalid)
+            key.index = index
+            return key
+        }
+    }
+
+    private static func sortKey(_ item: JSONValue, checker: PredicateChecker, invalid: (String) -> QueryError) throws -> SortKey {
             guard case .object(let sort) = item, case .string(let name)? = sort["field"] else {
                 throw invalid("each sort is {field, direction}")
             }
@@ -194,7 +300,6 @@ public struct RecordsPlan: Sendable {
             case .list, .location, .bytes, .asset: throw invalid("cannot sort by \(name), a \(target.valueType)")
             default: return SortKey(target: target, descending: direction == "DESC")
             }
-        }
     }
 
     /// Any number of sort keys: one ORDER BY over every key (missing values
@@ -237,8 +342,8 @@ public struct RecordsPlan: Sendable {
                 throw QueryError(.invalidArguments, "the cursor is damaged")
             }
             inMissingPart = wasNull
-            nameAfter = "\(builder.bind(last))::text"
-            if !wasNull { valueAfter = try bound(keys[1], for: key.valueType, &builder) }
+            nameAfter = "\(builder.bind(last, replaying: { try Self.cursorName(at: 2, in: $0) }))::text"
+            if !wasNull { valueAfter = try bound(keys[1], at: 1, for: key.valueType, &builder) }
         }
         let neverMissing: Bool
         switch key.target {
@@ -272,21 +377,42 @@ public struct RecordsPlan: Sendable {
             """
     }
 
-    /// A cursor's key value, bound as the type the key compares as.
-    static func bound(_ value: JSONValue, for type: FieldType, _ builder: inout SQLBuilder) throws -> SQL {
+    /// A cursor's key value (its `index`th key), bound as the type the key compares as.
+    static func bound(_ value: JSONValue, at index: Int, for type: FieldType, _ builder: inout SQLBuilder) throws -> SQL {
+        let mismatch = StatementTemplate.Mismatch()
+        let key: @Sendable (PlanValues) throws -> JSONValue = { values in
+            guard index < values.cursorKeys.count else { throw mismatch }
+            return values.cursorKeys[index]
+        }
         switch (type, value) {
-        case (.string, .string(let text)), (.reference, .string(let text)): return "\(builder.bind(text))::text"
-        case (.boolean, .bool(let flag)): return "\(builder.bind(flag))::boolean"
-        case (_, .int(let number)): return "\(builder.bind(Double(number)))::float8"
-        case (_, .double(let number)): return "\(builder.bind(number))::float8"
+        case (.string, .string(let text)), (.reference, .string(let text)):
+            return "\(builder.bind(text, replaying: { guard case .string(let t) = try key($0) else { throw mismatch }; return t }))::text"
+        case (.boolean, .bool(let flag)):
+            return "\(builder.bind(flag, replaying: { guard case .bool(let b) = try key($0) else { throw mismatch }; return b }))::boolean"
+        case (_, .int), (_, .double):
+            let number: @Sendable (JSONValue) throws -> Double = { value in
+                switch value {
+                case .int(let n): return Double(n)
+                case .double(let n): return n
+                default: throw mismatch
+                }
+            }
+            return "\(builder.bind(try number(value), replaying: { try number(try key($0)) }))::float8"
         default: throw QueryError(.invalidArguments, "the cursor is damaged")
         }
+    }
+
+    /// The record name a cursor's `index`th key holds, in another request's values.
+    static func cursorName(at index: Int, in values: PlanValues) throws -> String {
+        guard index < values.cursorKeys.count, case .string(let name) = values.cursorKeys[index] else { throw StatementTemplate.Mismatch() }
+        return name
     }
 
     /// Rows strictly after the cursor's keys in the sort order.
     static func keyset(_ sortKeys: [SortKey], after keys: [JSONValue], _ builder: inout SQLBuilder) throws -> SQL {
         guard case .string(let lastName) = keys.last! else { throw QueryError(.invalidArguments, "the cursor is damaged") }
-        var condition: SQL = "r.record_name COLLATE \"C\" > \(builder.bind(lastName))::text"
+        let lastIndex = keys.count - 1
+        var condition: SQL = "r.record_name COLLATE \"C\" > \(builder.bind(lastName, replaying: { try Self.cursorName(at: lastIndex, in: $0) }))::text"
         for (index, key) in sortKeys.enumerated().reversed() {
             let expression = key.expression(&builder)
             guard case .bool(let wasNull) = keys[index * 2] else { throw QueryError(.invalidArguments, "the cursor is damaged") }
@@ -297,7 +423,7 @@ public struct RecordsPlan: Sendable {
                 condition = "(\(nullFlag) AND \(condition))"
                 continue
             }
-            let bound = try Self.bound(value, for: key.valueType, &builder)
+            let bound = try Self.bound(value, at: index * 2 + 1, for: key.valueType, &builder)
             let strictlyAfter: SQL = key.descending ? "\(expression) < \(bound)" : "\(expression) > \(bound)"
             condition = "(\(nullFlag) OR coalesce(\(strictlyAfter), false) OR (coalesce(\(expression) = \(bound), false) AND \(condition)))"
         }

@@ -89,6 +89,17 @@ public struct ZoneReference: Sendable, Equatable {
         self.visibleToCaller = visibleToCaller
     }
 
+    /// The zone of a request's values, for a template's replays.
+    static func zone(of values: PlanValues) throws -> ZoneReference {
+        guard let zone = values.zone else { throw StatementTemplate.Mismatch() }
+        return zone
+    }
+
+    /// What of the zone shapes its SQL: the scope, and whether any owner's zone will do.
+    var shapeText: String {
+        "\(scope.rawValue)\(visibleToCaller ? "+" : "")"
+    }
+
     /// `zone AS (...)`, for a WITH clause.
     func cte(_ builder: inout SQLBuilder) -> SQL {
         cte(named: "zone", &builder)
@@ -102,8 +113,9 @@ public struct ZoneReference: Sendable, Equatable {
                 FROM canopy.zones z WHERE z.owner_id IS NULL)
                 """
         }
-        let name = builder.bind(zoneName)
-        let owner = builder.bind(ownerName)
+        // Recording (the plan cache), another request binds its own zone.
+        let name = builder.bind(zoneName, replaying: { try Self.zone(of: $0).zoneName })
+        let owner = builder.bind(ownerName, replaying: { try Self.zone(of: $0).ownerName })
         let ownership: SQL = visibleToCaller
             ? "u.record_name = \(owner)"
             : scope == .private

@@ -37,6 +37,9 @@ public final class RequestDatabase: Sendable {
     /// transaction (`canopy.schema_mode`), where a trigger refuses undeclared
     /// record types and fields in production.
     public let schemaMode: String
+    /// How long a record type's fields are remembered: the gateway's
+    /// schemas are kept no longer.
+    public let schemaCacheTime: Duration
     /// Streaming replicas that `records`, `lookup` and the feeds may read
     /// from (nil: none; every read goes to the primary).
     public let replicas: ReplicaSet?
@@ -71,6 +74,7 @@ public final class RequestDatabase: Sendable {
         self.secrets = ServerSecrets(primary: primary)
         self.notifier = ChangeNotifier(primary: primary, logger: logger)
         self.recordTypes = RecordTypeFields(primary: primary, maximumAge: schemaCacheTime)
+        self.schemaCacheTime = schemaCacheTime
         self.schemaMode = schemaMode
         self.logger = logger
         self.availabilityTimeout = availabilityTimeout
@@ -186,13 +190,21 @@ public final class RequestDatabase: Sendable {
         _ statement: PostgresQuery, parameterTypes: [PostgresDataType], as userID: Int64?, from source: ReadSource = .primary,
         logger: Logger, _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
     ) async throws -> Result {
-        var binds = statement.binds
+        let prepared = PreparedRead(sql: statement.sql, parameterTypes: parameterTypes, numbered: false)
+        return try await read(prepared, binds: statement.binds, as: userID, from: source, logger: logger, collect)
+    }
+
+    /// ``read(_:parameterTypes:as:from:logger:_:)`` of a statement whose
+    /// identity wrapping and shape number were made before (the plan
+    /// cache's entries keep one): only its values are bound.
+    public func read<Result: Sendable>(
+        _ prepared: PreparedRead, binds statementBinds: PostgresBindings, as userID: Int64?, from source: ReadSource = .primary,
+        logger: Logger, _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
+    ) async throws -> Result {
+        var binds = statementBinds
         binds.append(userID.map(String.init) ?? "")
-        let query = PostgresQuery(unsafeSQL: """
-            SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', $\(binds.count)::text, true) AS canopy_identity OFFSET 0) canopy_s \
-            CROSS JOIN LATERAL (SELECT * FROM (\(statement.sql)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q
-            """, binds: binds)
-        let types = parameterTypes + [.text]
+        let query = PostgresQuery(unsafeSQL: prepared.sql, binds: binds)
+        let types = prepared.parameterTypes
         if case .replica(let after) = source, let replicas {
             let required = after.later(userID.flatMap(replicas.lastWrite(of:)))
             if let replica = await replicas.replica(after: required, logger: logger) {
@@ -200,7 +212,7 @@ public final class RequestDatabase: Sendable {
                 do {
                     // A replica gets a second for a connection: the primary is there to answer instead.
                     rows = try await replica.client.withConnection(within: .seconds(1), answerWithin: primary.answerTimeout) { connection in
-                        try await connection.executeShaped(query, parameterTypes: types, logger: logger)
+                        try await connection.executeShaped(query, parameterTypes: types, number: prepared.number, logger: logger)
                     }
                 } catch where ReplicaSet.isReplicaFault(error) {
                     replicas.takeOut(replica, because: error)
@@ -210,7 +222,7 @@ public final class RequestDatabase: Sendable {
             }
         }
         let rows = try await primary.withConnection { connection in
-            try await connection.executeShaped(query, parameterTypes: types, logger: logger)
+            try await connection.executeShaped(query, parameterTypes: types, number: prepared.number, logger: logger)
         }
         return try collect(rows)
     }

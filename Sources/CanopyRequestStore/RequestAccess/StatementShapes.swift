@@ -107,7 +107,21 @@ extension PostgresConnection {
     /// Runs a statement prepared by its shape on this connection (inside
     /// its transaction, if one is open) and collects its rows.
     public func executeShaped(_ query: PostgresQuery, parameterTypes: [PostgresDataType], logger: Logger) async throws -> [PostgresRow] {
-        guard let number = StatementShapes.shared.number(sql: query.sql, parameterTypes: parameterTypes) else {
+        try await executeShaped(query, parameterTypes: parameterTypes, number: .unknown, logger: logger)
+    }
+
+    /// ``executeShaped(_:parameterTypes:logger:)`` with the shape's number
+    /// when it was found before (``PreparedRead``).
+    func executeShaped(
+        _ query: PostgresQuery, parameterTypes: [PostgresDataType], number known: PreparedRead.Number, logger: Logger
+    ) async throws -> [PostgresRow] {
+        let number: Int?
+        switch known {
+        case .unknown: number = StatementShapes.shared.number(sql: query.sql, parameterTypes: parameterTypes)
+        case .numbered(let found): number = found
+        case .unnumbered: number = nil
+        }
+        guard let number else {
             return try await self.query(query, logger: logger).collect()
         }
         return try await executeShaped(StatementShapes.slot(number), query.binds, logger: logger)

@@ -70,6 +70,11 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .customLong("access-log"), help: "Log a line for every request, at info (env CANOPY_ACCESS_LOG=1). Off by default: errors are logged either way.")
     var accessLog = false
 
+    @Option(name: .customLong("plan-cache-size"), help: ArgumentHelp(
+        "How many planned statements of records and lookup requests to keep, by document and shape, so a request of a shape seen before only binds its values (env CANOPY_PLAN_CACHE_SIZE; default 1024; 0 turns the cache off). See docs/PLAN_CACHE.md.",
+        valueName: "count"))
+    var planCacheSize: Int?
+
     @OptionGroup var limits: LimitOptions
     @OptionGroup var push: PushOptions
     @OptionGroup var outbound: OutboundOptions
@@ -188,6 +193,12 @@ struct Serve: AsyncParsableCommand {
             webServices: try webServices.settings()
         )
         configuration.consoleOverPlainHTTP = consoleOverHTTP || ProcessInfo.processInfo.environment["CANOPY_CONSOLE_OVER_HTTP"] == "1"
+        let environment = ProcessInfo.processInfo.environment
+        if let size = planCacheSize ?? environment["CANOPY_PLAN_CACHE_SIZE"].flatMap({ Int($0) }) {
+            guard size >= 0 else { throw ValidationError("--plan-cache-size must be 0 or more, got \(size)") }
+            configuration.planCacheSize = size
+        }
+        if environment["CANOPY_PLAN_CACHE_VERIFY"] == "1" { configuration.planCacheVerification = .compare }
         var verifier: TokenVerifier?
         if let authConfiguration {
             let identity = await TokenVerifier(configuration: authConfiguration, logger: logger)

@@ -1,0 +1,38 @@
+import PostgresNIO
+
+/// A read statement made ready once for many requests of one shape: its
+/// text wrapped to act for the caller (the user a parameter after the
+/// statement's own), the parameters' types, and its prepared-statement
+/// number (``StatementShapes``). The plan cache keeps one per entry, so a
+/// request it serves neither builds the wrapping nor hashes the text to
+/// find its prepared statement.
+public struct PreparedRead: Sendable {
+    /// The statement as sent: the identity wrapper around the read.
+    public let sql: String
+    /// The read's parameter types, then the user's (text).
+    public let parameterTypes: [PostgresDataType]
+    let number: Number
+
+    enum Number: Sendable {
+        /// Not looked up yet: found by the text when run.
+        case unknown
+        case numbered(Int)
+        /// All numbers were given: runs unnamed.
+        case unnumbered
+    }
+
+    /// `numbered`: find the shape's number now (kept for every run).
+    public init(sql read: String, parameterTypes readTypes: [PostgresDataType], numbered: Bool = true) {
+        let user = readTypes.count + 1
+        sql = """
+            SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', $\(user)::text, true) AS canopy_identity OFFSET 0) canopy_s \
+            CROSS JOIN LATERAL (SELECT * FROM (\(read)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q
+            """
+        parameterTypes = readTypes + [.text]
+        if numbered {
+            number = StatementShapes.shared.number(sql: sql, parameterTypes: parameterTypes).map(Number.numbered) ?? .unnumbered
+        } else {
+            number = .unknown
+        }
+    }
+}
