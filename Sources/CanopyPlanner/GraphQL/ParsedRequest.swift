@@ -14,6 +14,8 @@ public struct ParsedRequest: @unchecked Sendable {
     /// parsed documents was emptied gets a new one).
     public let documentID: Int
     private static let documentIDs = Atomic<Int>(0)
+    /// What this parse's fields' arguments are, worked out once.
+    let memo: DocumentMemo
     /// The base of share URLs (`<publicURL>/share/<token>`), from the
     /// server's configuration.
     public var publicURL = "http://127.0.0.1:8080"
@@ -142,6 +144,7 @@ public struct ParsedRequest: @unchecked Sendable {
         self.variables = variables
         self.locator = locator
         self.documentID = Self.documentIDs.add(1, ordering: .relaxed).newValue
+        self.memo = DocumentMemo()
     }
 
     /// What a share URL is before its token.
@@ -156,7 +159,7 @@ public struct ParsedRequest: @unchecked Sendable {
 
     /// The operation's root fields, fragments and @skip/@include applied.
     public func rootFields() throws -> [SelectedField] {
-        try SelectedField.collect(operation.selectionSet, in: self)
+        try memo.rootFields(of: self) { try SelectedField.collect(operation.selectionSet, in: self) }
     }
 
     /// True when the operation asks only for introspection (`__schema`,

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A hand-written recursive-descent parser for the grammar of API.md §5.
 /// Keywords are case-insensitive; every error names the column.
 public struct PredicateParser {
@@ -14,7 +16,23 @@ public struct PredicateParser {
     public static let maximumDepth = 32
     public static let maximumComparisons = 256
 
+    /// Filters parsed before, by text: a client sends the same few filters
+    /// with new values (issue 51). Bounded: emptied when full. Refusals are
+    /// parsed again (their error is the answer either way).
+    private static let parsed = Mutex<[String: PredicateSyntax]>([:])
+    static let parsedCapacity = 1024
+
     public static func parse(_ text: String) throws -> PredicateSyntax {
+        if let known = parsed.withLock({ $0[text] }) { return known }
+        let predicate = try parseAnew(text)
+        parsed.withLock { cache in
+            if cache.count >= parsedCapacity { cache.removeAll(keepingCapacity: true) }
+            cache[text] = predicate
+        }
+        return predicate
+    }
+
+    static func parseAnew(_ text: String) throws -> PredicateSyntax {
         var parser = PredicateParser(tokens: try PredicateLexer(text).tokens())
         let predicate = try parser.parseOr()
         guard case .end = parser.current.kind else {

@@ -6,10 +6,13 @@ import GraphQL
 public struct Arguments: @unchecked Sendable {
     let field: Field
     let request: ParsedRequest
+    /// The field's arguments, their literals converted once per document.
+    private let slots: [String: DocumentMemo.ArgumentSlot]
 
     init(_ field: SelectedField, in request: ParsedRequest) {
         self.field = field.field
         self.request = request
+        self.slots = request.memo.arguments(of: field.field, in: request)
     }
 
     /// The value of an argument, nil when absent (or an absent variable).
@@ -17,8 +20,9 @@ public struct Arguments: @unchecked Sendable {
     /// argument and the place inside it: PostgreSQL's text and JSONB cannot
     /// hold that character (issue 48).
     public func value(_ name: String) throws -> JSONValue? {
-        guard let argument = field.arguments.first(where: { $0.name.value == name }) else { return nil }
-        let value = try convert(argument.value)
+        guard let slot = slots[name] else { return nil }
+        if let literal = slot.literal { return try literal.get() }
+        let value = try convert(slot.node)
         if let value, let place = value.placeOfNUL() {
             throw invalid(name, "\(name)\(place) holds the character U+0000 (NUL), which no text may hold")
         }
@@ -26,10 +30,7 @@ public struct Arguments: @unchecked Sendable {
     }
 
     public func location(_ name: String) -> [QueryError.Location] {
-        if let argument = field.arguments.first(where: { $0.name.value == name }) {
-            return request.location(of: argument.value)
-        }
-        return request.location(of: field)
+        slots[name]?.location ?? request.location(of: field)
     }
 
     func invalid(_ name: String, _ message: String) -> QueryError {
