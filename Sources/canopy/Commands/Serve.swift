@@ -98,6 +98,9 @@ struct Serve: AsyncParsableCommand {
         guard maximumAssetSize > 0 else {
             throw ValidationError("--max-asset-size must be a positive number of bytes, not \(maximumAssetSize)")
         }
+        if let planCacheSize, planCacheSize < 0 {
+            throw ValidationError("--plan-cache-size must be 0 or more, got \(planCacheSize)")
+        }
         do {
             _ = try CrossOriginPolicy(origins: corsOrigins)
         } catch {
@@ -195,8 +198,7 @@ struct Serve: AsyncParsableCommand {
         configuration.consoleOverPlainHTTP = consoleOverHTTP || ProcessInfo.processInfo.environment["CANOPY_CONSOLE_OVER_HTTP"] == "1"
         let environment = ProcessInfo.processInfo.environment
         if let size = planCacheSize ?? environment["CANOPY_PLAN_CACHE_SIZE"].flatMap({ Int($0) }) {
-            guard size >= 0 else { throw ValidationError("--plan-cache-size must be 0 or more, got \(size)") }
-            configuration.planCacheSize = size
+            configuration.planCacheSize = max(0, size)
         }
         if environment["CANOPY_PLAN_CACHE_VERIFY"] == "1" { configuration.planCacheVerification = .compare }
         var verifier: TokenVerifier?
