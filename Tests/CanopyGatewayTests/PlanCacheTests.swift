@@ -104,7 +104,7 @@ struct PlanCacheTests {
         var cached = GatewayConfiguration()
         cached.planCache = plans
         @Sendable func schema(_ moodType: String) -> String {
-            "DEFINE SCHEMA RECORD TYPE Fast (hours INT64 QUERYABLE SORTABLE, endDate TIMESTAMP, note STRING, mood \(moodType), GRANT WRITE TO \"_creator\", GRANT READ TO \"_world\");"
+            "DEFINE SCHEMA RECORD TYPE Fast (hours INT64 QUERYABLE SORTABLE, endDate TIMESTAMP, note STRING, mood \(moodType) QUERYABLE, GRANT WRITE TO \"_creator\", GRANT READ TO \"_world\");"
         }
         #expect(try schemaCommand(["apply"], file: schema("STRING"), on: harness.endpoint).succeeded)
         try await harness.test(configuration: cached, schemaCacheTime: .zero) { client, _ in

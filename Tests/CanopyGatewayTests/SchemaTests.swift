@@ -166,6 +166,21 @@ struct SchemaTests {
         #expect(text.output.contains("declared but never scanned: Fast.___createTime, Fast.hours, Fast.note"), "\(text.output)")
     }
 
+    @Test("development apply retypes a QUERYABLE field no record holds: its index is built for the new type and the old one dropped")
+    func retypeIndexedField() async throws {
+        let endpoint = try await TestDatabase.shared.migratedDatabase()
+        let indexed = Self.schema.replacingOccurrences(of: "mood STRING,", with: "mood STRING QUERYABLE,")
+        #expect(try schemaCommand(["apply"], file: indexed, on: endpoint).succeeded)
+        let retyped = try schemaCommand(["apply"], file: indexed.replacingOccurrences(of: "mood STRING QUERYABLE,", with: "mood INT64 QUERYABLE,"), on: endpoint)
+        #expect(retyped.succeeded, "\(retyped.output)")
+        #expect(retyped.output.contains("retype Fast.mood from STRING to INT64"), "\(retyped.output)")
+        #expect(retyped.output.contains("dropping index"), "the STRING index went: \(retyped.output)")
+        let registered = try await TestDatabase.withConnection(endpoint) { connection in
+            try await connection.texts("SELECT definition FROM canopy.schema_indexes WHERE record_type = 'Fast' AND field_name = 'mood'")
+        }
+        #expect(registered.count == 1 && registered[0]?.contains("number_field") == true, "\(registered)")
+    }
+
     @Test("production apply is additive only: drops, retypes and removed indexes are refused, each named, nothing written")
     func productionApply() async throws {
         let endpoint = try await TestDatabase.shared.migratedDatabase()

@@ -140,6 +140,14 @@ public enum RecordTypeCatalog {
                 try await connection.query("DELETE FROM canopy.security_roles WHERE name = \(role)", logger: logger)
             }
             for index in indexes {
+                // A field retyped (development mode) wants a new index of
+                // the same kind: the old one's registration goes now (its
+                // index is dropped by buildIndexes, which finds it unwanted),
+                // or the new one's breaks (record_type, field_name, kind).
+                try await connection.query("""
+                    DELETE FROM canopy.schema_indexes WHERE record_type = \(index.recordType) AND field_name = \(index.fieldName)
+                       AND kind = \(index.kind) AND index_name <> \(index.name)
+                    """, logger: logger)
                 try await connection.query("""
                     INSERT INTO canopy.schema_indexes (index_name, record_type, field_name, kind, definition)
                     VALUES (\(index.name), \(index.recordType), \(index.fieldName), \(index.kind), \(index.definition))

@@ -13,15 +13,22 @@ public struct SigningKey: Sendable, Equatable {
     /// rotate`): what they signed is accepted as if signed by `bytes`.
     public let accepted: [Data]
 
+    /// The current key as CryptoKit takes it, made once (it was made anew
+    /// for every cursor signed and checked: issue 51).
+    let symmetricKey: SymmetricKey
+    /// The current key, then the accepted ones: the keys a value may be
+    /// verified with.
+    let verifyingKeys: [SymmetricKey]
+
     public init(_ bytes: Data, accepted: [Data] = [], retired: [Data] = []) {
         self.bytes = bytes
         self.accepted = accepted
         self.retired = retired
+        symmetricKey = SymmetricKey(data: bytes)
+        verifyingKeys = [symmetricKey] + accepted.map { SymmetricKey(data: $0) }
     }
 
-    var symmetricKey: SymmetricKey { SymmetricKey(data: bytes) }
-
-    /// The current key, then the accepted ones: the keys a value may be
-    /// verified with.
-    var verifyingKeys: [SymmetricKey] { [symmetricKey] + accepted.map { SymmetricKey(data: $0) } }
+    public static func == (left: SigningKey, right: SigningKey) -> Bool {
+        left.bytes == right.bytes && left.retired == right.retired && left.accepted == right.accepted
+    }
 }
