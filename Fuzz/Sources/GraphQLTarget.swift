@@ -50,14 +50,16 @@ struct GraphQLTarget: FuzzTarget {
             // own values, is the statement planned without recording.
             let checked = try LookupPlan.check(field, request: request)
             let recorded = try LookupPlan(checked, field: field, request: request, recording: true)
-            precondition(try LookupPlan(checked, template: recorded.template!).statement == recorded.statement, "lookup template replay differs")
+            let replayed = try LookupPlan(checked, template: recorded.template!)
+            precondition(replayed.statement == recorded.statement, "lookup template replay differs")
             return recorded.statement
         case "records":
             let checked = try RecordsPlan.check(field, request: request, schema: schema, secret: secret)
             let recorded = try RecordsPlan(checked, field: field, request: request, secret: secret, recording: true)
             let replayed = try RecordsPlan(checked, field: field, secret: secret, template: recorded.template!)
             precondition(replayed.statement == recorded.statement, "records template replay differs")
-            precondition(recorded.statement == (try RecordsPlan(field, request: request, schema: schema, secret: secret)).statement, "recording changed the statement")
+            let plain = try RecordsPlan(field, request: request, schema: schema, secret: secret)
+            precondition(recorded.statement == plain.statement, "recording changed the statement")
             return recorded.statement
         case "zoneChanges": return try ZoneChangesPlan(field, request: request, userID: 1, secret: secret)
         case "databaseChanges": return try DatabaseChangesPlan(field, request: request, userID: 1, secret: secret)
