@@ -23,12 +23,7 @@ struct PlanCacheMetricsTests {
         let port = 20000 + Int((getpid() + 11) % 20000)
         let started = try CanopyBinary.serve(databaseURL: endpoint.url, port: port)
         defer { kill(started.pid, SIGTERM) }
-        var ready = false
-        for _ in 0..<150 where !ready {
-            try await Task.sleep(for: .milliseconds(100))
-            ready = (try? await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/health"), timeout: .seconds(1)))?.status == .ok
-        }
-        #expect(ready, "the server answered /health")
+        #expect(try await CanopyBinary.waitUntilServing(port: port, attempts: 150), "the server answered /health")
         for _ in 0..<2 {
             var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/graphql")
             request.method = .POST
