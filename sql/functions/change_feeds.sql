@@ -1,6 +1,7 @@
 -- Change feeds (API.md §7): canopy.touch_zone, canopy.record_departure,
 -- canopy.purge_change_history, canopy.claim_history_purge,
--- canopy.lock_zone_for_write, canopy.zone_feed_position, canopy.read_position.
+-- canopy.lock_zone_for_write, canopy.zone_feed_position, canopy.zone_range_cuts,
+-- canopy.read_position.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -179,6 +180,57 @@ AS $$
             OR EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id))
 $$;
 
+-- Where to cut a zone's records at or below p_through (a feed position,
+-- zone_feed_position's answer in the same statement) into ranges of nearly
+-- equal size, for a first sync read in parallel (`zoneRanges`, issue 51;
+-- docs/CHANGE_FEEDS.md, "A first sync in ranges"): up to p_count - 1 change
+-- positions, ascending; range i is (cut[i-1], cut[i]] with cut[0] = 0 and
+-- cut[last] = p_through. With p_minimum > 0 (the caller's own zone) fewer
+-- ranges are cut, at least p_minimum records each (and always one); with 0
+-- (a participant's or the public zone) exactly p_count ranges, some perhaps
+-- empty, so their number tells nothing of the zone's size. Both walks are
+-- over records_zone_change_idx (a count, then hops of `step` entries). NULL
+-- for a zone the caller is not a member of, as zone_feed_position.
+CREATE OR REPLACE FUNCTION canopy.zone_range_cuts(p_zone_id bigint, p_through bigint, p_count integer, p_minimum integer)
+    RETURNS bigint[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_total bigint;
+    v_ranges integer;
+    v_step bigint;
+    v_cut bigint := 0;
+    v_next bigint;
+    v_cuts bigint[] := '{}';
+BEGIN
+    IF p_count IS NULL OR p_count < 1 OR p_count > 64 THEN
+        RAISE EXCEPTION 'zone_range_cuts: count must be 1-64, not %', p_count USING ERRCODE = '22023';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM canopy.zones z WHERE z.id = p_zone_id
+                   AND (z.owner_id IS NULL
+                        OR EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id))) THEN
+        RETURN NULL;
+    END IF;
+    SELECT count(*) INTO v_total FROM canopy.records r WHERE r.zone_id = p_zone_id AND r.change_seq <= p_through;
+    v_ranges := p_count;
+    IF p_minimum > 0 THEN
+        v_ranges := least(p_count, greatest(1, ceil(v_total::numeric / p_minimum)::integer));
+    END IF;
+    v_step := greatest(ceil(v_total::numeric / v_ranges)::bigint, 1);
+    FOR k IN 1 .. v_ranges - 1 LOOP
+        v_next := NULL;
+        IF v_cut < p_through THEN
+            SELECT r.change_seq INTO v_next FROM canopy.records r
+             WHERE r.zone_id = p_zone_id AND r.change_seq > v_cut AND r.change_seq <= p_through
+             ORDER BY r.change_seq OFFSET v_step - 1 LIMIT 1;
+        END IF;
+        v_cut := coalesce(v_next, p_through);
+        v_cuts := v_cuts || v_cut;
+    END LOOP;
+    RETURN v_cuts;
+END
+$$;
+
 -- Where this server's data stands in the write-ahead log, for
 -- read-your-writes across replicas (docs/DEPLOYMENT.md). On the primary,
 -- the WAL insert position: at or past the commit record of everything a
@@ -214,9 +266,11 @@ REVOKE ALL ON FUNCTION canopy.purge_change_history(interval, integer) FROM PUBLI
 REVOKE ALL ON FUNCTION canopy.claim_history_purge(interval) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.lock_zone_for_write(bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.zone_feed_position(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.zone_range_cuts(bigint, bigint, integer, integer) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.read_position() FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.purge_change_history(interval, integer) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.claim_history_purge(interval) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.lock_zone_for_write(bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.zone_feed_position(bigint) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.zone_range_cuts(bigint, bigint, integer, integer) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.read_position() TO canopy_gateway;

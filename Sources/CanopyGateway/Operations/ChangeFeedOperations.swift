@@ -10,6 +10,22 @@ struct ZoneChangesOperation: RootOperation {
     }
 }
 
+/// `zoneRanges`: a zone's feed position and its records cut into ranges,
+/// for a first sync read in parallel. Read where `zoneChanges` is: a
+/// replica's snapshot is as good as the primary's, since every range token
+/// carries the position it was read at and its pages wait for it.
+struct ZoneRangesOperation: RootOperation {
+    func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
+        let secret = try await executor.changeTokenKey()
+        let plan = try ZoneRangesPlan(field, request: executor.request, userID: executor.userID ?? ChangeToken.anonymousUser)
+        let cut = try await executor.read(plan.statement, from: .replica(after: executor.readAfter)) { rows in
+            try rows.first.map(ZoneRangesPlan.Cut.decode)
+        }
+        guard let cut, cut.zoneID != nil else { throw QueryError.zoneNotFound(at: executor.request.location(of: field.field)) }
+        return try executor.located(at: field) { try plan.response(cut, secret: secret) }
+    }
+}
+
 /// `databaseChanges`: one page of a database's change feed.
 struct DatabaseChangesOperation: RootOperation {
     func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {

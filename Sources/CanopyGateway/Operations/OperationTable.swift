@@ -11,6 +11,7 @@ enum OperationTable {
         "lookup": LookupOperation(),
         "records": RecordsOperation(),
         "zoneChanges": ZoneChangesOperation(),
+        "zoneRanges": ZoneRangesOperation(),
         "databaseChanges": DatabaseChangesOperation(),
         "share": Planned { try SharePlan($0, request: $1) },
         "shareMetadata": Planned { try ShareMetadataPlan($0, request: $1) },

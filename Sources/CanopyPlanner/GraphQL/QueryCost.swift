@@ -6,7 +6,8 @@
 /// A list counts its bound times one plus what each of its items asks for;
 /// an object or a scalar adds nothing of its own. The bounds: `records`,
 /// `zoneChanges` and `databaseChanges` their `limit` (or its default),
-/// `lookup` its names, `modifyRecords` its saves and deletes, `zones` 100
+/// `lookup` its names, `modifyRecords` its saves and deletes, `zones` 100,
+/// `zoneRanges` 400 (a walk of the zone's feed index)
 /// (a user's zones have no bound, so an estimate), a share's `participants`
 /// 100 (the model's most). The document's cost is the sum of its root
 /// fields', and at least 1.
@@ -52,6 +53,8 @@ public enum QueryCost {
                 let saves = if case .array(let items)? = try arguments.value("save") { items.count } else { 0 }
                 return saves + (try arguments.strings("delete").count)
             case "zones": return 100
+            // Cutting a zone walks its feed index twice: counted as a page.
+            case "zoneRanges": return ZoneChangesPlan.maximumLimit
             default: return nil
             }
         }

@@ -36,12 +36,18 @@ public enum ChangeToken: Sendable, Equatable {
         public var floor: Int64
         /// The WAL position the page was read at (``readPosition``).
         public var read: UInt64?
+        /// A range of a first sync (`zoneRanges`): the last position the
+        /// range holds. Its pages report only records changed after `after`
+        /// and at or before `until`, and the range's last page answers the
+        /// position token (`after = floor`, no `until`). Nil in a feed token.
+        public var until: Int64?
 
         enum CodingKeys: String, CodingKey {
-            case user = "u", scope = "s", zoneID = "z", zoneName = "n", after = "a", floor = "f", read = "l"
+            case user = "u", scope = "s", zoneID = "z", zoneName = "n", after = "a", floor = "f", read = "l", until = "b"
         }
 
-        public init(user: Int64, scope: String, zoneID: Int64, zoneName: String, after: Int64, floor: Int64, read: UInt64? = nil) {
+        public init(user: Int64, scope: String, zoneID: Int64, zoneName: String, after: Int64, floor: Int64, read: UInt64? = nil,
+                    until: Int64? = nil) {
             self.user = user
             self.scope = scope
             self.zoneID = zoneID
@@ -49,6 +55,7 @@ public enum ChangeToken: Sendable, Equatable {
             self.after = after
             self.floor = floor
             self.read = read
+            self.until = until
         }
     }
 

@@ -68,7 +68,8 @@ public struct ZoneChangesPlan: Sendable {
         let limit = try arguments.limit(default: 200, maximum: Self.maximumLimit)
         try self.init(
             zone: zone, since: try overridingSince ?? arguments.string("since"), limit: limit, userID: userID, secret: secret,
-            field: field, request: request, style: nil, recordTypes: nil, sinceLocations: arguments.location("since")
+            field: field, request: request, style: nil, recordTypes: nil, sinceLocations: arguments.location("since"),
+            acceptsRanges: field.name == "zoneChanges"   // not a zoneChanged subscription
         )
     }
 
@@ -90,7 +91,8 @@ public struct ZoneChangesPlan: Sendable {
 
     init(
         zone: ZoneReference, since sinceText: String?, limit: Int, userID: Int64, secret: SigningKey, field: SelectedField?,
-        request: ParsedRequest?, style: CloudKitRecordStyle?, recordTypes: [String]?, sinceLocations: [QueryError.Location]
+        request: ParsedRequest?, style: CloudKitRecordStyle?, recordTypes: [String]?, sinceLocations: [QueryError.Location],
+        acceptsRanges: Bool = false
     ) throws {
         let scope = zone.scope
         var since: ChangeToken.ZonePosition?
@@ -104,6 +106,10 @@ public struct ZoneChangesPlan: Sendable {
             }
             guard position.user == userID, position.scope == scope.rawValue, position.zoneName == zone.zoneName else {
                 throw QueryError(.invalidArguments, "since is a change token for another feed (user, scope or zone)", locations: sinceLocations)
+            }
+            if position.until != nil, !acceptsRanges {
+                throw QueryError(.invalidArguments, "since is a range token of zoneRanges; read a range with the zoneChanges query, then follow the zoneRanges position",
+                                 locations: sinceLocations)
             }
             since = position
         }
@@ -119,6 +125,9 @@ public struct ZoneChangesPlan: Sendable {
         let after = builder.bind(since?.after ?? 0)
         let floor = builder.bind(since?.floor)
         let limitBind = builder.bind(limit)
+        // A range of a first sync (zoneRanges) stops at its upper bound.
+        let liveUntil: SQL = since?.until.map { " AND r.change_seq <= \(builder.bind($0))::int8" } ?? ""
+        let deadUntil: SQL = since?.until.map { " AND t.change_seq <= \(builder.bind($0))::int8" } ?? ""
         // Only a participant of record-rooted shares is told of records that
         // left them; the owner and zone-wide participants still see those records.
         let leftShares: SQL = scope == .private
@@ -170,9 +179,9 @@ public struct ZoneChangesPlan: Sendable {
             WITH \(cte), \
             floor AS (SELECT coalesce(\(floor)::int8, canopy.zone_feed_position((SELECT id FROM zone)), 0) AS position), \
             live AS (SELECT r.change_seq AS position, r.record_name AS name, true AS live, r.id FROM canopy.records r \
-            WHERE r.zone_id = (SELECT id FROM zone) AND r.change_seq > \(after)::int8 ORDER BY r.change_seq LIMIT \(limitBind)::int8 + 1), \
+            WHERE r.zone_id = (SELECT id FROM zone) AND r.change_seq > \(after)::int8\(liveUntil) ORDER BY r.change_seq LIMIT \(limitBind)::int8 + 1), \
             dead AS (SELECT t.change_seq, t.record_name, false, t.id FROM canopy.tombstones t \
-            WHERE t.zone_id = (SELECT id FROM zone) AND t.change_seq > greatest(\(after)::int8, (SELECT position FROM floor)) \
+            WHERE t.zone_id = (SELECT id FROM zone) AND t.change_seq > greatest(\(after)::int8, (SELECT position FROM floor))\(deadUntil) \
             AND (t.kind = 'deleted' OR \(leftShares)) ORDER BY t.change_seq LIMIT \(limitBind)::int8 + 1), \
             events AS (SELECT * FROM live UNION ALL SELECT * FROM dead), \
             bound AS (SELECT position FROM events ORDER BY position OFFSET \(limitBind)::int8 - 1 LIMIT 1), \
@@ -241,10 +250,19 @@ public struct ZoneChangesPlan: Sendable {
                     : "you lost access to part of this zone since this token; fetch its changes from null")
             }
         }
+        let read = since?.read.map(WALPosition.init).later(page.readPosition)?.value
+        if let since, let until = since.until {
+            // A range's last page hands over the position its ranges were
+            // cut below: the feed to follow once every range is read.
+            return page.moreComing
+                ? ChangeToken.ZonePosition(user: userID, scope: scope.rawValue, zoneID: zoneID, zoneName: zoneName,
+                                           after: page.lastPosition ?? since.after, floor: since.floor, read: read, until: until)
+                : ChangeToken.ZonePosition(user: userID, scope: scope.rawValue, zoneID: zoneID, zoneName: zoneName,
+                                           after: since.floor, floor: since.floor, read: read)
+        }
         return ChangeToken.ZonePosition(
             user: userID, scope: scope.rawValue, zoneID: zoneID, zoneName: zoneName,
-            after: page.lastPosition ?? since?.after ?? 0, floor: since?.floor ?? page.floor,
-            read: since?.read.map(WALPosition.init).later(page.readPosition)?.value
+            after: page.lastPosition ?? since?.after ?? 0, floor: since?.floor ?? page.floor, read: read
         )
     }
 }
