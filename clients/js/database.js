@@ -222,6 +222,20 @@ export class Database {
     }
   }
 
+  /**
+   * A first sync in parallel (Canopy's addition; docs/CHANGE_FEEDS.md "A
+   * first sync in ranges"): the zone's feed position now and its records
+   * cut into up to `count` (1-64) ranges, `{position, ranges}`. Read every
+   * range with zoneChanges({since: range}) until moreComing is false, at
+   * once and in any order; only then follow zoneChanges from `position`.
+   */
+  async zoneRanges(zone, {count = 8, signal} = {}) {
+    const data = await this.gql(`query($scope: DatabaseScope!, $zone: ZoneID!, $count: Int) {
+      zoneRanges(scope: $scope, zone: $zone, count: $count) { position ranges } }`,
+    {scope: this.scope, zone: zoneVariable(zone), count}, {signal});
+    return {position: data.zoneRanges.position, ranges: data.zoneRanges.ranges};
+  }
+
   /** One page of the database's changed and deleted zones after `since`. */
   async databaseChanges({since = null, limit = 200, signal} = {}) {
     const data = await this.gql(`query($scope: DatabaseScope!, $since: String, $limit: Int) {

@@ -19,7 +19,8 @@ export type {
   Participant, ParticipantInput, ParticipantName, ParticipantRole, Permission, QueryIterator, QueryOptions, QueryPage,
   RecordVersion, SaveRecordOptions, SaveShareOptions, ServerSubscription, Share, ShareActivityEntry,
   ShareActivityOptions, ShareEventName, ShareOptions, SortKey, SubscriptionEvent, SubscriptionKind,
-  SubscriptionOptions, Tombstone, UserIdentity, WatchOptions, ZoneChangesOptions, ZoneChangesPage, ZoneInfo,
+  SubscriptionOptions, Tombstone, UserIdentity, WatchOptions, ZoneChangesOptions, ZoneChangesPage, ZoneInfo, ZoneRanges,
+  ZoneRangesOptions,
 } from "./database.js";
 export type {CanopyErrorOptions, ErrorCodeName} from "./errors.js";
 export type {LiveIterator, WebSocketConstructor} from "./live.js";

@@ -43,10 +43,12 @@ export interface ZoneIDJSON {
  * (without `inFlight`) too.
  */
 export interface SyncEngineState {
-  version: 1 | 2;
+  version: 1 | 2 | 3;
   databaseToken: string | null;
   /** Each zone's token, by its canonical key (SyncEngine.canonicalZoneID). */
   zoneTokens: {[zoneKey: string]: string};
+  /** First syncs in ranges under way (version 3): each range's next token, null once read. */
+  zoneRanges?: {[zoneKey: string]: {zoneID: ZoneIDJSON; position: string; ranges: (string | null)[]}};
   pendingZoneChanges: {kind: PendingChangeKind; zoneID: ZoneIDJSON}[];
   pendingRecordChanges: {kind: PendingChangeKind; zoneID: ZoneIDJSON; recordName: string}[];
   /** Record changes sent without an answer yet: after a restart, a save the server already has is taken as saved. */
@@ -197,6 +199,12 @@ export interface SyncEngineOptions {
   maximumRetries?: number;
   /** Changes per page of a zone's feed (default 400). */
   pageSize?: number;
+  /**
+   * A zone with no token (a first sync) is read in this many ranges at
+   * once (Database.zoneRanges; default 8, at most 64); 0 or 1 reads it as
+   * one chain of pages. Its pages come in no particular record order.
+   */
+  firstSyncRanges?: number;
 }
 
 /**
@@ -214,6 +222,7 @@ export declare class SyncEngine {
   readonly delegate: SyncEngineDelegate;
   maximumRetries: number;
   pageSize: number;
+  firstSyncRanges: number;
   /** Requests sent again after a retryable error (service unavailable, rate limit, network). */
   retries: number;
   /** The batch size the next send starts from; halved after LIMIT_EXCEEDED. */

@@ -81,13 +81,15 @@ export class SyncEngine {
    * automaticallySync: listen on the WebSocket and fetch on each change,
    * and send about 100 ms after changes are added (call stop() when done).
    */
-  constructor({database, state = null, delegate, automaticallySync = false, maximumRetries = 12, pageSize = 400} = {}) {
+  constructor({database, state = null, delegate, automaticallySync = false, maximumRetries = 12, pageSize = 400, firstSyncRanges = 8} = {}) {
     if (!database?.scope) throw new TypeError("SyncEngine needs a database (container.privateDatabase, …)");
     if (!delegate?.handleEvent || !delegate?.recordToSave) throw new TypeError("SyncEngine needs a delegate with recordToSave and handleEvent");
     this.database = database;
     this.delegate = delegate;
     this.maximumRetries = maximumRetries;
     this.pageSize = pageSize;
+    /** A zone with no token is read in this many ranges at once (zoneRanges); 0 or 1: one chain of pages. */
+    this.firstSyncRanges = firstSyncRanges;
     /** Requests sent again after a retryable error (service unavailable, rate limit, network). */
     this.retries = 0;
     /** The batch size the next send starts from; halved after LIMIT_EXCEEDED. */
@@ -95,6 +97,9 @@ export class SyncEngine {
     this.databaseToken = state?.databaseToken ?? null;
     // Keys of an earlier version's state may name a private zone with its owner.
     this.zoneTokens = new Map(Object.entries(state?.zoneTokens ?? {}).map(([key, token]) => [this.canonicalKey(key), token]));
+    /** First syncs under way: zone key → {zoneID, position, ranges: [token | null (read)]}. */
+    this.zoneRanges = new Map(Object.entries(state?.zoneRanges ?? {}).map(([key, run]) =>
+      [this.canonicalKey(key), {zoneID: this.canonicalZoneID(run.zoneID), position: run.position, ranges: [...run.ranges]}]));
     this.pendingZones = new Map();
     for (const change of state?.pendingZoneChanges ?? []) {
       const zoneID = this.canonicalZoneID(change.zoneID);
@@ -171,9 +176,11 @@ export class SyncEngine {
   /** The state to store (JSON-safe): tokens, the queue and the batch in flight. */
   get state() {
     return {
-      version: 2,
+      version: 3,
       databaseToken: this.databaseToken,
       zoneTokens: Object.fromEntries(this.zoneTokens),
+      zoneRanges: Object.fromEntries([...this.zoneRanges].map(([key, run]) =>
+        [key, {zoneID: run.zoneID.toJSON(), position: run.position, ranges: [...run.ranges]}])),
       pendingZoneChanges: [...this.pendingZones.values()].map(({kind, zoneID}) => ({kind, zoneID: zoneID.toJSON()})),
       pendingRecordChanges: [...this.pendingRecords.values()].map(({kind, zoneID, recordName}) => ({kind, zoneID: zoneID.toJSON(), recordName})),
       inFlight: [...this.pendingRecords.entries()].filter(([key]) => this.inFlight.has(key))
@@ -307,6 +314,7 @@ export class SyncEngine {
           token = null;
           this.databaseToken = null;
           this.zoneTokens.clear();
+          this.zoneRanges.clear();
           changed.clear();
           continue;
         }
@@ -315,12 +323,14 @@ export class SyncEngine {
         const deletedZones = page.deletedZones.map((zone) => this.canonicalZoneID(zone));
         // Deletions first: a zone deleted and made again under its name is in
         // both lists, and the new one is fetched from the start.
-        for (const zone of deletedZones) { changed.delete(zone.key); this.zoneTokens.delete(zone.key); }
+        for (const zone of deletedZones) { changed.delete(zone.key); this.zoneTokens.delete(zone.key); this.zoneRanges.delete(zone.key); }
         for (const zone of changedZones) changed.set(zone.key, zone);
         await this.emit({type: "fetchedDatabaseChanges", changedZones, deletedZones});
         token = page.token;
         if (!page.moreComing) break;
       }
+      // A first sync a crash or an error interrupted carries on, listed again or not.
+      for (const [key, run] of this.zoneRanges) if (!changed.has(key)) changed.set(key, run.zoneID);
       for (const zone of changed.values()) await this.fetchZone(zone, signal);
       // Stored only after every changed zone was fetched: a crash before this fetches them again.
       this.databaseToken = token;
@@ -332,6 +342,10 @@ export class SyncEngine {
   async fetchZone(zone, signal) {
     const zoneID = this.canonicalZoneID(zone);
     let token = this.zoneTokens.get(zoneID.key) ?? null;
+    if (token === null && (this.firstSyncRanges > 1 || this.zoneRanges.has(zoneID.key))) {
+      if (!await this.fetchZoneInRanges(zoneID, signal)) return;
+      token = this.zoneTokens.get(zoneID.key) ?? null;
+    }
     const request = (since) => {
       const page = this.retrying(() => this.database.zoneChanges(zoneID, {since, limit: this.pageSize, signal}), signal);
       page.catch(() => {});   // awaited below; not an unhandled rejection meanwhile
@@ -367,6 +381,104 @@ export class SyncEngine {
       await this.stateUpdate();
       if (!page.moreComing) return;
     }
+  }
+
+  /**
+   * A first sync in ranges (docs/CHANGE_FEEDS.md "A first sync in
+   * ranges"): the zone's position and ranges, each range read to its end
+   * with up to firstSyncRanges in flight, then the position stored as the
+   * zone's token, from which fetchZone follows the feed. Every page is
+   * handed over before its range's token moves, so a stored state resumes
+   * only what was not applied. False when the zone is gone.
+   */
+  async fetchZoneInRanges(zoneID, signal) {
+    const key = zoneID.key;
+    for (let expired = 0; ; expired++) {
+      try {
+        let run = this.zoneRanges.get(key);
+        if (!run) {
+          const cut = await this.retrying(() => this.database.zoneRanges(zoneID, {count: Math.min(Math.max(this.firstSyncRanges, 1), 64), signal}), signal);
+          run = {zoneID, position: cut.position, ranges: cut.ranges};
+          this.zoneRanges.set(key, run);
+          await this.stateUpdate();
+        }
+        await this.readRanges(zoneID, run, signal);
+        this.zoneRanges.delete(key);
+        this.zoneTokens.set(key, run.position);
+        await this.stateUpdate();
+        return true;
+      } catch (error) {
+        if (error?.code === ErrorCode.CHANGE_TOKEN_EXPIRED && expired < 3) {
+          this.zoneRanges.delete(key);
+          await this.emit({type: "changeTokenExpired", zoneID});
+          continue;
+        }
+        if (error?.code === ErrorCode.ZONE_NOT_FOUND) {
+          this.zoneRanges.delete(key);
+          this.zoneTokens.delete(key);
+          await this.emit({type: "fetchedDatabaseChanges", changedZones: [], deletedZones: [zoneID]});
+          return false;
+        }
+        throw error;
+      }
+    }
+  }
+
+  /**
+   * Reads a run's unfinished ranges, at most firstSyncRanges at once, each
+   * asking for its next page before its current one is handed over. Pages
+   * reach the delegate one at a time; after the first failure none does,
+   * and the others' requests are cancelled before this throws it.
+   */
+  async readRanges(zoneID, run, signal) {
+    const controller = new AbortController();
+    const cancel = () => controller.abort(signal.reason);
+    if (signal?.aborted) cancel();
+    signal?.addEventListener("abort", cancel, {once: true});
+    const inner = controller.signal;
+    const request = (since) => {
+      const page = this.retrying(() => this.database.zoneChanges(zoneID, {since, limit: this.pageSize, signal: inner}), inner);
+      page.catch(() => {});
+      return page;
+    };
+    let failure = null;
+    let handing = Promise.resolve();
+    const handOver = (page, index) => {
+      const done = handing.then(async () => {
+        if (failure) return;
+        await this.emit({type: "fetchedRecordZoneChanges", zoneID, changed: page.changed.map((record) => this.canonicalRecord(record, zoneID)),
+          deleted: page.deleted, pending: this.pendingAmong(zoneID, page)});
+        run.ranges[index] = page.moreComing ? page.token : null;
+        await this.stateUpdate();
+      });
+      handing = done.catch(() => {});
+      return done;
+    };
+    const unfinished = run.ranges.flatMap((token, index) => token === null ? [] : [index]);
+    let nextRange = 0;
+    const worker = async () => {
+      while (nextRange < unfinished.length && !failure) {
+        const index = unfinished[nextRange++];
+        let next = request(run.ranges[index]);
+        for (;;) {
+          const page = await next;
+          if (failure) return;
+          if (page.moreComing) next = request(page.token);
+          await handOver(page, index);
+          if (!page.moreComing) break;
+        }
+      }
+    };
+    const workers = Array.from({length: Math.min(Math.max(this.firstSyncRanges, 1), unfinished.length)}, () => worker().catch((error) => {
+      if (!failure) { failure = error; controller.abort(error); }
+    }));
+    try {
+      await Promise.all(workers);
+      await handing;
+    } finally {
+      signal?.removeEventListener("abort", cancel);
+    }
+    if (failure) throw failure;
   }
 
   // MARK: Sending

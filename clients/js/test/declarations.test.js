@@ -25,7 +25,7 @@ const internalMembers = {
   LiveConnection: ["end", "open", "receive", "closed", "send", "failAll", "setConnected"],
   SyncEngine: ["queueRecord", "changed", "emit", "stateUpdate", "exclusive", "retrying", "fetchNow", "fetchZone",
     "sendNow", "sendZones", "sendBatch", "settle", "listen", "report", "canonicalKey", "recordKey", "canonicalRecord",
-    "setReachable", "automaticSend", "scheduleResume", "syncNow", "watchSurroundings", "pendingAmong"],
+    "setReachable", "automaticSend", "scheduleResume", "syncNow", "watchSurroundings", "pendingAmong", "fetchZoneInRanges", "readRanges"],
 };
 
 const valueKinds = new Set(["class", "function", "const", "let", "var", "enum", "namespace"]);

@@ -10,14 +10,15 @@ import {CanopyRecord, ErrorCode, SyncEngine} from "../index.js";
  * server's record and putting the local fields on top.
  */
 export class LocalApp {
-  constructor(database, {state = null, automaticallySync = false, maximumRetries} = {}) {
+  constructor(database, {state = null, automaticallySync = false, maximumRetries, pageSize, firstSyncRanges} = {}) {
     this.records = new Map();
     this.changedKeys = new Map();   // recordName → the keys edited locally and not yet sent
     this.conflicts = [];
     this.events = [];
     this.fetchedRecords = 0;
     this.savedState = state;
-    this.engine = new SyncEngine({database, state, automaticallySync, delegate: this, ...(maximumRetries === undefined ? {} : {maximumRetries})});
+    const options = Object.fromEntries(Object.entries({maximumRetries, pageSize, firstSyncRanges}).filter(([, value]) => value !== undefined));
+    this.engine = new SyncEngine({database, state, automaticallySync, delegate: this, ...options});
   }
 
   zone(zoneID) {
