@@ -46,6 +46,22 @@ extension Database {
         return try await recordZoneChanges(from: data["zoneChanges"], zoneID: zoneID)
     }
 
+    /// A first sync in parallel (Canopy's addition; docs/CHANGE_FEEDS.md,
+    /// "A first sync in ranges"): the zone's feed position now, and its
+    /// records cut into up to `count` (1-64) ranges. Read every range with
+    /// ``recordZoneChanges(inZoneWith:since:desiredKeys:resultsLimit:)``
+    /// until `moreComing` is false (at once, in any order), then follow the
+    /// feed from `position`: whatever changed meanwhile arrives again there.
+    public func recordZoneRanges(inZoneWith zoneID: RecordZone.ID, count: Int = 8) async throws
+        -> (position: ServerChangeToken, ranges: [ServerChangeToken]) {
+        try requireSharedOwner(zoneID)
+        let data = try await transport.execute(Documents.zoneRanges, ["scope": scopeJSON, "zone": zoneID.json, "count": .int(Int64(count))])
+        guard let answer = data["zoneRanges"], let position = answer["position"]?.string else {
+            throw CanopyError(.serverResponseLost, "zoneRanges answered without a position")
+        }
+        return (ServerChangeToken(position), (answer["ranges"]?.array ?? []).compactMap { $0.string.map(ServerChangeToken.init) })
+    }
+
     func recordZoneChanges(from page: JSON?, zoneID: RecordZone.ID) async throws
         -> (modifications: [Record], deletions: [RecordDeletion], changeToken: ServerChangeToken, moreComing: Bool) {
         guard let page, let token = page["token"]?.string else { throw CanopyError(.serverResponseLost, "a feed page without its token") }

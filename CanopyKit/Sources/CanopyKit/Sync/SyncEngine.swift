@@ -26,6 +26,13 @@ public actor SyncEngine {
         public var maximumBatchSize = 400
         /// How often a failed request is tried again before the error is thrown.
         public var maximumRetries = 12
+        /// A zone with no token (a first sync) is read in this many ranges
+        /// at once (``Database/recordZoneRanges(inZoneWith:count:)``; at most
+        /// 64); 0 or 1 reads it as one chain of pages. Six: what
+        /// URLSession.shared opens to one host at once on macOS.
+        public var firstSyncRanges = 6
+        /// Records a page of a zone's feed (the server allows 400).
+        public var pageSize = 200
 
         public init(database: Database, stateSerialization: State.Serialization?, delegate: any SyncEngineDelegate,
                     automaticallySync: Bool = true) {
@@ -43,6 +50,8 @@ public actor SyncEngine {
     private let automaticallySync: Bool
     private let maximumBatchSize: Int
     private let maximumRetries: Int
+    private let firstSyncRanges: Int
+    private let pageSize: Int
     private var tail: Task<Void, Never>?
     private var listener: Task<Void, Never>?
     private var scheduledSend: Task<Void, Never>?
@@ -64,6 +73,8 @@ public actor SyncEngine {
         self.automaticallySync = configuration.automaticallySync
         self.maximumBatchSize = configuration.maximumBatchSize
         self.maximumRetries = configuration.maximumRetries
+        self.firstSyncRanges = min(max(configuration.firstSyncRanges, 1), 64)
+        self.pageSize = min(max(configuration.pageSize, 1), 400)
         self.delegate = configuration.delegate
         self.state = State(configuration.stateSerialization, scope: configuration.database.databaseScope)
         let engine = UnownedBox(self)
@@ -123,18 +134,20 @@ public actor SyncEngine {
         await emit(.willFetchChanges)
         defer { Task { await self.emit(.didFetchChanges) } }
         var changedZones: [RecordZone.ID] = []
+        var token = state.databaseToken
         var more = true
         while more {
             let page: (modifications: [RecordZone.ID], deletions: [RecordZone.ID], changeToken: ServerChangeToken, moreComing: Bool)
             do {
-                page = try await retrying { try await self.database.databaseChanges(since: self.state.databaseToken) }
-            } catch let error as CanopyError where error.code == .changeTokenExpired {
+                page = try await retrying { [token] in try await self.database.databaseChanges(since: token) }
+            } catch let error as CanopyError where error.code == .changeTokenExpired && token != nil {
                 await emit(.changeTokenExpired(zoneID: nil))
                 // The delegate forgot the whole database: every zone is
                 // fetched from the start again, not only those seen so far
                 // (the fault run found a zone followed on from its old token,
                 // its earlier records never fetched again).
                 state.forgetTokens()
+                token = nil
                 changedZones = []
                 continue
             }
@@ -144,20 +157,30 @@ public actor SyncEngine {
             for zone in page.deletions { state.setZoneToken(nil, for: zone) }
             changedZones.removeAll { page.deletions.contains($0) }
             for zone in page.modifications where !changedZones.contains(zone) { changedZones.append(zone) }
-            state.setDatabaseToken(page.changeToken)
+            token = page.changeToken
             more = page.moreComing
         }
+        // A first sync an error or a restart interrupted carries on, listed again or not.
+        for fetch in state.rangedFetches where !changedZones.contains(fetch.zoneID) { changedZones.append(fetch.zoneID) }
         for zone in changedZones {
             try await fetchZone(zone)
         }
+        // Only now: a zone fetch that failed is listed again by the next
+        // fetch (stored per page before, such a zone waited for its next change).
+        state.setDatabaseToken(token)
     }
 
     private func fetchZone(_ zoneID: RecordZone.ID) async throws {
+        if state.zoneToken(zoneID) == nil, firstSyncRanges > 1 || state.rangedFetch(zoneID) != nil {
+            guard try await fetchZoneInRanges(zoneID) else { return }
+        }
         var more = true
         while more {
             let page: (modifications: [Record], deletions: [Database.RecordDeletion], changeToken: ServerChangeToken, moreComing: Bool)
             do {
-                page = try await retrying { try await self.database.recordZoneChanges(inZoneWith: zoneID, since: self.state.zoneToken(zoneID)) }
+                page = try await retrying {
+                    try await self.database.recordZoneChanges(inZoneWith: zoneID, since: self.state.zoneToken(zoneID), resultsLimit: self.pageSize)
+                }
             } catch let error as CanopyError where error.code == .changeTokenExpired {
                 await emit(.changeTokenExpired(zoneID: zoneID))
                 state.setZoneToken(nil, for: zoneID)
@@ -173,6 +196,80 @@ public actor SyncEngine {
             }
             state.setZoneToken(page.changeToken, for: zoneID)
             more = page.moreComing
+        }
+    }
+
+    /// A first sync in ranges (docs/CHANGE_FEEDS.md, "A first sync in
+    /// ranges"): the zone's position and ranges, up to `firstSyncRanges`
+    /// read at once (decoding on several cores), each range's next page
+    /// asked for before its current one is handed over; pages reach the
+    /// delegate one at a time, and a range's token moves only after its page
+    /// was handed over, so a stored state resumes only what was not
+    /// applied. Then the position is the zone's token. False: the zone is gone.
+    private func fetchZoneInRanges(_ zoneID: RecordZone.ID) async throws -> Bool {
+        var expired = 0
+        while true {
+            do {
+                let fetch: State.RangedFetch
+                if let stored = state.rangedFetch(zoneID) {
+                    fetch = stored
+                } else {
+                    let cut = try await retrying { try await self.database.recordZoneRanges(inZoneWith: zoneID, count: self.firstSyncRanges) }
+                    fetch = State.RangedFetch(zoneID: state.canonical(zoneID), position: cut.position, ranges: cut.ranges)
+                    state.setRangedFetch(fetch, for: zoneID)
+                }
+                try await readRanges(of: fetch, zoneID: zoneID)
+                state.finishRangedFetch(for: zoneID)
+                return true
+            } catch let error as CanopyError where error.code == .changeTokenExpired && expired < 3 {
+                expired += 1
+                state.setRangedFetch(nil, for: zoneID)
+                await emit(.changeTokenExpired(zoneID: zoneID))
+            } catch let error as CanopyError where error.code == .zoneNotFound {
+                state.setZoneToken(nil, for: zoneID)
+                await emit(.fetchedDatabaseChanges(modifications: [], deletions: [zoneID]))
+                return false
+            }
+        }
+    }
+
+    /// Reads a ranged fetch's unfinished ranges, `firstSyncRanges` at once.
+    /// On an error the group cancels the other requests before it is thrown,
+    /// and no page reaches the delegate after it.
+    private func readRanges(of fetch: State.RangedFetch, zoneID: RecordZone.ID) async throws {
+        struct Page: Sendable {
+            var range: Int
+            var records: [Record]
+            var next: ServerChangeToken
+            var moreComing: Bool
+        }
+        var waiting = fetch.ranges.indices.filter { fetch.ranges[$0] != nil }[...]
+        let database = database, pageSize = pageSize
+        try await withThrowingTaskGroup(of: Page.self) { group in
+            func read(_ range: Int, from token: ServerChangeToken) {
+                group.addTask {
+                    let page = try await self.retrying {
+                        try await database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: pageSize)
+                    }
+                    return Page(range: range, records: page.modifications, next: page.changeToken, moreComing: page.moreComing)
+                }
+            }
+            for _ in 0..<min(firstSyncRanges, waiting.count) {
+                let range = waiting.removeFirst()
+                read(range, from: fetch.ranges[range]!)
+            }
+            while let page = try await group.next() {
+                // The next request leaves before this page is handed over.
+                if page.moreComing {
+                    read(page.range, from: page.next)
+                } else if let range = waiting.popFirst() {
+                    read(range, from: fetch.ranges[range]!)
+                }
+                if !page.records.isEmpty {
+                    await emit(.fetchedRecordZoneChanges(zoneID: zoneID, modifications: page.records, deletions: []))
+                }
+                state.setRangeToken(page.moreComing ? page.next : nil, range: page.range, for: zoneID)
+            }
         }
     }
 

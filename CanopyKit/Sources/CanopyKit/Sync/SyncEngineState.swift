@@ -37,26 +37,39 @@ extension SyncEngine {
             /// (a restart mid-send, an answer lost), so a conflict with the
             /// engine's own write is recognised when they are sent again.
             var inFlight: [PendingRecordZoneChange]
+            /// First syncs in ranges under way, by zone key: each range's
+            /// next token (nil once read), resumed after a restart.
+            var zoneRanges: [String: RangedFetch]
 
             init(databaseToken: ServerChangeToken? = nil, zoneTokens: [String: ServerChangeToken] = [:],
                  pendingRecordZoneChanges: [PendingRecordZoneChange] = [], pendingDatabaseChanges: [PendingDatabaseChange] = [],
-                 inFlight: [PendingRecordZoneChange] = []) {
+                 inFlight: [PendingRecordZoneChange] = [], zoneRanges: [String: RangedFetch] = [:]) {
                 self.databaseToken = databaseToken
                 self.zoneTokens = zoneTokens
                 self.pendingRecordZoneChanges = pendingRecordZoneChanges
                 self.pendingDatabaseChanges = pendingDatabaseChanges
                 self.inFlight = inFlight
+                self.zoneRanges = zoneRanges
             }
 
-            /// Reads states saved before `inFlight` existed too.
+            /// Reads states saved before `inFlight` and `zoneRanges` existed too.
             public init(from decoder: any Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
                 self.init(databaseToken: try container.decodeIfPresent(ServerChangeToken.self, forKey: .databaseToken),
                           zoneTokens: try container.decodeIfPresent([String: ServerChangeToken].self, forKey: .zoneTokens) ?? [:],
                           pendingRecordZoneChanges: try container.decodeIfPresent([PendingRecordZoneChange].self, forKey: .pendingRecordZoneChanges) ?? [],
                           pendingDatabaseChanges: try container.decodeIfPresent([PendingDatabaseChange].self, forKey: .pendingDatabaseChanges) ?? [],
-                          inFlight: try container.decodeIfPresent([PendingRecordZoneChange].self, forKey: .inFlight) ?? [])
+                          inFlight: try container.decodeIfPresent([PendingRecordZoneChange].self, forKey: .inFlight) ?? [],
+                          zoneRanges: try container.decodeIfPresent([String: RangedFetch].self, forKey: .zoneRanges) ?? [:])
             }
+        }
+
+        /// A first sync read in ranges (``Database/recordZoneRanges(inZoneWith:count:)``):
+        /// the position to follow once every range is read, and each range's next token.
+        struct RangedFetch: Sendable, Codable, Equatable {
+            var zoneID: RecordZone.ID
+            var position: ServerChangeToken
+            var ranges: [ServerChangeToken?]
         }
 
         private let lock = NSLock()
@@ -182,12 +195,46 @@ extension SyncEngine {
             update(pendingAdded: false) { value in
                 value.databaseToken = nil
                 value.zoneTokens = [:]
+                value.zoneRanges = [:]
             }
         }
 
+        /// Sets a zone's token; nil forgets the zone's position, and any first sync of it under way.
         func setZoneToken(_ token: ServerChangeToken?, for zoneID: RecordZone.ID) {
             let key = Self.key(canonical(zoneID))
-            update(pendingAdded: false) { $0.zoneTokens[key] = token }
+            update(pendingAdded: false) { value in
+                value.zoneTokens[key] = token
+                if token == nil { value.zoneRanges[key] = nil }
+            }
+        }
+
+        var rangedFetches: [RangedFetch] { lock.withLock { Array(value.zoneRanges.values) } }
+
+        func rangedFetch(_ zoneID: RecordZone.ID) -> RangedFetch? {
+            lock.withLock { value.zoneRanges[Self.key(canonical(zoneID))] }
+        }
+
+        func setRangedFetch(_ fetch: RangedFetch?, for zoneID: RecordZone.ID) {
+            let key = Self.key(canonical(zoneID))
+            update(pendingAdded: false) { $0.zoneRanges[key] = fetch }
+        }
+
+        /// One range's page was handed over: its next token, nil once read.
+        func setRangeToken(_ token: ServerChangeToken?, range: Int, for zoneID: RecordZone.ID) {
+            let key = Self.key(canonical(zoneID))
+            update(pendingAdded: false) { value in
+                guard value.zoneRanges[key]?.ranges.indices.contains(range) == true else { return }
+                value.zoneRanges[key]?.ranges[range] = token
+            }
+        }
+
+        /// Every range read: the zone follows its feed from the position.
+        func finishRangedFetch(for zoneID: RecordZone.ID) {
+            let key = Self.key(canonical(zoneID))
+            update(pendingAdded: false) { value in
+                guard let fetch = value.zoneRanges.removeValue(forKey: key) else { return }
+                value.zoneTokens[key] = fetch.position
+            }
         }
 
         private func update(pendingAdded: Bool, _ body: (inout Serialization) -> Void) {

@@ -46,6 +46,10 @@ enum Documents {
           zoneChanges(scope: $scope, zone: $zone, since: $since, limit: $limit) {
             changed { ...R } deleted { recordName recordType } token moreComing } }
         """ + recordFields
+    static let zoneRanges = """
+        query ZoneRanges($scope: DatabaseScope!, $zone: ZoneID!, $count: Int) {
+          zoneRanges(scope: $scope, zone: $zone, count: $count) { position ranges } }
+        """
     static let databaseChanges = """
         query DatabaseChanges($scope: DatabaseScope!, $since: String, $limit: Int) {
           databaseChanges(scope: $scope, since: $since, limit: $limit) {
