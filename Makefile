@@ -63,6 +63,7 @@ bench: postgres
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build -c release --product canopy
 	$(SWIFT) build -c release --product canopy-floor
+	$(SWIFT) build -c release --product canopykit-sync
 	python3 scripts/bench/bench.py --records 200000 --scales 20000,200000 --runs 3 --seconds 6
 
 bench-full: postgres
@@ -70,6 +71,7 @@ bench-full: postgres
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build -c release --product canopy
 	$(SWIFT) build -c release --product canopy-floor
+	$(SWIFT) build -c release --product canopykit-sync
 	python3 scripts/bench/bench.py --records 1000000 --scales 100000,1000000,5000000 --runs 5 --seconds 20
 
 # Flame graphs of the release gateway under W1 and W2 (issue 39), drawn

@@ -61,6 +61,7 @@ if manifestKind == "client" {
         products: [
             .executable(name: "canopy", targets: ["canopy"]),
             .executable(name: "canopy-floor", targets: ["canopy-floor"]),
+            .executable(name: "canopykit-sync", targets: ["canopykit-sync"]),
             .library(name: "CanopyGateway", targets: ["CanopyGateway"]),
             .library(name: "CanopyRequestStore", targets: ["CanopyRequestStore"]),
             .library(name: "CanopyAdmin", targets: ["CanopyAdmin"]),
@@ -287,6 +288,16 @@ if manifestKind == "client" {
                     .product(name: "NIOPosix", package: "swift-nio"),
                 ],
                 path: "Benchmarks/Floor",
+                swiftSettings: swiftSettings
+            ),
+            // `make bench`'s CanopyKit first sync (issue 51): a zone synced
+            // through CanopyKit's SyncEngine, in ranges or one chain.
+            .executableTarget(
+                name: "canopykit-sync",
+                dependencies: [
+                    .product(name: "CanopyKit", package: "CanopyKit"),
+                ],
+                path: "Benchmarks/KitSync",
                 swiftSettings: swiftSettings
             ),
             // The example app of docs/CANOPYKIT.md: the fasting log, on CanopyKit alone.

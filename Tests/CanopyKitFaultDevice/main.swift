@@ -28,6 +28,8 @@ struct Options: Decodable {
     var file: String
     var field: String
     var token: String
+    /// Die at the k-th state stored while a first sync in ranges is under way.
+    var dieMidRange: Int?
 }
 
 /// What the device keeps on disk: the engine's state and its records.
@@ -90,6 +92,7 @@ actor Device: SyncEngineDelegate {
     /// (the fault run found that).
     private var toRefetch: Set<String> = []
     private var dieWhenInFlight = false
+    private var midRangeStates = 0
     private var dieOnAnswer = false
 
     init(_ options: Options) throws {
@@ -162,6 +165,13 @@ actor Device: SyncEngineDelegate {
         case .stateUpdate(let state):
             persist(state)
             Output.send(["type": "status"].merging(await status(engine)) { $1 })
+            if let dieMidRange = options.dieMidRange, state.firstSyncsUnderWay > 0 {
+                midRangeStates += 1
+                if midRangeStates == dieMidRange {   // stored; dies before the next page
+                    Output.send(["type": "dyingMidRange"])
+                    kill(getpid(), SIGKILL)
+                }
+            }
             if dieWhenInFlight && !engine.state.inFlight.isEmpty {
                 // Mid-send: the request leaves after this; die while it is out.
                 let delay = Int.random(in: 0..<30)
@@ -323,6 +333,9 @@ let database = options.scope == "SHARED" ? container.sharedCloudDatabase : conta
 var engineConfiguration = SyncEngine.Configuration(database: database, stateSerialization: await device.initialState,
                                                    delegate: device, automaticallySync: true)
 engineConfiguration.maximumRetries = 2
+// Small pages, four ranges: a first sync of the run's zone is many pages, read in ranges.
+engineConfiguration.pageSize = 50
+engineConfiguration.firstSyncRanges = Int(ProcessInfo.processInfo.environment["CANOPY_FAULT_RANGES"] ?? "") ?? 4
 let engine = SyncEngine(engineConfiguration)
 await device.refetchLeftovers(engine: engine)
 

@@ -1,14 +1,22 @@
-"""Issue 40: CanopyJS's SyncEngine syncing a zone of 100,000 records in one
-Node process against the release gateway, beside the same pages fetched raw
-(fetch and JSON.parse, no client) by one Node process; records/s and peak
-memory, medians of --runs."""
+"""Issues 40 and 51: a first sync of a zone of 100,000 records against the
+release gateway. CanopyJS's SyncEngine in one Node process, in ranges (the
+default since issue 51) and as one chain of pages, beside the same pages
+fetched raw (fetch and JSON.parse, no client) as one chain and in ranges;
+CanopyKit's SyncEngine (Benchmarks/KitSync, release build) in ranges and as
+one chain. Records/s and peak memory, medians of --runs."""
 import json
+import os
 import statistics
 import subprocess
+from pathlib import Path
 
 from common import PORT, ROOT, say
 
 SCRIPT = ROOT / "scripts" / "bench" / "js_sync.mjs"
+KIT = Path(os.environ.get("CANOPY_BENCH_KIT_SYNC", ROOT / ".build" / "release" / "canopykit-sync"))
+RANGES = 8        # CanopyJS's default firstSyncRanges
+KIT_RANGES = 6    # CanopyKit's default firstSyncRanges
+MODES = ("raw", "raw-ranges", "engine-chain", "engine", "kit-chain", "kit")
 ZONE, RECORDS = "Sync100k", 100_000
 SMALL_ZONE, SMALL_RECORDS = "Sync20k", 20_000   # the same sync of a fifth of the zone: memory must not follow the size
 
@@ -21,8 +29,11 @@ def seed_zones(cluster, owner):
 
 
 def one_run(token, mode, zone=ZONE, expected=RECORDS):
-    output = subprocess.run(["node", "--expose-gc", str(SCRIPT), f"http://127.0.0.1:{PORT}", token, zone, mode],
-                            check=True, capture_output=True, text=True, timeout=900).stdout
+    if mode.startswith("kit"):
+        command = [str(KIT), f"http://127.0.0.1:{PORT}", token, zone, str(KIT_RANGES if mode == "kit" else 1)]
+    else:
+        command = ["node", "--expose-gc", str(SCRIPT), f"http://127.0.0.1:{PORT}", token, zone, mode, str(RANGES)]
+    output = subprocess.run(command, check=True, capture_output=True, text=True, timeout=900).stdout
     result = json.loads(output.strip().splitlines()[-1])
     if result["records"] != expected:
         raise SystemExit(f"js sync ({mode}, {zone}): {result['records']:,} records, not {expected:,}")
@@ -31,50 +42,70 @@ def one_run(token, mode, zone=ZONE, expected=RECORDS):
 
 def sync_rates(token, options):
     """{engine: {...}, raw: {...}}: medians of rate and peak memory over the runs, alternating the modes."""
-    results = {"engine": [], "raw": []}
+    modes = [mode for mode in MODES if not mode.startswith("kit") or KIT.exists()]
+    results = {mode: [] for mode in modes}
     for run in range(options.runs):
-        for mode in ("raw", "engine"):
+        for mode in modes:
             results[mode].append(one_run(token, mode))
-            say(f"  js sync run {run + 1} {mode}: {results[mode][-1]['rate']:,.0f} records/s, "
+            say(f"  first sync run {run + 1} {mode}: {results[mode][-1]['rate']:,.0f} records/s, "
                 f"peak RSS {results[mode][-1]['peakRSSMB']:.0f} MB")
     small = [one_run(token, "engine", SMALL_ZONE, SMALL_RECORDS) for _ in range(options.runs)]
     say(f"  js sync of {SMALL_RECORDS:,}: peak RSS {max(r['peakRSSMB'] for r in small):.0f} MB")
     summary = {mode: {"rate": statistics.median(r["rate"] for r in runs),
                    "seconds": statistics.median(r["seconds"] for r in runs),
                    "peakRSSMB": max(r["peakRSSMB"] for r in runs),
-                   "peakHeapMB": max(r["peakHeapMB"] for r in runs),
-                   "baseRSSMB": statistics.median(r["baseRSSMB"] for r in runs)}
+                   "peakHeapMB": max(r.get("peakHeapMB", 0) for r in runs),
+                   "baseRSSMB": statistics.median(r.get("baseRSSMB", 0) for r in runs)}
             for mode, runs in results.items()}
     summary["small"] = {"rate": statistics.median(r["rate"] for r in small), "peakRSSMB": max(r["peakRSSMB"] for r in small),
                         "peakHeapMB": max(r["peakHeapMB"] for r in small)}
     return summary
 
 
-HEADING = "## CanopyJS: a web app's first sync (issue 40)"
+HEADING = "## A first sync: CanopyJS and CanopyKit (issues 40 and 51)"
+
+LABELS = {
+    "engine": f"CanopyJS SyncEngine, {RANGES} ranges (default)",
+    "engine-chain": "CanopyJS SyncEngine, one chain (`firstSyncRanges: 1`)",
+    "raw": "raw pages, one chain",
+    "raw-ranges": f"raw pages, {RANGES} ranges",
+    "kit": f"CanopyKit SyncEngine, {KIT_RANGES} ranges (default)",
+    "kit-chain": "CanopyKit SyncEngine, one chain",
+}
 
 
 def report_lines(sync, w4_rate=None):
-    """BENCHMARKS.md's section: the engine beside raw pages and W4."""
+    """BENCHMARKS.md's section: both engines, in ranges and as one chain, beside raw pages and W4."""
     engine, raw, small = sync["engine"], sync["raw"], sync["small"]
     lines = [HEADING, "",
-             f"One Node {NODE_VERSION} process syncs a zone of {RECORDS:,} records from the release gateway over loopback: "
-             "CanopyJS's `SyncEngine` (pages of 400 from `zoneChanges`, every record decoded into a `CanopyRecord` and "
-             "handed to a delegate that counts it), beside the same pages fetched raw by one Node process (`fetch` and "
-             "`JSON.parse`, no client). Medians of the runs; peak memory is the largest seen in any run. "
-             "W4 is 16 connections reading pages at random positions at once; a sync is one chain of pages, each "
-             "asked with the token the previous page answered, so one client keeps at most one request in flight "
-             "(the engine asks for the next page before handing a page to the app, so the app's work overlaps the "
-             "server's). The raw row is that chain's ceiling on this stack.", "",
-             "| | records/s | time | peak RSS | peak JS heap |", "|---|---|---|---|---|",
-             f"| SyncEngine, {RECORDS:,} records | {engine['rate']:,.0f} | {engine['seconds']:.1f} s | {engine['peakRSSMB']:.0f} MB | {engine['peakHeapMB']:.0f} MB |",
-             f"| SyncEngine, {SMALL_RECORDS:,} records | {small['rate']:,.0f} | | {small['peakRSSMB']:.0f} MB | {small['peakHeapMB']:.0f} MB |",
-             f"| raw pages, {RECORDS:,} records | {raw['rate']:,.0f} | {raw['seconds']:.1f} s | {raw['peakRSSMB']:.0f} MB | {raw['peakHeapMB']:.0f} MB |",
-             ""]
+             f"One process syncs a zone of {RECORDS:,} records from the release gateway over loopback, pages of 400 "
+             f"from `zoneChanges`. CanopyJS (Node {NODE_VERSION}): every record decoded into a `CanopyRecord` and "
+             "handed to a delegate that counts it. CanopyKit (`Benchmarks/KitSync`, release, Foundation's URLSession "
+             "on Linux): every record decoded into a `Record`. Raw: `fetch` and `JSON.parse` in one Node process, no "
+             f"client. \"Ranges\" is issue 51's first sync: `zoneRanges` cuts the zone into ranges read at once, then "
+             "the feed is followed from the position (docs/CHANGE_FEEDS.md); \"one chain\" asks each page with the "
+             "token the previous one answered. W4 is 16 connections reading pages at random positions at once. "
+             "Medians of the runs; peak memory is the largest seen in any run.", "",
+             "| | records/s | time | peak RSS | peak JS heap |", "|---|---|---|---|---|"]
+    for mode in MODES:
+        if mode in sync:
+            row = sync[mode]
+            heap = f"{row['peakHeapMB']:.0f} MB" if not mode.startswith("kit") else ""
+            lines.append(f"| {LABELS[mode]}, {RECORDS:,} records | {row['rate']:,.0f} | {row['seconds']:.1f} s | "
+                         f"{row['peakRSSMB']:.0f} MB | {heap} |")
+    lines += [f"| CanopyJS SyncEngine, {RANGES} ranges, {SMALL_RECORDS:,} records | {small['rate']:,.0f} | | "
+              f"{small['peakRSSMB']:.0f} MB | {small['peakHeapMB']:.0f} MB |", ""]
     bounded = engine["peakHeapMB"] <= small["peakHeapMB"] * 1.5 + 8
-    goal = [f"| engine / raw pages (one client each, the same chain) | {engine['rate'] / raw['rate']:.2f} | |"]
+    goal = [f"| CanopyJS engine / raw pages in ranges (its ceiling on this stack) | {engine['rate'] / sync['raw-ranges']['rate']:.2f} | |",
+            f"| ranges / one chain: CanopyJS | {engine['rate'] / sync['engine-chain']['rate']:.2f}× | |"]
+    if "kit" in sync:
+        goal.append(f"| ranges / one chain: CanopyKit | {sync['kit']['rate'] / sync['kit-chain']['rate']:.2f}× | |")
     if w4_rate:
-        ratio = engine["rate"] / w4_rate
-        goal.insert(0, f"| engine ≥ 0.6× W4 ({w4_rate:,.0f} records/s) | {ratio:.2f}× | {'met' if ratio >= 0.6 else '**not met**'} |")
+        for mode, name in (("engine", "CanopyJS"), ("kit", "CanopyKit")):
+            if mode in sync:
+                ratio = sync[mode]["rate"] / w4_rate
+                goal.insert(0, f"| {name} first sync ≥ 0.6× W4 ({w4_rate:,.0f} records/s) | {ratio:.2f}× | "
+                               f"{'met' if ratio >= 0.6 else '**not met**'} |")
     goal.append(f"| memory bounded by a page, not the zone (peak heap at {RECORDS:,} within 1.5× of {SMALL_RECORDS:,}, +8 MB) | "
                 f"{engine['peakHeapMB']:.0f} / {small['peakHeapMB']:.0f} MB | {'met' if bounded else '**not met**'} |")
     return lines + ["| goal | measured | |", "|---|---|---|"] + goal + [""]

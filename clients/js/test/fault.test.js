@@ -1,6 +1,7 @@
 // The randomized fault run (fault/run.js) for a few seeds, as part of the
 // suite: three devices syncing one shared zone through gateways killed as
-// they answer, processes killed mid-send, PostgreSQL restarted, expired
+// they answer, processes killed mid-send and mid-way through a first sync
+// in ranges, PostgreSQL restarted, expired
 // change tokens and revoked tokens; then every queued edit on the server
 // once, and every local copy equal to it. Each seed runs with CanopyJS
 // devices, CanopyKit devices (canopykit-fault-device, built beside the
@@ -25,6 +26,7 @@ describe("SyncEngines under faults (randomized, seeded)", () => {
         assert.ok(result.ok, `seed ${seed} failed (reproduce: node --experimental-websocket clients/js/test/fault/run.js --seed ${seed} --steps ${steps} --engines ${engine}):\n`
           + `${result.problems.join("\n")}\n${result.log.join("\n")}`);
         assert.ok(result.counts.writes > 0, `seed ${seed} wrote nothing: ${JSON.stringify(result.counts)}`);
+        assert.ok(result.counts["first syncs interrupted mid-range"] >= 1, `seed ${seed}: no first sync was interrupted mid-range: ${JSON.stringify(result.counts)}`);
       });
     }
   }

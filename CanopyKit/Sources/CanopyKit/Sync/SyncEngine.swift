@@ -130,6 +130,17 @@ public actor SyncEngine {
         try await serially { try await self.fetchAll() }
     }
 
+    /// Fetches only these zones' changes, each from its own token, without
+    /// the database feed (CKSyncEngine.FetchChangesOptions' `.zoneIDs` scope):
+    /// an app that knows which zone it wants now (the one on screen).
+    public func fetchChanges(inZones zoneIDs: [RecordZone.ID]) async throws {
+        try await serially {
+            await self.emit(.willFetchChanges)
+            defer { Task { await self.emit(.didFetchChanges) } }
+            for zoneID in zoneIDs { try await self.fetchZone(self.state.canonical(zoneID)) }
+        }
+    }
+
     private func fetchAll() async throws {
         await emit(.willFetchChanges)
         defer { Task { await self.emit(.didFetchChanges) } }
@@ -234,8 +245,13 @@ public actor SyncEngine {
     }
 
     /// Reads a ranged fetch's unfinished ranges, `firstSyncRanges` at once.
-    /// On an error the group cancels the other requests before it is thrown,
-    /// and no page reaches the delegate after it.
+    /// After the first error no page reaches the delegate and no range is
+    /// started; the requests already out are waited for (each bounded by
+    /// its timeout and retries), not cancelled, and the error is thrown.
+    /// Not cancelled because on Linux, cancelling URLSession's async
+    /// `data(for:)` just as it completes deadlocks in swift-corelibs-foundation
+    /// (the task's status lock against the session's queue; the fault run
+    /// found it with a task group that cancelled its other ranges).
     private func readRanges(of fetch: State.RangedFetch, zoneID: RecordZone.ID) async throws {
         struct Page: Sendable {
             var range: Int
@@ -245,20 +261,31 @@ public actor SyncEngine {
         }
         var waiting = fetch.ranges.indices.filter { fetch.ranges[$0] != nil }[...]
         let database = database, pageSize = pageSize
-        try await withThrowingTaskGroup(of: Page.self) { group in
+        var failure: (any Error)?
+        await withTaskGroup(of: Result<Page, any Error>.self) { group in
             func read(_ range: Int, from token: ServerChangeToken) {
                 group.addTask {
-                    let page = try await self.retrying {
-                        try await database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: pageSize)
+                    await Result {
+                        let page = try await self.retrying {
+                            try await database.recordZoneChanges(inZoneWith: zoneID, since: token, resultsLimit: pageSize)
+                        }
+                        return Page(range: range, records: page.modifications, next: page.changeToken, moreComing: page.moreComing)
                     }
-                    return Page(range: range, records: page.modifications, next: page.changeToken, moreComing: page.moreComing)
                 }
             }
             for _ in 0..<min(firstSyncRanges, waiting.count) {
                 let range = waiting.removeFirst()
                 read(range, from: fetch.ranges[range]!)
             }
-            while let page = try await group.next() {
+            while let result = await group.next() {
+                guard failure == nil else { continue }   // draining what is out
+                let page: Page
+                switch result {
+                case .success(let read): page = read
+                case .failure(let error):
+                    failure = error
+                    continue
+                }
                 // The next request leaves before this page is handed over.
                 if page.moreComing {
                     read(page.range, from: page.next)
@@ -271,6 +298,7 @@ public actor SyncEngine {
                 state.setRangeToken(page.moreComing ? page.next : nil, range: page.range, for: zoneID)
             }
         }
+        if let failure { throw failure }
     }
 
     // MARK: Sending

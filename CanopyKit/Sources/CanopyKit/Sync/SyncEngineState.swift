@@ -52,6 +52,9 @@ extension SyncEngine {
                 self.zoneRanges = zoneRanges
             }
 
+            /// How many zones' first syncs in ranges are under way (resumed by the next fetch).
+            public var firstSyncsUnderWay: Int { zoneRanges.count }
+
             /// Reads states saved before `inFlight` and `zoneRanges` existed too.
             public init(from decoder: any Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)

@@ -43,6 +43,8 @@ const recordsOf = (zoneID) => {
   return zones.get(key);
 };
 let dieWhenInFlight = false, dieOnAnswer = false;
+/** Die at the k-th state stored while a first sync in ranges is under way (options.dieMidRange). */
+let midRangeStates = 0;
 
 /** The server's record with this device's own field from `mine` on top: how every merge here is made. */
 function underOwnField(server, mine) {
@@ -108,6 +110,11 @@ const delegate = {
     case "stateUpdate":
       persist(event.state);
       send({type: "status", pending: engine.pendingRecordChanges.length, reachable: engine.serverReachable});
+      if (options.dieMidRange && Object.keys(event.state.zoneRanges ?? {}).length && ++midRangeStates === options.dieMidRange) {
+        // Stored; dies before the next page is handed over (a moment for the run to hear of it).
+        send({type: "dyingMidRange"});
+        setTimeout(() => process.kill(process.pid, "SIGKILL"), 5);
+      }
       if (dieWhenInFlight && event.state.inFlight?.length) {
         // Mid-send: the request leaves after this; die while it is out.
         setTimeout(() => process.kill(process.pid, "SIGKILL"), Math.floor(Math.random() * 30));
@@ -196,7 +203,8 @@ const countingFetch = async (url, init) => {
 // A request that goes unanswered fails after 15 s (60 by default) and is tried again: the run heals sooner.
 const container = new Container({baseURL: options.baseURL, tokenProvider, fetch: countingFetch, requestTimeout: 15_000});
 const database = options.scope === "SHARED" ? container.sharedDatabase : container.privateDatabase;
-const engine = new SyncEngine({database, state: stored.state, delegate, automaticallySync: true, maximumRetries: 2});
+// Small pages, four ranges: a first sync of the run's zone is many pages, read in ranges.
+const engine = new SyncEngine({database, state: stored.state, delegate, automaticallySync: true, maximumRetries: 2, pageSize: 50, firstSyncRanges: 4});
 const zone = engine.canonicalZoneID(options.zone);
 for (const recordName of toRefetch) refetch(zone, recordName);
 

@@ -76,9 +76,10 @@ class Device {
     this.kills = 0;
   }
 
-  start() {
+  /** extra: {dieMidRange: k}: die at the k-th state stored while a first sync in ranges is under way. */
+  start(extra = {}) {
     const options = JSON.stringify({name: this.name, baseURL: this.world.baseURL, scope: this.scope,
-      zone: this.zone, file: this.file, field: this.field, token: this.token});
+      zone: this.zone, file: this.file, field: this.field, token: this.token, ...extra});
     let child;
     if (this.engine === "swift") {
       child = spawn(this.swiftDevice, [options], {stdio: ["pipe", "pipe", "pipe"]});
@@ -124,6 +125,7 @@ class Device {
       break;
     }
     case "status": this.status = message; break;
+    case "dyingMidRange": this.midRangeDeaths = (this.midRangeDeaths ?? 0) + 1; this.log(`${this.name} dies mid-range`); break;
     case "stuck": this.log(`${this.name} has not settled in 45 s: ${JSON.stringify(message).slice(0, 1500)}`); break;
     case "failure": this.failures.push(message); this.log(`${this.name}: ${message.what} failed: ${message.code} ${message.message}`); break;
     case "engineError": this.errors.push(message); break;
@@ -141,11 +143,12 @@ class Device {
   /** Sends a command and waits for its answer (rejects if the device dies first). */
   ask(message) {
     const id = this.nextID++;
+    const slow = setTimeout(() => this.log(`${this.name} has not answered ${message.type} ${message.recordName ?? ""} in 30 s`), 30_000);
     return new Promise((resolve, reject) => {
       if (!this.alive) { reject(new Error(`device ${this.name} is not running`)); return; }
       this.waiting.set(id, {resolve, reject});
       try { this.post({...message, id}); } catch (error) { this.waiting.delete(id); reject(error); }
-    });
+    }).finally(() => clearTimeout(slow));
   }
 
   tell(message) {
@@ -222,6 +225,18 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
       await api("Bob accepts", () => bobAPI.acceptShare(shared.url));
     };
     await shareWithBob();
+    // Records no device edits, so that a first sync is many pages read in
+    // ranges (devices page by 50, 4 ranges at once), and that Alice's
+    // churn below lands while ranges are read.
+    let filled = 0;
+    const fill = async (count) => {
+      for (let start = 0; start < count; start += 400) {
+        const save = Array.from({length: Math.min(400, count - start)}, (_, i) => ({recordName: `fill-${filled + start + i}`, recordType: "Fill", fields: {n: start + i}}));
+        await api("fill the zone", () => aliceAPI.privateDatabase.modify(zoneName, {save, savePolicy: "ALL_KEYS", atomic: false}));
+      }
+      filled += count;
+    };
+    await fill(1500);
     // Alice's laptop and phone (each with a token of its own), and Bob.
     const phone = {...alice, token: await world.token(alice.name)};
     // Which engine each device runs: all CanopyJS, all CanopyKit, or mixed
@@ -232,7 +247,11 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
     devices.push(device("laptop", alice, "PRIVATE", zoneForOwner));
     devices.push(device("phone", phone, "PRIVATE", zoneForOwner));
     devices.push(device("bob", bob, "SHARED", zoneForBob));
-    for (const device of devices) await device.start();
+    // Every device's first sync is of the 1,500 records, in ranges; one of
+    // them, chosen by the seed, dies mid-range and carries on from its file.
+    const interrupted = rng.pick(devices);
+    for (const device of devices) await device.start(device === interrupted ? {dieMidRange: 1 + rng.int(6)} : {});
+    count("device set to die mid-range");
 
     // What each device reported queued, in order: recordName → [{value | deleted}].
     const queued = new Map(devices.map((device) => [device.name, new Map()]));
@@ -335,7 +354,28 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
       } else if (roll < 0.875 && devices.every((each) => epoch.get(each.name) % 2 === 0)) {
         // Alice deletes the zone from another device; it is made and shared again a moment later.
         await api("delete the zone", () => aliceAPI.privateDatabase.deleteZone(zoneName));
-        cut(devices.map((each) => each.name), "the zone deleted", shareWithBob);
+        cut(devices.map((each) => each.name), "the zone deleted", () => shareWithBob().then(() => fill(600)));
+      } else if (roll < 0.905 && device.alive && !(await device.ask({type: "status"}).catch(() => ({pending: true}))).pending) {
+        // A new install: nothing waits on the device (a fresh install has no
+        // edits of its own to lose), its file goes, and it syncs the zone
+        // from nothing, in ranges; half the time it dies mid-range and
+        // carries on from what it stored.
+        await device.kill();
+        rmSync(device.file, {force: true});
+        const dieMidRange = rng() < 0.75 ? 1 + rng.int(6) : 0;
+        await device.start(dieMidRange ? {dieMidRange} : {});
+        count("device started over");
+        if (dieMidRange) count("device set to die mid-range");
+        note(`${device.name} started over from nothing${dieMidRange ? `, to die at the ${dieMidRange}th state stored mid-range` : ""}`);
+      } else if (roll < 0.945) {
+        // Alice's own requests change, delete and add records no device edits, while devices may be reading ranges.
+        const save = Array.from({length: 4}, () => ({recordName: `fill-${rng.int(filled + 20)}`, recordType: "Fill", fields: {n: -(++value)}}));
+        const names = new Set(save.map((record) => record.recordName));
+        const remove = [`fill-${rng.int(filled)}`, `fill-${rng.int(filled)}`].filter((name) => !names.has(name));
+        if (epoch.get("laptop") % 2 === 0) {
+          await api("churn", () => aliceAPI.privateDatabase.modify(zoneName, {save, delete: [...new Set(remove)], savePolicy: "ALL_KEYS", atomic: false}));
+          count("Alice's churn");
+        }
       } else {
         await pause(rng.int(400));
       }
@@ -435,6 +475,7 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
         problems.push(`${device.name}: ${failure.what} was refused: ${failure.code} ${failure.message}`);
       }
     }
+    counts["first syncs interrupted mid-range"] = devices.reduce((sum, device) => sum + (device.midRangeDeaths ?? 0), 0);
     counts.writes = writes.length;
     counts.records = Object.keys(server).length;
     counts["answers withheld"] = world.proxy.withheld;
