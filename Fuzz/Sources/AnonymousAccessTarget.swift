@@ -22,6 +22,7 @@ struct AnonymousAccessTarget: FuzzTarget {
             case "lookup": sql = (try? LookupPlan(field, request: request))?.statement.sql
             case "records":
                 sql = (try? RecordsPlan(field, request: request, schema: GraphQLTarget.schema, secret: GraphQLTarget.secret))?.statement.sql
+            case "zoneRanges": sql = (try? ZoneRangesPlan(field, request: request, userID: ChangeToken.anonymousUser))?.statement.sql
             default:
                 sql = (try? ZoneChangesPlan(field, request: request, userID: ChangeToken.anonymousUser, secret: GraphQLTarget.secret))?.statement.sql
             }

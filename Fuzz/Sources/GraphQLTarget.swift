@@ -62,6 +62,7 @@ struct GraphQLTarget: FuzzTarget {
             precondition(recorded.statement == plain.statement, "recording changed the statement")
             return recorded.statement
         case "zoneChanges": return try ZoneChangesPlan(field, request: request, userID: 1, secret: secret)
+        case "zoneRanges": return try ZoneRangesPlan(field, request: request, userID: 1)
         case "databaseChanges": return try DatabaseChangesPlan(field, request: request, userID: 1, secret: secret)
         case "share": return try SharePlan(field, request: request)
         case "shareMetadata": return try ShareMetadataPlan(field, request: request)

@@ -17,7 +17,7 @@ struct SchemaTests {
         let query = try #require(GraphQLAPI.schema.queryType)
         #expect(try query.fields().keys.sorted() == [
             "databaseChanges", "devices", "discoverUser", "lookup", "me", "pushConfiguration", "recordTypes", "records", "share",
-            "shareMetadata", "subscriptions", "zoneChanges", "zones",
+            "shareMetadata", "subscriptions", "zoneChanges", "zoneRanges", "zones",
         ])
         #expect(try GraphQLAPI.schema.mutationType?.fields().keys.sorted() == [
             "acceptShare", "approveAccessRequest", "blockAccessRequest", "deleteShare", "deleteSubscription", "deleteZone",
