@@ -163,6 +163,12 @@ public struct WebServicesQuery: Sendable {
             .test(.init(key: key, keyColumn: 0, kind: kind))
         }
         func literal(_ value: JSONValue) -> PredicateSyntax.OperandSyntax { .literal(value, column: 0) }
+        // In Canopy's filter text `self CONTAINS` searches the record's text:
+        // a field named self cannot be tested for a member (the stored text
+        // of a query subscription would search instead; found by fuzzing).
+        if name == "self", !key.isSystem, !isTokenSearch, comparator.contains("LIST_CONTAINS") {
+            throw QueryError(.badRequest, "\(place): \(comparator) cannot test a field named self (self CONTAINS searches a record's text; use CONTAINS_ALL_TOKENS or CONTAINS_ANY_TOKENS)")
+        }
         switch comparator {
         case "EQUALS": return ("\(name) == \(placeholder(value))", test(.compare("==", literal(value))))
         case "NOT_EQUALS": return ("\(name) != \(placeholder(value))", test(.compare("!=", literal(value))))

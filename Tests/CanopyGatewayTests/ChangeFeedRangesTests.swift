@@ -1,5 +1,6 @@
 import CanopyAdmin
 import CanopyGateway
+import CanopyPlanner
 import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
@@ -217,6 +218,57 @@ struct ChangeFeedRangesTests {
             let (feed, _) = try await client.zoneChanges("Contacts", scope: "SHARED", owner: owner, since: nil, token: bob)
             #expect(seen.count == 31 && Set(seen) == Set(feed?.changed ?? []), "\(seen.sorted())")
         }
+    }
+
+    @Test("in a zone of 20,000 records: a range page reads about limit index entries, and the cuts split the zone evenly")
+    func costOfARange() async throws {
+        let harness = try await GatewayHarness.make()
+        try await TestDatabase.withConnection(harness.endpoint) { connection in
+            try await connection.query("INSERT INTO canopy.zones (owner_id, name) VALUES (\(harness.alice.id), 'Big')", logger: TestDatabase.logger)
+            try await connection.query("""
+                INSERT INTO canopy.records (zone_id, record_name, record_type, fields)
+                SELECT z.id, 'r' || g, 'Item', jsonb_build_object('n', g) FROM canopy.zones z, generate_series(1, 20000) g
+                 WHERE z.owner_id = \(harness.alice.id) AND z.name = 'Big'
+                """, logger: TestDatabase.logger)
+            try await connection.query("ANALYZE canopy.records", logger: TestDatabase.logger)
+        }
+        let secret = SigningKey(Data(repeating: 7, count: 32))
+        let gateway = harness.endpoint.asUser("canopy_gateway", password: nil)
+        let (plan, changed, sizes) = try await TestDatabase.withConnection(gateway) { connection in
+            try await connection.asUser(harness.alice.id) { connection in
+                let zoneID = Int64(try await connection.texts("SELECT id::text FROM canopy.zones WHERE owner_id = \(harness.alice.id) AND name = 'Big'")[0]!)!
+                // The cuts, as the gateway asks for them: 8 ranges of 2,500.
+                let head = Int64(try await connection.texts("SELECT canopy.zone_feed_position(\(zoneID))::text")[0]!)!
+                let cuts = try await connection.texts("SELECT unnest(canopy.zone_range_cuts(\(zoneID), \(head), 8, 0))::text").map { Int64($0!)! }
+                let bounds = [0] + cuts + [head]
+                var sizes: [Int] = []
+                for (low, high) in zip(bounds, bounds.dropFirst()) {
+                    sizes.append(Int(try await connection.texts("SELECT count(*)::text FROM canopy.records WHERE zone_id = \(zoneID) AND change_seq > \(low) AND change_seq <= \(high)")[0]!)!)
+                }
+                // A page of the fourth range, from its middle.
+                let token = ChangeToken.zone(.init(
+                    user: harness.alice.id, scope: "PRIVATE", zoneID: zoneID, zoneName: "Big", after: bounds[3] + 1000, floor: head, until: bounds[4]
+                )).encoded(secret: secret)
+                let request = try ParsedRequest(query: """
+                    { zoneChanges(scope: PRIVATE, zone: {zoneName: "Big"}, since: "\(token)", limit: 100) { changed { recordName } deleted { recordName } token moreComing } }
+                    """)
+                let statement = try ZoneChangesPlan(try request.rootFields()[0], request: request, userID: harness.alice.id, secret: secret).statement
+                let plan = try await connection.texts(PostgresQuery(
+                    unsafeSQL: "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) \(statement.sql)", binds: statement.binds
+                )).compactMap { $0 }.joined(separator: "\n")
+                var changed: String?
+                for try await row in try await connection.query(statement.postgresQuery, logger: TestDatabase.logger) {
+                    changed = try row.decode((Int64?, Int64?, Int64?, Int64?, String?, String?, Int64?, Bool?).self).4
+                }
+                return (plan, changed ?? "", sizes)
+            }
+        }
+        #expect(sizes.count == 8 && sizes.allSatisfy { (2499...2501).contains($0) } && sizes.reduce(0, +) == 20000, "\(sizes)")
+        #expect(changed.components(separatedBy: "recordName").count - 1 == 100, "\(changed.prefix(200))")
+        let scanned = plan.split(separator: "\n").first { $0.contains("records_zone_change_idx") }.flatMap { line in
+            line.range(of: #"rows=(\d+)"#, options: .regularExpression).map { Int(line[$0].dropFirst(5))! }
+        }
+        #expect((scanned ?? .max) <= 101, "a range page stops after limit + 1 index entries: \(plan)")
     }
 }
 
