@@ -88,7 +88,7 @@ struct PredicatePropertyTests {
             try await connection.query("SELECT set_config('canopy.user_id', \(String(user.id)), true)", logger: TestDatabase.logger)
             let zone = try await connection.texts("SELECT id::text FROM canopy.zones WHERE name = '_defaultZone'")[0]!
             let saves = JSONValue.array(records.map { .object(["recordName": .string($0.0), "recordType": .string("P"), "fields": .object($0.1)]) })
-            let result = try await connection.texts("SELECT canopy.modify_records(\(Int64(zone)!), \(saves.jsonText)::jsonb, '{}', 'ALL_KEYS')::text")
+            let result = try await connection.texts("SELECT outcome::text FROM canopy.modify_records(\(Int64(zone)!), \(saves.jsonText)::jsonb, '{}', 'ALL_KEYS') WHERE (rec).id IS NULL")
             #expect(result[0]?.contains("\"errors\": []") == true, "\(result)")
             try await connection.query("COMMIT", logger: TestDatabase.logger)
             return Int64(zone)!

@@ -31,7 +31,7 @@ shares (--guest-shares), running the same statements through pgbench: the
 cost of row-level security as a user's memberships grow.
 
 usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--guest-shares N] [--output FILE]
-                [--binary PATH] [--floor-binary PATH] [--only floor|web-services|moves|speed|js-sync|refusals]
+                [--binary PATH] [--floor-binary PATH] [--only floor|web-services|moves|speed|js-sync|refusals|writes]
 (make bench: quick; make bench-full: larger). Needs wrk and pgbench.
 
 --binary PATH is the canopy binary benchmarked (it also runs the cluster,
@@ -50,6 +50,9 @@ one session, run it once with each build's --binary.
 (js_sync.py) beside raw pages, and prints its section.
 --only refusals runs issue 48's refused introspection documents beside a
 small request and the standard introspection answer (refusals.py), printed.
+--only writes runs W3 beside its pgbench transaction and what a batch of 400
+saves pays for: cold by declared index, and on a warm connection trigger by
+trigger (batch_triggers.py); printed.
 
 bench.py is the entry point; the rest is in common.py (paths, commands, the
 cluster), servers.py (gateway, floor), population.py and loading.py,
@@ -74,7 +77,7 @@ import workloads
 from common import DATA, ROOT, run, say
 from drivers import capture_statements
 from measure import saved_batch_records
-from servers import Gateway
+from servers import Gateway, graphql
 from workloads import RECORDS_ARGS
 
 
@@ -95,7 +98,7 @@ def parse_options():
                         help="the canopy binary to benchmark (default: .build/release/canopy, or CANOPY_BENCH_BINARY)")
     parser.add_argument("--floor-binary", metavar="PATH",
                         help="the canopy-floor binary (default: .build/release/canopy-floor, or CANOPY_BENCH_FLOOR)")
-    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed", "js-sync", "refusals"],
+    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed", "js-sync", "refusals", "writes"],
                         help="floor: only W1 and W2 against the floor, with the gateway's CPU a request; "
                              "web-services: only W9 and W10 beside their GraphQL twins; "
                              "moves: only issue 38's move of 1,000 records beside saving them; "
@@ -129,6 +132,8 @@ def main():
         js_sync_only(options)
     elif options.only == "refusals":
         refusals_only(options)
+    elif options.only == "writes":
+        writes_only(options)
     else:
         everything(options, scales)
 
@@ -176,6 +181,7 @@ def everything(options, scales):
         under_64 = sections.wide_load(cluster, gateway, floors[work[1][0]], work[1], options)
         membership_rows = sections.memberships(cluster, statements, guest_shares, options)
         cost_rows = sections.batch_costs(cluster, setup.owner_id)
+        warm_rows = sections.batch_trigger_costs(cluster, setup.owner_id)
         public64 = sections.public_at_64(cluster, work, options)
         latency = sections.subscription_latency(token, options)
         push = sections.push_latencies(token, options)
@@ -186,7 +192,7 @@ def everything(options, scales):
     replica_rows = sections.replica_comparison(cluster, work[1][3], options)
 
     text = report.benchmarks_md(options, scales, cluster.psql("SHOW server_version"), setup.people, guest_shares,
-                                rows, floor_rows, membership_rows, cost_rows, replica_rows, saved, under_64,
+                                rows, floor_rows, membership_rows, cost_rows, warm_rows, replica_rows, saved, under_64,
                                 latency, push, Gateway.hung, public64, web_services, move_times,
                                 {"cold": cold, "analysed": analysed, "tails": tails, "writers": writer_row})
     w4_rate = next(row for row in rows if row[0].startswith("W4"))[2]
@@ -216,6 +222,25 @@ def refusals_only(options):
         rows = refusals.measure(gateway, options)
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
     print("\n".join([""] + refusals.report_lines(rows, options)), flush=True)
+
+
+def writes_only(options):
+    """--only writes: W3 against its pgbench transaction, what a batch pays
+    for (cold, by index) and on a warm connection trigger by trigger
+    (issue 51, item 2); printed, --output untouched."""
+    cluster = loading.fresh_cluster()
+    setup = loading.load(cluster, options, [])
+    loading.settle(cluster)
+    with Gateway():
+        graphql(setup.owner["token"], 'mutation { saveZone(zoneName: "Bulk") { zoneName } }')
+    statements = capture_statements(cluster, [workloads.modify_request(setup.owner["token"])])
+    work = [workloads.w3_workload(setup, statements)]
+    with Gateway() as gateway:
+        rows, _ = sections.run_workloads(cluster, gateway, {}, work, options)
+    cost_rows = sections.batch_costs(cluster, setup.owner_id)
+    warm_rows = sections.batch_trigger_costs(cluster, setup.owner_id)
+    run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+    print("\n".join([""] + report.w3_row(rows[0]) + [""] + report.batch_cost_lines(cost_rows, warm_rows)), flush=True)
 
 
 def floor_only(options):

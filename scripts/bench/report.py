@@ -10,6 +10,41 @@ from workloads import BATCH
 FLOOR_HEADING = "## The stack's floor and the gateway's CPU (issue 18)"
 
 
+def batch_cost_lines(cost_rows, warm_rows):
+    """The section "What a batch of 400 saves pays for": cold by declared
+    index (issue 18), and warm trigger by trigger (issue 51)."""
+    lines = [
+        f"## What a batch of {BATCH} saves pays for (issues 18 and 51)", "",
+        f"W3's INSERT of {BATCH} new `Fast` records as `canopy_gateway`, in a transaction rolled back, timed by psql "
+        "(median of 15) in a new session each run, with each index `canopy schema apply` built for the benchmark's "
+        "schema dropped in turn inside the transaction. `canopy schema indexes` lists the same indexes with their "
+        "sizes and scans.", "",
+        "| the INSERT, a new session each run | ms | records/s at this cost alone |", "|---|---:|---:|",
+    ]
+    for label, ms in cost_rows:
+        lines.append(f"| {label} | {ms:.1f} | {BATCH / ms * 1000:,.0f} |")
+    if warm_rows:
+        lines += [
+            "", "The same INSERT on a warm connection, as a pooled gateway connection runs it (no PL/pgSQL to compile, "
+            "the foreign keys' queries prepared): one session runs it once, then `EXPLAIN (ANALYZE, FORMAT JSON)` of "
+            "it 9 times, each rolled back (`scripts/bench/batch_triggers.py`); medians. Each trigger's time and calls "
+            "are PostgreSQL's own; a foreign key is its `RI_ConstraintTrigger`. \"the rest\" is the INSERT less its "
+            "triggers: the heap and index inserts, row-level security's checks, the CHECK constraints and the "
+            "triggers' WHEN tests.", "",
+            "| the INSERT, warm | ms | calls |", "|---|---:|---:|",
+        ]
+        for label, ms, calls in warm_rows:
+            lines.append(f"| {label} | {ms:.2f} | {'' if calls is None else f'{calls:,}'} |")
+    return lines
+
+
+def w3_row(row):
+    """W3's row of the workloads table, printed alone."""
+    name, unit, gateway, pgbench, p50, p50_pgbench, p99, p99_pgbench = row
+    return [f"{name}: gateway {gateway:,.0f} {unit}, pgbench {pgbench:,.0f} {unit}, ratio {gateway / pgbench:.2f}; "
+            f"p50 {p50:.2f} / {p50_pgbench:.2f} ms; p99 {p99:.2f} / {p99_pgbench:.2f} ms"]
+
+
 def floor_table(floor_rows):
     """The floor section's table: its header and a row per workload (name,
     gateway, floor, pgbench, gateway CPU µs, floor CPU µs, p50 gateway, p50 floor)."""
@@ -23,8 +58,8 @@ def floor_table(floor_rows):
 
 
 def benchmarks_md(options, scales, server_version, people, guest_shares, rows, floor_rows, membership_rows,
-                  cost_rows, replica_rows, saved, under_64, latency, push, hung, public64, web_services, move_times,
-                  speed):
+                  cost_rows, warm_rows, replica_rows, saved, under_64, latency, push, hung, public64, web_services,
+                  move_times, speed):
     """BENCHMARKS.md's text. `options` as bench.py parses them; `under_64` as
     sections.wide_load returns it; `hung`: the gateway did not stop on
     SIGTERM; `speed`: issue 39's sections (speed_lines)."""
@@ -145,15 +180,7 @@ def benchmarks_md(options, scales, server_version, people, guest_shares, rows, f
         lines.append(f"| {label} | {owner_tps:,.0f} | {guest_tps:,.0f} | {owner_tps / guest_tps:.2f}× | "
                      f"{owner_p50:.3f} | {guest_p50:.3f} |")
 
-    lines += [
-        "", f"## What a batch of {BATCH} saves pays for (issue 18)", "",
-        f"W3's INSERT of {BATCH} new `Fast` records as `canopy_gateway`, in a transaction rolled back, timed by psql "
-        "(median of 15), with each index `canopy schema apply` built for the benchmark's schema dropped in turn inside "
-        "the transaction. `canopy schema indexes` lists the same indexes with their sizes and scans.", "",
-        "| the INSERT | ms | records/s at this cost alone |", "|---|---:|---:|",
-    ]
-    for label, ms in cost_rows:
-        lines.append(f"| {label} | {ms:.1f} | {BATCH / ms * 1000:,.0f} |")
+    lines += [""] + batch_cost_lines(cost_rows, warm_rows)
 
     lines += [
         "", "## W2 with a streaming replica (issue 19)", "",

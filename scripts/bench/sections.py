@@ -9,6 +9,7 @@ import sys
 import time
 import urllib.request
 
+import batch_triggers
 import common
 from common import DATA, PORT, run, say
 from drivers import run_pgbench, run_wrk
@@ -131,6 +132,13 @@ def batch_costs(cluster, owner_id):
     for label, ms in cost_rows:
         say(f"  {label}: {ms:.1f} ms")
     return cost_rows
+
+
+def batch_trigger_costs(cluster, owner_id):
+    """What a W3 batch pays for on a warm connection, trigger by trigger, in
+    the owner's Bulk zone: rows (label, ms, calls or None)."""
+    bulk_zone = cluster.psql(f"SELECT id FROM canopy.zones WHERE owner_id = {owner_id} AND name = 'Bulk'")
+    return batch_triggers.warm_costs(cluster, bulk_zone, owner_id)
 
 
 def subscription_latency(token, options):

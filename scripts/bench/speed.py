@@ -12,7 +12,7 @@ from common import DATA, run, say
 from drivers import run_pgbench, run_wrk, wrk_script
 from measure import quiet
 from servers import Gateway, graphql
-from workloads import LOOKUP, RECORDS_ARGS, batch, lua_batch, modify_pgbench_script, records_query
+from workloads import LOOKUP, MODIFY_MARKERS, RECORDS_ARGS, batch, lua_batch, modify_pgbench_script, records_query
 
 WRITERS = 64            # W11's users, each with a zone, each one connection
 WRITER_BATCH = 50       # records in each W11 request
@@ -82,7 +82,7 @@ MODIFY_MANY = ('mutation($s: [RecordInput!]) { modifyRecords(scope: PRIVATE, zon
 def capture_request(writers):
     """The request whose statements pgbench runs for W11, as capture_statements takes it."""
     return ("many", writers[0]["token"], MODIFY_MANY, {"s": batch("W3PREFIX", WRITER_BATCH)},
-            ["canopy.modify_records(", "r.id = ANY("])
+            MODIFY_MARKERS)
 
 
 def writers_wrk_script(writers):

@@ -73,15 +73,21 @@ end
 """
 
 
-def modify_pgbench_script(user_id, write, read):
+def modify_pgbench_script(user_id, write, read=None):
     """W3's ceiling: the transaction the gateway runs for a batch (identity,
-    the write, the read-back of what was saved), with the batch's names made
-    unique per transaction and the read-back's ids taken from the write's
-    answer (pgbench's \\gset), as the gateway takes them."""
+    the write, which answers the saved records itself since issue 51), with
+    the batch's names made unique per transaction. With `read` (a batch
+    with deletes, and builds before issue 51), the read-back of what was
+    saved follows, its ids taken from the write's answer (pgbench's \\gset),
+    as the gateway takes them."""
     write_sql, write_parameters = write
     saves = next(number for number, value in write_parameters.items() if value and "W3PREFIX" in value)
     script, defines = pgbench_script(write_sql, write_parameters)
     script = script.replace(f":p{saves}::text", f"replace(:p{saves}::text, 'W3PREFIX', 'c' || :client_id || '_' || :uniq || '_')")
+    header = "\\set uniq random(1, 2000000000)\n"
+    identity = f"BEGIN;\nSELECT set_config('canopy.user_id', '{user_id}', true), set_config('canopy.schema_mode', 'development', true);\n"
+    if read is None:
+        return f"{identity}{script};\nCOMMIT", defines, header
     read_sql, read_parameters = read
     ids = next(number for number, value in read_parameters.items() if value and value.startswith("{") and value[1:2].isdigit())
     read_parameters = {number: value for number, value in read_parameters.items() if number != ids}
@@ -89,9 +95,7 @@ def modify_pgbench_script(user_id, write, read):
     read_script = read_script.replace(f"NULL::int8[]", "ARRAY(SELECT jsonb_array_elements_text((:w_result)::jsonb -> 'saved')::int8)")
     read_defines = [d.replace("p", "q", 1) for d in read_defines]
     read_script = re.sub(r":p(\d+)", r":q\1", read_script)
-    header = "\\set uniq random(1, 2000000000)\n"
-    body = (f"BEGIN;\nSELECT set_config('canopy.user_id', '{user_id}', true), set_config('canopy.schema_mode', 'development', true);\n"
-            f"SELECT * FROM ({script}) w(found, result) \\gset w_\n{read_script};\nCOMMIT")
+    body = f"{identity}SELECT * FROM ({script}) w(found, result) \\gset w_\n{read_script};\nCOMMIT"
     return body, defines + read_defines, header
 
 
@@ -111,7 +115,7 @@ def all_requests(owner, guest, deep_args, since, scale_zones):
         ("shared", guest["token"], shared_query, RECORDS_ARGS, ["canopy_ord"]),
         ("shared lookup", guest["token"], lookup_query(scope="SHARED", owner=owner["userRecordName"]), {}, ["unnest("]),
         ("changes", token, CHANGES, {"since": since}, ["floor AS"]),
-        ("modify", token, MODIFY, {"s": batch("W3PREFIX")}, ["canopy.modify_records(", "r.id = ANY("]),
+        modify_request(token),
         ("public lookup", None, PUBLIC_LOOKUP, {}, ["unnest("]),
         ("public records", None, PUBLIC_RECORDS, RECORDS_ARGS, ["canopy_ord"]),
     ] + [(f"scale{scale}", token, records_query(zone), RECORDS_ARGS, ["canopy_ord"]) for scale, zone in scale_zones.items()]
@@ -142,9 +146,7 @@ def all_workloads(setup, statements, records, deep_args, token_file):
         ("W2 records: the same, 50 pages deep (cursor)", "requests/s", 1, wrk_script(token, records_query(), deep_args), {})
         + ceiling(statements, "deep"),
     ]
-    write_script, write_defines, write_header = modify_pgbench_script(setup.owner_id, *statements["modify"])
-    workloads.append((f"W3 modifyRecords: batches of {BATCH} new records", "records/s", BATCH, modify_wrk_script(token),
-                      {"CANOPY_BENCH_RUN": "RUN"}, (write_script, write_defines), write_header))
+    workloads.append(w3_workload(setup, statements))
     changes_sql, changes_parameters = statements["changes"][0]
     # The feed position is the parameter the records scan starts after.
     after_parameter = int(re.search(r"r\.change_seq > \$(\d+)::int8", changes_sql).group(1))
@@ -163,6 +165,23 @@ def all_workloads(setup, statements, records, deep_args, token_file):
     workloads.append((f"W8 the W2 first page in the public database, {records:,} public records, without a token",
                       "requests/s", 1, wrk_script(None, PUBLIC_RECORDS, RECORDS_ARGS), {}) + ceiling(statements, "public records"))
     return workloads
+
+
+def w3_workload(setup, statements):
+    """W3 as all_workloads gives it: wrk's batches and their ceiling."""
+    write_script, write_defines, write_header = modify_pgbench_script(setup.owner_id, *statements["modify"])
+    return (f"W3 modifyRecords: batches of {BATCH} new records", "records/s", BATCH, modify_wrk_script(setup.owner["token"]),
+            {"CANOPY_BENCH_RUN": "RUN"}, (write_script, write_defines), write_header)
+
+
+# The statements a save-only batch sends: since issue 51 the write alone (it
+# answers the saved records); add "r.id = ANY(" to measure a build before it.
+MODIFY_MARKERS = ["canopy.modify_records("]
+
+
+def modify_request(token):
+    """W3's request, as capture_statements takes it."""
+    return ("modify", token, MODIFY, {"s": batch("W3PREFIX")}, MODIFY_MARKERS)
 
 
 def floors(cluster, statements, workloads):

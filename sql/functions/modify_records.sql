@@ -3,7 +3,8 @@
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
--- definitions in archive/0005, 0006 and 0010.
+-- definitions in archive/0005, 0006 and 0010, and (0030) its own earlier
+-- jsonb-returning definition.
 
 SET LOCAL ROLE canopy_owner;
 
@@ -34,16 +35,28 @@ SET LOCAL ROLE canopy_owner;
 -- p_delete_tags ({recordName: recordChangeTag}) deletes those records only
 -- at that tag, else SERVER_RECORD_CHANGED (Web Services' `delete`). The
 -- four-argument version before it is dropped.
+--
+-- Issue 51 (migrations/0030): it answers rows, not one jsonb. The first row
+-- is (outcome, NULL), the outcome as before; then (NULL, record) for every
+-- record saved, in batch order, and for every conflict's server record, as
+-- the statement wrote them (after the BEFORE triggers: tag, stamps, names,
+-- assets attached). The gateway renders them in the same statement instead
+-- of reading them back under the zone's lock. Rows are only added for a
+-- record whose subtransaction succeeded (PL/pgSQL variables are not rolled
+-- back), and returned only at the end.
 DROP FUNCTION IF EXISTS canopy.modify_records(bigint, jsonb, text[], text);
 CREATE OR REPLACE FUNCTION canopy.modify_records(p_zone_id bigint, p_saves jsonb, p_deletes text[], p_policy text,
                                                  p_delete_tags jsonb DEFAULT '{}')
-    RETURNS jsonb
+    RETURNS TABLE (outcome jsonb, rec canopy.records)
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     save jsonb;
     name text;
-    existing record;
+    existing canopy.records;
+    written canopy.records;
+    saved_rows canopy.records[] := '{}';
+    server_rows canopy.records[] := '{}';
     saved_id bigint;
     new_fields jsonb;
     saved bigint[] := '{}';
@@ -68,9 +81,10 @@ BEGIN
                 INSERT INTO canopy.records (zone_id, record_name, record_type, fields)
                 SELECT p_zone_id, input.save->>'recordName', input.save->>'recordType', input.save->'fields'
                   FROM input ORDER BY input.position
-                RETURNING id, record_name
+                RETURNING *
             )
-            SELECT array_agg(inserted.id ORDER BY input.position) INTO saved
+            SELECT array_agg(inserted.id ORDER BY input.position),
+                   array_agg(inserted::canopy.records ORDER BY input.position) INTO saved, saved_rows
               FROM inserted JOIN input ON input.save->>'recordName' = inserted.record_name;
             written_together := cardinality(saved) = jsonb_array_length(p_saves);
             IF NOT written_together THEN
@@ -78,6 +92,7 @@ BEGIN
             END IF;
         EXCEPTION WHEN OTHERS THEN
             saved := '{}';
+            saved_rows := '{}';
             written_together := false;
         END;
     END IF;
@@ -87,7 +102,7 @@ BEGIN
         policy := coalesce(save->>'savePolicy', p_policy);
         failure := NULL;
         BEGIN
-            SELECT id, record_type, change_tag, fields INTO existing
+            SELECT * INTO existing
               FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name FOR UPDATE;
             was_there := existing.id IS NOT NULL;
             IF save->>'parent' IS NOT NULL AND save->>'parent' <> name AND NOT EXISTS (
@@ -112,7 +127,8 @@ BEGIN
                 ELSE
                     INSERT INTO canopy.records (zone_id, record_name, record_type, fields, parent_name)
                     VALUES (p_zone_id, name, save->>'recordType', save->'fields', save->>'parent')
-                    RETURNING id INTO saved_id;
+                    RETURNING * INTO written;
+                    saved_id := written.id;
                 END IF;
             ELSIF existing.record_type <> save->>'recordType' THEN
                 failure := jsonb_build_object('code', 'INVALID_ARGUMENTS',
@@ -129,7 +145,8 @@ BEGIN
                     ELSE save->'fields' END;
                 UPDATE canopy.records SET fields = new_fields, parent_name = save->>'parent'
                  WHERE id = existing.id
-                RETURNING id INTO saved_id;
+                RETURNING * INTO written;
+                saved_id := written.id;
                 IF saved_id IS NULL THEN
                     failure := jsonb_build_object('code', 'PERMISSION_FAILURE',
                         'message', format('you may not change record %s', name));
@@ -148,10 +165,15 @@ BEGIN
         END;
         IF failure IS NULL THEN
             saved := saved || saved_id;
+            saved_rows := saved_rows || written;
         ELSE
             errors := errors || (failure || jsonb_build_object('recordName', name));
+            IF failure ? 'serverRecordId' THEN
+                server_rows := server_rows || existing;
+            END IF;
         END IF;
         saved_id := NULL;
+        written := NULL;
         existing := NULL;
         was_there := false;
     END LOOP;
@@ -161,13 +183,12 @@ BEGIN
         delete_tag := p_delete_tags->>name;
         BEGIN
             IF delete_tag IS NOT NULL THEN
-                SELECT id, change_tag INTO existing
+                SELECT * INTO existing
                   FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name;
                 IF existing.id IS NOT NULL AND existing.change_tag IS DISTINCT FROM delete_tag THEN
                     failure := jsonb_build_object('code', 'SERVER_RECORD_CHANGED', 'serverRecordId', existing.id,
                         'message', format('record %s changed on the server since tag %s', name, delete_tag));
                 END IF;
-                existing := NULL;
             END IF;
             IF failure IS NULL THEN
                 DELETE FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name
@@ -196,10 +217,20 @@ BEGIN
             deleted := deleted || name;
         ELSE
             errors := errors || (failure || jsonb_build_object('recordName', name));
+            IF failure ? 'serverRecordId' THEN
+                server_rows := server_rows || existing;
+            END IF;
         END IF;
         saved_id := NULL;
+        existing := NULL;
     END LOOP;
-    RETURN jsonb_build_object('saved', to_jsonb(saved), 'deleted', to_jsonb(deleted), 'errors', errors);
+    outcome := jsonb_build_object('saved', to_jsonb(saved), 'deleted', to_jsonb(deleted), 'errors', errors);
+    rec := NULL;
+    RETURN NEXT;
+    outcome := NULL;
+    FOREACH rec IN ARRAY saved_rows || server_rows LOOP
+        RETURN NEXT;
+    END LOOP;
 END
 $$;
 

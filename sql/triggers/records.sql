@@ -1,7 +1,8 @@
 -- Triggers on canopy.records and their functions: records_before_write,
 -- records_after_insert / records_after_move / records_after_delete
 -- (records_after_write), records_after_zone_move, records_parent_exists (records_check_parent),
--- records_delete_self_references, records_check_declared,
+-- records_delete_self_references, records_check_declared (updates),
+-- records_check_declared_inserted (records_check_declared_written),
 -- records_check_inserted_fields / records_check_updated_fields
 -- (records_check_written_fields). Before-row triggers fire in name order.
 --
@@ -276,9 +277,52 @@ $$;
 COMMENT ON FUNCTION canopy.records_check_declared() IS 'Production mode: refuses saves of undeclared record types and fields.';
 
 DROP TRIGGER IF EXISTS records_check_declared ON canopy.records;
-CREATE TRIGGER records_check_declared BEFORE INSERT OR UPDATE ON canopy.records
+CREATE TRIGGER records_check_declared BEFORE UPDATE ON canopy.records
     FOR EACH ROW WHEN (current_setting('canopy.schema_mode', true) = 'production')
     EXECUTE FUNCTION canopy.records_check_declared();
+
+-- The same check for inserted rows, once per statement over its transition
+-- table (issue 51, item 2): a batch of 400 new records probed
+-- canopy.field_types once a row and once a field of each row; it now
+-- probes once per distinct record type and per distinct (type, field).
+-- An AFTER STATEMENT trigger, named to fire before
+-- records_check_inserted_fields (AFTER triggers fire in name order), which
+-- would fix the type of a field seen for the first time. The messages are
+-- the row trigger's; a batch written as one INSERT that fails is written
+-- again one record at a time (modify_records), so each refusal still
+-- names its record.
+CREATE OR REPLACE FUNCTION canopy.records_check_declared_written() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    missing record;
+BEGIN
+    SELECT w.record_type INTO missing
+      FROM (SELECT DISTINCT record_type FROM written) w
+     WHERE NOT EXISTS (SELECT 1 FROM canopy.field_types t WHERE t.record_type = w.record_type)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'record type % is not in the schema (production mode: declare it and run canopy schema apply)', missing.record_type
+            USING ERRCODE = 'CN004';
+    END IF;
+    SELECT k.record_type, k.key INTO missing
+      FROM (SELECT DISTINCT w.record_type, e.key FROM written w, jsonb_object_keys(w.fields) e(key)) k
+     WHERE NOT EXISTS (SELECT 1 FROM canopy.field_types t WHERE t.record_type = k.record_type AND t.field_name = k.key)
+     LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'field % is not in record type %''s schema (production mode: declare it and run canopy schema apply)', left(missing.key, 300), missing.record_type
+            USING ERRCODE = 'CN004';
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION canopy.records_check_declared_written() IS 'Production mode: refuses inserted rows of undeclared record types and fields, once per statement.';
+
+DROP TRIGGER IF EXISTS records_check_declared_inserted ON canopy.records;
+CREATE TRIGGER records_check_declared_inserted AFTER INSERT ON canopy.records
+    REFERENCING NEW TABLE AS written
+    FOR EACH STATEMENT WHEN (current_setting('canopy.schema_mode', true) = 'production')
+    EXECUTE FUNCTION canopy.records_check_declared_written();
 
 -- Checks the fields of the rows a statement wrote against the record
 -- types' field types, fixing the type of fields seen for the first time
@@ -337,4 +381,5 @@ REVOKE ALL ON FUNCTION canopy.records_after_zone_move() FROM PUBLIC, canopy_gate
 REVOKE ALL ON FUNCTION canopy.records_check_parent() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_delete_self_references() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_check_declared() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.records_check_declared_written() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_check_written_fields() FROM PUBLIC, canopy_gateway;

@@ -4,9 +4,11 @@ import Foundation
 import Logging
 
 /// A ``ModifyRecordsPlan`` written: the batch in one transaction under the
-/// zone's lock, then the saved records (and the server records of
-/// conflicts) read back in the same transaction, as the plan renders them;
-/// an atomic batch with a failure rolls back and still answers. One path
+/// zone's lock, the saved records (and the server records of conflicts)
+/// rendered as the plan asks, by the writing statement itself where the plan
+/// can (``ModifyRecordsPlan/rendersInWrite``), else read back in the same
+/// transaction; the answer is made after COMMIT, and an atomic batch with a
+/// failure rolls back and still answers. One path
 /// for GraphQL's `modifyRecords` and Web Services' `records/modify`.
 enum ModifyRecordsRun {
     /// Thrown inside the transaction to roll it back and still answer.
@@ -25,9 +27,9 @@ enum ModifyRecordsRun {
             return try answer(plan.outcome(written: nil), [:])
         }
         do {
-            return try await database.withUser(userID, device: device, logger: logger) { connection in
-                let written = try await connection.execute(plan.writeQuery, logger: logger).first.map(ModifyRecordsPlan.decodeWritten)
-                guard let written, written.zoneFound, let raw = written.result else { throw zoneMissing }
+            let (outcome, records) = try await database.withUser(userID, device: device, logger: logger) { connection in
+                let written = try ModifyRecordsPlan.decodeWritten(try await connection.execute(plan.writeQuery, logger: logger))
+                guard written.zoneFound, let raw = written.result else { throw zoneMissing }
                 let failures = raw.errors.map { error -> ModifyRecordsPlan.RecordFailure in
                     if let code = error.code {
                         return .init(recordName: error.recordName, code: code, message: error.message, serverRecordID: error.serverRecordId)
@@ -36,20 +38,23 @@ enum ModifyRecordsRun {
                     return .init(recordName: error.recordName, code: mapped.code, message: mapped.message)
                 }
                 let outcome = plan.outcome(written: .init(saved: raw.saved, deleted: raw.deleted, failures: failures))
+                var records = written.records
                 let ids = outcome.saved + outcome.failures.compactMap(\.serverRecordID)
-                var records: [Int64: ModifyRecordsPlan.ReadBack] = [:]
-                if !ids.isEmpty {
+                if !plan.rendersInWrite && !ids.isEmpty {
                     for row in try await connection.execute(plan.readQuery(ids: ids), logger: logger) {
                         let record = try ModifyRecordsPlan.decodeRecord(row)
                         records[record.id] = (record.name, record.saved, record.server)
                     }
                 }
-                let result = try answer(outcome, records)
                 if plan.atomic && !outcome.failures.isEmpty {
-                    throw RollbackAndAnswer(answer: result)
+                    // Rolled back: the answer is made here, inside, and still given.
+                    throw RollbackAndAnswer(answer: try answer(outcome, records))
                 }
-                return result
+                return (outcome, records)
             }
+            // Made after COMMIT: the zone's lock is not held while the
+            // answer is written (issue 51).
+            return try answer(outcome, records)
         } catch let rolledBack as RollbackAndAnswer<Answer> {
             return rolledBack.answer
         }

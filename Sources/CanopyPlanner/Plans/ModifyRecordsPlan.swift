@@ -1,11 +1,13 @@
 import Foundation
 import PostgresNIO
 
-/// `modifyRecords`: saves and deletes in one zone, in two statements:
-/// `canopy.modify_records` writes each record as the caller (row-level
-/// security decides), after taking the zone's lock first
-/// (`canopy.lock_zone_for_write`, so concurrent batches cannot deadlock), then the saved records and the server records of
-/// conflicts are read back as JSON for exactly the selection asked for.
+/// `modifyRecords`: saves and deletes in one zone. `canopy.modify_records`
+/// writes each record as the caller (row-level security decides), after
+/// taking the zone's lock first (`canopy.lock_zone_for_write`, so concurrent
+/// batches cannot deadlock), and answers the rows it wrote; the saved records
+/// and the server records of conflicts are rendered as JSON for exactly the
+/// selection asked for, in the same statement where ``rendersInWrite``,
+/// else read back by a second.
 public struct ModifyRecordsPlan: Sendable {
     public static let maximumItems = 400
     public static let maximumFieldsBytes = 1_048_576
@@ -237,29 +239,81 @@ public struct ModifyRecordsPlan: Sendable {
         return (ordered, cyclic)
     }
 
-    /// The writing statement: whether the zone exists, and the function's JSON.
+    /// Whether the writing statement also renders what it saved (and the
+    /// conflicts' server records) from the rows `canopy.modify_records`
+    /// answers, so no read-back follows under the zone's lock (issue 51).
+    /// Not for a batch with deletes: a delete can remove or hide a record
+    /// saved earlier in the same batch (a DELETE_SELF child, a share left),
+    /// which the read-back leaves out. Not for Web Services: its dictionary
+    /// reads `canopy.field_types`, which the same batch can add to, and one
+    /// statement sees only what was there when it began.
+    public var rendersInWrite: Bool { deletes.isEmpty && style == nil }
+
+    /// The writing statement. With ``rendersInWrite``, its rows are (whether
+    /// the zone exists, the function's JSON outcome or NULL, then a record's
+    /// id, name, JSON as saved and as a server record, or NULLs): the
+    /// outcome's row and one row a record. Otherwise one row: whether the
+    /// zone exists and the outcome, and ``readQuery(ids:)`` follows.
     public var writeQuery: SQLStatement {
-        var builder = SQLBuilder()
-        let cte = zone.cte(&builder)
-        let saves = builder.bind(json: .array(self.saves))
-        let deletes = builder.bind(self.deletes.filter { name in !refused.contains { $0.recordName == name } })
-        let policy = builder.bind(self.policy.rawValue)
-        // The tag-checked deletes only when there are any: the statement of
-        // every other batch stays the one it was.
-        let tags: SQL = deleteTags.isEmpty ? "" : ", \(builder.bind(json: .object(deleteTags.mapValues(JSONValue.string))))"
-        builder.append("""
-            WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
-            (SELECT canopy.modify_records(z.id, \(saves), \(deletes)::text[], \(policy)\(tags))::text \
-            FROM (SELECT zone.id, canopy.lock_zone_for_write(zone.id) AS locked FROM zone) z WHERE z.locked)
-            """)
-        return builder.query
+        get throws {
+            var builder = SQLBuilder()
+            let cte = zone.cte(&builder)
+            let saves = builder.bind(json: .array(self.saves))
+            let deletes = builder.bind(self.deletes.filter { name in !refused.contains { $0.recordName == name } })
+            let policy = builder.bind(self.policy.rawValue)
+            // The tag-checked deletes only when there are any: the statement of
+            // every other batch stays the one it was.
+            let tags: SQL = deleteTags.isEmpty ? "" : ", \(builder.bind(json: .object(deleteTags.mapValues(JSONValue.string))))"
+            let written: SQL = """
+                (SELECT zone.id, canopy.lock_zone_for_write(zone.id) AS locked FROM zone) z, \
+                LATERAL canopy.modify_records(z.id, \(saves), \(deletes)::text[], \(policy)\(tags)) f WHERE z.locked
+                """
+            guard rendersInWrite else {
+                builder.append("""
+                    WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), (SELECT f.outcome::text FROM \(written) AND (f.rec).id IS NULL)
+                    """)
+                return builder.query
+            }
+            let (saved, server) = try renderings(&builder)
+            builder.append("""
+                WITH \(cte), w AS MATERIALIZED (SELECT f.outcome, f.rec FROM \(written)) \
+                SELECT EXISTS (SELECT 1 FROM zone), w.outcome::text, r.id, r.record_name, \
+                CASE WHEN r.id IS NOT NULL THEN \(saved)::text END, CASE WHEN r.id IS NOT NULL THEN \(server)::text END \
+                FROM (SELECT 1) one LEFT JOIN w ON true LEFT JOIN LATERAL (SELECT (w.rec).*) r ON (w.rec).id IS NOT NULL
+                """)
+            return builder.query
+        }
     }
 
-    /// `writeQuery`'s row: whether the zone is there for the caller, and
-    /// what `canopy.modify_records` did (nil when the zone is not).
-    public static func decodeWritten(_ row: PostgresRow) throws -> (zoneFound: Bool, result: RawResult?) {
-        let (found, text) = try row.decode((Bool, String?).self)
-        return (found, try text.map { try JSONDecoder().decode(RawResult.self, from: Data($0.utf8)) })
+    /// What `writeQuery` answered: whether the zone is there for the caller,
+    /// what `canopy.modify_records` did (nil when the zone is not), and, with
+    /// ``rendersInWrite``, the records it rendered by id.
+    public struct Written: Sendable {
+        public var zoneFound: Bool
+        public var result: RawResult?
+        public var records: [Int64: ReadBack]
+    }
+
+    /// `writeQuery`'s rows.
+    public static func decodeWritten(_ rows: [PostgresRow]) throws -> Written {
+        var written = Written(zoneFound: false, result: nil, records: [:])
+        for row in rows {
+            guard row.count > 2 else {
+                let (found, text) = try row.decode((Bool, String?).self)
+                written.zoneFound = found
+                written.result = try text.map { try JSONDecoder().decode(RawResult.self, from: Data($0.utf8)) }
+                continue
+            }
+            let (found, text, id, name, saved, server) = try row.decode((Bool, String?, Int64?, String?, String?, String?).self)
+            written.zoneFound = found
+            if let text {
+                written.result = try JSONDecoder().decode(RawResult.self, from: Data(text.utf8))
+            }
+            if let id, let name {
+                written.records[id] = (name, saved, server)
+            }
+        }
+        return written
     }
 
     /// A row of `readQuery`: a record's id and name, its JSON as saved, and
@@ -280,20 +334,22 @@ public struct ModifyRecordsPlan: Sendable {
     public func readQuery(ids: [Int64]) throws -> SQLStatement {
         var builder = SQLBuilder()
         let cte = zone.cte(&builder)
-        let saved: SQL
-        let server: SQL
-        if let style {
-            saved = Projection.cloudKitRecord(style, &builder)
-            server = "NULL::text"
-        } else {
-            saved = try savedSelection.map { try Projection.record($0, request: request!, &builder) } ?? "NULL::json"
-            server = try serverRecordSelection.map { try Projection.record($0, request: request!, &builder) } ?? "NULL::json"
-        }
+        let (saved, server) = try renderings(&builder)
         let bound = builder.bind(ids)
         builder.append("""
             WITH \(cte) SELECT r.id, r.record_name, \(saved)::text, \(server)::text FROM canopy.records r WHERE r.id = ANY(\(bound)::int8[])
             """)
         return builder.query
+    }
+
+    /// A record aliased `r` as saved and as a server record, as the door asks.
+    func renderings(_ builder: inout SQLBuilder) throws -> (saved: SQL, server: SQL) {
+        if let style {
+            return (Projection.cloudKitRecord(style, &builder), "NULL::text")
+        }
+        let saved = try savedSelection.map { try Projection.record($0, request: request!, &builder) } ?? "NULL::json"
+        let server = try serverRecordSelection.map { try Projection.record($0, request: request!, &builder) } ?? "NULL::json"
+        return (saved, server)
     }
 
     var savedSelection: [SelectedField]? {
