@@ -81,6 +81,10 @@ def warm_costs(cluster, zone_id, user_id, runs=9):
     rows.append(("the rest: heap and index inserts, row-level security, CHECKs, WHEN tests", whole - sum(ms for ms, _ in triggers.values()), None))
     off, _ = breakdown(cluster, zone_id, user_id, "SET LOCAL session_replication_role = replica;", runs=runs)
     rows.append(("the INSERT, warm, triggers and foreign keys off", off, None))
+    declared = cluster.psql("SELECT string_agg('canopy.' || index_name, ', ') FROM canopy.schema_indexes")
+    if declared:
+        bare, _ = breakdown(cluster, zone_id, user_id, f"DROP INDEX {declared}; SET LOCAL session_replication_role = replica;", runs=runs)
+        rows.append(("the INSERT, warm, triggers and foreign keys off, without the declared indexes", bare, None))
     production, production_triggers = breakdown(cluster, zone_id, user_id, mode="production", runs=runs)
     rows.append(("the INSERT, warm, production mode (declared fields checked)", production, None))
     for name, (ms, calls) in production_triggers.items():

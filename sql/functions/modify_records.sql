@@ -43,7 +43,8 @@ SET LOCAL ROLE canopy_owner;
 -- assets attached). The gateway renders them in the same statement instead
 -- of reading them back under the zone's lock. Rows are only added for a
 -- record whose subtransaction succeeded (PL/pgSQL variables are not rolled
--- back), and returned only at the end.
+-- back), and returned only at the end. The fast path no longer probes the
+-- batch's names first: the unique index does, as the INSERT runs.
 DROP FUNCTION IF EXISTS canopy.modify_records(bigint, jsonb, text[], text);
 CREATE OR REPLACE FUNCTION canopy.modify_records(p_zone_id bigint, p_saves jsonb, p_deletes text[], p_policy text,
                                                  p_delete_tags jsonb DEFAULT '{}')
@@ -71,9 +72,10 @@ BEGIN
     IF jsonb_array_length(p_saves) > 1
        AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_saves) s
                         WHERE s.value->>'parent' IS NOT NULL OR s.value->>'recordChangeTag' IS NOT NULL)
-       AND NOT EXISTS (SELECT 1 FROM canopy.records r
-                        WHERE r.zone_id = p_zone_id
-                          AND r.record_name = ANY (ARRAY(SELECT s.value->>'recordName' FROM jsonb_array_elements(p_saves) s))) THEN
+       THEN
+        -- No probe for names that exist first (issue 51): the INSERT's own
+        -- unique index finds a clash, at the first such row, and the batch
+        -- goes one record at a time, where each clash is named.
         BEGIN
             WITH input AS (
                 SELECT e.value AS save, e.position FROM jsonb_array_elements(p_saves) WITH ORDINALITY e(value, position)

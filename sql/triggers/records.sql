@@ -4,7 +4,8 @@
 -- records_delete_self_references, records_check_declared (updates),
 -- records_check_declared_inserted (records_check_declared_written),
 -- records_check_inserted_fields / records_check_updated_fields
--- (records_check_written_fields). Before-row triggers fire in name order.
+-- (records_check_written_fields), records_check_writers_inserted /
+-- records_check_writers_updated (records_check_writers). Before-row triggers fire in name order.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -77,7 +78,14 @@ BEGIN
             NEW.created_by := NEW.modified_by;
         ELSE
             NEW.created_at := OLD.created_at;
-            NEW.created_by := OLD.created_by;
+            -- The creator stays, unless they are no longer a user
+            -- (users_forget_writer, issue 51): a record's creator was put
+            -- back here even under the foreign key's ON DELETE SET NULL,
+            -- which left it naming a deleted user.
+            IF NEW.created_by IS NOT NULL OR OLD.created_by IS NULL
+               OR EXISTS (SELECT 1 FROM canopy.users WHERE id = OLD.created_by) THEN
+                NEW.created_by := OLD.created_by;
+            END IF;
         END IF;
     END IF;
 
@@ -375,6 +383,47 @@ CREATE TRIGGER records_check_updated_fields AFTER UPDATE ON canopy.records
     REFERENCING NEW TABLE AS written
     FOR EACH STATEMENT EXECUTE FUNCTION canopy.records_check_written_fields();
 
+-- A written row's writers are users (issue 51, migrations/0031): what the
+-- foreign keys on created_by and modified_by checked once a row, once per
+-- statement and per distinct user. The users' rows are locked FOR KEY
+-- SHARE, as the foreign key's check locked them, so a user cannot be
+-- deleted while a write naming them is under way; a user deleted before
+-- the lock is granted is not found, and the write fails with the foreign
+-- key's SQLSTATE. Deleting a user is users_forget_writer's
+-- (sql/triggers/users.sql). A definer: the check must see every user.
+CREATE OR REPLACE FUNCTION canopy.records_check_writers() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    writers bigint[];
+    found integer;
+BEGIN
+    SELECT array_agg(DISTINCT w.id) INTO writers
+      FROM (SELECT created_by AS id FROM written UNION SELECT modified_by FROM written) w
+     WHERE w.id IS NOT NULL;
+    IF writers IS NULL THEN
+        RETURN NULL;
+    END IF;
+    SELECT count(*) INTO found
+      FROM (SELECT 1 FROM canopy.users u WHERE u.id = ANY (writers) FOR KEY SHARE) locked;
+    IF found < cardinality(writers) THEN
+        RAISE EXCEPTION 'a record''s writer is not a user' USING ERRCODE = 'foreign_key_violation';
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION canopy.records_check_writers() IS 'A written record''s created_by and modified_by name users (the foreign keys before 0031), once per statement.';
+
+DROP TRIGGER IF EXISTS records_check_writers_inserted ON canopy.records;
+CREATE TRIGGER records_check_writers_inserted AFTER INSERT ON canopy.records
+    REFERENCING NEW TABLE AS written
+    FOR EACH STATEMENT EXECUTE FUNCTION canopy.records_check_writers();
+
+DROP TRIGGER IF EXISTS records_check_writers_updated ON canopy.records;
+CREATE TRIGGER records_check_writers_updated AFTER UPDATE ON canopy.records
+    REFERENCING NEW TABLE AS written
+    FOR EACH STATEMENT EXECUTE FUNCTION canopy.records_check_writers();
+
 REVOKE ALL ON FUNCTION canopy.records_before_write() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_after_write() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_after_zone_move() FROM PUBLIC, canopy_gateway;
@@ -382,4 +431,5 @@ REVOKE ALL ON FUNCTION canopy.records_check_parent() FROM PUBLIC, canopy_gateway
 REVOKE ALL ON FUNCTION canopy.records_delete_self_references() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_check_declared() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_check_declared_written() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.records_check_writers() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_check_written_fields() FROM PUBLIC, canopy_gateway;

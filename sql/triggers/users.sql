@@ -1,4 +1,5 @@
--- Triggers on canopy.users: users_default_zone (users_after_insert).
+-- Triggers on canopy.users: users_default_zone (users_after_insert),
+-- users_forget_writer (users_after_delete).
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -20,4 +21,29 @@ DROP TRIGGER IF EXISTS users_default_zone ON canopy.users;
 CREATE TRIGGER users_default_zone AFTER INSERT ON canopy.users
     FOR EACH ROW EXECUTE FUNCTION canopy.users_after_insert();
 
+-- A deleted user no longer names the writer of the records they created or
+-- last changed (issue 51, migrations/0031): what `ON DELETE SET NULL` of the
+-- foreign keys on records.created_by and modified_by did, as an AFTER ROW
+-- trigger as theirs was. The records' own triggers fire on this UPDATE as
+-- they did on the foreign key's: each record is changed (a new tag and
+-- position), records_before_write keeps a creator only while they are a
+-- user, and names the one deleting as the record's last writer (none, for
+-- the administrator). A definer: every record, past row-level security.
+CREATE OR REPLACE FUNCTION canopy.users_after_delete() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    UPDATE canopy.records
+       SET created_by = CASE WHEN created_by = OLD.id THEN NULL ELSE created_by END,
+           modified_by = CASE WHEN modified_by = OLD.id THEN NULL ELSE modified_by END
+     WHERE created_by = OLD.id OR modified_by = OLD.id;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS users_forget_writer ON canopy.users;
+CREATE TRIGGER users_forget_writer AFTER DELETE ON canopy.users
+    FOR EACH ROW EXECUTE FUNCTION canopy.users_after_delete();
+
 REVOKE ALL ON FUNCTION canopy.users_after_insert() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.users_after_delete() FROM PUBLIC, canopy_gateway;
