@@ -15,6 +15,14 @@
 // text (as pgbench binds them); the word NULL binds NULL. The statement is
 // prepared on each connection once (as the gateway prepares its shapes),
 // and Swift concurrency runs on its default executor (as in `canopy serve`).
+//
+// CANOPY_FLOOR_ON_LOOP=1 (issue 51's stretch question): each request's
+// handler runs on the event loop that owns its socket (a task executor over
+// that loop), with database connections opened on the same loop, so the
+// statement's round trip resumes on the thread that reads the socket rather
+// than crossing to Swift concurrency's pool and back. The pool's
+// connections are replaced by CANOPY_FLOOR_LOOP_CONNECTIONS (default 4) per
+// loop, used in turn (PostgresNIO queues a connection's statements).
 import Foundation
 import Hummingbird
 import Logging
@@ -62,15 +70,90 @@ var configuration = PostgresClient.Configuration(
 configuration.options.maximumConnections = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
 let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
 
-let router = Router()
-router.post("**") { request, _ -> Response in
-    _ = try await request.body.collect(upTo: 1 << 20)
-    var body = prefix
-    for try await json in try await client.execute(CapturedStatement(), logger: logger) {
-        body.writeString(json ?? "null")
+if ProcessInfo.processInfo.environment["CANOPY_FLOOR_ON_LOOP"] == "1" {
+    let group = MultiThreadedEventLoopGroup.singleton
+    let perLoop = Int(ProcessInfo.processInfo.environment["CANOPY_FLOOR_LOOP_CONNECTIONS"] ?? "") ?? 4
+    var loops: [ObjectIdentifier: LoopConnections] = [:]
+    var connectionID = 0
+    for loop in group.makeIterator() {
+        var connections: [PostgresConnection] = []
+        for _ in 0..<perLoop {
+            connectionID += 1
+            connections.append(try await PostgresConnection.connect(
+                on: loop, configuration: .init(unixSocketPath: "\(arguments[2])/.s.PGSQL.\(pgPort)", username: "canopy_gateway", password: nil, database: "canopy"),
+                id: connectionID, logger: logger))
+        }
+        loops[ObjectIdentifier(loop)] = LoopConnections(loop: loop, connections: connections)
     }
-    body.writeImmutableBuffer(suffix)
-    return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
+    let byLoop = loops
+    let router = Router(context: LoopRequestContext.self)
+    router.post("**") { request, context -> Response in
+        guard let own = byLoop[ObjectIdentifier(context.eventLoop)] else { throw HTTPError(.internalServerError) }
+        return try await withTaskExecutorPreference(own.executor) {
+            _ = try await request.body.collect(upTo: 1 << 20)
+            var body = prefix
+            for try await json in try await own.next().execute(CapturedStatement(), logger: logger) {
+                body.writeString(json ?? "null")
+            }
+            body.writeImmutableBuffer(suffix)
+            return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
+        }
+    }
+    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
+    try await app.runService()
+} else {
+    let router = Router()
+    router.post("**") { request, _ -> Response in
+        _ = try await request.body.collect(upTo: 1 << 20)
+        var body = prefix
+        for try await json in try await client.execute(CapturedStatement(), logger: logger) {
+            body.writeString(json ?? "null")
+        }
+        body.writeImmutableBuffer(suffix)
+        return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
+    }
+    let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), services: [client], logger: logger)
+    try await app.runService()
 }
-let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), services: [client], logger: logger)
-try await app.runService()
+
+/// A request context that knows the event loop its socket belongs to.
+struct LoopRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let eventLoop: any EventLoop
+
+    init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.eventLoop = source.channel.eventLoop
+    }
+}
+
+/// Runs a task's jobs on one event loop: Swift concurrency's work for a
+/// request stays on the thread that owns its socket and its connections.
+final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
+    let loop: any EventLoop
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+/// One loop's database connections, handed out in turn; touched only on
+/// that loop.
+final class LoopConnections: @unchecked Sendable {
+    let executor: EventLoopTaskExecutor
+    let connections: [PostgresConnection]
+    var turn = 0
+
+    init(loop: any EventLoop, connections: [PostgresConnection]) {
+        self.executor = EventLoopTaskExecutor(loop)
+        self.connections = connections
+    }
+
+    func next() -> PostgresConnection {
+        executor.loop.preconditionInEventLoop()
+        turn = (turn + 1) % connections.count
+        return connections[turn]
+    }
+}

@@ -57,7 +57,8 @@ trigger (batch_triggers.py); printed.
 bench.py is the entry point; the rest is in common.py (paths, commands, the
 cluster), servers.py (gateway, floor), population.py and loading.py,
 drivers.py (wrk, pgbench), workloads.py, measure.py, latency.py,
-sections.py (each section's runs), speed.py (issue 39's), report.py
+sections.py (each section's runs), speed.py (issue 39's), batch_triggers.py
+(a batch's INSERT trigger by trigger, issue 51), report.py
 (BENCHMARKS.md); flamegraph.py and flamegraphs.sh draw flame graphs.
 """
 import argparse

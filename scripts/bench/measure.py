@@ -11,6 +11,19 @@ def cpu_seconds(process):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def context_switches(process):
+    """Voluntary and involuntary context switches of all a process's live
+    threads (/proc/PID/task/*/status)."""
+    total = 0
+    for status in Path(f"/proc/{process.pid}/task").glob("*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        total += sum(int(n) for n in re.findall(r"ctxt_switches:\s+(\d+)", text))
+    return total
+
+
 def peak_memory_mb(process):
     """The gateway's peak resident memory (VmHWM), in MB."""
     status = Path(f"/proc/{process.pid}/status").read_text()

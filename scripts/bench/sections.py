@@ -14,7 +14,7 @@ import common
 from common import DATA, PORT, run, say
 from drivers import run_pgbench, run_wrk
 from latency import notification_latency, push_latency
-from measure import cpu_seconds, peak_memory_mb, percentile, quiet, saved_batch_records
+from measure import context_switches, cpu_seconds, peak_memory_mb, percentile, quiet, saved_batch_records
 from servers import Gateway
 from workloads import BATCH, ceiling
 
@@ -60,9 +60,11 @@ def run_workloads(cluster, gateway, floors, workloads, options):
             ceiling_runs.append(run_pgbench(cluster, script, defines, options.clients, options.seconds, header))
             if name in floors:
                 floor = floors[name]
-                cpu_before = cpu_seconds(floor.process)
+                cpu_before, switches_before = cpu_seconds(floor.process), context_switches(floor.process)
                 floor_runs.append(run_wrk(lua, options.clients, options.seconds, environment, url=floor.url))
                 floor_cpu_runs.append((cpu_seconds(floor.process) - cpu_before) / (floor_runs[-1][0] * options.seconds))
+                switches = (context_switches(floor.process) - switches_before) / (floor_runs[-1][0] * options.seconds)
+                say(f"  floor run {run_number + 1}: {switches:.1f} context switches a request")
         median = lambda runs, i: statistics.median(r[i] for r in runs)
         if name in floors:
             floor_median = [median(floor_runs, i) for i in range(3)]

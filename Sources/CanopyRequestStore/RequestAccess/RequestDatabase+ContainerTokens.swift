@@ -9,7 +9,7 @@ extension RequestDatabase {
     /// remembered as long as a user's token is.
     public func container(ofAPIToken token: String, logger: Logger) async throws -> String? {
         guard let presented = BearerToken(parsingAPI: token) else { return nil }
-        if let cached = await containerTokens.value(for: presented.selector) {
+        if let cached = containerTokens.value(for: presented.selector) {
             return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.container : nil
         }
         let rows = try await primary.withConnection { connection in
@@ -19,7 +19,7 @@ extension RequestDatabase {
             ).collect()
         }
         guard let (container, storedHash) = try rows.first?.decode((String, Data).self) else { return nil }
-        await containerTokens.store((container, Array(storedHash)), for: presented.selector)
+        containerTokens.store((container, Array(storedHash)), for: presented.selector)
         return BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) ? container : nil
     }
 

@@ -19,7 +19,7 @@ extension RequestDatabase {
     /// a token is, so a revoked key stops working within that time.
     public func serverKey(_ keyID: String, logger: Logger) async throws -> ServerKey? {
         guard keyID.utf8.count == 64, keyID.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else { return nil }
-        if let cached = await serverKeys.value(for: keyID) { return cached }
+        if let cached = serverKeys.value(for: keyID) { return cached }
         let rows = try await primary.withConnection { connection in
             try await connection.query(
                 "SELECT container, user_id, public_key, databases FROM canopy.server_key(\(keyID)) WHERE container IS NOT NULL",
@@ -28,7 +28,7 @@ extension RequestDatabase {
         }
         guard let (container, userID, publicKey, databases) = try rows.first?.decode((String, Int64, Data, [String]).self) else { return nil }
         let key = ServerKey(container: container, userID: userID, publicKey: publicKey, databases: Set(databases))
-        await serverKeys.store(key, for: keyID)
+        serverKeys.store(key, for: keyID)
         return key
     }
 

@@ -88,7 +88,7 @@ public final class RequestDatabase: Sendable {
     /// token. The stored hash is compared here, in constant time.
     public func authenticate(token: String, logger: Logger) async throws -> Int64? {
         guard let presented = BearerToken(parsingPersonal: token) else { return nil }
-        if let cached = await tokens.value(for: presented.selector) {
+        if let cached = tokens.value(for: presented.selector) {
             return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.userID : nil
         }
         let rows = try await primary.withConnection { connection in
@@ -99,7 +99,7 @@ public final class RequestDatabase: Sendable {
         }
         let stored = try rows.first?.decode((Int64, Data).self)
         guard let (userID, storedHash) = stored else { return nil }
-        await tokens.store((userID, Array(storedHash)), for: presented.selector)
+        tokens.store((userID, Array(storedHash)), for: presented.selector)
         guard BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) else { return nil }
         // `canopy users tokens` shows when a token was last used; off the
         // request's path, and at most a write a minute (the function checks).
@@ -115,7 +115,7 @@ public final class RequestDatabase: Sendable {
     /// subject), or created with its `_defaultZone` on the first sign-in
     /// (once, however many first requests race; `canopy.sign_in`).
     public func userID(signingIn signIn: SignIn, logger: Logger) async throws -> Int64 {
-        if let cached = await signIns.value(for: signIn) { return cached }
+        if let cached = signIns.value(for: signIn) { return cached }
         let (userID, position): (Int64, WALPosition?) = try await primary.withConnection { [replicas] connection in
             let rows = try await connection.query(
                 """
@@ -128,7 +128,7 @@ public final class RequestDatabase: Sendable {
             return (id, replicas == nil ? nil : try? await ReplicaSet.position(on: connection, logger: logger))
         }
         if let replicas { replicas.noteWrite(by: userID, at: position) }
-        await signIns.store(userID, for: signIn)
+        signIns.store(userID, for: signIn)
         return userID
     }
 
