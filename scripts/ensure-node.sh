@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Makes sure Node 20 or later is installed (CanopyJS's tests run under its
-# built-in test runner, with --experimental-websocket): Debian's nodejs
-# when missing and we are root, else says what to install.
+# built-in test runner, with --experimental-websocket), and TypeScript's
+# compiler (the tests compile the declarations, `canopy schema typescript`'s
+# output and the README's examples with tsc --strict): Debian's nodejs and
+# node-typescript when missing and we are root, else says what to install.
 set -euo pipefail
 major() { node --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/'; }
-if command -v node >/dev/null 2>&1 && [ "$(major)" -ge 20 ]; then exit 0; fi
+ready() { command -v node >/dev/null 2>&1 && [ "$(major)" -ge 20 ] && command -v tsc >/dev/null 2>&1; }
+if ready; then exit 0; fi
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "==> installing nodejs from Debian's packages"
+    echo "==> installing nodejs and node-typescript from Debian's packages"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq nodejs >/dev/null
-    if [ "$(major)" -ge 20 ]; then exit 0; fi
-    echo "Debian's nodejs is $(node --version); CanopyJS's tests need Node 20 or later" >&2
+    apt-get install -y -qq nodejs node-typescript >/dev/null
+    if ready; then exit 0; fi
+    echo "Debian's nodejs is $(node --version); CanopyJS's tests need Node 20 or later and tsc" >&2
     exit 1
 fi
-echo "CanopyJS's tests need Node 20 or later (apt-get install nodejs)" >&2
+echo "CanopyJS's tests need Node 20 or later and TypeScript's tsc (apt-get install nodejs node-typescript)" >&2
 exit 1

@@ -5,7 +5,7 @@
 import type {Container} from "./container.js";
 import type {CanopyError} from "./errors.js";
 import type {LiveIterator} from "./live.js";
-import type {CanopyRecord, SavableRecord, SavePolicy, ShareLink, ZoneID, ZoneLike} from "./records.js";
+import type {CanopyRecord, RecordOf, SavableRecord, SavePolicy, ShareLink, ZoneID, ZoneLike} from "./records.js";
 import type {RequestOptions} from "./transport.js";
 import type {FieldInput} from "./values.js";
 
@@ -51,8 +51,9 @@ export interface LookupOptions extends RequestOptions {
 export type SortKey = string | {field: string; direction?: "ASC" | "DESC"};
 
 /** What query reads (API.md §5). */
-export interface QueryOptions extends RequestOptions {
-  recordType: string;
+export interface QueryOptions<T extends string = string> extends RequestOptions {
+  /** A type declared in RecordTypes (canopy schema typescript) makes the query answer typed records. */
+  recordType: T;
   /**
    * The filter expression (API.md §5), with `$name` placeholders bound by
    * `args`: e.g. `kind == $k AND at >= $from`, or for a STRING_LIST field
@@ -74,8 +75,8 @@ export interface QueryOptions extends RequestOptions {
 }
 
 /** One page of a query: its records and the cursor of the next (null: the last). */
-export interface QueryPage {
-  records: CanopyRecord[];
+export interface QueryPage<R = CanopyRecord> {
+  records: R[];
   cursor: string | null;
 }
 
@@ -84,11 +85,11 @@ export interface QueryPage {
  * `pages()` and `all()` each run the query again from its start, apart from
  * this iterator.
  */
-export interface QueryIterator extends AsyncIterableIterator<CanopyRecord> {
+export interface QueryIterator<R = CanopyRecord> extends AsyncIterableIterator<R> {
   /** The query as whole pages `{records, cursor}`. */
-  pages(options?: {signal?: AbortSignal}): AsyncIterableIterator<QueryPage>;
+  pages(options?: {signal?: AbortSignal}): AsyncIterableIterator<QueryPage<R>>;
   /** Every matching record in one array (for small results); `signal` stops it between and during pages. */
-  all(options?: {signal?: AbortSignal}): Promise<CanopyRecord[]>;
+  all(options?: {signal?: AbortSignal}): Promise<R[]>;
 }
 
 /** A record version for deleteIfUnchanged: a record as read, or its name and change tag. */
@@ -350,7 +351,7 @@ export declare class Database {
    * The records of one type matching `filter`, sorted, read by keyset
    * cursor as they are consumed. Throws TypeError at once without recordType.
    */
-  query(zone: ZoneLike, options: QueryOptions): QueryIterator;
+  query<T extends string>(zone: ZoneLike, options: QueryOptions<T>): QueryIterator<RecordOf<T>>;
   /** Saves and deletes records in one request; throws LIMIT_EXCEEDED above maximumBatchSize. */
   modify(zone: ZoneLike, options?: ModifyOptions): Promise<ModifyResult>;
   /** Saves one record; answers it as saved (new change tag), or throws its error. */

@@ -4,7 +4,7 @@
 export {Container, subscribeToWebPush} from "./container.js";
 export {Database, maximumBatchSize} from "./database.js";
 export {CanopyError, ErrorCode} from "./errors.js";
-export {CanopyRecord, ZoneID} from "./records.js";
+export {CanopyRecord, ZoneID, isRecordType} from "./records.js";
 export {SyncEngine} from "./sync-engine.js";
 export {Asset, Double, Location, Reference, parseJSON, stringifyJSON} from "./values.js";
 
@@ -25,7 +25,8 @@ export type {
 export type {CanopyErrorOptions, ErrorCodeName} from "./errors.js";
 export type {LiveIterator, WebSocketConstructor} from "./live.js";
 export type {
-  CanopyRecordJSON, CanopyRecordOptions, SavableRecord, SavePolicy, ShareLink, Stamp, StampJSON, ZoneLike,
+  CanopyRecordJSON, CanopyRecordOptions, RecordOf, RecordTypes, SavableRecord, SavePolicy, ShareLink, Stamp, StampJSON,
+  TypedRecord, ZoneLike,
 } from "./records.js";
 export type {
   ChangeTokenExpiredEvent, FailedRecordDelete, FailedRecordSave, FailedZoneChange, FetchedDatabaseChangesEvent,

@@ -5,6 +5,6 @@
 export {Container, subscribeToWebPush} from "./container.js";
 export {Database, maximumBatchSize} from "./database.js";
 export {CanopyError, ErrorCode} from "./errors.js";
-export {CanopyRecord, ZoneID} from "./records.js";
+export {CanopyRecord, ZoneID, isRecordType} from "./records.js";
 export {SyncEngine} from "./sync-engine.js";
 export {Asset, Double, Location, Reference, parseJSON, stringifyJSON} from "./values.js";

@@ -44,10 +44,10 @@ export type SavePolicy =
   | "IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS";
 
 /** What a CanopyRecord is made from; recordName and recordType are required (TypeError otherwise). */
-export interface CanopyRecordOptions {
+export interface CanopyRecordOptions<F = Fields> {
   recordName: string;
   recordType: string;
-  fields?: Fields;
+  fields?: F;
   recordChangeTag?: string | null;
   /** The parent's recordName, same zone. */
   parent?: string | null;
@@ -82,11 +82,12 @@ export interface CanopyRecordJSON {
  * concurrent change is a conflict rather than lost), its parent, and who
  * made and last changed it when.
  */
-export declare class CanopyRecord {
-  constructor(options: CanopyRecordOptions);
+export declare class CanopyRecord<F = Fields> {
+  constructor(options: CanopyRecordOptions<F>);
   recordName: string;
   recordType: string;
-  fields: Fields;
+  /** The fields by name; typed from the schema for a declared type (RecordTypes, isRecordType). */
+  fields: F;
   /** The server's version tag; null for a record never saved. */
   recordChangeTag: string | null;
   /** The parent's recordName, same zone. */
@@ -103,6 +104,28 @@ export declare class CanopyRecord {
   /** A record from what `toJSON` wrote. */
   static fromJSON(json: CanopyRecordJSON): CanopyRecord;
 }
+
+/**
+ * The record types an app declares, by name, with their fields: empty
+ * here. `canopy schema typescript` writes a file that adds each record
+ * type of a schema to it (declaration merging), after which a query of a
+ * declared type answers typed records and `isRecordType` narrows any
+ * record to one (docs/TYPESCRIPT.md).
+ */
+export interface RecordTypes {}
+
+/** A record of the declared type `T`: its recordType that name, its fields as the schema declares them. */
+export type TypedRecord<T extends keyof RecordTypes & string> = CanopyRecord<RecordTypes[T]> & {recordType: T};
+
+/** A record of type `T`: typed when `T` is declared in RecordTypes, a plain CanopyRecord otherwise. */
+export type RecordOf<T extends string> = T extends keyof RecordTypes ? TypedRecord<T> : CanopyRecord;
+
+/**
+ * Whether `record` is of the declared type `recordType`; in TypeScript it
+ * narrows the record, so that its fields have the schema's types. A check
+ * of the name only: the server keeps fields to their declared types.
+ */
+export declare function isRecordType<T extends keyof RecordTypes & string>(record: CanopyRecord<unknown>, recordType: T): record is TypedRecord<T>;
 
 /**
  * What a save accepts: a CanopyRecord or a plain object. `parent` is a

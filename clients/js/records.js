@@ -104,6 +104,14 @@ export function recordInput(record) {
   return input;
 }
 
+/**
+ * Whether `record` is of type `recordType`; in TypeScript it narrows the
+ * record to the fields a schema declares for that type (records.d.ts).
+ */
+export function isRecordType(record, recordType) {
+  return record?.recordType === recordType;
+}
+
 /** The selection of a Record; `fields(keys: $desiredKeys)` when the operation declares it. */
 export function recordSelection(withKeys = false) {
   return `recordName recordType zone { zoneName ownerName } fields${withKeys ? "(keys: $desiredKeys)" : ""} parent recordChangeTag created { timestamp userRecordName } modified { timestamp userRecordName } share { url }`;

@@ -10,6 +10,6 @@ struct Schema: AsyncParsableCommand {
             writers; export prints what the database holds, inferred types included. See \
             docs/RECORD_SCHEMAS.md.
             """,
-        subcommands: [SchemaCheck.self, SchemaApply.self, SchemaExport.self, SchemaIndexes.self]
+        subcommands: [SchemaCheck.self, SchemaApply.self, SchemaExport.self, SchemaIndexes.self, SchemaTypeScript.self]
     )
 }

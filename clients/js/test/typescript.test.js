@@ -1,0 +1,73 @@
+// Types from the schema (docs/TYPESCRIPT.md): `canopy schema typescript`
+// writes declarations for schema/app.ckdb; a program using them
+// (typescript/typed-records.ts) compiles under `tsc --strict`, runs against
+// a live gateway, and finds every value of the type its declaration says;
+// a program misreading fields (typescript/typed-records-misuse.ts) is
+// refused at exactly the lines it marks.
+
+import assert from "node:assert/strict";
+import {execFile} from "node:child_process";
+import {readFileSync} from "node:fs";
+import {join} from "node:path";
+import {after, before, test} from "node:test";
+import {pathToFileURL} from "node:url";
+import {promisify} from "node:util";
+import {LiveServer, binary} from "./harness.js";
+import {compile, project, repositoryRoot} from "./typescript.js";
+
+const run = promisify(execFile);
+const source = (name) => readFileSync(new URL(`typescript/${name}`, import.meta.url), "utf8");
+
+/** A project holding the two programs and the declarations the command wrote for schema/app.ckdb. */
+async function typedProject() {
+  const directory = project({
+    "typed-records.ts": source("typed-records.ts"),
+    "typed-records-misuse.ts": source("typed-records-misuse.ts"),
+  });
+  const {stderr} = await run(binary, ["schema", "typescript", join(repositoryRoot, "schema/app.ckdb"), "--output", join(directory, "canopy-records.d.ts")]);
+  assert.match(stderr, /canopy-records\.d\.ts: 2 record types/);
+  return directory;
+}
+
+let server;
+before(async () => { server = await LiveServer.start(); });
+after(async () => { await server?.stop(); });
+
+test("a program reading records of the schema's types compiles under --strict, and each value read is of its declared type", async () => {
+  const directory = await typedProject();
+  const compiled = await compile(directory, ["typed-records.ts", "canopy-records.d.ts"], {outDir: "out"});
+  assert.ok(compiled.ok, `tsc --strict refused it:\n${compiled.output}`);
+  const program = await import(pathToFileURL(join(directory, "out", "typed-records.js")).href);
+  const alice = await server.user("typed");
+  try {
+    const problems = await program.run(alice.container, "Typed");
+    assert.deepEqual(problems, [], "values read that are not of their declared type");
+  } finally {
+    alice.container.close();
+  }
+});
+
+test("reading a field as the wrong type, or a field the type does not declare, does not compile", async () => {
+  const directory = await typedProject();
+  const compiled = await compile(directory, ["typed-records-misuse.ts", "canopy-records.d.ts"]);
+  assert.equal(compiled.ok, false, "the misuses compiled");
+  const lines = source("typed-records-misuse.ts").split("\n");
+  const expected = lines.flatMap((line, index) => {
+    const code = line.match(/\/\/ (TS\d+):/)?.[1];
+    return code ? [`typed-records-misuse.ts(${index + 1},`, code] : [];
+  });
+  const reported = compiled.output.split("\n").filter((line) => line.includes("error TS"));
+  for (let i = 0; i < expected.length; i += 2) {
+    assert.ok(reported.some((line) => line.startsWith(expected[i]) && line.includes(`error ${expected[i + 1]}`)),
+      `tsc did not report ${expected[i + 1]} at ${expected[i]}:\n${compiled.output}`);
+  }
+  assert.equal(reported.length, expected.length / 2, `tsc reported more than the marked lines:\n${compiled.output}`);
+});
+
+test("the command refuses a broken schema with its place, and writes nothing", async () => {
+  const directory = project({"broken.ckdb": "DEFINE SCHEMA\n  RECORD TYPE Fast (\n    hours INT65\n  );\n"});
+  await assert.rejects(
+    run(binary, ["schema", "typescript", join(directory, "broken.ckdb"), "--output", join(directory, "out.d.ts")]),
+    (error) => /broken\.ckdb:3:\d+: error: .*INT65/.test(error.stderr) || assert.fail(error.stderr));
+  assert.throws(() => readFileSync(join(directory, "out.d.ts")), /ENOENT/);
+});
