@@ -35,7 +35,7 @@ public enum WebServicesFieldValue {
         guard let type else { return try inferred(value, name: name, existing: existing) }
         if type.hasSuffix("_LIST") {
             guard case .array(let items) = value else {
-                throw QueryError(.badRequest, "field \(name): a \(type) value is a list, not \(value.typeName)")
+                throw QueryError(.badRequest, "field \(name): \(Article.indefinite(type)) value is a list, not \(value.typeName)")
             }
             let element = String(type.dropLast(5))
             let elementType: FieldType? = if case .list(let inner)? = existing { inner } else { nil }
@@ -145,7 +145,7 @@ public enum WebServicesFieldValue {
     }
 
     private static func mismatch(_ name: String, _ type: String, _ value: JSONValue) -> QueryError {
-        QueryError(.badRequest, "field \(name): a \(type) value cannot be \(value.typeName)")
+        QueryError(.badRequest, "field \(name): \(Article.indefinite(type)) value cannot be \(value.typeName)")
     }
 
     /// The Location Dictionary's keys beyond latitude and longitude.

@@ -9,6 +9,13 @@ import {decodeRecord} from "./transport.js";
 import {encodeArguments} from "./values.js";
 
 const zoneSelection = "zoneName ownerName share { url }";
+/**
+ * The status of the answer that carries per-record errors: a batch's
+ * answer is a success (200) even when some of its records fail, and each
+ * record's error says so, as an error of the whole request does.
+ */
+const answered = 200;
+
 const participantSelection = "user { userRecordName name email phone } email phone role permission status isApprovedRequester dateAddedToShare";
 const shareSelection = `url title publicPermission zone { zoneName ownerName } rootRecordName
   owner { ${participantSelection} } participants { ${participantSelection} }
@@ -98,7 +105,7 @@ export class Database {
     return data.lookup.map((result) => ({
       recordName: result.recordName,
       record: result.record ? CanopyRecord.fromServer(result.record) : null,
-      error: result.error ? new CanopyError(result.error.code, result.error.message, {recordName: result.recordName}) : null,
+      error: result.error ? new CanopyError(result.error.code, result.error.message, {status: answered, recordName: result.recordName}) : null,
     }));
   }
 
@@ -167,7 +174,7 @@ export class Database {
     return {
       saved: result.saved.map((record) => CanopyRecord.fromServer(record)),
       deleted: result.deleted,
-      errors: result.errors.map((error) => errorFromGraphQL(error, {decodeRecord})),
+      errors: result.errors.map((error) => errorFromGraphQL(error, {status: answered, decodeRecord})),
     };
   }
 
@@ -194,7 +201,7 @@ export class Database {
     const data = await this.gql(`mutation($from: ZoneID!, $to: ZoneID!, $names: [String!]!, $descendants: Boolean, $parent: String) {
       moveRecords(from: $from, to: $to, recordNames: $names, withDescendants: $descendants, parent: $parent) { moved errors { ${recordErrorSelection} } } }`,
     {from: zoneVariable(from), to: zoneVariable(to), names: recordNames, descendants: withDescendants, parent}, {signal});
-    return {moved: data.moveRecords.moved, errors: data.moveRecords.errors.map((error) => errorFromGraphQL(error, {decodeRecord}))};
+    return {moved: data.moveRecords.moved, errors: data.moveRecords.errors.map((error) => errorFromGraphQL(error, {status: answered, decodeRecord}))};
   }
 
   // MARK: Change feeds

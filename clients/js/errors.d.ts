@@ -29,7 +29,7 @@ export type ErrorCodeName = (typeof ErrorCode)[keyof typeof ErrorCode];
 
 /** What a CanopyError carries beside its code and message. */
 export interface CanopyErrorOptions {
-  /** The HTTP status of the answer, when there was one. */
+  /** The HTTP status of the answer that carried the error (200 for a record's error in a batch's answer), when there was one. */
   status?: number;
   /** The server's Retry-After, in seconds. */
   retryAfter?: number;

@@ -5,7 +5,9 @@ export {Container, subscribeToWebPush} from "./container.js";
 export {Database, maximumBatchSize} from "./database.js";
 export {CanopyError, ErrorCode} from "./errors.js";
 export {CanopyRecord, ZoneID, isRecordType} from "./records.js";
+export {IndexedDBStorage, MemoryStorage} from "./storage.js";
 export {SyncEngine} from "./sync-engine.js";
+export {SyncedDatabase} from "./synced-database.js";
 export {Asset, Double, Location, Reference, parseJSON, stringifyJSON} from "./values.js";
 
 export type {
@@ -37,6 +39,8 @@ export type {
 export type {
   FetchFunction, GraphQLVariables, RequestOptions, TokenProvider, UploadBody,
 } from "./transport.js";
+export type {StorageWrite, StoredRefetch, StoredZone, SyncStorage, SyncedDatabaseSnapshot} from "./storage.js";
+export type {SyncedDatabaseOptions, SyncedSave, SyncedZone} from "./synced-database.js";
 export type {
   AssetOptions, EncodedValue, FieldInput, FieldValue, Fields, FieldsInput, LocationOptions, ReferenceAction,
 } from "./values.js";

@@ -6,5 +6,7 @@ export {Container, subscribeToWebPush} from "./container.js";
 export {Database, maximumBatchSize} from "./database.js";
 export {CanopyError, ErrorCode} from "./errors.js";
 export {CanopyRecord, ZoneID, isRecordType} from "./records.js";
+export {IndexedDBStorage, MemoryStorage} from "./storage.js";
 export {SyncEngine} from "./sync-engine.js";
+export {SyncedDatabase} from "./synced-database.js";
 export {Asset, Double, Location, Reference, parseJSON, stringifyJSON} from "./values.js";

@@ -134,7 +134,7 @@ BEGIN
                 END IF;
             ELSIF existing.record_type <> save->>'recordType' THEN
                 failure := jsonb_build_object('code', 'INVALID_ARGUMENTS',
-                    'message', format('record %s is a %s, not a %s', name, existing.record_type, save->>'recordType'));
+                    'message', format('record %s is of type %s, not %s', name, existing.record_type, save->>'recordType'));
             ELSIF policy IN ('IF_SERVER_RECORD_UNCHANGED', 'IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS')
                   AND (save->>'recordChangeTag') IS DISTINCT FROM existing.change_tag THEN
                 failure := jsonb_build_object('code', 'SERVER_RECORD_CHANGED', 'serverRecordId', existing.id,

@@ -58,7 +58,7 @@ struct AnonymousAccess: Sendable {
     /// Takes one request from `address`'s bucket, or throws 429 LIMIT_EXCEEDED.
     func takeRequest(from address: String) throws {
         guard let wait = requests.take(for: address) else { return }
-        var error = APIError(.limitExceeded, "more than \(UserLimits.format(limits.anonymousRequestsPerSecond)) requests a second (burst \(limits.anonymousBurst)) without a token from this address; slow down, or sign in",
+        var error = APIError(.limitExceeded, "more than \(UserLimits.requests(limits.anonymousRequestsPerSecond)) a second (burst \(limits.anonymousBurst)) without a token from this address; slow down, or sign in",
                              status: .tooManyRequests)
         error.retryAfter = max(1, Int(wait.inSeconds.rounded(.up)))
         throw error

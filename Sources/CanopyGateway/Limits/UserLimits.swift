@@ -22,7 +22,7 @@ final class UserLimits: Sendable {
     /// The refusal for a request over the rate: LIMIT_EXCEEDED (HTTP 429),
     /// retry after whole seconds (at least one).
     func rateError(retryingIn wait: Duration) -> APIError {
-        var error = APIError(.limitExceeded, "more than \(Self.format(limits.requestsPerSecond)) requests a second (burst \(limits.burst)) for this user; slow down",
+        var error = APIError(.limitExceeded, "more than \(Self.requests(limits.requestsPerSecond)) a second (burst \(limits.burst)) for this user; slow down",
                              status: .tooManyRequests)
         error.retryAfter = max(1, Int(wait.inSeconds.rounded(.up)))
         return error
@@ -47,6 +47,11 @@ final class UserLimits: Sendable {
 
     static func format(_ rate: Double) -> String {
         rate == rate.rounded() ? String(Int(rate)) : String(rate)
+    }
+
+    /// "1 request", "2 requests", "0.5 requests".
+    static func requests(_ rate: Double) -> String {
+        "\(format(rate)) request\(rate == 1 ? "" : "s")"
     }
 }
 

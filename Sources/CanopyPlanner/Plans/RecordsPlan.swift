@@ -297,7 +297,7 @@ public struct RecordsPlan: Sendable {
                 return SortKey(target: target, descending: direction == "DESC", origin: (latitude, longitude))
             }
             switch target.valueType {
-            case .list, .location, .bytes, .asset: throw invalid("cannot sort by \(name), a \(target.valueType)")
+            case .list, .location, .bytes, .asset: throw invalid("cannot sort by \(name), \(Article.indefinite(target.valueType.description))")
             default: return SortKey(target: target, descending: direction == "DESC")
             }
     }

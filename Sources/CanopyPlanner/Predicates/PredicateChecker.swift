@@ -107,9 +107,9 @@ public struct PredicateChecker {
                 }
                 return .init(target: target, kind: .isNil(comparison == .equal))
             }
-            if case .list = type { throw error(test.keyColumn, "\(name) is a \(type): use CONTAINS") }
+            if case .list = type { throw error(test.keyColumn, "\(name) is \(Article.indefinite(type.description)): use CONTAINS") }
             if [.boolean, .reference].contains(type), comparison != .equal && comparison != .notEqual {
-                throw error(test.keyColumn, "\(name) is a \(type): compare it with == or !=")
+                throw error(test.keyColumn, "\(name) is \(Article.indefinite(type.description)): compare it with == or !=")
             }
             if [.createdBy, .modifiedBy].contains(target), comparison != .equal && comparison != .notEqual {
                 throw error(test.keyColumn, "\(name) is compared with == or !=")
@@ -124,7 +124,7 @@ public struct PredicateChecker {
                 try scalar(try resolve(high), for: type, name: name, column: high.column)
             ))
         case .in(let operand):
-            if case .list = type { throw error(test.keyColumn, "\(name) is a \(type): use CONTAINS") }
+            if case .list = type { throw error(test.keyColumn, "\(name) is \(Article.indefinite(type.description)): use CONTAINS") }
             guard case .array(let items) = try resolve(operand) else {
                 throw error(operand.column, "IN takes a list")
             }

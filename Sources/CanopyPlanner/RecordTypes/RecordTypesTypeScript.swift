@@ -31,14 +31,14 @@ public enum RecordTypesTypeScript {
         var taken = Set<String>()
         let named = recordTypes.map { (recordType: $0, name: identifier($0.name, taken: &taken)) }
         for (recordType, name) in named {
-            out += "\n/** The fields of a \(recordType.name) record, as CanopyJS reads them; each is absent when the record has no value. */\n"
+            out += "\n/** The fields of a record of type \(recordType.name), as CanopyJS reads them; each is absent when the record has no value. */\n"
             out += "export interface \(name)Fields {\n"
             for field in recordType.fields where !field.isSystemField {
                 out += "  /** \(describe(field.schema)) */\n"
                 out += "  \(property(field.name))?: \(typeScript(field.schema.type));\n"
             }
             out += "}\n"
-            out += "\n/** A \(recordType.name) record. */\n"
+            out += "\n/** A record of type \(recordType.name). */\n"
             out += "export type \(name) = TypedRecord<\(quoted(recordType.name))>;\n"
         }
         out += "\ndeclare module \(quoted(module)) {\n"

@@ -23,6 +23,9 @@ const directory = fileURLToPath(new URL("..", import.meta.url));
 const internalMembers = {
   Database: ["gql", "requireScope", "transport"],
   LiveConnection: ["end", "open", "receive", "closed", "send", "failAll", "setConnected"],
+  IndexedDBStorage: ["open"],
+  SyncedDatabase: ["recordToSave", "handleEvent", "take", "underEdits", "refused", "refetch", "persist", "takeWrite", "key",
+    "zoneEntry", "dropZone", "forgetEdits", "report", "changed"],
   SyncEngine: ["queueRecord", "changed", "emit", "stateUpdate", "exclusive", "retrying", "fetchNow", "fetchZone",
     "sendNow", "sendZones", "sendBatch", "settle", "listen", "report", "canonicalKey", "recordKey", "canonicalRecord",
     "setReachable", "automaticSend", "scheduleResume", "syncNow", "watchSurroundings", "pendingAmong", "fetchZoneInRanges", "readRanges"],

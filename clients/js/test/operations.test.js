@@ -94,6 +94,7 @@ describe("zones and records", () => {
     assert.deepEqual(results[0].record.fields, {a: 1});
     assert.equal(results[1].record, null);
     assert.equal(results[1].error.code, ErrorCode.UNKNOWN_ITEM);
+    assert.equal(results[1].error.status, 200, "a name's error has the status of the answer that carried it");
     await rejectsWith(db.fetchRecord(zone, "missing"), ErrorCode.UNKNOWN_ITEM);
     await rejectsWith(bob.container.privateDatabase.fetchRecord(new ZoneID(zone, alice.userRecordName), "r1"), ErrorCode.ZONE_NOT_FOUND);
   });
@@ -150,6 +151,7 @@ describe("zones and records", () => {
     const conflict = stale.errors[0];
     assert.ok(conflict instanceof CanopyError);
     assert.equal(conflict.code, ErrorCode.SERVER_RECORD_CHANGED);
+    assert.equal(conflict.status, 200, "a record's error has the status of the batch's answer, as a zone's error does");
     assert.equal(conflict.recordName, "doc");
     assert.ok(conflict.serverRecord instanceof CanopyRecord);
     assert.equal(conflict.serverRecord.fields.text, "two");

@@ -1,0 +1,125 @@
+// SyncedDatabase (synced-database.js) with its Node adapter, FileStorage,
+// against a live gateway: an edit made offline is stored with the queue
+// and sent by the next process that opens the file; two devices editing
+// different fields of one record both keep theirs; a write the storage
+// refuses is reported and its records go with the next; forget removes the
+// file; a file that is not one is refused by name. The randomized fault run
+// (fault.test.js) drives it too: every device there is a SyncedDatabase
+// stored by FileStorage, killed at chosen moments.
+
+import assert from "node:assert/strict";
+import {existsSync, mkdtempSync, readFileSync, writeFileSync} from "node:fs";
+import {tmpdir} from "node:os";
+import {join} from "node:path";
+import {after, before, test} from "node:test";
+import {Container, MemoryStorage, SyncedDatabase} from "../index.js";
+import {FileStorage} from "../file-storage.js";
+import {LiveServer, eventually, freePort} from "./harness.js";
+
+let server;
+before(async () => { server = await LiveServer.start(); });
+after(async () => { await server?.stop(); });
+
+const folder = () => mkdtempSync(join(tmpdir(), "canopy-synced-"));
+
+/** A container whose server is not there: every request fails as a network failure. */
+async function offline(token) {
+  return new Container({baseURL: `http://127.0.0.1:${await freePort()}`, token, requestTimeout: 2_000});
+}
+
+test("an edit made offline is stored with the queue, and the next process to open the file shows it and sends it", async () => {
+  const alice = await server.user("offline");
+  await alice.container.privateDatabase.saveZone("Notes");
+  const file = join(folder(), "alice", "private.json");
+  const away = await offline(alice.token);
+  const first = await SyncedDatabase.open({database: away.privateDatabase, storage: new FileStorage(file), automaticallySync: false});
+  await first.save("Notes", {recordName: "n1", recordType: "Note", fields: {text: "written offline", words: 2}});
+  assert.equal(first.pendingCount, 1);
+  await first.close();
+  away.close();
+
+  const stored = JSON.parse(readFileSync(file, "utf8"));
+  assert.equal(stored.records.Notes.n1.fields.text, "written offline", "the record is in the file");
+  assert.deepEqual(stored.state.pendingRecordChanges.map((change) => change.recordName), ["n1"], "with the queue, in the same file");
+  assert.deepEqual(stored.edits.Notes.n1.sort(), ["text", "words"]);
+
+  const second = await SyncedDatabase.open({database: alice.container.privateDatabase, storage: new FileStorage(file)});
+  assert.equal(second.record("Notes", "n1")?.fields.text, "written offline", "shown at once, before any request");
+  await eventually(async () => {
+    try { return (await alice.container.privateDatabase.fetchRecord("Notes", "n1")).fields.text === "written offline"; } catch { return false; }
+  }, 30, "the edit on the server");
+  await eventually(() => second.pendingCount === 0 && JSON.parse(readFileSync(file, "utf8")).state.pendingRecordChanges.length === 0, 30, "nothing waiting, stored");
+  await eventually(() => second.record("Notes", "n1")?.recordChangeTag, 30, "the saved change tag in the copy");
+  assert.deepEqual(JSON.parse(readFileSync(file, "utf8")).edits, {}, "no edit is remembered once the server has it");
+  await second.close();
+  alice.container.close();
+});
+
+test("two devices editing different fields of one record at once both keep their field", async () => {
+  const alice = await server.user("merge");
+  await alice.container.privateDatabase.saveZone("Lists");
+  const phone = await SyncedDatabase.open({database: alice.container.privateDatabase, storage: new MemoryStorage()});
+  const laptopContainer = new Container({baseURL: server.baseURL, token: alice.token, WebSocket: globalThis.WebSocket});
+  const laptop = await SyncedDatabase.open({database: laptopContainer.privateDatabase, storage: new MemoryStorage()});
+  await phone.save("Lists", {recordName: "milk", recordType: "Item", fields: {title: "Milk", done: false}});
+  await eventually(() => laptop.record("Lists", "milk")?.fields.title === "Milk", 30, "the laptop to hear of the item");
+
+  await Promise.all([
+    phone.save("Lists", {recordName: "milk", fields: {title: "Oat milk"}}),
+    laptop.save("Lists", {recordName: "milk", fields: {done: true}}),
+  ]);
+  await eventually(async () => {
+    const record = await alice.container.privateDatabase.fetchRecord("Lists", "milk");
+    return record.fields.title === "Oat milk" && record.fields.done === true;
+  }, 30, "both fields on the server");
+  for (const [name, device] of [["phone", phone], ["laptop", laptop]]) {
+    await eventually(() => {
+      const record = device.record("Lists", "milk");
+      return record?.fields.title === "Oat milk" && record.fields.done === true && !device.hasPendingChanges;
+    }, 30, `the ${name}'s copy to hold both fields`);
+  }
+  await Promise.all([phone.close(), laptop.close()]);
+  laptopContainer.close();
+  alice.container.close();
+});
+
+test("a write the storage refuses is reported, and its records go with the next write", async () => {
+  const alice = await server.user("refused");
+  const storage = new MemoryStorage();
+  const write = storage.write.bind(storage);
+  let refuse = true;
+  storage.write = async (change) => {
+    if (refuse) { refuse = false; throw new Error("the disk is full"); }
+    return write(change);
+  };
+  const errors = [];
+  const away = await offline(alice.token);
+  const synced = await SyncedDatabase.open({database: away.privateDatabase, storage, automaticallySync: false, onError: (error) => errors.push(error)});
+  await synced.save("Notes", {recordName: "first", recordType: "Note", fields: {text: "one"}});
+  await eventually(() => errors.some((error) => String(error?.message).includes("the disk is full")), 10, "the refusal reported");
+  await synced.save("Notes", {recordName: "second", recordType: "Note", fields: {text: "two"}});
+  const kept = await storage.load();
+  assert.deepEqual(Object.keys(kept.records.Notes).sort(), ["first", "second"], "the refused write's record went with the next");
+  assert.deepEqual(kept.state.pendingRecordChanges.map((change) => change.recordName).sort(), ["first", "second"]);
+  await synced.close();
+  away.close();
+  alice.container.close();
+});
+
+test("forget removes the file; a file that is not a SyncedDatabase's is refused by its path", async () => {
+  const alice = await server.user("forget");
+  const file = join(folder(), "copy.json");
+  const away = await offline(alice.token);
+  const synced = await SyncedDatabase.open({database: away.privateDatabase, storage: new FileStorage(file), automaticallySync: false});
+  await synced.save("Notes", {recordName: "n", recordType: "Note", fields: {text: "x"}});
+  assert.ok(existsSync(file));
+  await synced.forget();
+  assert.ok(!existsSync(file), "forget removed the file");
+
+  writeFileSync(file, "{not json");
+  await assert.rejects(SyncedDatabase.open({database: away.privateDatabase, storage: new FileStorage(file)}),
+    (error) => error.message.includes(file) && error.message.includes("not a SyncedDatabase file"));
+  await assert.rejects(SyncedDatabase.open({database: away.privateDatabase, storage: {}}), TypeError);
+  away.close();
+  alice.container.close();
+});
