@@ -45,7 +45,7 @@ test: postgres
 	# The whole-story browser suites on their own (the console's, and a CloudKit
 	# web app signing in through it): two Chromiums take both
 	# cores, which would stretch the timing bounds of the suites above.
-	scripts/swift-test.sh --filter "WebConsoleTests|ConsoleSignInTests|WebServicesStoryTests|TodoWebExampleTests"
+	scripts/swift-test.sh --filter "WebConsoleTests|ConsoleSignInTests|CanopyJSSignInTests|WebServicesStoryTests|TodoWebExampleTests"
 	# Again alone, where the 100 ms notification bound and the 5 s
 	# closing of a revoked token's socket are asserted.
 	CANOPY_STRICT_LATENCY=1 scripts/swift-test.sh --filter "SubscriptionTests/toldAtOnce|TokenRevocationTests/revokedOverWebSocket"

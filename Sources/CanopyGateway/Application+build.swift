@@ -58,6 +58,7 @@ public func buildApplication(
         database: database, configuration: configuration, authenticator: authenticator, recordSchemas: recordSchemas, assetURLs: assetURLs
     ).register(on: router)
     InvitationPageController(database: database, configuration: configuration).register(on: router)
+    SignInProvidersController(providers: configuration.signInProviders).register(on: router)
     if let webServices = configuration.webServices {
         WebServicesController(
             settings: webServices, database: database, configuration: configuration, authenticator: authenticator,

@@ -90,6 +90,12 @@ final class IdentityProviderProcess: Sendable {
     /// The provider's browser sign-in page (`GET /authorize`).
     var authorizationURL: String { "http://127.0.0.1:\(controlPort)/authorize" }
 
+    /// The provider's token endpoint (`POST /token`: the code flow with PKCE, refresh tokens).
+    var tokenURL: String { "http://127.0.0.1:\(controlPort)/token" }
+
+    /// Where the control endpoints are (`/authorizations`, `/token-requests`).
+    var controlURL: String { "http://127.0.0.1:\(controlPort)" }
+
     /// Who `/authorize` signs in from now on: the id token's claims (besides aud, iat, exp, nonce).
     func signInAs(_ claims: [String: Any]) async throws {
         _ = try await control("/sign-in-as", ["claims": claims])

@@ -55,6 +55,18 @@ struct AuthConfigurationTests {
         let signIn = try #require(try AuthConfiguration.load(path: path).providers[0].signIn)
         #expect(signIn == BrowserSignIn(authorizationURL: "https://accounts.google.com/o/oauth2/v2/auth", clientID: "123.apps.googleusercontent.com",
                                         scope: "openid email profile", label: "Sign in with google"))
+        #expect(signIn.tokenURL == nil, "without tokenURL: the implicit flow")
+    }
+
+    @Test("a signIn block with tokenURL asks for the code flow with PKCE")
+    func browserSignInWithCodeFlow() throws {
+        let folder = try Folder()
+        let path = try folder.write("auth.json", """
+            {"providers": [{"name": "sso", "issuer": "https://sso.example.com", "audiences": ["spa"], "jwksURL": "https://sso.example.com/keys",
+              "signIn": {"authorizationURL": "https://sso.example.com/authorize", "tokenURL": "https://sso.example.com/oauth/token", "clientID": "spa"}}]}
+            """)
+        let signIn = try #require(try AuthConfiguration.load(path: path).providers[0].signIn)
+        #expect(signIn.tokenURL == "https://sso.example.com/oauth/token")
     }
 
     @Test("each fault names the file, the provider and what is wrong")
@@ -83,6 +95,7 @@ struct AuthConfigurationTests {
             (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"authorizationURL": "https://sso.example.com/auth", "clientID": "other"}}]}"#, "provider 'staff': signIn: clientID other must be one of the provider's audiences"),
             (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"authorizationURL": "http://sso.example.com/auth", "clientID": "canopy"}}]}"#, "signIn: authorizationURL http://sso.example.com/auth must be https"),
             (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"clientID": "canopy"}}]}"#, "signIn needs \"authorizationURL\""),
+            (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"authorizationURL": "https://sso.example.com/auth", "tokenURL": "http://sso.example.com/token", "clientID": "canopy"}}]}"#, "signIn: tokenURL must be the provider's token endpoint, https (http only on loopback)"),
             (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"authorizationURL": "https://sso.example.com/auth", "clientID": "canopy", "secret": "x"}}]}"#, "signIn: unknown key 'secret'"),
             (#"{"providers": [{\#(provider), "jwksURL": "https://a/k", "signIn": {"authorizationURL": "https://sso.example.com/auth", "clientID": "canopy", "scope": "email"}}]}"#, "signIn: scope must include openid"),
         ]

@@ -9,11 +9,22 @@ Apple, Google or any OIDC issuer does. Two HTTP servers:
   signed token; POST /rotate {"keys": [...]} changes which keys the JWKS
   holds; POST /stop-jwks closes the key server (the provider is down);
   GET /fetches answers how many times /jwks was fetched;
-  GET /authorize is the provider's sign-in page for browsers (OpenID
-  Connect's implicit flow, response_type=id_token): it signs in, at once,
-  the person POST /sign-in-as {"claims": {...}} named, and redirects to
-  redirect_uri with #id_token=...&state=...; GET /authorizations answers
-  the query parameters each /authorize was called with.
+  GET /authorize is the provider's sign-in page for browsers: it signs
+  in, at once, the person POST /sign-in-as {"claims": {...}} named, and
+  redirects to redirect_uri. With response_type=id_token (the implicit
+  flow) the id token is in the fragment (#id_token=...&state=...); with
+  response_type=code (the authorization code flow, PKCE required:
+  code_challenge with code_challenge_method=S256) a one-time code is in
+  the query (?code=...&state=...). GET /authorizations answers the query
+  parameters each /authorize was called with.
+  POST /token is the token endpoint, for public clients (form-encoded, CORS
+  open as such providers' are): grant_type=authorization_code with code,
+  redirect_uri, client_id and code_verifier (whose SHA-256 must be the
+  challenge) answers {id_token, refresh_token, token_type, expires_in};
+  grant_type=refresh_token answers a new id token (no nonce) and a new
+  refresh token, the old one spent. POST /revoke-refresh-tokens spends
+  every refresh token (the person signed out at the provider); GET
+  /token-requests answers each /token call's grant_type.
 
 Keys: "rsa1", "rsa2" (RSA 2048, RS256) and "ec1" (P-256, ES256). Special
 signing modes for the refusal tests: "none" (alg none, no signature),
@@ -28,6 +39,7 @@ import base64
 import hashlib
 import hmac
 import json
+import secrets
 import sys
 import threading
 import time
@@ -43,7 +55,7 @@ KEYS = {
     "rsa2": ("RS256", rsa.generate_private_key(public_exponent=65537, key_size=2048)),
     "ec1": ("ES256", ec.generate_private_key(ec.SECP256R1())),
 }
-state = {"published": ["rsa1"], "fetches": 0, "signInAs": None, "authorizations": []}
+state = {"published": ["rsa1"], "fetches": 0, "signInAs": None, "authorizations": [], "codes": {}, "refreshTokens": {}, "tokenRequests": []}
 lock = threading.Lock()
 
 
@@ -117,6 +129,9 @@ class Control(BaseHTTPRequestHandler):
         elif path == "/authorizations":
             with lock:
                 self.answer({"authorizations": state["authorizations"]})
+        elif path == "/token-requests":
+            with lock:
+                self.answer({"requests": state["tokenRequests"]})
         elif path == "/authorize":
             self.authorize({key: values[0] for key, values in urllib.parse.parse_qs(query).items()})
         else:
@@ -126,23 +141,91 @@ class Control(BaseHTTPRequestHandler):
         with lock:
             state["authorizations"].append(parameters)
             person = state["signInAs"]
-        if parameters.get("response_type") != "id_token" or not parameters.get("redirect_uri") or person is None:
-            self.send_error(400, "response_type=id_token, a redirect_uri and POST /sign-in-as first")
+        flow = parameters.get("response_type")
+        if flow not in ("id_token", "code") or not parameters.get("redirect_uri") or person is None:
+            self.send_error(400, "response_type=id_token or code, a redirect_uri and POST /sign-in-as first")
+            return
+        if flow == "code" and (parameters.get("code_challenge_method") != "S256" or len(parameters.get("code_challenge", "")) != 43):
+            self.send_error(400, "the code flow needs PKCE: code_challenge (43 characters) with code_challenge_method=S256")
             return
         now = int(time.time())
         claims = {"aud": parameters.get("client_id"), "iat": now, "exp": now + 600, **person}
         if "nonce" in parameters:
             claims["nonce"] = parameters["nonce"]
-        fragment = urllib.parse.urlencode({"id_token": mint("rsa1", claims, {}), "state": parameters.get("state", "")})
+        if flow == "code":
+            code = secrets.token_urlsafe(24)
+            with lock:
+                state["codes"][code] = {"claims": claims, "challenge": parameters["code_challenge"],
+                                        "redirect_uri": parameters["redirect_uri"], "client_id": parameters.get("client_id")}
+            separator = "&" if "?" in parameters["redirect_uri"] else "?"
+            location = parameters["redirect_uri"] + separator + urllib.parse.urlencode({"code": code, "state": parameters.get("state", "")})
+        else:
+            location = parameters["redirect_uri"] + "#" + urllib.parse.urlencode({"id_token": mint("rsa1", claims, {}), "state": parameters.get("state", "")})
         self.send_response(302)
-        self.send_header("Location", parameters["redirect_uri"] + "#" + fragment)
+        self.send_header("Location", location)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
+    def cross_origin(self):
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.send_header("Access-Control-Allow-Headers", "Content-Type")
+        self.send_header("Access-Control-Allow-Methods", "POST, OPTIONS")
+
+    def do_OPTIONS(self):
+        self.send_response(204)
+        self.cross_origin()
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def token_answer(self, status, value):
+        body = json.dumps(value).encode()
+        self.send_response(status)
+        self.cross_origin()
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def token(self, form):
+        grant = form.get("grant_type")
+        with lock:
+            state["tokenRequests"].append(grant)
+            if grant == "authorization_code":
+                issued = state["codes"].pop(form.get("code", ""), None)
+                if issued is None:
+                    return self.token_answer(400, {"error": "invalid_grant", "error_description": "unknown or spent code"})
+                verifier = form.get("code_verifier", "")
+                if b64url(hashlib.sha256(verifier.encode()).digest()) != issued["challenge"]:
+                    return self.token_answer(400, {"error": "invalid_grant", "error_description": "code_verifier does not match the challenge"})
+                if form.get("redirect_uri") != issued["redirect_uri"] or form.get("client_id") != issued["client_id"]:
+                    return self.token_answer(400, {"error": "invalid_grant", "error_description": "redirect_uri or client_id differs from the authorization's"})
+                claims = issued["claims"]
+            elif grant == "refresh_token":
+                claims = state["refreshTokens"].pop(form.get("refresh_token", ""), None)
+                if claims is None:
+                    return self.token_answer(400, {"error": "invalid_grant", "error_description": "unknown or spent refresh token"})
+                now = int(time.time())
+                claims = {key: value for key, value in claims.items() if key != "nonce"}
+                claims.update({"iat": now, "exp": now + 600})
+            else:
+                return self.token_answer(400, {"error": "unsupported_grant_type"})
+            refresh = secrets.token_urlsafe(24)
+            state["refreshTokens"][refresh] = claims
+        self.token_answer(200, {"id_token": mint("rsa1", claims, {}), "refresh_token": refresh, "token_type": "Bearer", "expires_in": 600})
+
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
-        request = json.loads(self.rfile.read(length) or b"{}")
-        if self.path == "/mint":
+        raw = self.rfile.read(length)
+        if self.path == "/token":
+            self.token({key: values[0] for key, values in urllib.parse.parse_qs(raw.decode()).items()})
+            return
+        request = json.loads(raw or b"{}")
+        if self.path == "/revoke-refresh-tokens":
+            with lock:
+                state["refreshTokens"].clear()
+            self.answer({"revoked": True})
+        elif self.path == "/mint":
             self.answer({"token": mint(request["key"], request.get("claims", {}), request.get("header", {}))})
         elif self.path == "/rotate":
             with lock:

@@ -3,6 +3,7 @@
 
 import type {AcceptanceStatus, Database, DatabaseScope, ParticipantRole, Permission, UserIdentity} from "./database.js";
 import type {LiveConnection, WebSocketConstructor} from "./live.js";
+import type {Auth, AuthChangeEvent, AuthOptions, Session, SignInOptions, SignInProvider} from "./auth.js";
 import type {CanopyRecord, ZoneID} from "./records.js";
 import type {FetchFunction, GraphQLVariables, RequestOptions, TokenProvider, Transport, UploadBody} from "./transport.js";
 import type {Asset} from "./values.js";
@@ -19,8 +20,12 @@ export interface ContainerOptions {
   /**
    * Asked for a token; asked again with refresh: true after the server
    * answers 401 (an expired sign-in), and the request is sent once more.
+   * Without token or tokenProvider the container uses the session of
+   * signIn (and reads the public database as nobody before one).
    */
   tokenProvider?: TokenProvider | null;
+  /** Where the signIn session is kept (default localStorage in browsers, memory in Node). */
+  auth?: AuthOptions;
   /** The fetch to use (default the global one). */
   fetch?: FetchFunction;
   /** The WebSocket class to use (default the global one; Node 20 has it with --experimental-websocket). */
@@ -156,6 +161,21 @@ export declare class Container {
   readonly publicDatabase: Database;
   /** The gateway's URL without a trailing slash. */
   get baseURL(): string;
+
+  /** Signing in with the gateway's providers, and the session (made at first use). */
+  get auth(): Auth;
+  /** The signed-in session, or null. */
+  get session(): Session | null;
+  /** The providers the gateway offers to sign in with (GET /auth/providers). */
+  signInProviders(options?: {signal?: AbortSignal}): Promise<SignInProvider[]>;
+  /** Signs in with a provider, by redirect (never settles: the page leaves) or popup (the session). */
+  signIn(options?: SignInOptions): Promise<Session>;
+  /** On the page a redirect sign-in came back to: the session, or null when there is nothing to finish. */
+  completeSignIn(href?: string): Promise<Session | null>;
+  /** Revokes the session's token and forgets it. */
+  signOut(): Promise<void>;
+  /** Calls `callback(event, session)` on sign-in changes, INITIAL_SESSION first; answers a function that stops it. */
+  onAuthChange(callback: (event: AuthChangeEvent, session: Session | null, detail: {reason?: string}) => void): () => void;
 
   /** The database of a scope; TypeError for another. */
   database(scope: DatabaseScope): Database;

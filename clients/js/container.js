@@ -3,6 +3,7 @@
 // shares opened by URL, assets, push devices, tokens.
 
 import {CanopyError, ErrorCode} from "./errors.js";
+import {Auth} from "./auth.js";
 import {Database} from "./database.js";
 import {LiveConnection} from "./live.js";
 import {CanopyRecord, ZoneID, recordSelection} from "./records.js";
@@ -24,14 +25,20 @@ export class Container {
    * token: a Canopy token; or tokenProvider: ({refresh}) => token (or a
    * promise), asked again with refresh: true after the server answers 401
    * (an expired sign-in), and the request is sent once more. Neither: the
-   * container reads the public database as nobody.
+   * container uses the session of `signIn` (container.auth), and without
+   * one reads the public database as nobody. auth: the session's options
+   * ({storage: "local" | "session" | "memory" | a Storage, key}).
    * fetch, WebSocket: the implementations to use (default the global ones;
    * Node 20 has WebSocket with --experimental-websocket). requestTimeout:
    * milliseconds a request may go unanswered before it fails as
    * NETWORK_FAILURE (default 60 000; 0: never).
    */
-  constructor({baseURL, token, tokenProvider, fetch, WebSocket, requestTimeout} = {}) {
-    this.transport = new Transport({baseURL, token, tokenProvider, fetch, requestTimeout});
+  constructor({baseURL, token, tokenProvider, fetch, WebSocket, requestTimeout, auth} = {}) {
+    const signedInBySession = (token === undefined || token === null) && !tokenProvider;
+    this.authOptions = auth ?? {};
+    this.authState = null;
+    this.transport = new Transport({baseURL, token, fetch, requestTimeout,
+      tokenProvider: signedInBySession ? ({refresh}) => (refresh ? this.auth.refresh() : this.auth.session?.token ?? null) : tokenProvider});
     this.live = new LiveConnection(this.transport, WebSocket ?? globalThis.WebSocket);
     this.privateDatabase = new Database(this, "PRIVATE");
     this.sharedDatabase = new Database(this, "SHARED");
@@ -39,6 +46,30 @@ export class Container {
   }
 
   get baseURL() { return this.transport.baseURL; }
+
+  /** Signing in with the gateway's providers, and the session (auth.js); made at first use. */
+  get auth() {
+    this.authState ??= new Auth(this, this.authOptions);
+    return this.authState;
+  }
+
+  /** The signed-in session ({token, prefix, provider, user, signedInAt}), or null. */
+  get session() { return this.auth.session; }
+
+  /** The providers the gateway offers to sign in with (GET /auth/providers). */
+  signInProviders(options) { return this.auth.providers(options); }
+
+  /** Signs in with a provider, by redirect (default) or popup (`CloudKit.setUpAuth`'s sign-in). */
+  signIn(options) { return this.auth.signIn(options); }
+
+  /** On the page a redirect sign-in came back to: finishes it (the session), or null when there is nothing to finish. */
+  completeSignIn(href) { return this.auth.completeSignIn(href); }
+
+  /** Revokes the session's token and forgets it. */
+  signOut() { return this.auth.signOut(); }
+
+  /** Calls `callback(event, session)` on sign-in changes; answers a function that stops it. */
+  onAuthChange(callback) { return this.auth.onAuthChange(callback); }
 
   /** The database of a scope: "PRIVATE", "SHARED" or "PUBLIC". */
   database(scope) {

@@ -1,6 +1,7 @@
 // Types of index.js (CanopyJS): the same values it exports, and the types
 // an app names when it uses them.
 
+export {Auth} from "./auth.js";
 export {Container, subscribeToWebPush} from "./container.js";
 export {Database, maximumBatchSize} from "./database.js";
 export {CanopyError, ErrorCode} from "./errors.js";
@@ -10,6 +11,7 @@ export {SyncEngine} from "./sync-engine.js";
 export {SyncedDatabase} from "./synced-database.js";
 export {Asset, Double, Location, Reference, parseJSON, stringifyJSON} from "./values.js";
 
+export type {AuthChangeEvent, AuthOptions, Session, SessionStorageChoice, SignInOptions, SignInProvider} from "./auth.js";
 export type {
   APNsEnvironment, ContainerOptions, Device, DeviceKind, DeviceRegistration, DiscoverUserQuery, IssuedToken,
   PushRegistrationLike, RecordTypeInfo, ShareMetadata, ShareMetadataOptions, TokenForm, UploadAssetOptions,

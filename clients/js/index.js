@@ -2,6 +2,7 @@
 // like CloudKit JS and CanopyKit. Plain ES modules, no build step, no
 // dependency; types in the .d.ts files beside them.
 
+export {Auth} from "./auth.js";
 export {Container, subscribeToWebPush} from "./container.js";
 export {Database, maximumBatchSize} from "./database.js";
 export {CanopyError, ErrorCode} from "./errors.js";

@@ -17,13 +17,7 @@ struct ConsoleController {
     init(files: ConsoleFiles, providers: [IdentityProvider], transport: ConsoleTransport) {
         self.files = files
         self.transport = transport
-        let list: [[String: String]] = providers.compactMap { provider in
-            provider.signIn.map { signIn in
-                ["name": provider.name, "label": signIn.label, "authorizationURL": signIn.authorizationURL, "clientID": signIn.clientID, "scope": signIn.scope]
-            }
-        }
-        let data = (try? JSONSerialization.data(withJSONObject: ["providers": list], options: [.sortedKeys])) ?? Data(#"{"providers":[]}"#.utf8)
-        signIn = ByteBuffer(bytes: data)
+        signIn = SignInProvidersController.list(providers)
     }
 
     func register(on router: Router<CanopyRequestContext>) {

@@ -24,6 +24,7 @@ const internalMembers = {
   Database: ["gql", "requireScope", "transport"],
   LiveConnection: ["end", "open", "receive", "closed", "send", "failAll", "setConnected"],
   IndexedDBStorage: ["open"],
+  Auth: ["emit", "signInWithPopup", "finish", "exchange", "call", "trade", "refreshOnce", "revoke", "end", "read", "store"],
   SyncedDatabase: ["recordToSave", "handleEvent", "take", "underEdits", "refused", "refetch", "persist", "takeWrite", "key",
     "zoneEntry", "dropZone", "forgetEdits", "report", "changed"],
   SyncEngine: ["queueRecord", "changed", "emit", "stateUpdate", "exclusive", "retrying", "fetchNow", "fetchZone",

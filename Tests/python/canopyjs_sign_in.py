@@ -1,0 +1,160 @@
+"""CanopyJS's sign-in (issue 52, item 1) in a real headless Chromium.
+
+A page on another origin than the gateway's (clients/js/test/browser/
+sign-in.html) imports CanopyJS from the gateway and signs in with the test
+provider (identity_provider.py: the code flow with PKCE, a token endpoint
+with refresh tokens):
+
+1. by redirect: to the provider, back with a code, exchanged with the
+   verifier, traded for a Canopy token; the code leaves the address bar;
+2. the session survives a reload (INITIAL_SESSION) and the server accepts it;
+3. the server stops accepting the token (revoked behind the page's back):
+   the next call renews the session through the refresh token
+   (TOKEN_REFRESHED) and succeeds;
+4. sign-out revokes the token (the server refuses it afterwards);
+5. by popup: the provider in a popup, the page signed in without leaving;
+6. an answer this tab did not ask for (a forged state) is refused.
+
+usage: canopyjs_sign_in.py PAGE_URL GATEWAY_URL PROVIDER_CONTROL_URL ARTIFACT_DIR
+Prints "CanopyJS sign-in passed" at the end.
+"""
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+page, gateway, control, artifacts = sys.argv[1:5]
+os.makedirs(artifacts, exist_ok=True)
+
+options = Options()
+options.binary_location = "/usr/bin/chromium"
+for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1000,800"):
+    options.add_argument(argument)
+driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+step = [0]
+
+
+def shot(name):
+    step[0] += 1
+    driver.save_screenshot(os.path.join(artifacts, f"{step[0]:02d}-{name}.png"))
+
+
+def wait(condition, what, seconds=15):
+    try:
+        # The page navigates (to the provider and back): an element may vanish between looks.
+        return WebDriverWait(driver, seconds, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(lambda _: condition())
+    except TimeoutException:
+        shot("failed")
+        body = driver.find_element(By.TAG_NAME, "body").text[:1500]
+        raise AssertionError(f"timed out waiting for {what}; at {driver.current_url}: {body!r}")
+
+
+def events():
+    return json.loads(driver.find_element(By.ID, "events").text or "[]")
+
+
+def text(element_id):
+    return driver.find_element(By.ID, element_id).text
+
+
+def graphql(token, query, variables=None):
+    request = urllib.request.Request(gateway + "/graphql", data=json.dumps({"query": query, "variables": variables or {}}).encode(),
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def provider(path):
+    with urllib.request.urlopen(control + path, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def session():
+    raw = driver.execute_script("return localStorage.getItem(arguments[0])", f"canopy.session:{gateway}")
+    return json.loads(raw) if raw else None
+
+
+def ready():
+    wait(lambda: driver.execute_script("return document.body.dataset.ready") == "true", "the page to load CanopyJS")
+
+
+try:
+    # 1. By redirect.
+    driver.get(f"{page}?gateway={gateway}")
+    ready()
+    assert [e["event"] for e in events()] == ["INITIAL_SESSION"] and events()[0]["name"] is None, events()
+    shot("signed-out")
+    driver.find_element(By.ID, "redirect").click()
+    wait(lambda: "signed in as Olivia" in text("who"), "signed in as Olivia after the provider's redirect")
+    assert "code=" not in driver.current_url and "state=" not in driver.current_url, f"the code left the address bar: {driver.current_url}"
+    assert driver.current_url == f"{page}?gateway={gateway}", driver.current_url
+    assert [e["event"] for e in events()] == ["INITIAL_SESSION", "SIGNED_IN"], events()
+    first = session()
+    assert first["token"].startswith("cnp_") and first["refreshToken"], "a Canopy token and the provider's refresh token are kept"
+    assert first["user"]["email"] == "olivia@example.com", first
+    authorization = provider("/authorizations")["authorizations"][-1]
+    assert authorization["response_type"] == "code" and authorization["code_challenge_method"] == "S256", authorization
+    assert len(authorization["nonce"]) == 64, "the provider gets the nonce's SHA-256, never the nonce"
+    assert provider("/token-requests")["requests"] == ["authorization_code"], provider("/token-requests")
+    shot("signed-in-by-redirect")
+
+    # 2. A reload keeps the session; the server accepts it.
+    driver.refresh()
+    ready()
+    assert events() == [{"event": "INITIAL_SESSION", "name": "Olivia", "reason": None}], events()
+    driver.find_element(By.ID, "whoami").click()
+    wait(lambda: text("who") == "the server says Olivia", "the server to answer who is signed in")
+
+    # 3. The token is refused from now on: the next call renews the session and succeeds.
+    status, body = graphql(first["token"], "mutation($p: String!) { revokeToken(prefix: $p) }", {"p": first["prefix"]})
+    assert status == 200 and body["data"]["revokeToken"] is True, body
+    wait(lambda: graphql(first["token"], "{ me { name } }")[0] == 401, "the gateway to refuse the revoked token (its cache lets go)", seconds=30)
+    driver.find_element(By.ID, "whoami").click()
+    wait(lambda: any(e["event"] == "TOKEN_REFRESHED" for e in events()), "TOKEN_REFRESHED")
+    wait(lambda: text("who") == "the server says Olivia", "the call to succeed with the renewed token")
+    renewed = session()
+    assert renewed["token"] != first["token"] and renewed["prefix"] != first["prefix"], "a new Canopy token"
+    assert provider("/token-requests")["requests"] == ["authorization_code", "refresh_token"], provider("/token-requests")
+    assert graphql(renewed["token"], "{ me { name } }")[0] == 200
+    shot("token-refreshed")
+
+    # 4. Sign-out revokes the token.
+    driver.find_element(By.ID, "sign-out").click()
+    wait(lambda: events()[-1]["event"] == "SIGNED_OUT", "SIGNED_OUT")
+    assert session() is None and text("who") == "signed out"
+    # Revoked, not just forgotten: refused once the gateway's token cache lets go (it would keep accepting a live one).
+    wait(lambda: graphql(renewed["token"], "{ me { name } }")[0] == 401, "the server to refuse the signed-out token", seconds=30)
+    shot("signed-out-again")
+
+    # 5. By popup: the page never leaves.
+    before = driver.current_url
+    driver.find_element(By.ID, "popup").click()
+    wait(lambda: "signed in as Olivia" in text("who"), "signed in as Olivia through the popup")
+    assert driver.current_url == before, driver.current_url
+    wait(lambda: len(driver.window_handles) == 1, "the popup to close")
+    assert events()[-1]["event"] == "SIGNED_IN", events()
+    assert graphql(session()["token"], "{ me { name } }")[0] == 200
+    shot("signed-in-by-popup")
+    driver.find_element(By.ID, "sign-out").click()
+    wait(lambda: session() is None, "signed out")
+
+    # 6. An answer this tab did not start is refused, and signs nobody in.
+    driver.get(f"{page}?code=stolen&state=forged")
+    ready()
+    wait(lambda: "not started here" in text("problem"), "the forged answer refused")
+    assert session() is None and "code=" not in driver.current_url
+    shot("forged-answer-refused")
+    print("CanopyJS sign-in passed")
+finally:
+    driver.quit()

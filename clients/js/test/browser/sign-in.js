@@ -1,0 +1,35 @@
+// The test page's script: CanopyJS from the gateway (?gateway=…, kept for
+// the way back from the provider), every auth event listed in #events as
+// JSON, each button one call.
+
+const given = new URLSearchParams(location.search).get("gateway");
+if (given) localStorage.setItem("test:gateway", given);
+const gateway = localStorage.getItem("test:gateway");
+const {Container} = await import(`${gateway}/js/index.js`);
+const container = new Container({baseURL: gateway});
+const events = [];
+const $ = (id) => document.getElementById(id);
+const show = () => {
+  $("events").textContent = JSON.stringify(events);
+  $("who").textContent = container.session ? `signed in as ${container.session.user?.name}` : "signed out";
+};
+const problem = (error) => { $("problem").textContent = `${error.code ?? ""} ${error.message}`; };
+
+container.onAuthChange((event, session, detail) => {
+  events.push({event, name: session?.user?.name ?? null, reason: detail.reason ?? null});
+  show();
+});
+$("redirect").onclick = () => container.signIn({provider: "idp"}).catch(problem);
+$("popup").onclick = () => container.signIn({provider: "idp", mode: "popup"}).catch(problem);
+$("whoami").onclick = async () => {
+  $("who").textContent = "asking the server";
+  try { $("who").textContent = `the server says ${(await container.currentUser()).name}`; } catch (error) { problem(error); }
+};
+$("sign-out").onclick = () => container.signOut().catch(problem);
+try {
+  await container.completeSignIn();
+} catch (error) {
+  problem(error);
+}
+show();
+document.body.dataset.ready = "true";
