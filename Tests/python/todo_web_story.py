@@ -5,10 +5,14 @@ Selenium), two people in two browser sessions, against a live `canopy
 serve` started with --cors-origin APP_URL, the app served from APP_URL (any
 static server; another origin than the gateway's):
 
-1. Alice signs in with her token, creates a list, adds, renames and deletes
-   items, shares the list with Bob's email and reads the share URL from
-   the share sheet;
-2. Bob signs in, accepts by pasting the URL and sees the items;
+0. The sign-in page, signed out: the server's provider offered;
+1. Alice signs in with the provider (identity_provider.py: the code flow
+   with PKCE, a real signed id token), sees the empty states, creates a
+   list, adds, renames and deletes items, shares the list with Bob's email
+   (can edit), and copies the share link with the sheet's Copy button;
+2. Bob signs in with the provider, opens the link under "Shared with me"
+   and sees the items and whose list it is; Alice's sheet then shows him
+   as joined;
 3. Alice adds an item and Bob sees it appear without a reload; Bob ticks
    one and Alice sees it the same way;
 4. Bob goes offline (Chrome's network emulation: navigator.onLine false,
@@ -22,8 +26,8 @@ static server; another origin than the gateway's):
    wins, field by field);
 6. Both pages registered the service worker (sw.js);
 7. Bob renames an item offline and closes the page; opened again online,
-   the app starts signed in, from its stored copy and queue, and sends the
-   rename, which Alice sees;
+   the app starts signed in (the session kept), from its copy and queue
+   in IndexedDB, and sends the rename, which Alice sees;
 8. Bob's gateway goes away for 70 seconds, longer than every retry (Bob's
    page reaches the gateway through a TCP proxy on loopback that this
    script runs; it refuses and cuts every connection, as a crashed gateway
@@ -34,7 +38,7 @@ static server; another origin than the gateway's):
 
 A screenshot of every step goes to ARTIFACT_DIR.
 
-usage: todo_web_story.py GATEWAY_URL APP_URL ALICE_TOKEN BOB_TOKEN BOB_EMAIL ARTIFACT_DIR
+usage: todo_web_story.py GATEWAY_URL APP_URL PROVIDER_CONTROL_URL BOB_EMAIL ARTIFACT_DIR
 Exits non-zero, saying which step failed, on any failure.
 """
 import json
@@ -55,8 +59,10 @@ from selenium.webdriver.common.keys import Keys
 import console_browser
 from console_browser import click, text_appears, visible, wait
 
-gateway, app_url, alice_token, bob_token, bob_email, artifacts = sys.argv[1:7]
+gateway, app_url, provider_control, bob_email, artifacts = sys.argv[1:6]
 gateway = gateway.rstrip("/")
+app_origin = app_url.rstrip("/")
+ISSUER = "https://idp.canopy.test"
 console_browser.use_artifacts(artifacts)
 LIST = "Groceries"
 step_number = 0
@@ -215,13 +221,59 @@ def add_item(driver, title):
     field.send_keys(title + Keys.ENTER)
 
 
-def sign_in(driver, token, via=None):
-    driver.get(app_url)
-    field = visible(driver, "#sign-in input[name=gateway]", "the sign-in form")
+def provider_signs_in(subject, name, email):
+    """Who the test provider signs in at its next /authorize."""
+    claims = {"iss": ISSUER, "sub": subject, "email": email, "email_verified": True, "name": name}
+    request = urllib.request.Request(f"{provider_control}/sign-in-as", data=json.dumps({"claims": claims}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=10).read()
+
+
+def use_gateway(driver, url):
+    """The sign-in page's Server setting (the app remembers it)."""
+    # Opened already when the default server did not answer.
+    if not driver.find_element(By.ID, "server-setting").get_attribute("open"):
+        click(driver, "#server-setting summary", "the Server setting")
+    field = visible(driver, "#gateway-form input[name=gateway]", "the server's address")
     field.clear()
-    field.send_keys(via or gateway)
-    driver.find_element(By.CSS_SELECTOR, "#sign-in input[name=token]").send_keys(token + Keys.ENTER)
-    visible(driver, "#app", "the lists after signing in")
+    field.send_keys(url + Keys.ENTER)
+    text_appears(driver, "#gateway-shown", url, "the server in use")
+    wait(driver, lambda d: not d.find_element(By.ID, "message").is_displayed(), "the page to load CanopyJS from the server")
+
+
+def sign_in(driver, subject, name, email, via=None, screenshot=None):
+    """Signs in with the server's provider, as a person would: the button, the provider, back."""
+    driver.get(app_url)
+    visible(driver, "#sign-in", "the sign-in page")
+    use_gateway(driver, via or gateway)
+    button = visible(driver, "#providers button[data-provider=idp]", "the provider's button")
+    assert button.text == "Sign in with Test IdP", button.text
+    if screenshot:
+        step(driver, screenshot)
+    provider_signs_in(subject, name, email)
+    button.click()
+    visible(driver, "#app", "the lists after signing in with the provider")
+    assert "code=" not in driver.current_url, f"the code left the address bar: {driver.current_url}"
+    text_appears(driver, "#who", name, "who is signed in")
+
+
+def token_of(driver, via=None):
+    """The Canopy token the page's session holds (to check the server with it)."""
+    raw = driver.execute_script("return localStorage.getItem(arguments[0])", f"canopy.session:{via or gateway}")
+    assert raw, "the session is kept in localStorage"
+    return json.loads(raw)["token"]
+
+
+def stored_queue(driver, database_name):
+    """The pending record changes a SyncedDatabase keeps in IndexedDB."""
+    return driver.execute_async_script("""const [name, done] = arguments;
+        const request = indexedDB.open(name);
+        request.onerror = () => done(null);
+        request.onsuccess = () => {
+          const get = request.result.transaction("meta").objectStore("meta").get("meta");
+          get.onsuccess = () => { done(get.result?.state?.pendingRecordChanges ?? null); request.result.close(); };
+          get.onerror = () => done(null);
+        };""", database_name)
 
 
 def open_list(driver, scope):
@@ -252,11 +304,17 @@ bob = browser()
 # Bob's page reaches the gateway through this proxy, which step 8 takes away.
 bobs_gateway = GatewayProxy(gateway)
 try:
-    # 1. Alice signs in, makes a list, adds, renames and deletes items, shares it.
-    sign_in(alice, alice_token)
-    step(alice, "alice-signed-in")
+    # 0-1. Alice signs in with the provider, makes a list, adds, renames and deletes items, shares it.
+    sign_in(alice, "alice-1", "Alice", "alice@example.com", screenshot="sign-in-page")
+    alice_token = token_of(alice)
+    assert alice.find_element(By.ID, "own-empty").is_displayed() and alice.find_element(By.ID, "shared-empty").is_displayed(), "the empty lists say so"
+    assert alice.find_element(By.ID, "no-list").is_displayed(), "no list chosen: the page says what to do"
+    step(alice, "alice-signed-in-empty")
     visible(alice, "#new-list input[name=title]").send_keys(LIST + Keys.ENTER)
     text_appears(alice, "#list-title", LIST, "the new list")
+    assert alice.find_element(By.ID, "items-empty").is_displayed(), "an empty list says so"
+    assert alice.switch_to.active_element.get_attribute("name") == "title", "the new item's field has the focus"
+    text_appears(alice, "#list-people", "Only you", "an unshared list says so")
     for title in ("Milk", "Eggs", "Cake"):
         add_item(alice, title)
     shows(alice, [("Milk", False), ("Eggs", False), ("Cake", False)], "Alice's three items")
@@ -273,21 +331,43 @@ try:
 
     click(alice, "#share", "the Share button")
     visible(alice, "#share-sheet", "the share sheet")
+    text_appears(alice, "#share-people", "Nobody yet", "the sheet's empty state")
+    assert alice.find_element(By.ID, "copy-link").get_attribute("disabled") is not None, "no link to copy before sharing"
+    permission = alice.find_element(By.CSS_SELECTOR, "#share-form select[name=permission]")
+    assert [o.get_attribute("value") for o in permission.find_elements(By.TAG_NAME, "option")] == ["READ_WRITE", "READ_ONLY"], "edit or view"
+    assert permission.get_attribute("value") == "READ_WRITE", "edit is the default"
     visible(alice, "#share-form input[name=email]").send_keys(bob_email + Keys.ENTER)
     wait(alice, lambda d: d.find_element(By.ID, "share-url").get_attribute("value").startswith(gateway + "/share/"), "the share URL")
-    text_appears(alice, "#share-people", "Shared with", "the person shared with")
+    text_appears(alice, "#share-people", bob_email, "the person invited")
+    text_appears(alice, "#share-people", "can edit", "with the permission chosen")
+    text_appears(alice, "#share-people", "invited", "not joined yet")
     share_url = alice.find_element(By.ID, "share-url").get_attribute("value")
+    alice.execute_cdp_cmd("Browser.grantPermissions", {"origin": app_origin, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]})
+    click(alice, "#copy-link", "Copy")
+    text_appears(alice, "#copied", "Link copied.", "the copy confirmed")
+    copied = alice.execute_async_script("const done = arguments[0]; navigator.clipboard.readText().then(done, (error) => done('failed: ' + error));")
+    assert copied == share_url, f"the clipboard holds the link: {copied!r}"
     step(alice, "alice-shared-the-list")
-    click(alice, "#close-share", "Done")
+    alice.find_element(By.ID, "share-sheet").send_keys(Keys.ESCAPE)
+    wait(alice, lambda d: not d.find_element(By.ID, "share-sheet").is_displayed(), "Escape to close the sheet")
+    text_appears(alice, "#list-people", "Shared with", "the list says it is shared")
 
-    # 2. Bob signs in, accepts by URL, sees the items.
-    sign_in(bob, bob_token, via=bobs_gateway.url)
+    # 2. Bob signs in with the provider, opens the link, sees the items and whose list it is.
+    sign_in(bob, "bob-1", "Bob", bob_email, via=bobs_gateway.url)
+    bob_token = token_of(bob, via=bobs_gateway.url)
     visible(bob, "#accept-share input[name=url]").send_keys(share_url + Keys.ENTER)
     text_appears(bob, "#list-title", LIST, "the accepted list")
+    text_appears(bob, "#list-people", "Alice’s list · you can edit it", "whose list it is")
+    text_appears(bob, "#shared-lists", "Alice’s", "the owner beside the list's name")
     shows(bob, [("Milk", False), ("Free-range eggs", False)], "the shared items for Bob")
     assert bob.find_elements(By.CSS_SELECTOR, f"#shared-lists button[data-zone$='{LIST}']"), "the list is under Shared with me"
     assert not bob.find_element(By.ID, "share").is_displayed(), "only the owner shares"
     step(bob, "bob-accepted")
+    click(alice, "#share", "the Share button again")
+    text_appears(alice, "#share-people", "Bob", "Bob by name, once he joined")
+    text_appears(alice, "#share-people", "joined", "Bob joined")
+    step(alice, "alice-sees-bob-joined")
+    click(alice, "#close-share", "Done")
 
     # 3. Live, both ways, no reload.
     for driver in (alice, bob):
@@ -331,8 +411,9 @@ try:
     assert not received, f"offline, Bob's open WebSocket still received {len(received)} frames"
     assert "Tea" not in [title for title, _ in items(bob)], "offline, Bob's page got Alice's new item"
     assert status(bob)[1] == 2, f"Bob's two changes still wait: {status(bob)}"
-    stored = json.loads(bob.execute_script("return JSON.stringify(Object.entries(localStorage).filter(([key]) => key.endsWith(':shared')).map(([, value]) => JSON.parse(value).state.pendingRecordChanges))"))
-    assert [len(pending) for pending in stored] == [2], f"the queue is kept in localStorage: {stored}"
+    bob_user = api(bob_token, "{ me { userRecordName } }")["me"]["userRecordName"]
+    stored = stored_queue(bob, f"todo:{bobs_gateway.url}:{bob_user}:shared")
+    assert stored is not None and len(stored) == 2, f"the queue is kept in IndexedDB with the copy: {stored}"
     step(bob, "bob-offline-edits", offline=True)
 
     # 5. Back online: both of Bob's changes reach Alice, hers reach him; the item both changed has her title and his tick.
@@ -371,7 +452,7 @@ try:
     bob.delete_network_conditions()
     assert "Decaf" not in server_items(zone), f"the rename was not sent before the page closed: {server_items(zone)}"
     bob.get(app_url)
-    visible(bob, "#app", "Bob signed in again from the stored token")
+    visible(bob, "#app", "Bob signed in again from the kept session")
     open_list(bob, "shared")
     shows(bob, renamed, "Bob's list from the stored copy")
     shows(alice, renamed, "the rename queued before the page closed, in Alice's page", 30)

@@ -17,6 +17,8 @@ public enum RecordTypesTypeScript {
     ///   - source: where the schema came from, named in the file's header.
     public static func declarations(_ document: RecordTypesDocument, module: String = "@canopy/client", source: String) -> String {
         let recordTypes = document.recordTypes.sorted { $0.name < $1.name }
+        let used = Set(recordTypes.flatMap { $0.fields.filter { !$0.isSystemField }.flatMap { importedNames($0.schema.type) } })
+        let importList = (["Asset", "Location", "Reference"].filter(used.contains).map { "\($0) as \(imports[$0]!)" } + ["TypedRecord"]).joined(separator: ", ")
         var out = """
             // Record types of \(source), for CanopyJS. Written by
             // `canopy schema typescript`: write it again when the schema changes
@@ -25,7 +27,7 @@ public enum RecordTypesTypeScript {
             // declared type answers typed records; `isRecordType(record, "Name")`
             // narrows any other record (docs/TYPESCRIPT.md).
 
-            import type {Asset as CanopyAsset, Location as CanopyLocation, Reference as CanopyReference, TypedRecord} from \(quoted(module));
+            import type {\(importList)} from \(quoted(module));
 
             """
         var taken = Set<String>()
@@ -65,6 +67,17 @@ public enum RecordTypesTypeScript {
         case .list(let element):
             let inner = typeScript(element)
             return inner.contains(" ") ? "Array<\(inner)>" : "\(inner)[]"
+        }
+    }
+
+    /// The CanopyJS classes a field's type names.
+    static func importedNames(_ type: FieldType) -> [String] {
+        switch type {
+        case .reference: return ["Reference"]
+        case .location: return ["Location"]
+        case .asset: return ["Asset"]
+        case .list(let element): return importedNames(element)
+        default: return []
         }
     }
 

@@ -46,6 +46,7 @@ struct SchemaTypeScript: AsyncParsableCommand {
         } catch {
             throw ValidationError("cannot write \(output): \(error.localizedDescription)")
         }
-        FileHandle.standardError.write(Data("\(output): \(document.recordTypes.count) record types\n".utf8))
+        let count = document.recordTypes.count
+        FileHandle.standardError.write(Data("\(output): \(count) record type\(count == 1 ? "" : "s")\n".utf8))
     }
 }

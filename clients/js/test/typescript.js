@@ -28,6 +28,17 @@ export function project(files) {
   return directory;
 }
 
+/** Compiles a project by its tsconfig.json (`tsc -p directory`); answers {ok, output}. */
+export async function compileProject(directory) {
+  try {
+    const {stdout, stderr} = await run(tsc, ["-p", directory]);
+    return {ok: true, output: stdout + stderr};
+  } catch (error) {
+    if (error.code === "ENOENT") throw new Error(`${tsc} is not installed (apt-get install node-typescript; scripts/ensure-node.sh does)`);
+    return {ok: false, output: `${error.stdout ?? ""}${error.stderr ?? ""}`};
+  }
+}
+
 /**
  * Compiles `names` in `directory` (--noEmit unless `outDir`); answers
  * {ok, output}, output being tsc's diagnostics. Throws when tsc is missing.

@@ -13,7 +13,7 @@ import {after, before, test} from "node:test";
 import {pathToFileURL} from "node:url";
 import {promisify} from "node:util";
 import {LiveServer, binary} from "./harness.js";
-import {compile, project, repositoryRoot} from "./typescript.js";
+import {compile, compileProject, project, repositoryRoot} from "./typescript.js";
 
 const run = promisify(execFile);
 const source = (name) => readFileSync(new URL(`typescript/${name}`, import.meta.url), "utf8");
@@ -25,7 +25,7 @@ async function typedProject() {
     "typed-records-misuse.ts": source("typed-records-misuse.ts"),
   });
   const {stderr} = await run(binary, ["schema", "typescript", join(repositoryRoot, "schema/app.ckdb"), "--output", join(directory, "canopy-records.d.ts")]);
-  assert.match(stderr, /canopy-records\.d\.ts: 2 record types/);
+  assert.match(stderr, /canopy-records\.d\.ts: 2 record types\n/);
   return directory;
 }
 
@@ -70,4 +70,13 @@ test("the command refuses a broken schema with its place, and writes nothing", a
     run(binary, ["schema", "typescript", join(directory, "broken.ckdb"), "--output", join(directory, "out.d.ts")]),
     (error) => /broken\.ckdb:3:\d+: error: .*INT65/.test(error.stderr) || assert.fail(error.stderr));
   assert.throws(() => readFileSync(join(directory, "out.d.ts")), /ENOENT/);
+});
+
+test("the example app (Examples/TodoWeb) compiles under tsc --strict with its schema's declarations, and those are what the command writes", async () => {
+  const example = join(repositoryRoot, "Examples/TodoWeb");
+  const {stdout} = await run(binary, ["schema", "typescript", join(example, "schema.ckdb")]);
+  assert.equal(readFileSync(join(example, "canopy-records.d.ts"), "utf8"), stdout,
+    "Examples/TodoWeb/canopy-records.d.ts is stale: canopy schema typescript Examples/TodoWeb/schema.ckdb -o Examples/TodoWeb/canopy-records.d.ts");
+  const compiled = await compileProject(example);
+  assert.ok(compiled.ok, `tsc -p Examples/TodoWeb refused the app:\n${compiled.output}`);
 });
