@@ -6,24 +6,15 @@
 // deny, block, unblock), the share's activity log, and administrators
 // managing people from the sheet as the owner does (but for the title, the
 // link and stopping sharing, which stay the owner's). Every change is one
-// mutation; the sheet then reads the share again, so it shows what the
-// server holds.
+// call of CanopyJS's (saveShare, setParticipant, removeParticipant,
+// decideAccessRequest, shareActivity); the sheet then reads the share
+// again, so it shows what the server holds.
 
 import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
-import {database, gql, describe} from "./canopy.js";
+import {container, database, describe} from "./canopy.js";
 
-const SHARE = `query Share($scope: DatabaseScope!, $zone: ZoneID!, $root: String) {
-  share(scope: $scope, zone: $zone, rootRecordName: $root) {
-    url title publicPermission rootRecordName allowsAccessRequests
-    owner { user { userRecordName name } }
-    participants { user { userRecordName name email phone } email phone role permission status isApprovedRequester dateAddedToShare }
-    accessRequests { user { userRecordName name email phone } status requestedAt }
-  }
-}`;
-
-const ACTIVITY = `query Activity($scope: DatabaseScope!, $zone: ZoneID!, $root: String, $after: String) {
-  share(scope: $scope, zone: $zone, rootRecordName: $root) { activity(after: $after, limit: 20) { entries { event actor subject detail at } cursor } }
-}`;
+/** Entries of the activity log shown at a time. */
+const ACTIVITY_PAGE = 20;
 
 const EVENT_WORDS = {
   SHARE_CREATED: "shared it", SHARE_DELETED: "stopped sharing", ZONE_DELETED: "deleted the zone", ROOT_DELETED: "deleted the shared record",
@@ -44,20 +35,16 @@ const PERMISSION_WORDS = {READ_ONLY: "Can view", READ_WRITE: "Can edit"};
 export async function accessTo(scope, zone) {
   // The public database has no shares: its types' grants decide (public.js).
   if (scope === "PUBLIC") return {owner: false, canWrite: null, share: null, isPublic: true};
-  const {share} = await gql(SHARE, {scope, zone, root: null});
+  const share = await database(scope).share(zone);
   if (scope === "PRIVATE") return {owner: true, canWrite: true, share};
   if (!share) {
     // Record-rooted shares only: make sure the zone is there for the caller.
-    await gql("query($zone: ZoneID!) { zoneChanges(scope: SHARED, zone: $zone, limit: 1) { token } }", {zone});
+    await database("SHARED").zoneChanges(zone, {limit: 1});
     return {owner: false, canWrite: null, share: null};
   }
-  const {shareMetadata} = await gql(METADATA, {url: share.url});
-  return {owner: false, canWrite: shareMetadata.permission === "READ_WRITE", role: shareMetadata.role, share, ownerDisplayName: shareMetadata.ownerDisplayName};
+  const metadata = await container.shareMetadata(share.url);
+  return {owner: false, canWrite: metadata.permission === "READ_WRITE", role: metadata.role, share, ownerDisplayName: metadata.ownerDisplayName};
 }
-
-const METADATA = "query($url: String!) { shareMetadata(url: $url) { permission role ownerDisplayName } }";
-const PARENT = `query($zone: ZoneID!, $names: [String!]!) { lookup(scope: SHARED, zone: $zone, recordNames: $names) {
-  record { recordName parent share { url } } } }`;
 
 /**
  * What the person may do with one record of a zone shared record by
@@ -70,11 +57,12 @@ export async function recordAccess(zone, record) {
   while (current && !seen.has(current.recordName) && seen.size < 64) {
     seen.add(current.recordName);
     if (current.share?.url) {
-      const {shareMetadata} = await gql(METADATA, {url: current.share.url});
-      return {canWrite: shareMetadata.permission === "READ_WRITE", rootRecordName: current.recordName, ownerDisplayName: shareMetadata.ownerDisplayName};
+      const metadata = await container.shareMetadata(current.share.url);
+      return {canWrite: metadata.permission === "READ_WRITE", rootRecordName: current.recordName, ownerDisplayName: metadata.ownerDisplayName};
     }
     if (!current.parent) break;
-    current = (await gql(PARENT, {zone, names: [current.parent]})).lookup[0]?.record;
+    const [result] = await database("SHARED").lookup(zone, [current.parent], {desiredKeys: []});
+    current = result?.record;
   }
   return {canWrite: false, rootRecordName: null};
 }
@@ -105,8 +93,10 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
 
   const owner = scope === "PRIVATE";
   const target = rootRecordName ? `the record ${rootRecordName}` : `the zone ${zone.zoneName}`;
-  // An administrator names the owner in every change (ownerName).
-  const names = {zoneName: zone.zoneName, root: rootRecordName, owner: owner ? null : zone.ownerName};
+  // An administrator names the owner in every change (the zone's ownerName).
+  const zoneID = {zoneName: zone.zoneName, ownerName: owner ? null : zone.ownerName};
+  const shares = database(owner ? "PRIVATE" : "SHARED");
+  const options = {rootRecordName};
 
   async function run(work, done) {
     replace(feedback);
@@ -129,7 +119,7 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
   async function load() {
     let share;
     try {
-      share = (await gql(SHARE, {scope, zone, root: rootRecordName})).share;
+      share = await database(scope).share(zone, {rootRecordName});
     } catch (error) {
       replace(body, message("error", describe(error)));
       return;
@@ -144,9 +134,8 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
     if (!share) {
       heading.textContent = `Share ${target}`;
       const start = h("button", {type: "button", class: "primary", id: "start-sharing"}, "Share");
-      start.addEventListener("click", () => run(() => gql(
-        "mutation($zoneName: String!, $root: String, $title: String) { saveShare(zoneName: $zoneName, rootRecordName: $root, title: $title) { url } }",
-        {...names, title: title.value.trim() || null}), "Shared. Now invite people or turn the link on."));
+      start.addEventListener("click", () => run(() => shares.saveShare(zoneID, {...options, title: title.value.trim() || null}),
+        "Shared. Now invite people or turn the link on."));
       replace(body,
         h("p", {}, `${rootRecordName ? "This record and the records under it are" : "This zone is"} not shared yet. Sharing makes a link you control; nobody can open it until you invite them or turn the link on.`),
         labelled("Title", title, "What invited people see, e.g. “Family recipes”."),
@@ -155,9 +144,7 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
     }
     heading.textContent = administrator ? `People of “${share.title ?? zone.zoneName}”` : `Share “${share.title ?? zone.zoneName}”`;
     const saveTitle = h("button", {type: "button", id: "save-title"}, "Save title");
-    saveTitle.addEventListener("click", () => run(() => gql(
-      "mutation($zoneName: String!, $root: String, $title: String, $public: Permission) { saveShare(zoneName: $zoneName, rootRecordName: $root, title: $title, publicPermission: $public) { url } }",
-      {...names, title: title.value.trim() || null, public: share.publicPermission}), "Title saved"));
+    saveTitle.addEventListener("click", () => run(() => shares.saveShare(zoneID, {...options, title: title.value.trim() || null}), "Title saved"));
 
     const people = share.participants.filter((participant) => participant.role !== "OWNER");
     const list = h("ul", {class: "people", id: "participants"}, people.length ? people.map((participant) => {
@@ -165,17 +152,15 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
       // An administrator manages invited people (PRIVATE_USER), not other administrators.
       const locked = participant.role === "PUBLIC_USER" || (administrator && participant.role !== "PRIVATE_USER");
       const permission = permissionSelect(participant.permission, `Permission of ${who}`, {disabled: locked});
-      permission.addEventListener("change", () => run(() => gql(
-        "mutation($zoneName: String!, $root: String, $participant: ParticipantInput!, $owner: String) { setParticipant(zoneName: $zoneName, rootRecordName: $root, participant: $participant, ownerName: $owner) { url } }",
-        {...names, participant: {...identify(participant), permission: permission.value, role: participant.role === "ADMINISTRATOR" ? "ADMINISTRATOR" : "PRIVATE_USER"}}),
+      permission.addEventListener("change", () => run(() => shares.setParticipant(zoneID,
+        {...identify(participant), permission: permission.value, role: participant.role === "ADMINISTRATOR" ? "ADMINISTRATOR" : "PRIVATE_USER"}, options),
         `${who} ${permission.value === "READ_WRITE" ? "can edit" : "can view"} now`));
       // An invitation not yet accepted is removed by the contact it was sent to: email or phone.
       const removable = !locked || participant.role === "PUBLIC_USER" && !administrator;
       const remove = h("button", {type: "button", class: "danger small", disabled: !removable, "aria-label": `Remove ${who}`}, "Remove");
-      remove.addEventListener("click", () => run(() => gql(
-        "mutation($zoneName: String!, $root: String, $user: String, $email: String, $phone: String, $owner: String) { removeParticipant(zoneName: $zoneName, rootRecordName: $root, userRecordName: $user, email: $email, phone: $phone, ownerName: $owner) { url } }",
-        {...names, user: participant.user?.userRecordName ?? null, email: participant.user ? null : participant.email ?? null,
-         phone: participant.user || participant.email ? null : participant.phone ?? null}), `${who} removed`));
+      remove.addEventListener("click", () => run(() => shares.removeParticipant(zoneID, {
+        userRecordName: participant.user?.userRecordName ?? null, email: participant.user ? null : participant.email ?? null,
+        phone: participant.user || participant.email ? null : participant.phone ?? null}, options), `${who} removed`));
       const how = participant.status === "PENDING" ? "invited" : participant.role === "PUBLIC_USER" ? "joined by link"
         : participant.isApprovedRequester ? "asked and was approved" : participant.role === "ADMINISTRATOR" ? "administrator" : "accepted";
       return h("li", {dataset: {person: who}},
@@ -192,21 +177,18 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
       const value = contact.value.trim();
       if (!value) { replace(feedback, message("error", "Type an email address or a phone number to invite.")); contact.focus(); return; }
       const participant = value.includes("@") ? {email: value} : {phone: value};
-      run(() => gql(
-        "mutation($zoneName: String!, $root: String, $participant: ParticipantInput!, $owner: String) { setParticipant(zoneName: $zoneName, rootRecordName: $root, participant: $participant, ownerName: $owner) { url } }",
-        {...names, participant: {...participant, permission: invitePermission.value}}), `${value} invited. Send them the link.`);
+      run(() => shares.setParticipant(zoneID, {...participant, permission: invitePermission.value}, options), `${value} invited. Send them the link.`);
     });
 
     const link = permissionSelect(share.publicPermission, "Who can open the link", {includeNone: true});
     link.id = "public-permission";
-    link.addEventListener("change", () => run(() => gql(
-      "mutation($zoneName: String!, $root: String, $title: String, $public: Permission) { saveShare(zoneName: $zoneName, rootRecordName: $root, title: $title, publicPermission: $public) { url } }",
-      {...names, title: share.title, public: link.value}), link.value === "NONE" ? "Link turned off: only invited people can open it" : "Anyone with the link can open it now"));
+    link.addEventListener("change", () => run(() => shares.saveShare(zoneID, {...options, publicPermission: link.value}),
+      link.value === "NONE" ? "Link turned off: only invited people can open it" : "Anyone with the link can open it now"));
 
     const stop = h("button", {type: "button", class: "danger", id: "stop-sharing"}, "Stop sharing");
     stop.addEventListener("click", async () => {
       if (!confirm(`Stop sharing ${target}? Everyone else loses access at once.`)) return;
-      await run(() => database("PRIVATE").deleteShare(names.zoneName, {rootRecordName: names.root}), "Sharing stopped");
+      await run(() => shares.deleteShare(zoneID, options), "Sharing stopped");
     });
 
     const requests = requestsSection(share);
@@ -219,9 +201,8 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
       return;
     }
     const allow = h("input", {type: "checkbox", id: "allow-requests", checked: share.allowsAccessRequests});
-    allow.addEventListener("change", () => run(() => gql(
-      "mutation($zoneName: String!, $root: String, $allow: Boolean) { saveShare(zoneName: $zoneName, rootRecordName: $root, allowsAccessRequests: $allow) { url } }",
-      {...names, allow: allow.checked}), allow.checked ? "People with the link may now ask for access" : "Nobody can ask for access now"));
+    allow.addEventListener("change", () => run(() => shares.saveShare(zoneID, {...options, allowsAccessRequests: allow.checked}),
+      allow.checked ? "People with the link may now ask for access" : "Nobody can ask for access now"));
     replace(body,
       h("div", {class: "inline-form"}, labelled("Title", title), saveTitle),
       h("h3", {}, "People"), list, invite,
@@ -244,20 +225,17 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
       section.append(h("p", {class: "muted"}, share.allowsAccessRequests ? "Nobody is asking." : "Nobody can ask: people who are not invited learn nothing from the link."));
       return section;
     }
-    const decide = (field, request, extra = {}, done) => run(() => gql(
-      `mutation($zoneName: String!, $root: String, $user: String!, $owner: String${field === "approveAccessRequest" ? ", $permission: Permission" : ""}) {
-        ${field}(zoneName: $zoneName, rootRecordName: $root, userRecordName: $user, ownerName: $owner${field === "approveAccessRequest" ? ", permission: $permission" : ""}) { url } }`,
-      {...names, user: request.user.userRecordName, ...extra}), done);
+    const decide = (decision, request, extra = {}, done) => run(() => shares.decideAccessRequest(zoneID, request.user.userRecordName, decision, {...options, ...extra}), done);
     section.append(h("ul", {class: "people", id: "pending-requests"}, pending.map((request) => {
       const who = personName(request);
       const contact = request.user.email ?? request.user.phone ?? "";
       const permission = permissionSelect("READ_ONLY", `Permission to give ${who}`);
       const approve = h("button", {type: "button", class: "primary small", "aria-label": `Approve ${who}`}, "Approve");
-      approve.addEventListener("click", () => decide("approveAccessRequest", request, {permission: permission.value}, `${who} approved: they can open it now`));
+      approve.addEventListener("click", () => decide("approve", request, {permission: permission.value}, `${who} approved: they can open it now`));
       const deny = h("button", {type: "button", class: "small", "aria-label": `Deny ${who}`}, "Deny");
-      deny.addEventListener("click", () => decide("denyAccessRequest", request, {}, `${who} denied; they may ask again`));
+      deny.addEventListener("click", () => decide("deny", request, {}, `${who} denied; they may ask again`));
       const block = h("button", {type: "button", class: "danger small", "aria-label": `Block ${who}`}, "Block");
-      block.addEventListener("click", () => decide("blockAccessRequest", request, {}, `${who} blocked; they cannot ask again`));
+      block.addEventListener("click", () => decide("block", request, {}, `${who} blocked; they cannot ask again`));
       return h("li", {dataset: {person: who}},
         h("span", {class: "person"}, h("strong", {}, who), h("span", {class: "muted"}, ` ${contact} · asked ${formatDate(request.requestedAt)}`)),
         permission, approve, deny, block);
@@ -266,23 +244,32 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
       section.append(h("h4", {}, "Blocked"), h("ul", {class: "people", id: "blocked-requesters"}, blocked.map((request) => {
         const who = personName(request);
         const unblock = h("button", {type: "button", class: "small", "aria-label": `Unblock ${who}`}, "Unblock");
-        unblock.addEventListener("click", () => decide("unblockRequester", request, {}, `${who} may ask again`));
+        unblock.addEventListener("click", () => decide("unblock", request, {}, `${who} may ask again`));
         return h("li", {dataset: {person: who}}, h("span", {class: "person"}, h("strong", {}, who)), unblock);
       })));
     }
     return section;
   }
 
-  // The share's log, oldest first, a page at a time.
-  async function showActivity(section, after, names) {
+  // The share's log, oldest first, a page at a time (shareActivity reads
+  // the server's pages as the iterator is consumed; one entry is read ahead
+  // to know whether there is more).
+  async function showActivity(section, log, names) {
     const named = (userRecordName) => names.get(userRecordName) ?? userRecordName;
     section.querySelector("#activity-more")?.remove();
+    log ??= {entries: database(scope).shareActivity(zone, {rootRecordName, pageSize: ACTIVITY_PAGE}), ahead: null};
     try {
-      const {share} = await gql(ACTIVITY, {scope, zone, root: rootRecordName, after});
-      const page = share?.activity ?? {entries: [], cursor: null};
+      const page = log.ahead ? [log.ahead] : [];
+      log.ahead = null;
+      for (;;) {
+        const next = await log.entries.next();
+        if (next.done) break;
+        if (page.length === ACTIVITY_PAGE) { log.ahead = next.value; break; }
+        page.push(next.value);
+      }
       let list = section.querySelector("#activity-list");
       if (!list) section.append(list = h("ol", {id: "activity-list", class: "activity"}));
-      for (const entry of page.entries) {
+      for (const entry of page) {
         const actor = entry.actor === me.userRecordName ? "You" : entry.actor ? named(entry.actor) : "The server";
         const subject = entry.subject ? (entry.subject === me.userRecordName ? " you" : ` ${named(entry.subject)}`) : "";
         const permission = entry.detail?.to?.permission ?? entry.detail?.permission ?? entry.detail?.to;
@@ -293,9 +280,9 @@ export function openSharingSheet({scope, zone, rootRecordName, me, onChange}) {
         if (["REQUEST_MADE", "LEFT", "ACCEPTED"].includes(entry.event) && entry.subject && entry.subject !== entry.actor) list.lastChild.append(h("span", {class: "muted"}, ` ${named(entry.subject)}`));
       }
       if (!list.children.length) list.append(h("li", {class: "empty"}, "Nothing yet."));
-      if (page.cursor) {
+      if (log.ahead) {
         const more = h("button", {type: "button", class: "small", id: "activity-more"}, "Show more");
-        more.addEventListener("click", () => showActivity(section, page.cursor, names));
+        more.addEventListener("click", () => showActivity(section, log, names));
         section.append(more);
       }
     } catch (error) {
