@@ -62,8 +62,8 @@ export function describe(error) {
 }
 
 /**
- * Follows a change feed from now on: reads it up to its end (selecting only
- * the token) and then watches it over the WebSocket from there, so every
+ * Follows a change feed from now on: its end's token (zoneChangeToken,
+ * databaseChangeToken) and then a watch over the WebSocket from there, so every
  * change is one made after the view was drawn. `feed` is "zoneChanges"
  * (variables {scope, zone}) or "databaseChanges" ({scope}); answers a
  * function that stops.
@@ -72,15 +72,8 @@ export function followChanges(feed, variables, onChange, onError) {
   const controller = new AbortController();
   const db = database(variables.scope);
   const start = async () => {
-    let since = null;
     try {
-      for (;;) {
-        const page = feed === "zoneChanges"
-          ? (await gql("query($scope: DatabaseScope!, $zone: ZoneID!, $since: String) { page: zoneChanges(scope: $scope, zone: $zone, since: $since, limit: 400) { token moreComing } }", {...variables, since})).page
-          : (await gql("query($scope: DatabaseScope!, $since: String) { page: databaseChanges(scope: $scope, since: $since, limit: 400) { token moreComing } }", {...variables, since})).page;
-        since = page.token;
-        if (!page.moreComing) break;
-      }
+      const since = feed === "zoneChanges" ? await db.zoneChangeToken(variables.zone) : await db.databaseChangeToken();
       if (controller.signal.aborted) return;
       const changes = feed === "zoneChanges" ? db.watchZone(variables.zone, {since, signal: controller.signal}) : db.watchDatabase({since, signal: controller.signal});
       for await (const change of changes) onChange(change);

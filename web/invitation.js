@@ -7,7 +7,7 @@
 // invited may ask for access instead (API.md §17).
 
 import {h, message, replace} from "./dom.js";
-import {container as canopy, gql, describe, endSession} from "./canopy.js";
+import {container as canopy, describe, endSession} from "./canopy.js";
 import {currentToken} from "./session.js";
 import {renderSignIn} from "./signin.js";
 import {zoneRoute, recordRoute} from "./routes.js";
@@ -16,14 +16,13 @@ const main = document.getElementById("invitation");
 const actions = document.getElementById("invitation-actions");
 const url = main.dataset.shareUrl;
 
-const METADATA = `query($url: String!) { shareMetadata(url: $url) {
-  title ownerName ownerDisplayName zone { zoneName ownerName } rootRecordName role permission status
-  allowsAccessRequests accessRequestStatus thumbnailImageData rootRecord(desiredKeys: ["title", "name", "image", "photo", "thumbnail"]) { recordType fields } } }`;
+/** The root record's fields the preview reads. */
+const PREVIEW_KEYS = ["title", "name", "image", "photo", "thumbnail"];
 
 // The root record's preview: its title (or name) and its first image asset.
 function preview(metadata) {
   const fields = metadata.rootRecord?.fields ?? {};
-  const text = (value) => typeof value === "string" ? value : typeof value?.value === "string" ? value.value : null;
+  const text = (value) => typeof value === "string" ? value : null;
   const title = text(fields.title) ?? text(fields.name);
   const image = ["image", "photo", "thumbnail"].map((key) => fields[key]).find((value) => value?.downloadURL && /^image\//.test(value.contentType ?? ""));
   const picture = image ? h("img", {id: "root-thumbnail", class: "preview", alt: title ?? "", src: image.downloadURL})
@@ -56,7 +55,7 @@ async function show() {
   let me, metadata;
   try {
     me = await canopy.currentUser();
-    metadata = (await gql(METADATA, {url})).shareMetadata;
+    metadata = await canopy.shareMetadata(url, {rootRecordKeys: PREVIEW_KEYS});
   } catch (error) {
     if (error.code === "NOT_AUTHENTICATED") return show();
     const who = me?.name ?? me?.email ?? "you";

@@ -3,12 +3,9 @@
 // when anything is refused, and the reason is shown.
 
 import {h, message, replace, announce} from "./dom.js";
-import {gql, describe} from "./canopy.js";
+import {database, describe} from "./canopy.js";
 import {recordRoute} from "./routes.js";
 
-const ZONES = "{ own: zones(scope: PRIVATE) { zoneName ownerName } shared: zones(scope: SHARED) { zoneName ownerName } }";
-const MOVE = `mutation Move($from: ZoneID!, $to: ZoneID!, $names: [String!]!, $parent: String) {
-  moveRecords(from: $from, to: $to, recordNames: $names, withDescendants: true, parent: $parent) { moved errors { recordName code message } } }`;
 
 /** Opens the dialog for `record` of `zone` ({zoneName, ownerName}), as `me`. */
 export async function openMoveDialog({zone, record, me}) {
@@ -25,7 +22,7 @@ export async function openMoveDialog({zone, record, me}) {
 
   let zones;
   try {
-    const {own, shared} = await gql(ZONES);
+    const [own, shared] = await Promise.all([database("PRIVATE").zones(), database("SHARED").zones()]);
     zones = [...own.map((z) => ({...z, scope: "PRIVATE"})), ...shared.map((z) => ({...z, scope: "SHARED"}))]
       .filter((z) => !(z.zoneName === zone.zoneName && z.ownerName === zone.ownerName));
   } catch (error) {
@@ -51,11 +48,9 @@ export async function openMoveDialog({zone, record, me}) {
     const chosen = zones[Number(target.value)];
     go.disabled = true;
     try {
-      const {moveRecords} = await gql(MOVE, {
-        from: {zoneName: zone.zoneName, ownerName: zone.ownerName},
-        to: {zoneName: chosen.zoneName, ownerName: chosen.ownerName},
-        names: [record.recordName], parent: parent.value.trim() || null,
-      });
+      const moveRecords = await database("PRIVATE").moveRecords(
+        {zoneName: zone.zoneName, ownerName: zone.ownerName}, {zoneName: chosen.zoneName, ownerName: chosen.ownerName},
+        [record.recordName], {withDescendants: true, parent: parent.value.trim() || null});
       if (moveRecords.errors.length) {
         go.disabled = false;
         replace(feedback, message("error", "Nothing was moved: ", moveRecords.errors.map((e) => e.message).join("; ")));

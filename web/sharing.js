@@ -39,7 +39,7 @@ export async function accessTo(scope, zone) {
   if (scope === "PRIVATE") return {owner: true, canWrite: true, share};
   if (!share) {
     // Record-rooted shares only: make sure the zone is there for the caller.
-    await database("SHARED").zoneChanges(zone, {limit: 1});
+    await database("SHARED").zoneChanges(zone, {limit: 1, desiredKeys: []});
     return {owner: false, canWrite: null, share: null};
   }
   const metadata = await container.shareMetadata(share.url);

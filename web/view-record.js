@@ -3,7 +3,7 @@
 // is shown as the conflict it is, with their version beside yours.
 
 import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
-import {gql, describe, followChanges} from "./canopy.js";
+import {container, gql, describe, followChanges} from "./canopy.js";
 import {FIELD_TYPES, FieldError, display, editor, typeOf} from "./fields.js";
 import {recordRoute, zoneRoute} from "./routes.js";
 import {accessTo, openSharingSheet, recordAccess} from "./sharing.js";
@@ -35,7 +35,7 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
   let access, schema, record;
   try {
     [access, schema] = await Promise.all([accessTo(scope, zone),
-      context.me ? gql("{ recordTypes { name fields { name type } publicAccess { read create write writeOwn } } }").then((data) => data.recordTypes) : []]);
+      context.me ? container.recordTypes() : []]);
     if (isNew) {
       record = {recordName: "", recordType: recordType ?? "", fields: {}, parent: null};
     } else {

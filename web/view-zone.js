@@ -6,7 +6,7 @@
 // added (signed out: read only, no live feed).
 
 import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
-import {database, gql, describe, followChanges} from "./canopy.js";
+import {container, database, gql, describe, followChanges} from "./canopy.js";
 import {display} from "./fields.js";
 import {recordRoute, newRecordRoute, zoneRoute} from "./routes.js";
 import {accessTo, openSharingSheet} from "./sharing.js";
@@ -34,9 +34,8 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
     [access, schema, present] = await Promise.all([
       accessTo(scope, zone),
       // Signed out there is no schema to read: types come from the feed.
-      signedIn ? gql("{ recordTypes { name fields { name type } publicAccess { read create write writeOwn } } }").then((data) => data.recordTypes) : [],
-      gql(`query($scope: DatabaseScope!, $zone: ZoneID!) { zoneChanges(scope: $scope, zone: $zone, limit: 50) { changed { recordType } } }`, {scope, zone})
-        .then((data) => [...new Set(data.zoneChanges.changed.map((record) => record.recordType))]),
+      signedIn ? container.recordTypes() : [],
+      database(scope).zoneChanges(zone, {limit: 50, desiredKeys: []}).then((page) => [...new Set(page.changed.map((record) => record.recordType))]),
     ]);
   } catch (error) {
     if (!context.isCurrent()) return;

@@ -2,14 +2,10 @@
 // kept current by the database feeds, and a form to make a new zone.
 
 import {h, labelled, message, replace, announce} from "./dom.js";
-import {database, gql, describe, followChanges} from "./canopy.js";
+import {database, describe, followChanges} from "./canopy.js";
 import {zoneRoute} from "./routes.js";
 import {publicRoute} from "./public.js";
 
-const ZONES = `query Zones {
-  private: zones(scope: PRIVATE) { zoneName ownerName share { title publicPermission participants { status } } }
-  shared: zones(scope: SHARED) { zoneName ownerName share { title owner { user { name } } } }
-}`;
 
 export async function renderZones(view, context) {
   document.title = "Zones · Canopy";
@@ -40,7 +36,8 @@ export async function renderZones(view, context) {
 
   async function load() {
     try {
-      const data = await gql(ZONES);
+      const [own, shared] = await Promise.all([database("PRIVATE").zones({withShares: true}), database("SHARED").zones({withShares: true})]);
+      const data = {private: own, shared};
       replace(privateList, data.private.map((zone) => {
         const share = zone.share;
         const people = share ? share.participants.filter((p) => p.status !== "REMOVED").length - 1 : 0;

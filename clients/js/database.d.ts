@@ -336,8 +336,9 @@ export declare class Database {
   readonly container: Container;
   readonly scope: DatabaseScope;
 
-  /** Every zone of this database the caller can see (`allRecordZones`). */
-  zones(options?: RequestOptions): Promise<ZoneInfo[]>;
+  /** Every zone of this database the caller can see (`allRecordZones`); withShares: each with its whole share (title, owner, people). */
+  zones(options: RequestOptions & {withShares: true}): Promise<(ZoneID & {share: Share | null})[]>;
+  zones(options?: RequestOptions & {withShares?: false}): Promise<ZoneInfo[]>;
   /** Creates a zone (private database only); saving one that exists is a no-op. */
   saveZone(zone: ZoneLike, options?: RequestOptions): Promise<ZoneInfo>;
   /** Deletes a zone and its records; in the shared database, leaves its share. */
@@ -371,6 +372,10 @@ export declare class Database {
    * then follow zoneChanges from `position`.
    */
   zoneRanges(zone: ZoneLike, options?: ZoneRangesOptions): Promise<ZoneRanges>;
+  /** The zone's feed as it ends now, without reading its records: the `since` of a watchZone from now on. */
+  zoneChangeToken(zone: ZoneLike, options?: RequestOptions): Promise<string>;
+  /** The database feed as it ends now: the `since` of a watchDatabase from now on. */
+  databaseChangeToken(options?: RequestOptions): Promise<string>;
   /** One page of the database's changed and deleted zones after `since`. */
   databaseChanges(options?: DatabaseChangesOptions): Promise<DatabaseChangesPage>;
   /** Every page of the database feed after `since`, until `moreComing` is false. */

@@ -35,6 +35,18 @@ function zoneFromServer(json) {
   return zone;
 }
 
+/** Pages a feed to its end selecting only the token: where "from now on" starts. */
+async function feedEnd(database, field, variables, signal) {
+  let since = null;
+  for (;;) {
+    const declarations = field === "zoneChanges" ? "$scope: DatabaseScope!, $zone: ZoneID!, $since: String" : "$scope: DatabaseScope!, $since: String";
+    const argumentsText = field === "zoneChanges" ? "scope: $scope, zone: $zone, since: $since, limit: 400" : "scope: $scope, since: $since, limit: 400";
+    const data = await database.gql(`query(${declarations}) { page: ${field}(${argumentsText}) { token moreComing } }`, {...variables, since}, {signal});
+    since = data.page.token;
+    if (!data.page.moreComing) return since;
+  }
+}
+
 function participantFromServer(json) {
   return {...json, dateAddedToShare: new Date(json.dateAddedToShare)};
 }
@@ -71,9 +83,14 @@ export class Database {
   // MARK: Zones
 
   /** Every zone of this database the caller can see (`allRecordZones`). */
-  async zones({signal} = {}) {
-    const data = await this.gql(`query($scope: DatabaseScope!) { zones(scope: $scope) { ${zoneSelection} } }`, {scope: this.scope}, {signal});
-    return data.zones.map(zoneFromServer);
+  async zones({withShares = false, signal} = {}) {
+    const selection = withShares ? `zoneName ownerName share { ${shareSelection} }` : zoneSelection;
+    const data = await this.gql(`query($scope: DatabaseScope!) { zones(scope: $scope) { ${selection} } }`, {scope: this.scope}, {signal});
+    return data.zones.map((json) => {
+      const zone = zoneOf(json);
+      zone.share = withShares ? shareFromServer(json.share) : json.share ?? null;
+      return zone;
+    });
   }
 
   /** Creates a zone (private database only); saving one that exists is a no-op. */
@@ -241,6 +258,19 @@ export class Database {
       zoneRanges(scope: $scope, zone: $zone, count: $count) { position ranges } }`,
     {scope: this.scope, zone: zoneVariable(zone), count}, {signal});
     return {position: data.zoneRanges.position, ranges: data.zoneRanges.ranges};
+  }
+
+  /**
+   * The zone's feed as it ends now, without reading its records: the
+   * `since` of a watchZone that hears only what changes from now on.
+   */
+  zoneChangeToken(zone, {signal} = {}) {
+    return feedEnd(this, "zoneChanges", {scope: this.scope, zone: zoneVariable(zone)}, signal);
+  }
+
+  /** The database feed as it ends now: the `since` of a watchDatabase from now on. */
+  databaseChangeToken({signal} = {}) {
+    return feedEnd(this, "databaseChanges", {scope: this.scope}, signal);
   }
 
   /** One page of the database's changed and deleted zones after `since`. */

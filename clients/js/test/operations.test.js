@@ -228,6 +228,19 @@ describe("sharing", () => {
     assert.equal(await db.share(zone), null);
   });
 
+  test("zones({withShares}) answers each zone with its whole share: title, owner, people", async () => {
+    const db = alice.container.privateDatabase;
+    const zone = (await db.saveZone(unique("Listed"))).zoneName;
+    const email = `${unique("listed")}@example.com`;
+    await db.saveShare(zone, {title: "Listed things", participants: [{email, permission: "READ_ONLY"}]});
+    const listed = (await db.zones({withShares: true})).find((candidate) => candidate.zoneName === zone);
+    assert.equal(listed?.share?.title, "Listed things");
+    assert.equal(listed.share.owner?.user?.userRecordName, alice.userRecordName);
+    assert.ok(listed.share.participants.some((person) => person.email === email && person.permission === "READ_ONLY"), JSON.stringify(listed.share.participants));
+    const plain = (await db.zones()).find((candidate) => candidate.zoneName === zone);
+    assert.deepEqual(Object.keys(plain.share ?? {}), ["url"], "without withShares: the link only");
+  });
+
   test("access requests: a stranger asks from the URL, the owner approves", async () => {
     const carol = await server.user("carol");
     const db = alice.container.privateDatabase;
@@ -264,6 +277,22 @@ describe("change feeds", () => {
     for await (const page of db.fetchDatabaseChanges({since: dbStart})) changedZones.push(...page.changedZones.map((z) => z.zoneName));
     assert.deepEqual(changedZones, [zone]);
     await rejectsWith(db.zoneChanges(zone, {since: "forged-token"}), ErrorCode.INVALID_ARGUMENTS);
+  });
+
+  test("zoneChangeToken and databaseChangeToken: the feeds' ends now, from which only later changes come", async () => {
+    const db = alice.container.privateDatabase;
+    const zone = (await db.saveZone(unique("Now"))).zoneName;
+    // More than one page of 400: the end is found past the first.
+    for (const half of [0, 1]) {
+      await db.modify(zone, {save: Array.from({length: 225}, (_, i) => ({recordName: `n${half}-${i}`, recordType: "N", fields: {i}}))});
+    }
+    const [zoneEnd, databaseEnd] = await Promise.all([db.zoneChangeToken(zone), db.databaseChangeToken()]);
+    await db.saveRecord(zone, {recordName: "later", recordType: "N", fields: {i: -1}});
+    const next = await db.zoneChanges(zone, {since: zoneEnd});
+    assert.deepEqual(next.changed.map((r) => r.recordName), ["later"], "after the zone's end: only the later save (the 450 before are behind it)");
+    const changedZones = [];
+    for await (const page of db.fetchDatabaseChanges({since: databaseEnd})) changedZones.push(...page.changedZones.map((z) => z.zoneName));
+    assert.deepEqual(changedZones, [zone]);
   });
 
   test("watchZone: live pages over the WebSocket, resumed from the last token after the gateway restarts", async () => {
