@@ -4,7 +4,9 @@
 // adds: signing out when the server refuses the token, and human words
 // for errors.
 
-import {CanopyError, Container, ErrorCode} from "/js/index.js";
+import {Asset, CanopyError, Container, ErrorCode, Location, Reference, parseJSON, stringifyJSON} from "/js/index.js";
+
+export {parseJSON, stringifyJSON};
 import {currentToken, issuedPrefix, signOut} from "./session.js";
 
 function signedOut(message) {
@@ -19,6 +21,8 @@ function signedOut(message) {
  */
 export const container = new Container({
   baseURL: location.origin,
+  // A provider's sign-in hands its token to session.js (oidc.js): CanopyJS keeps no copy.
+  auth: {storage: "memory"},
   tokenProvider: ({refresh}) => {
     const token = currentToken();
     if (refresh && token) { signedOut("Your sign-in is no longer accepted."); return null; }
@@ -29,9 +33,34 @@ export const container = new Container({
 /** The database of a scope ("PRIVATE", "SHARED", "PUBLIC"). */
 export const database = (scope) => container.database(scope);
 
-/** Runs a query or mutation; answers `data`, or throws the first error (a CanopyError). */
-export function gql(query, variables = {}) {
-  return container.graphql(query, variables);
+/**
+ * A field's value as the console's views and editors hold it: the API's
+ * JSON form (API.md §4: `{type: "TIMESTAMP", value}` and the like), an
+ * asset with its download URL. CanopyJS reads values as JavaScript
+ * (Date, Reference, …); a save takes this form back as it is.
+ */
+export function formValue(value) {
+  if (Array.isArray(value)) return value.map(formValue);
+  if (value instanceof Date) return {type: "TIMESTAMP", value: value.getTime()};
+  if (value instanceof Reference) return {type: "REFERENCE", recordName: value.recordName, action: value.action};
+  if (value instanceof Location) return {...value, type: "LOCATION", ...(value.timestamp ? {timestamp: value.timestamp.getTime()} : {})};
+  if (value instanceof Uint8Array) {
+    let text = "";
+    for (const byte of value) text += String.fromCharCode(byte);
+    return {type: "BYTES", base64: btoa(text)};
+  }
+  if (value instanceof Asset) return {type: "ASSET", sha256: value.sha256, size: value.size, contentType: value.contentType, downloadURL: value.downloadURL};
+  return value;
+}
+
+/** A CanopyRecord as the console's views hold it: fields in the API's form, stamps in milliseconds. */
+export function formRecord(record) {
+  const stamp = (value) => value && {timestamp: value.date.getTime(), userRecordName: value.userRecordName};
+  return {
+    recordName: record.recordName, recordType: record.recordType, recordChangeTag: record.recordChangeTag, parent: record.parent,
+    fields: Object.fromEntries(Object.entries(record.fields).map(([name, value]) => [name, formValue(value)])),
+    created: stamp(record.created), modified: stamp(record.modified), share: record.share,
+  };
 }
 
 /** Uploads a file's bytes; answers the Asset to save ({uploadToken, size, sha256}). */

@@ -2,7 +2,7 @@
 // control to edit it that reads back the JSON value to save.
 
 import {h, formatBytes, formatDate} from "./dom.js";
-import {upload} from "./canopy.js";
+import {parseJSON, stringifyJSON, upload} from "./canopy.js";
 
 export const FIELD_TYPES = ["STRING", "INT64", "DOUBLE", "BOOLEAN", "TIMESTAMP", "REFERENCE", "LOCATION", "BYTES", "ASSET",
   "LIST<STRING>", "LIST<INT64>", "LIST<DOUBLE>", "LIST<TIMESTAMP>", "LIST<REFERENCE>", "LIST<ASSET>"];
@@ -74,10 +74,10 @@ export function editor(name, type, value, {id, disabled, context}) {
   if (type.startsWith("LIST<")) {
     const element = type.slice(5, -1);
     if (element === "ASSET") return listOfAssets(value ?? [], common, context);
-    const text = h("textarea", {...common, rows: 3, value: JSON.stringify(value ?? [], null, 0)});
+    const text = h("textarea", {...common, rows: 3, value: stringifyJSON(value ?? [])});
     return {element: text, read() {
       let parsed;
-      try { parsed = JSON.parse(text.value || "[]"); } catch { throw new FieldError(`${name}: write the list as JSON, e.g. ["a", "b"]`); }
+      try { parsed = parseJSON(text.value || "[]"); } catch { throw new FieldError(`${name}: write the list as JSON, e.g. ["a", "b"]`); }
       if (!Array.isArray(parsed)) throw new FieldError(`${name}: a list is written in [ ]`);
       return parsed;
     }};

@@ -3,25 +3,13 @@
 // is shown as the conflict it is, with their version beside yours.
 
 import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
-import {container, gql, describe, followChanges} from "./canopy.js";
+import {container, database, describe, followChanges, formRecord} from "./canopy.js";
 import {FIELD_TYPES, FieldError, display, editor, typeOf} from "./fields.js";
 import {recordRoute, zoneRoute} from "./routes.js";
 import {accessTo, openSharingSheet, recordAccess} from "./sharing.js";
 import {publicAccessOf, mayWrite} from "./public.js";
 import {openMoveDialog} from "./move.js";
 
-const RECORD = "recordName recordType fields recordChangeTag parent created { timestamp userRecordName } modified { timestamp userRecordName } share { url title }";
-
-const LOOKUP = `query Record($scope: DatabaseScope!, $zone: ZoneID!, $names: [String!]!) {
-  lookup(scope: $scope, zone: $zone, recordNames: $names) { recordName record { ${RECORD} } error { code message } }
-}`;
-
-const SAVE = `mutation Save($scope: DatabaseScope!, $zone: ZoneID!, $record: RecordInput!) {
-  modifyRecords(scope: $scope, zone: $zone, save: [$record]) {
-    saved { recordName recordChangeTag }
-    errors { recordName code message serverRecord { recordChangeTag fields modified { timestamp userRecordName } } }
-  }
-}`;
 
 let counter = 0;
 
@@ -39,9 +27,9 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
     if (isNew) {
       record = {recordName: "", recordType: recordType ?? "", fields: {}, parent: null};
     } else {
-      const [result] = (await gql(LOOKUP, {scope, zone, names: [recordName]})).lookup;
-      if (!result.record) throw Object.assign(new Error(result.error?.message ?? "not found"), {code: result.error?.code ?? "UNKNOWN_ITEM"});
-      record = result.record;
+      const [result] = await database(scope).lookup(zone, [recordName]);
+      if (!result.record) throw result.error ?? Object.assign(new Error("not found"), {code: "UNKNOWN_ITEM"});
+      record = formRecord(result.record);
     }
     // The public database: the type's grants decide, and for writeOwn the record's creator.
     if (access.isPublic) {
@@ -162,9 +150,10 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
     if (parentInput.value.trim()) input.parent = parentInput.value.trim();
     save.disabled = true;
     try {
-      const {modifyRecords} = await gql(SAVE, {scope, zone, record: input});
+      // The fields are in the API's form (the editors'), which a save takes as it is.
+      const modifyRecords = await database(scope).modify(zone, {save: [input]});
       const failure = modifyRecords.errors[0];
-      if (failure?.code === "SERVER_RECORD_CHANGED") return conflict(failure.serverRecord, fields);
+      if (failure?.code === "SERVER_RECORD_CHANGED" && failure.serverRecord) return conflict(formRecord(failure.serverRecord), fields);
       if (failure) {
         replace(feedback, message("error", failure.code === "PERMISSION_FAILURE" ? `Not saved: you can view this record but not change it (${failure.message}).` : `Not saved: ${failure.message}`));
         return;
@@ -207,8 +196,7 @@ export async function renderRecord(view, {scope, ownerName, zoneName, recordName
   remove.addEventListener("click", async () => {
     if (!confirm(`Delete the record ${record.recordName}?`)) return;
     try {
-      const {modifyRecords} = await gql("mutation($scope: DatabaseScope!, $zone: ZoneID!, $name: String!) { modifyRecords(scope: $scope, zone: $zone, delete: [$name]) { deleted errors { code message } } }",
-        {scope, zone, name: record.recordName});
+      const modifyRecords = await database(scope).modify(zone, {delete: [record.recordName]});
       if (modifyRecords.errors[0]) { replace(feedback, message("error", `Not deleted: ${modifyRecords.errors[0].message}`)); return; }
       location.hash = zoneLink;
     } catch (error) {

@@ -11,14 +11,9 @@
 import {h, message, replace} from "./dom.js";
 import {container as canopy, describe} from "./canopy.js";
 
-async function settingsFor(params) {
-  const container = params.get("container") ?? "", environment = params.get("environment") ?? "";
-  const url = `/database/1/${encodeURIComponent(container)}/${encodeURIComponent(environment)}/auth/sign-in.json` +
-    `?ckAPIToken=${encodeURIComponent(params.get("ckAPIToken") ?? "")}`;
-  const response = await fetch(url);
-  const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(body.reason ?? `the server answered ${response.status}`);
-  return body;
+function settingsFor(params) {
+  return canopy.webServicesSignIn({containerIdentifier: params.get("container") ?? "", environment: params.get("environment") ?? "",
+    apiToken: params.get("ckAPIToken") ?? ""});
 }
 
 /** Renders the sign-in for an app into `view`. */

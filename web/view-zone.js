@@ -6,7 +6,7 @@
 // added (signed out: read only, no live feed).
 
 import {h, labelled, message, replace, announce, formatDate} from "./dom.js";
-import {container, database, gql, describe, followChanges} from "./canopy.js";
+import {container, database, describe, followChanges, formRecord} from "./canopy.js";
 import {display} from "./fields.js";
 import {recordRoute, newRecordRoute, zoneRoute} from "./routes.js";
 import {accessTo, openSharingSheet} from "./sharing.js";
@@ -14,12 +14,6 @@ import {publicAccessOf, describeAccess} from "./public.js";
 
 const PAGE = 25;
 
-const RECORDS = `query Records($scope: DatabaseScope!, $zone: ZoneID!, $type: String!, $filter: String, $sort: [Sort!], $limit: Int, $cursor: String) {
-  records(scope: $scope, zone: $zone, recordType: $type, filter: $filter, sort: $sort, limit: $limit, cursor: $cursor) {
-    records { recordName recordType fields recordChangeTag parent modified { timestamp userRecordName } share { url } }
-    cursor
-  }
-}`;
 
 export async function renderZone(view, {scope, ownerName, zoneName, params}, context) {
   const zone = {zoneName, ownerName};
@@ -136,7 +130,11 @@ export async function renderZone(view, {scope, ownerName, zoneName, params}, con
     const mine = ++asked;
     pager.querySelectorAll("button").forEach((button) => { button.disabled = true; });
     try {
-      const {records} = await gql(RECORDS, {scope, zone, type: recordType, filter: applied.filter, sort: applied.sort, limit: PAGE, cursor: cursors[page]});
+      // One page of the query from this page's cursor (CanopyJS's keyset pages).
+      const pages = database(scope).query(zone, {recordType, filter: applied.filter, sort: applied.sort ?? undefined, pageSize: PAGE, cursor: cursors[page]}).pages();
+      const first = (await pages.next()).value ?? {records: [], cursor: null};
+      await pages.return?.();
+      const records = {records: first.records.map(formRecord), cursor: first.cursor};
       if (mine !== asked) return;
       replace(feedback);
       filterInput.removeAttribute("aria-invalid");

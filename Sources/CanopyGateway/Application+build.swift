@@ -67,7 +67,7 @@ public func buildApplication(
     }
     if let console = configuration.console {
         let transport = ConsoleTransport(publicURL: configuration.publicURL, plainHTTPAllowed: configuration.consoleOverPlainHTTP)
-        ConsoleController(files: console, providers: configuration.signInProviders, transport: transport).register(on: router)
+        ConsoleController(files: console, transport: transport).register(on: router)
     }
     if let clientPackage = configuration.clientPackage {
         ClientPackageController(files: clientPackage).register(on: router)

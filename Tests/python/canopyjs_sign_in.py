@@ -152,7 +152,7 @@ try:
     # 6. An answer this tab did not start is refused, and signs nobody in.
     driver.get(f"{page}?code=stolen&state=forged")
     ready()
-    wait(lambda: "not started here" in text("problem"), "the forged answer refused")
+    wait(lambda: "not started from this tab" in text("problem"), "the forged answer refused")
     assert session() is None and "code=" not in driver.current_url
     shot("forged-answer-refused")
     print("CanopyJS sign-in passed")

@@ -206,7 +206,7 @@ export class Auth {
     const answer = url.searchParams.has("code") || url.searchParams.has("error") ? url.searchParams : fragment;
     // The state first: an answer this tab did not ask for says nothing, not even its error.
     if (!pending || answer.get("state") !== pending.state) {
-      throw new CanopyError(ErrorCode.NOT_AUTHENTICATED, "That sign-in was not started here (its state does not match). Sign in again.");
+      throw new CanopyError(ErrorCode.NOT_AUTHENTICATED, "That sign-in was not started from this tab (its state does not match). Sign in again.");
     }
     if (answer.has("error")) {
       throw new CanopyError(ErrorCode.NOT_AUTHENTICATED, `The provider did not sign you in: ${answer.get("error_description") ?? answer.get("error")}.`);

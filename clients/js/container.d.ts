@@ -139,6 +139,16 @@ export interface PushRegistrationLike {
   };
 }
 
+/** The settings of an API token's CloudKit Web Services sign-in (docs/WEB_SERVICES.md). */
+export interface WebServicesSignIn {
+  container: string;
+  environment: string;
+  /** The token's sign-in callback, where ?ckWebAuthToken= goes (null: none). */
+  callback: string | null;
+  /** The origins a window that opened the sign-in may receive the token at. */
+  origins: string[];
+}
+
 /** A new Canopy token: `token` is shown only here; `prefix` names it for revokeToken. */
 /** How issueToken writes a token: `cnp_…`, or 128 letters and digits. */
 export type TokenForm = "CANOPY" | "WEB_AUTH";
@@ -222,6 +232,8 @@ export declare class Container {
   issueToken(options?: RequestOptions & {form?: TokenForm}): Promise<IssuedToken>;
   /** Revokes one of the caller's tokens by its prefix (signing out); false when none has it. */
   revokeToken(prefix: string, options?: RequestOptions): Promise<boolean>;
+  /** What the CloudKit Web Services sign-in of an API token needs (its selector, never its secret). */
+  webServicesSignIn(token: {containerIdentifier: string; environment: string; apiToken: string}, options?: RequestOptions): Promise<WebServicesSignIn>;
 
   /** Ends live subscriptions and closes the WebSocket. */
   close(): void;

@@ -222,6 +222,31 @@ export class Container {
     return (await this.graphql("mutation($prefix: String!) { revokeToken(prefix: $prefix) }", {prefix}, {signal})).revokeToken;
   }
 
+  /**
+   * What the CloudKit Web Services sign-in of an API token needs (Canopy's
+   * addition, docs/WEB_SERVICES.md "Signing people in"): the token's
+   * sign-in callback, the origins a window may post the web auth token to,
+   * its container and environment. `apiToken` is the API token's selector
+   * (its first 16 hex digits), never its secret.
+   */
+  async webServicesSignIn({containerIdentifier, environment, apiToken}, {signal} = {}) {
+    const path = `/database/1/${encodeURIComponent(containerIdentifier ?? "")}/${encodeURIComponent(environment ?? "")}/auth/sign-in.json`
+      + `?ckAPIToken=${encodeURIComponent(apiToken ?? "")}`;
+    let response;
+    try {
+      response = await this.transport.fetch(this.baseURL + path, {signal});
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason ?? error;
+      throw new CanopyError(ErrorCode.NETWORK_FAILURE, `The server at ${this.baseURL} cannot be reached: ${error?.message ?? error}`, {cause: error});
+    }
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      throw new CanopyError(response.status === 401 || response.status === 421 ? ErrorCode.NOT_AUTHENTICATED : ErrorCode.BAD_REQUEST,
+        body.reason ?? `the server answered ${response.status}`, {status: response.status});
+    }
+    return body;
+  }
+
   /** Ends live subscriptions and closes the WebSocket. */
   close() {
     this.live.close();

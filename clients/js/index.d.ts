@@ -15,7 +15,7 @@ export type {AuthChangeEvent, AuthOptions, Session, SessionStorageChoice, SignIn
 export type {
   APNsEnvironment, ContainerOptions, Device, DeviceKind, DeviceRegistration, DiscoverUserQuery, IssuedToken,
   PushRegistrationLike, RecordTypeInfo, ShareMetadata, ShareMetadataOptions, TokenForm, UploadAssetOptions,
-  WebPushSubscriptionJSON, WebPushSubscriptionLike,
+  WebPushSubscriptionJSON, WebPushSubscriptionLike, WebServicesSignIn,
 } from "./container.js";
 export type {
   AcceptanceStatus, AccessDecision, AccessRequest, DatabaseChangesOptions, DatabaseChangesPage, DatabaseScope,

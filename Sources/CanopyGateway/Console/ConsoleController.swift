@@ -9,25 +9,17 @@ import Hummingbird
 /// file costs a 304.
 struct ConsoleController {
     let files: ConsoleFiles
-    /// `/console/sign-in.json`: the providers' browser sign-in settings
-    /// (public by nature: a client id and an authorization endpoint).
-    let signIn: ByteBuffer
     let transport: ConsoleTransport
 
-    init(files: ConsoleFiles, providers: [IdentityProvider], transport: ConsoleTransport) {
+    init(files: ConsoleFiles, transport: ConsoleTransport) {
         self.files = files
         self.transport = transport
-        signIn = SignInProvidersController.list(providers)
     }
 
     func register(on router: Router<CanopyRequestContext>) {
         router.get("/") { request, context -> Response in
             guard transport.allows(client: context.channel.remoteAddress) else { return Self.plainHTTPRefusal }
             return serve("index.html", request)
-        }
-        router.get("console/sign-in.json") { _, context -> Response in
-            guard transport.allows(client: context.channel.remoteAddress) else { return Self.plainHTTPRefusal }
-            return Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-cache"], body: .init(byteBuffer: signIn))
         }
         router.get("console/:name") { request, context -> Response in
             guard transport.allows(client: context.channel.remoteAddress) else { return Self.plainHTTPRefusal }
