@@ -17,6 +17,11 @@
 
 SWIFT ?= swift
 export SWIFT
+# The server is the package in Server/ (the root Package.swift is CanopyKit's
+# alone, for apps that add this repository by URL: DECISIONS 127); it builds
+# into .build here, as before, so .build/debug/canopy is where it always was.
+SERVER_PACKAGE = --package-path Server --scratch-path $(CURDIR)/.build
+export SERVER_PACKAGE
 PORT ?= 8080
 DATA_DIR ?= .canopy
 
@@ -26,14 +31,14 @@ postgres:
 	@scripts/ensure-postgres.sh
 
 build:
-	$(SWIFT) build --product canopy
+	$(SWIFT) build $(SERVER_PACKAGE) --product canopy
 
 test: postgres
 	@scripts/ensure-browser.sh
 	@scripts/ensure-node.sh
 	@scripts/ensure-auto-failover.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
-	$(SWIFT) build --build-tests
+	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
 	# scripts/swift-test.sh repeats what failed at the end of its output.
 	CANOPY_SKIP_BROWSER_TESTS=1 CANOPY_SKIP_CLIENT_TESTS=1 scripts/swift-test.sh
 	# CanopyKit and CanopyJS (Node's test runner, clients/js/test) against live
@@ -61,17 +66,17 @@ test: postgres
 bench: postgres
 	@scripts/ensure-bench-tools.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
-	$(SWIFT) build -c release --product canopy
-	$(SWIFT) build -c release --product canopy-floor
-	$(SWIFT) build -c release --product canopykit-sync
+	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy
+	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy-floor
+	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopykit-sync
 	python3 scripts/bench/bench.py --records 200000 --scales 20000,200000 --runs 3 --seconds 6
 
 bench-full: postgres
 	@scripts/ensure-bench-tools.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
-	$(SWIFT) build -c release --product canopy
-	$(SWIFT) build -c release --product canopy-floor
-	$(SWIFT) build -c release --product canopykit-sync
+	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy
+	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy-floor
+	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopykit-sync
 	python3 scripts/bench/bench.py --records 1000000 --scales 100000,1000000,5000000 --runs 5 --seconds 20
 
 # Flame graphs of the release gateway under W1 and W2 (issue 39), drawn
@@ -80,7 +85,7 @@ bench-full: postgres
 flamegraphs: postgres
 	@scripts/ensure-bench-tools.sh
 	@command -v perf >/dev/null || apt-get install -y linux-perf
-	$(SWIFT) build -c release --product canopy
+	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy
 	scripts/bench/flamegraphs.sh .build/release/canopy now
 
 # The soak (issue 20): RSS, PostgreSQL connections and p99 over 30 minutes
@@ -89,7 +94,7 @@ flamegraphs: postgres
 SOAK_MINUTES ?= 30
 soak: postgres
 	python3 -m pip install -q -r Tests/python/requirements.txt matplotlib
-	$(SWIFT) build -c release --product canopy
+	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy
 	python3 scripts/soak/soak.py --minutes $(SOAK_MINUTES) --output-dir docs/soak
 
 # Fuzzing (issue 20): the parsers' modules built with libFuzzer's coverage
@@ -97,7 +102,7 @@ soak: postgres
 # each target for FUZZ_SECONDS from Fuzz/Corpus plus what earlier runs found.
 FUZZ_SECONDS ?= 300
 fuzz-build:
-	CANOPY_FUZZ=1 $(SWIFT) build --build-path .build-fuzz --product canopy-fuzz
+	CANOPY_FUZZ=1 $(SWIFT) build --package-path Server --scratch-path $(CURDIR)/.build-fuzz --product canopy-fuzz
 
 fuzz: fuzz-build
 	python3 scripts/fuzz/fuzz.py --seconds $(FUZZ_SECONDS) --report docs/fuzz/RESULTS.md
@@ -111,7 +116,7 @@ FUZZ_HTTP_SECONDS ?= 1200
 FUZZ_HTTP_SEED ?= $(shell date +%s)
 fuzz-http: postgres
 	python3 -m pip install -q -r Tests/python/requirements.txt
-	$(SWIFT) build --build-tests
+	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
 	CANOPY_GENERATED_SEED=$(FUZZ_HTTP_SEED) CANOPY_GENERATED_EXAMPLES=$(FUZZ_HTTP_EXAMPLES) \
 	CANOPY_GENERATED_SECONDS=$(FUZZ_HTTP_SECONDS) scripts/swift-test.sh --filter GeneratedRequestTests
 
@@ -126,10 +131,10 @@ FAULT_STEPS ?= 80
 FAULT_ENGINES ?= js swift mixed
 fault:
 	@scripts/ensure-node.sh
-	$(SWIFT) build --product canopy
-	$(SWIFT) build --product canopykit-fault-device
+	$(SWIFT) build $(SERVER_PACKAGE) --product canopy
+	$(SWIFT) build $(SERVER_PACKAGE) --product canopykit-fault-device
 	for engines in $(FAULT_ENGINES); do \
-	  CANOPY_BIN=$$($(SWIFT) build --show-bin-path)/canopy CANOPY_MIGRATIONS_DIR=$(CURDIR)/migrations \
+	  CANOPY_BIN=$$($(SWIFT) build $(SERVER_PACKAGE) --show-bin-path)/canopy CANOPY_MIGRATIONS_DIR=$(CURDIR)/migrations \
 	  node --experimental-websocket clients/js/test/fault/run.js --seeds $(FAULT_SEEDS) --steps $(FAULT_STEPS) --engines $$engines || exit 1; \
 	done
 

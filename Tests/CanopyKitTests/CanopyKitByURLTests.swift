@@ -50,14 +50,21 @@ struct CanopyKitByURLTests {
         print("read back: \\(read["title"] as? String ?? "nothing")")
         """.write(toFile: "\(app)/Sources/TodoApp/main.swift", atomically: true, encoding: .utf8)
 
-        // The app's build must not see this repository's CANOPY_MANIFEST, if any.
-        let build = try await Subprocess.start("/usr/bin/env", ["env", "-u", "CANOPY_MANIFEST", "swift", "build", "--package-path", app]).finished()
+        let build = try await Subprocess.start("/usr/bin/env", ["swift", "build", "--package-path", app]).finished()
         #expect(build.succeeded, "swift build of the app: \(build.output.suffix(4000))")
+        // What the app fetched: this repository (its root manifest, CanopyKit's
+        // alone) and CanopyKit's own dependencies, exactly.
         let fetched = try FileManager.default.contentsOfDirectory(atPath: "\(app)/.build/checkouts").sorted()
-        #expect(fetched.contains("canopy") && fetched.contains("swift-nio"), "\(fetched)")
+        print("the app fetched: \(fetched.joined(separator: ", "))")
+        #expect(Set(fetched).isSubset(of: ["canopy", "swift-nio", "swift-nio-ssl", "swift-atomics", "swift-collections", "swift-system"]),
+                "the app fetched more than CanopyKit's dependencies: \(fetched)")
+        #expect(fetched.contains("canopy") && fetched.contains("swift-nio") && fetched.contains("swift-nio-ssl"), "\(fetched)")
         for server in ["hummingbird", "postgres-nio", "jwt-kit", "GraphQL", "async-http-client"] {
             #expect(!fetched.contains(server), "the app fetched the server's dependency \(server): \(fetched)")
         }
+        // The manifest it read declares CanopyKit and nothing else, with no choice to make.
+        let manifest = try String(contentsOfFile: "\(app)/.build/checkouts/canopy/Package.swift", encoding: .utf8)
+        #expect(!manifest.contains("Context.") && !manifest.contains("hummingbird"), "the root manifest is CanopyKit's alone")
         guard build.succeeded else { return }
 
         let server = try await LiveServer.start()

@@ -7,7 +7,7 @@ import Testing
 struct SchemaTests {
     @Test("the served SDL is schema/canopy.graphql, byte for byte (the build plugin embeds it)")
     func schemaFileMatches() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let file = try String(contentsOf: root.appendingPathComponent("schema/canopy.graphql"), encoding: .utf8)
         #expect(file == GraphQLAPISource.sdl)
     }

@@ -105,7 +105,7 @@ struct SchemaLanguageTests {
 
     @Test("the seed apps' schema file parses", arguments: ["schema/app.ckdb"])
     func seedFile(_ path: String) throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let text = try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
         let document = try RecordTypesParser.parse(text)
         #expect(Set(document.recordTypes.map(\.name)) == ["Fast", "Contact"])

@@ -19,7 +19,7 @@ public actor TestDatabase {
 
     /// The package root, found from this file's path.
     public static let packageRoot: String = {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        URL(fileURLWithPath: #filePath).resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
     }()
     public static var migrationsDirectory: String { "\(packageRoot)/migrations" }
     /// The repeatable SQL files (`sql/`), beside `migrations/`.

@@ -118,7 +118,7 @@ def main():
     common.use_binaries(options.binary, options.floor_binary)
     missing = [str(path) for path in (common.BINARY, common.FLOOR) if not path.exists()]
     if missing and options.binary is None and options.floor_binary is None:
-        sys.exit("build first: swift build -c release --product canopy && swift build -c release --product canopy-floor")
+        sys.exit("build first: make bench builds them (swift build --package-path Server --scratch-path .build -c release --product canopy, then --product canopy-floor)")
     if missing:
         sys.exit(f"not found: {', '.join(missing)}")
     if options.only == "floor":

@@ -126,7 +126,7 @@ def main():
     parser.add_argument("--report", help="write the results table (markdown) here")
     args = parser.parse_args()
     if not BINARY.exists():
-        sys.exit(f"{BINARY} is missing: build it with `CANOPY_FUZZ=1 swift build --build-path .build-fuzz --product canopy-fuzz` (make fuzz does)")
+        sys.exit(f"{BINARY} is missing: build it with `CANOPY_FUZZ=1 swift build --package-path Server --scratch-path .build-fuzz --product canopy-fuzz` (make fuzz-build does)")
     chosen = [t for t in args.targets.split(",") if t] or targets()
     rows, failed = [], []
     for index, target in enumerate(chosen, 1):

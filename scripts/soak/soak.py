@@ -101,7 +101,7 @@ def main():
     if args.warmup_minutes >= args.minutes:
         sys.exit("--warmup-minutes must be less than --minutes")
     if not BINARY.exists():
-        sys.exit(f"{BINARY} does not exist: build it (swift build -c release --product canopy) or set CANOPY_SOAK_BINARY")
+        sys.exit(f"{BINARY} does not exist: build it (swift build --package-path Server --scratch-path .build -c release --product canopy) or set CANOPY_SOAK_BINARY")
     try:
         import matplotlib  # noqa: F401  (checked now, not after 30 minutes)
     except ImportError:
