@@ -24,21 +24,16 @@ import sys
 import urllib.error
 import urllib.request
 
-from selenium import webdriver
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
+
+import console_browser
 
 page, gateway, control, artifacts = sys.argv[1:5]
 os.makedirs(artifacts, exist_ok=True)
 
-options = Options()
-options.binary_location = "/usr/bin/chromium"
-for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1000,800"):
-    options.add_argument(argument)
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+driver = console_browser.browser()
 step = [0]
 
 

@@ -1,3 +1,5 @@
+import CanopyEncoding
+
 /// Writes TypeScript declarations for a schema's record types, so that a
 /// web app's editor knows `record.fields.title` is a string: an interface
 /// of each type's fields, merged into CanopyJS's `RecordTypes`, which makes
@@ -121,23 +123,7 @@ public enum RecordTypesTypeScript {
 
     /// A JSON string literal, which is also a TypeScript one.
     static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar == "\u{2028}" || scalar == "\u{2029}" {
-                    out += "\\u" + String(scalar.value, radix: 16).leftPadded(to: 4)
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return out + "\""
+        JSONString.quoted(text)
     }
 
     /// Words TypeScript does not allow as a type's name.
@@ -148,10 +134,4 @@ public enum RecordTypesTypeScript {
         "protected", "public", "return", "static", "string", "super", "switch", "symbol", "this", "throw", "true",
         "try", "typeof", "undefined", "unknown", "var", "void", "while", "with", "yield",
     ]
-}
-
-private extension String {
-    func leftPadded(to width: Int) -> String {
-        String(repeating: "0", count: max(0, width - count)) + self
-    }
 }

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import {execFile} from "node:child_process";
-import {readFileSync} from "node:fs";
+import {readFileSync, writeFileSync} from "node:fs";
 import {join} from "node:path";
 import {after, before, test} from "node:test";
 import {pathToFileURL} from "node:url";
@@ -79,4 +79,38 @@ test("the example app (Examples/TodoWeb) compiles under tsc --strict with its sc
     "Examples/TodoWeb/canopy-records.d.ts is stale: canopy schema typescript Examples/TodoWeb/schema.ckdb -o Examples/TodoWeb/canopy-records.d.ts");
   const compiled = await compileProject(example);
   assert.ok(compiled.ok, `tsc -p Examples/TodoWeb refused the app:\n${compiled.output}`);
+});
+
+/** The first ```lang block of a page of docs/ that imports the package. */
+function docsExample(page, lang) {
+  const text = readFileSync(join(repositoryRoot, "docs", page), "utf8");
+  const blocks = [...text.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)\\n```", "g"))].map((match) => match[1]);
+  const block = blocks.find((candidate) => candidate.includes('from "@canopy/client"'));
+  assert.ok(block, `docs/${page} has a ${lang} example importing @canopy/client`);
+  return block;
+}
+
+test("the docs' examples compile: TYPESCRIPT.md's typed reads (its one misspelt field refused, as it says) and IDENTITY.md's sign-in", async () => {
+  const typed = docsExample("TYPESCRIPT.md", "ts");
+  const signIn = docsExample("IDENTITY.md", "js");
+  const directory = project({
+    "typescript-example.ts": typed,
+    "identity-example.ts": signIn,
+    // What the examples leave to the app.
+    "app-globals.d.ts": `
+declare const baseURL: string;
+declare const tokenProvider: import("@canopy/client").TokenProvider;
+declare const recordName: string;
+declare function render(user: unknown): void;
+declare const button: HTMLButtonElement;
+declare const signOut: HTMLButtonElement;
+`,
+  });
+  const {stdout} = await run(binary, ["schema", "typescript", join(repositoryRoot, "Examples/TodoWeb/schema.ckdb")]);
+  writeFileSync(join(directory, "canopy-records.d.ts"), stdout);
+  const compiled = await compile(directory, ["typescript-example.ts", "identity-example.ts", "app-globals.d.ts", "canopy-records.d.ts"]);
+  const errors = compiled.output.split("\n").filter((line) => line.includes("error TS"));
+  const misspelt = typed.split("\n").findIndex((line) => line.includes("titel")) + 1;
+  assert.deepEqual(errors.map((line) => line.replace(/,\d+\).*TS(\d+).*/, " TS$1")), [`typescript-example.ts(${misspelt} TS2551`],
+    `only the example's misspelt field is refused:\n${compiled.output}`);
 });
