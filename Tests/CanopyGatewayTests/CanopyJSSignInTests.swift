@@ -24,13 +24,8 @@ struct CanopyJSSignInTests {
     func signIn() async throws {
         let harness = try await GatewayHarness.make()
         let provider = try IdentityProviderProcess()
-        try await provider.signInAs([
-            "iss": IdentityProviderProcess.issuer, "sub": "olivia-1", "email": "olivia@example.com", "email_verified": true, "name": "Olivia",
-        ])
-        let idp = IdentityProvider(
-            name: "idp", issuer: IdentityProviderProcess.issuer, audiences: [IdentityProviderProcess.audience, "web"], keySource: .jwksURL(provider.jwksURL),
-            signIn: BrowserSignIn(authorizationURL: provider.authorizationURL, tokenURL: provider.tokenURL, clientID: "web", label: "Sign in with Test IdP")
-        )
+        try await provider.signInAs(IdentityProviderProcess.olivia)
+        let idp = provider.browserProvider(codeFlow: true)
         let verifier = await TokenVerifier(configuration: AuthConfiguration(providers: [idp]), logger: harness.logs.logger())
         let pagePort = try EmbeddedCluster.freePort()
         let pageOrigin = "http://127.0.0.1:\(pagePort)"

@@ -18,13 +18,8 @@ struct ConsoleSignInTests {
     func signInAndAccept() async throws {
         let harness = try await GatewayHarness.make()
         let provider = try IdentityProviderProcess()
-        try await provider.signInAs([
-            "iss": IdentityProviderProcess.issuer, "sub": "olivia-1", "email": "olivia@example.com", "email_verified": true, "name": "Olivia",
-        ])
-        let idp = IdentityProvider(
-            name: "idp", issuer: IdentityProviderProcess.issuer, audiences: [IdentityProviderProcess.audience, "web"], keySource: .jwksURL(provider.jwksURL),
-            signIn: BrowserSignIn(authorizationURL: provider.authorizationURL, clientID: "web", label: "Sign in with Test IdP")
-        )
+        try await provider.signInAs(IdentityProviderProcess.olivia)
+        let idp = provider.browserProvider(codeFlow: false)
         let verifier = await TokenVerifier(configuration: AuthConfiguration(providers: [idp]), logger: harness.logs.logger())
         let configuration = GatewayConfiguration(
             port: 0, console: try ConsoleFiles.load(directory: "\(TestDatabase.packageRoot)/web"),

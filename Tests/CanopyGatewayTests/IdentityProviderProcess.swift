@@ -96,6 +96,19 @@ final class IdentityProviderProcess: Sendable {
     /// Where the control endpoints are (`/authorizations`, `/token-requests`).
     var controlURL: String { "http://127.0.0.1:\(controlPort)" }
 
+    /// This provider with a browser sign-in block (client id "web"), as the
+    /// console and CanopyJS offer it: the code flow with PKCE when
+    /// `codeFlow`, else the implicit flow.
+    func browserProvider(codeFlow: Bool) -> IdentityProvider {
+        IdentityProvider(
+            name: "idp", issuer: Self.issuer, audiences: [Self.audience, "web"], keySource: .jwksURL(jwksURL),
+            signIn: BrowserSignIn(authorizationURL: authorizationURL, tokenURL: codeFlow ? tokenURL : nil, clientID: "web", label: "Sign in with Test IdP")
+        )
+    }
+
+    /// Olivia, whom the browser sign-in tests sign in (olivia@example.com, verified).
+    static var olivia: [String: Any] { ["iss": issuer, "sub": "olivia-1", "email": "olivia@example.com", "email_verified": true, "name": "Olivia"] }
+
     /// Who `/authorize` signs in from now on: the id token's claims (besides aud, iat, exp, nonce).
     func signInAs(_ claims: [String: Any]) async throws {
         _ = try await control("/sign-in-as", ["claims": claims])
