@@ -9,6 +9,7 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
             case postgresNotInstalled
             case clusterFailed
             case databaseUnavailable
+            case commitOutcomeUnknown
             case migrationFailed
             case migrationEdited
             case migrationMissing
@@ -25,6 +26,9 @@ public struct StoreError: Error, CustomStringConvertible, Sendable {
         public static let postgresNotInstalled = Code(base: .postgresNotInstalled)
         public static let clusterFailed = Code(base: .clusterFailed)
         public static let databaseUnavailable = Code(base: .databaseUnavailable)
+        /// The database went away after a write's COMMIT was sent and before
+        /// it answered: the write may or may not have been applied.
+        public static let commitOutcomeUnknown = Code(base: .commitOutcomeUnknown)
         public static let migrationFailed = Code(base: .migrationFailed)
         public static let migrationEdited = Code(base: .migrationEdited)
         public static let migrationMissing = Code(base: .migrationMissing)

@@ -1,9 +1,15 @@
 import Logging
 import PostgresNIO
+import Synchronization
 
 extension PostgresConnection {
     /// Runs `body` between BEGIN and COMMIT (ROLLBACK if it throws) and
     /// rethrows the original error, unwrapped, so callers can tell what failed.
+    ///
+    /// A task cancelled before its COMMIT (its caller answered at a
+    /// deadline, or gone) rolls back instead; the ``CommitWatch`` in scope,
+    /// if any, is marked first, so its owner knows whether a COMMIT may
+    /// have reached the server.
     public func inTransaction<Result: Sendable>(
         logger: Logger,
         _ body: (PostgresConnection) async throws -> Result
@@ -12,6 +18,10 @@ extension PostgresConnection {
         let result: Result
         do {
             result = try await body(self)
+            // Marked before the check: whoever cancels this task and then
+            // reads the mark either sees it or has stopped the COMMIT.
+            CommitWatch.current?.markCommitting()
+            try Task.checkCancellation()
         } catch {
             _ = try? await query("ROLLBACK", logger: logger)
             throw error
@@ -19,6 +29,24 @@ extension PostgresConnection {
         try await query("COMMIT", logger: logger)
         return result
     }
+}
+
+/// Whether a transaction got as far as sending its COMMIT: if the answer
+/// never comes (the link cut, the server frozen past the deadline, the
+/// connection lost), the write may or may not have been applied, and the
+/// client must be told that rather than "not applied" (API.md §13, DECISIONS
+/// 128). Bound as a task local around a write by whoever reports its outcome.
+public final class CommitWatch: Sendable {
+    @TaskLocal public static var current: CommitWatch?
+
+    private let committing = Atomic<Bool>(false)
+
+    public init() {}
+
+    func markCommitting() { committing.store(true, ordering: .sequentiallyConsistent) }
+
+    /// True once a COMMIT may have been sent.
+    public var mayHaveCommitted: Bool { committing.load(ordering: .sequentiallyConsistent) }
 }
 
 /// Turns PostgresNIO's errors into words for people, without SQL text.

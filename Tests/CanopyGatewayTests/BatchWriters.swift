@@ -34,6 +34,9 @@ final class BatchWriters: Sendable {
         var started: ContinuousClock.Instant
         var took: Duration
         var outcome: Outcome
+        /// A 503 that said the write's COMMIT had been sent
+        /// (`extensions.outcomeUnknown`): the batch may be there, whole.
+        var outcomeUnknown = false
     }
 
     /// What the gateway answered to one POST /graphql.
@@ -163,9 +166,11 @@ final class BatchWriters: Sendable {
         ])
         let started = ContinuousClock.now
         let outcome: Outcome
+        var outcomeUnknown = false
         do {
             let answer = try await send(ByteBuffer(bytes: body))
             let json = (try? JSONSerialization.jsonObject(with: Data(buffer: answer.body))) as? [String: Any] ?? [:]
+            outcomeUnknown = ((json["errors"] as? [[String: Any]])?.first?["extensions"] as? [String: Any])?["outcomeUnknown"] as? Bool ?? false
             let saved = ((json["data"] as? [String: Any])?["modifyRecords"] as? [String: Any])?["saved"] as? [[String: Any]]
             if answer.status == .serviceUnavailable {
                 outcome = .unavailable(retryAfter: answer.retryAfter)
@@ -177,7 +182,8 @@ final class BatchWriters: Sendable {
         } catch {
             outcome = .noAnswer
         }
-        return Attempt(writer: writer, batch: batch, started: started, took: ContinuousClock.now - started, outcome: outcome)
+        return Attempt(writer: writer, batch: batch, started: started, took: ContinuousClock.now - started, outcome: outcome,
+                       outcomeUnknown: outcomeUnknown)
     }
 
     /// How many records each batch has in `endpoint`'s database, by
@@ -203,13 +209,22 @@ final class BatchWriters: Sendable {
         #expect(half.isEmpty, "batches half there: \(half.prefix(5))", sourceLocation: sourceLocation)
     }
 
+    /// No batch answered 503 without `outcomeUnknown` is there at all: the
+    /// gateway said it was not applied, so it must never be applied later
+    /// (a transaction left running past its deadline that commits after).
+    func expectRefusedAbsent(_ counts: [String: Int64], sourceLocation: SourceLocation = #_sourceLocation) {
+        let applied = unavailable.filter { !$0.outcomeUnknown && counts["w\($0.writer)/b\($0.batch)", default: 0] > 0 }
+        #expect(applied.isEmpty, "batches answered 503 (not applied) that are there: \(applied.prefix(5).map { "w\($0.writer)/b\($0.batch)" })",
+                sourceLocation: sourceLocation)
+    }
+
     /// A line for the test's output: counts, and how long no write was acknowledged around `instant`.
     func summary(around instant: ContinuousClock.Instant) -> String {
         let all = all
         let resumedAt = Self.firstAcknowledgedEnd(after: instant, in: all)
         let lastBefore = all.filter { $0.outcome == .acknowledged && $0.started + $0.took <= instant }.map { $0.started + $0.took }.max()
         let gap = resumedAt.map { $0 - (lastBefore ?? instant) }
-        return "\(all.count) batches, \(acknowledged.count) acknowledged, \(unavailable.count) answered 503, \(unanswered.count) unanswered, \(others.count) other; "
+        return "\(all.count) batches, \(acknowledged.count) acknowledged, \(unavailable.count) answered 503 (\(unavailable.filter(\.outcomeUnknown).count) of them outcome unknown), \(unanswered.count) unanswered, \(others.count) other; "
             + "writes resumed \(resumedAt.map { "\($0 - instant)" } ?? "never") after; "
             + "no acknowledged write for \(gap.map { "\($0)" } ?? "?"); longest answer \(all.map(\.took).max() ?? .zero)"
     }

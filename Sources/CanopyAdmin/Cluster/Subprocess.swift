@@ -37,7 +37,7 @@ public struct Subprocess {
     public struct Started: Sendable {
         public let pid: pid_t
         let executable: String
-        let outputPath: String
+        public let outputPath: String
 
         /// Waits for the exit and returns the status and what it printed.
         public func wait() throws -> Result {

@@ -22,6 +22,10 @@ public struct APIError: Error, Sendable {
     /// The HTTP status when thrown from a route, where the code alone does
     /// not say it (429 for a rate, 413 for a body, 403 and 404 for downloads).
     public var statusOverride: HTTPResponse.Status?
+    /// A write whose COMMIT was sent when the database stopped answering:
+    /// it may or may not have been applied (`extensions.outcomeUnknown`;
+    /// DECISIONS 128).
+    public var outcomeUnknown = false
 
     public init(_ code: ErrorCode, _ message: String, locations: [QueryError.Location] = [], path: [String] = [],
                 status: HTTPResponse.Status? = nil) {
@@ -64,6 +68,10 @@ public struct APIError: Error, Sendable {
             switch error.code {
             case .notAuthenticated: self.init(.notAuthenticated, error.message)
             case .databaseUnavailable: self.init(.serviceUnavailable, "the database is unavailable; try again shortly")
+            case .commitOutcomeUnknown:
+                logger.warning("a write's outcome is unknown", metadata: ["canopy.request.id": "\(requestID)", "canopy.error": "\(String(reflecting: error))"])
+                self.init(.serviceUnavailable, error.message)
+                outcomeUnknown = true
             case .invalidInput: self.init(.invalidArguments, error.message)
             case .notFound: self.init(.unknownItem, error.message)
             default: self = Self.internalError(error, requestID: requestID, logger: logger)

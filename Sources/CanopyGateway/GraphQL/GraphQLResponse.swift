@@ -10,6 +10,8 @@ struct GraphQLResponse {
         struct Extensions: Encodable {
             var code: String
             var requestId: String
+            /// Only when true: the write may or may not have been applied.
+            var outcomeUnknown: Bool?
         }
         var message: String
         var locations: [QueryError.Location]?
@@ -71,7 +73,7 @@ struct GraphQLResponse {
                 message: error.message,
                 locations: error.locations.isEmpty ? nil : error.locations,
                 path: error.path.isEmpty ? nil : error.path,
-                extensions: .init(code: error.code.rawValue, requestId: requestID)
+                extensions: .init(code: error.code.rawValue, requestId: requestID, outcomeUnknown: error.outcomeUnknown ? true : nil)
             )
         }
         let data = (try? JSONEncoder().encode(bodies)) ?? Data("[]".utf8)

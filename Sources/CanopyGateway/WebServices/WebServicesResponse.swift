@@ -26,6 +26,7 @@ enum WebServicesResponse {
         ]
         if let redirectURL { body["redirectURL"] = .string(redirectURL) }
         if let seconds = error.retryAfter { body["retryAfter"] = .int(Int64(seconds)) }
+        if error.outcomeUnknown { body["outcomeUnknown"] = .bool(true) }
         let status: HTTPResponse.Status = code == .limitExceeded && error.statusOverride == .contentTooLarge
             ? .contentTooLarge : .init(code: code.statusCode, reasonPhrase: code == .authenticationRequired ? "Misdirected Request" : "")
         var response = GraphQLResponse.json(JSONValue.object(body).jsonText, status: status)

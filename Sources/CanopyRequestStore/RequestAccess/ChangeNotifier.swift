@@ -8,6 +8,13 @@ import Synchronization
 /// subscriber, opened when the first one arrives. A notification names only
 /// a zone and its owner; subscribers read what changed themselves, as their
 /// user, so nothing here can show anyone a row.
+///
+/// A listening connection sends nothing of its own, so a link that stops
+/// carrying packets (a partition, a server restarted behind it) would leave
+/// it waiting forever. Every `heartbeat` it is asked a `SELECT 1`; no answer
+/// within `heartbeat` again and the connection is closed and replaced, and
+/// the new one's `resync` makes every subscriber read again from its own
+/// position, so a change that committed meanwhile is not missed.
 public final class ChangeNotifier: Service, Sendable {
     /// What a subscriber is told.
     public enum Event: Sendable, Equatable {
@@ -31,15 +38,19 @@ public final class ChangeNotifier: Service, Sendable {
         var nextID = 0
         var demand: AsyncStream<Void>.Continuation?
         var listening = false
+        var connections = 0
     }
 
     private let primary: PrimaryPool
     private let logger: Logger
     private let state = Mutex(State())
     private let demand: AsyncStream<Void>
+    /// How often the listening connection is checked, and how long its answer may take.
+    public let heartbeat: Duration
 
-    public init(primary: PrimaryPool, logger: Logger) {
+    public init(primary: PrimaryPool, heartbeat: Duration = .seconds(5), logger: Logger) {
         self.primary = primary
+        self.heartbeat = heartbeat
         self.logger = logger
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         demand = stream
@@ -68,6 +79,10 @@ public final class ChangeNotifier: Service, Sendable {
     /// How many subscribers are registered (for metrics and tests).
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
+    /// How many listening connections have been opened (1 once listening;
+    /// each replacement after a failure or a silent link adds one).
+    public var listeningConnections: Int { state.withLock { $0.connections } }
+
     private func broadcast(_ event: Event) {
         let subscribers = state.withLock { Array($0.subscribers.values) }
         for subscriber in subscribers where event == .resync || subscriber.wants(event) {
@@ -86,12 +101,7 @@ public final class ChangeNotifier: Service, Sendable {
                 do {
                     // The primary now: after a failover, the new one.
                     try await self.primary.client().withConnection { connection in
-                        try await connection.listen(on: "canopy_changes") { notifications in
-                            self.broadcast(.resync)
-                            for try await notification in notifications {
-                                if let event = Self.event(from: notification.payload) { self.broadcast(event) }
-                            }
-                        }
+                        try await self.listen(on: connection)
                     }
                 } catch where !Task.isCancelled {
                     self.logger.warning("change notifications interrupted; reconnecting", metadata: ["canopy.error": "\(String(reflecting: error))"])
@@ -104,6 +114,43 @@ public final class ChangeNotifier: Service, Sendable {
             return Array(state.subscribers.values)
         }
         for subscriber in subscribers { subscriber.continuation.finish() }
+    }
+
+    /// Listens on `connection` until it fails or stops answering its
+    /// heartbeat (then it is closed, and this throws).
+    private func listen(on connection: PostgresConnection) async throws {
+        try await connection.listen(on: "canopy_changes") { notifications in
+            self.state.withLock { $0.connections += 1 }
+            self.broadcast(.resync)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await notification in notifications {
+                        if let event = Self.event(from: notification.payload) { self.broadcast(event) }
+                    }
+                    throw StoreError(.databaseUnavailable, "the change notifications ended")
+                }
+                group.addTask {
+                    while true {
+                        try await Task.sleep(for: self.heartbeat)
+                        do {
+                            _ = try await withTimeout(self.heartbeat) {
+                                // Named, so an operator can tell the listener in pg_stat_activity.
+                                try await connection.query("SELECT 1 AS canopy_listener_heartbeat", logger: self.logger).collect()
+                            }
+                        } catch {
+                            self.logger.warning("the change listener's connection did not answer its heartbeat; replacing it", metadata: [
+                                "canopy.heartbeat": "\(self.heartbeat)", "canopy.error": "\(String(reflecting: error))",
+                            ])
+                            try? await connection.close()
+                            throw StoreError(.databaseUnavailable, "the listening connection did not answer its heartbeat within \(self.heartbeat); replacing it", underlying: error)
+                        }
+                    }
+                }
+                // Neither child ends but by throwing.
+                _ = try await group.next()
+                group.cancelAll()
+            }
+        }
     }
 
     /// `'<zone id> <owner id>'` or `'push'`, as canopy.touch_zone sends them.

@@ -1,3 +1,5 @@
+import Logging
+import NIOCore
 import PostgresNIO
 import Synchronization
 
@@ -17,22 +19,41 @@ extension PostgresClient {
     /// when no connection is had within `lease`, or no answer within
     /// `answer` after that: PostgresNIO's pool would wait about a minute
     /// for a server that is gone (DECISIONS 50).
+    ///
+    /// A connection still busy at the deadline is closed before the caller
+    /// is answered (DECISIONS 128): its link may be dead (a partition keeps
+    /// a TCP connection open for a quarter of an hour) or its server frozen,
+    /// so it goes back to the pool as nothing, and whatever it was doing
+    /// ends with it (a transaction whose COMMIT was not sent rolls back).
     func withConnection<Result: Sendable>(
         within lease: Duration, answerWithin answer: Duration,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
-        let leased = Deadline.Flag()
+        let leased = Deadline.Lease()
         return try await Deadline.race({
             try await self.withConnection { connection in
-                leased.value.store(true, ordering: .relaxed)
+                leased.hold(connection)
+                defer { leased.release() }
                 return try await body(connection)
             }
         }, stages: [
             .init(after: lease) {
-                leased.value.load(ordering: .relaxed) ? nil : StoreError(.databaseUnavailable, "no connection to the database within \(lease)")
+                leased.wasHeld ? nil : StoreError(.databaseUnavailable, "no connection to the database within \(lease)")
             },
-            .init(after: answer) { StoreError(.databaseUnavailable, "the database did not answer within \(lease + answer)") },
+            .init(after: answer) {
+                leased.closeIfHeld()
+                return StoreError(.databaseUnavailable, "the database did not answer within \(lease + answer)")
+            },
         ])
+    }
+
+    /// One statement on a pooled connection, within `timeout` for the
+    /// connection and again for the answer (closed past it, as above): for
+    /// probes, which must not leave a connection waiting on a dead link.
+    func query(_ query: PostgresQuery, within timeout: Duration, logger: Logger) async throws -> [PostgresRow] {
+        try await withConnection(within: timeout, answerWithin: timeout) { connection in
+            try await connection.query(query, logger: logger).collect()
+        }
     }
 }
 
@@ -40,8 +61,36 @@ extension PostgresClient {
 /// answers the caller; the work is cancelled and not waited for, the timer
 /// disarmed (``DeadlineSweeper``).
 enum Deadline {
-    final class Flag: Sendable {
-        let value = Atomic<Bool>(false)
+    /// The connection a call holds, for its deadline to close: set when the
+    /// pool lends it, cleared (under the same lock) before it goes back, so
+    /// a deadline never closes a connection another call has since borrowed.
+    final class Lease: Sendable {
+        private struct State {
+            var connection: PostgresConnection?
+            var held = false
+        }
+
+        private let state = Mutex(State())
+
+        func hold(_ connection: PostgresConnection) {
+            state.withLock { $0.connection = connection; $0.held = true }
+        }
+
+        func release() {
+            state.withLock { $0.connection = nil }
+        }
+
+        var wasHeld: Bool { state.withLock { $0.held } }
+
+        func closeIfHeld() {
+            state.withLock { state in
+                if let connection = state.connection {
+                    state.connection = nil
+                    let closing: EventLoopFuture<Void> = connection.close()
+                    _ = closing
+                }
+            }
+        }
     }
 
     /// A stage of a race's timer: `after` the previous stage (or the
@@ -114,8 +163,10 @@ enum Deadline {
                 return (state.continuation, state.work, state.timer)
             }
             if let timer { DeadlineSweeper.shared.disarm(timer) }
-            continuation?.resume(with: result)
+            // The work is cancelled before the caller hears: a transaction
+            // that has not sent its COMMIT by then never will (CommitWatch).
             work?.cancel()
+            continuation?.resume(with: result)
         }
     }
 

@@ -46,6 +46,7 @@ public final class RequestDatabase: Sendable {
 
     /// - Parameters:
     ///   - statementTimeout: every statement's limit (`statement_timeout`, set per connection)
+    ///   - listenerHeartbeat: how often the change listener's connection is checked (``ChangeNotifier``)
     ///   - tokenCacheTime: how long a looked-up token is remembered (0: never);
     ///     a revoked token keeps working at most this long (API.md §10: 5 s)
     ///   - schemaCacheTime: how long a record type's fields are remembered (0: never)
@@ -53,7 +54,7 @@ public final class RequestDatabase: Sendable {
     ///   - replicas: streaming replicas of the same database, reached as the same role
     public init(
         endpoint: DatabaseEndpoint, maximumConnections: Int = 20, availabilityTimeout: Duration = .seconds(5),
-        statementTimeout: Duration = .seconds(10), tokenCacheTime: Duration = .seconds(4),
+        statementTimeout: Duration = .seconds(10), listenerHeartbeat: Duration = .seconds(5), tokenCacheTime: Duration = .seconds(4),
         schemaCacheTime: Duration = .seconds(1), schemaMode: String = "development",
         replicas: [DatabaseEndpoint] = [], replicaSettings: ReplicaSet.Settings = .init(), logger: Logger
     ) throws {
@@ -72,7 +73,7 @@ public final class RequestDatabase: Sendable {
             availabilityTimeout: availabilityTimeout, statementTimeout: statementTimeout, logger: logger
         )
         self.secrets = ServerSecrets(primary: primary)
-        self.notifier = ChangeNotifier(primary: primary, logger: logger)
+        self.notifier = ChangeNotifier(primary: primary, heartbeat: listenerHeartbeat, logger: logger)
         self.recordTypes = RecordTypeFields(primary: primary, maximumAge: schemaCacheTime)
         self.schemaCacheTime = schemaCacheTime
         self.schemaMode = schemaMode
@@ -143,6 +144,32 @@ public final class RequestDatabase: Sendable {
         _ userID: Int64,
         device: String? = nil,
         logger: Logger,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        let watch = CommitWatch()
+        do {
+            return try await CommitWatch.$current.withValue(watch) {
+                try await writeTransaction(userID, device: device, logger: logger, body)
+            }
+        } catch where watch.mayHaveCommitted && Self.leavesCommitUnknown(error) {
+            throw StoreError(
+                .commitOutcomeUnknown,
+                "the database stopped answering after this write's COMMIT was sent: it may or may not have been saved; read it back, or send it again (a save of the same record with its old change tag is then answered with a conflict if it was saved)",
+                underlying: error
+            )
+        }
+    }
+
+    /// Whether a failure after COMMIT was sent leaves its outcome unknown:
+    /// the connection or the server went away, or the deadline passed. An
+    /// error the server answered (a constraint, a serialization failure) is
+    /// an answer: nothing was committed.
+    static func leavesCommitUnknown(_ error: any Error) -> Bool {
+        error is CancellationError || PrimaryPool.meansNoPrimary(error) || PostgresErrors.isConnectionFailure(error)
+    }
+
+    private func writeTransaction<Result: Sendable>(
+        _ userID: Int64, device: String?, logger: Logger,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await primary.withConnection { connection in

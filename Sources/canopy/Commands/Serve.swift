@@ -201,6 +201,7 @@ struct Serve: AsyncParsableCommand {
             configuration.planCacheSize = max(0, size)
         }
         if environment["CANOPY_PLAN_CACHE_VERIFY"] == "1" { configuration.planCacheVerification = .compare }
+        configuration.statementTimeout = .milliseconds(Int64(pool.statementTimeout * 1000))
         var verifier: TokenVerifier?
         if let authConfiguration {
             let identity = await TokenVerifier(configuration: authConfiguration, logger: logger)
@@ -216,7 +217,9 @@ struct Serve: AsyncParsableCommand {
         }
         let gatewayDatabase = try RequestDatabase(
             endpoint: resolved.gateway, maximumConnections: pool.connections,
-            statementTimeout: configuration.statementTimeout, schemaMode: mode.mode.rawValue,
+            availabilityTimeout: .milliseconds(Int64(pool.availabilityTimeout * 1000)),
+            statementTimeout: configuration.statementTimeout, listenerHeartbeat: .milliseconds(Int64(pool.listenerHeartbeat * 1000)),
+            schemaMode: mode.mode.rawValue,
             replicas: replicaEndpoints, replicaSettings: replicas.settings, logger: logger
         )
         if !replicaEndpoints.isEmpty {

@@ -16,9 +16,29 @@ struct PoolOptions: ParsableArguments {
         valueName: "count"))
     var connections: Int = Int(ProcessInfo.processInfo.environment["CANOPY_DATABASE_CONNECTIONS"] ?? "") ?? Self.defaultConnections
 
+    @Option(name: .customLong("statement-timeout"), help: ArgumentHelp(
+        "Seconds a statement may run (PostgreSQL's statement_timeout); a database call gets this and 2 s more to answer before the request is answered 503 and its connection closed (env CANOPY_STATEMENT_TIMEOUT; default 10). See docs/RELIABILITY.md, \"Network faults\".",
+        valueName: "seconds"))
+    var statementTimeout: Double = Double(ProcessInfo.processInfo.environment["CANOPY_STATEMENT_TIMEOUT"] ?? "") ?? 10
+
+    @Option(name: .customLong("availability-timeout"), help: ArgumentHelp(
+        "Seconds a request waits for a connection to the database (a new one's TCP connect included) before it is answered 503 with Retry-After (env CANOPY_AVAILABILITY_TIMEOUT; default 5).",
+        valueName: "seconds"))
+    var availabilityTimeout: Double = Double(ProcessInfo.processInfo.environment["CANOPY_AVAILABILITY_TIMEOUT"] ?? "") ?? 5
+
+    @Option(name: .customLong("listener-heartbeat"), help: ArgumentHelp(
+        "Seconds between checks of the connection that listens for changes (for live subscriptions and push); one that does not answer within as long again is replaced, and every subscriber catches up from its position (env CANOPY_LISTENER_HEARTBEAT; default 5).",
+        valueName: "seconds"))
+    var listenerHeartbeat: Double = Double(ProcessInfo.processInfo.environment["CANOPY_LISTENER_HEARTBEAT"] ?? "") ?? 5
+
     func validate() throws {
         guard connections >= 2 else {
             throw ValidationError("--database-connections must be 2 or more (one is the change listener's), got \(connections)")
+        }
+        for (flag, value) in [("--statement-timeout", statementTimeout), ("--availability-timeout", availabilityTimeout), ("--listener-heartbeat", listenerHeartbeat)] {
+            guard value.isFinite, value >= 0.1, value <= 3600 else {
+                throw ValidationError("\(flag) must be a number of seconds from 0.1 to 3600, got \(value)")
+            }
         }
     }
 }

@@ -1,0 +1,362 @@
+import AsyncHTTPClient
+import CanopyAdmin
+import CanopyGateway
+import CanopyRequestStore
+import CanopyTestSupport
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+import Testing
+import WSClient
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Faults between the parts (issue 53, part 1; docs/RELIABILITY.md,
+/// "Network faults"). A gateway process and two PostgreSQL servers in
+/// network namespaces of the test's own, joined by veth pairs
+/// (`scripts/netns-lab.sh`); links cut mid-traffic by setting the server's
+/// end down, the primary frozen with SIGSTOP. After each heal the database
+/// itself is asked: nothing acknowledged lost, nothing refused applied,
+/// nothing half there, one copy of a write whose commit went unanswered.
+@Suite("Network faults between the parts", .serialized,
+       .enabled(if: networkLabAvailable, "needs root, iproute2 and PostgreSQL's server programs (make test has them)"),
+       .enabled(if: CanopyBinary.exists, "build the canopy executable first (swift build)"))
+struct NetworkFaultTests {
+    /// Each database call is answered within 2 s for a connection and 2 + 2
+    /// for an answer; the listener is checked every second.
+    static let gatewayFlags = ["--statement-timeout", "2", "--availability-timeout", "2", "--listener-heartbeat", "1"]
+    /// The longest any request may take, on a loaded 2-core machine: a few
+    /// database calls' bounds, never the TCP timeout's quarter hour.
+    static let answerBound = Duration.seconds(30)
+    /// How soon after a heal the gateway must acknowledge a write again.
+    static let recoveryBound = Duration.seconds(20)
+
+    @Test("the link to the primary cut during a write's COMMIT: that write answered 503 with Retry-After and outcomeUnknown, saved once (its resend a conflict); eight writers meanwhile: every answer within its bound, every acknowledged batch whole, none refused there, none half; writes resume after the heal without a restart")
+    func partitionDuringCommit() async throws {
+        let lab = try NetworkLab.up()
+        defer { lab.down() }
+        let token = try await Self.prepare(lab)
+        try await Self.slowCommits(on: lab.admin)
+        let gateway = try NamespacedGateway(lab: lab, extra: Self.gatewayFlags + ["--replica-url", lab.replicaURL])
+        defer { gateway.stop() }
+        try #require(try await gateway.waitUntilServing(), "canopy serve in the namespace did not answer /health:\n\(gateway.log)")
+        let send = CrashTests.send(to: "\(gateway.url)/graphql", token: token, client: .shared)
+        let writers = BatchWriters()
+        try await writers.makeZones(send: send)
+        #expect(try await send(Self.body("mutation { saveZone(zoneName: \"slow\") { zoneName } }")).status == .ok)
+
+        let slowAnswer = Mutex<BatchWriters.Answer?>(nil)
+        let healedAt = Mutex<ContinuousClock.Instant?>(nil)
+        try await writers.run(send: send) {
+            // A save whose COMMIT takes 3 s on the server (a deferred trigger).
+            let slow = Task { try await send(Self.saveSlowRecord()) }
+            try await Self.waitUntilCommitting(lab.admin)
+            try lab.command("cut")
+            writers.markFault()
+            let answer = try await slow.value
+            slowAnswer.withLock { $0 = answer }
+            // Cut until the writers have been refused, and a second more.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while writers.unavailable.isEmpty, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            try await Task.sleep(for: .seconds(1))
+            try lab.command("heal")
+            let healed = ContinuousClock.now
+            healedAt.withLock { $0 = healed }
+            let resumed = try await writers.waitForAcknowledgement(after: healed, within: Self.recoveryBound)
+            #expect(resumed, "no write was acknowledged within \(Self.recoveryBound) of the heal:\n\(gateway.log.suffix(3000))")
+            try await Task.sleep(for: .seconds(1))
+        }
+
+        let cut = try #require(writers.faultAt)
+        print("partition during commit: \(writers.summary(around: cut))")
+        print("around the cut:\n\(writers.timeline(around: cut))")
+        // The write whose COMMIT was in flight.
+        let answer = try #require(slowAnswer.withLock { $0 })
+        let json = try JSONSerialization.jsonObject(with: Data(buffer: answer.body)) as? [String: Any]
+        let extensions = ((json?["errors"] as? [[String: Any]])?.first?["extensions"] as? [String: Any]) ?? [:]
+        #expect(answer.status == .serviceUnavailable && answer.retryAfter, "the write in COMMIT was answered \(answer.status): \(String(buffer: answer.body))")
+        #expect(extensions["outcomeUnknown"] as? Bool == true, "not told the outcome is unknown: \(String(buffer: answer.body))")
+        #expect(try await Self.count(named: "slow-1", on: lab.admin) == 1, "the write in COMMIT was not saved (the server finished it)")
+        // Sent again, as an engine does: a conflict, and still one copy.
+        let again = try await send(Self.saveSlowRecord())
+        #expect(String(buffer: again.body).contains("SERVER_RECORD_CHANGED"), "the resend was answered \(String(buffer: again.body))")
+        #expect(try await Self.count(named: "slow-1", on: lab.admin) == 1)
+
+        #expect(!writers.unavailable.isEmpty, "no writer was answered 503 while the link was cut")
+        #expect(writers.unavailable.allSatisfy { $0.outcome == .unavailable(retryAfter: true) }, "a 503 without Retry-After")
+        #expect(writers.others.isEmpty && writers.unanswered.isEmpty,
+                "answers neither acknowledged nor 503: \((writers.others + writers.unanswered).prefix(5).map(\.outcome))")
+        let longest = writers.all.map(\.took).max() ?? .zero
+        #expect(longest < Self.answerBound, "an answer took \(longest)")
+        let counts = try await BatchWriters.batchCounts(on: lab.admin)
+        writers.expectWholeBatches(counts)
+        writers.expectRefusedAbsent(counts)
+    }
+
+    @Test("the listener's connection silently dead (the link cut, the server forgetting it): noticed by its heartbeat and replaced without a restart; a subscriber is told every change that committed meanwhile, through another gateway")
+    func silentListener() async throws {
+        let lab = try NetworkLab.up()
+        defer { lab.down() }
+        let users = try await Self.prepareUsers(lab)
+        let token = users.aliceToken
+        let gateway = try NamespacedGateway(lab: lab, extra: Self.gatewayFlags)
+        defer { gateway.stop() }
+        try #require(try await gateway.waitUntilServing(), "canopy serve in the namespace did not answer /health:\n\(gateway.log)")
+        let send = CrashTests.send(to: "\(gateway.url)/graphql", token: token, client: .shared)
+        #expect(try await send(Self.body("mutation { saveZone(zoneName: \"live\") { zoneName } }")).status == .ok)
+
+        let received = Mutex<Set<String>>([])
+        let subscribed = Atomic<Bool>(false)
+        let written = (1...5).map { "during-\($0)" }
+        let subscriber = Task {
+            var headers = HTTPFields()
+            headers[.secWebSocketProtocol] = "graphql-transport-ws"
+            headers[.authorization] = "Bearer \(token)"
+            try await WebSocketClient.connect(
+                url: "ws://127.0.0.1:\(gateway.proxy.port)/graphql",
+                configuration: .init(maxFrameSize: 1 << 20, additionalHeaders: headers), logger: Logger(label: "subscriber")
+            ) { inbound, outbound, _ in
+                try await outbound.write(.text("{\"type\":\"connection_init\"}"))
+                for try await message in inbound.messages(maxSize: 1 << 20) {
+                    guard case .text(let text) = message else { continue }
+                    if text.contains("connection_ack") {
+                        try await outbound.write(.text(try subscribeMessage(id: "live", """
+                            subscription { zoneChanged(scope: PRIVATE, zone: {zoneName: "live"}) { changed { recordName } token } }
+                            """)))
+                        subscribed.store(true, ordering: .relaxed)
+                        continue
+                    }
+                    for name in written where text.contains("\"\(name)\"") {
+                        _ = received.withLock { $0.insert(name) }
+                    }
+                }
+            }
+        }
+        defer { subscriber.cancel() }
+        // Subscribed, and the gateway listening (a save seen through it).
+        try await Self.waitFor("the subscription", within: .seconds(20)) { subscribed.load(ordering: .relaxed) }
+        try await Task.sleep(for: .milliseconds(500))
+        let listener = try await Self.waitForListener(on: lab.admin)
+
+        try lab.command("cut")
+        try lab.forgetConnection(fromGatewayPort: listener)
+        // Changes committed while the gateway's listener is dead, by another
+        // gateway (in this process, over the primary's Unix socket).
+        let other = GatewayHarness(endpoint: lab.admin, alice: users.alice, aliceToken: users.aliceToken, bob: users.bob, bobToken: users.bobToken)
+        try await other.test { client in
+            for name in written {
+                let answer = try await client.call("modifyRecords", """
+                    mutation { modifyRecords(scope: PRIVATE, zone: {zoneName: "live"}, save: [{recordName: "\(name)", recordType: "Entry", fields: {}}]) { saved { recordName } } }
+                    """, token: token)
+                #expect(answer.status == .ok && answer.code == nil, "\(answer.body)")
+            }
+        }
+        try await Task.sleep(for: .seconds(3))
+        try lab.command("heal")
+        try await Self.waitFor("the subscriber to be told \(written)", within: .seconds(30)) {
+            received.withLock { $0 } == Set(written)
+        }
+        let replaced = try await Self.waitForListener(on: lab.admin)
+        #expect(replaced != listener, "the listening connection was not replaced")
+        #expect(gateway.log.contains("did not answer its heartbeat"), "the heartbeat's failure was not logged:\n\(gateway.log.suffix(2000))")
+    }
+
+    @Test("the primary frozen (SIGSTOP) longer than every deadline, then thawed: every request answered in its bound (503 with Retry-After meanwhile), nothing refused applied after the thaw, every acknowledged batch whole; writes resume without a restart")
+    func frozenPrimary() async throws {
+        let lab = try NetworkLab.up()
+        defer { lab.down() }
+        let token = try await Self.prepare(lab)
+        let gateway = try NamespacedGateway(lab: lab, extra: Self.gatewayFlags)
+        defer { gateway.stop() }
+        try #require(try await gateway.waitUntilServing(), "canopy serve in the namespace did not answer /health:\n\(gateway.log)")
+        let send = CrashTests.send(to: "\(gateway.url)/graphql", token: token, client: .shared)
+        let writers = BatchWriters()
+        try await writers.makeZones(send: send)
+
+        try await writers.run(send: send) {
+            try lab.command("freeze")
+            writers.markFault()
+            // Frozen past every deadline: 2 s to connect, 4 s to answer.
+            try await Task.sleep(for: .seconds(8))
+            try lab.command("thaw")
+            let thawed = ContinuousClock.now
+            let resumed = try await writers.waitForAcknowledgement(after: thawed, within: Self.recoveryBound)
+            #expect(resumed, "no write was acknowledged within \(Self.recoveryBound) of the thaw:\n\(gateway.log.suffix(3000))")
+            try await Task.sleep(for: .seconds(1))
+        }
+        let frozen = try #require(writers.faultAt)
+        print("frozen primary: \(writers.summary(around: frozen))")
+        print("around the freeze:\n\(writers.timeline(around: frozen))")
+        #expect(!writers.unavailable.isEmpty, "no writer was answered 503 while the primary was frozen")
+        #expect(writers.unavailable.allSatisfy { $0.outcome == .unavailable(retryAfter: true) }, "a 503 without Retry-After")
+        #expect(writers.others.isEmpty && writers.unanswered.isEmpty,
+                "answers neither acknowledged nor 503: \((writers.others + writers.unanswered).prefix(5).map(\.outcome))")
+        let longest = writers.all.map(\.took).max() ?? .zero
+        #expect(longest < Self.answerBound, "an answer took \(longest)")
+        // Requests held by the frozen server finish only after the thaw:
+        // give them their time before asking the database.
+        try await Task.sleep(for: .seconds(3))
+        let counts = try await BatchWriters.batchCounts(on: lab.admin)
+        writers.expectWholeBatches(counts)
+        writers.expectRefusedAbsent(counts)
+    }
+
+    @Test("the link to the replica cut: reads keep being answered (from the primary), each within its bound; after the heal the replica serves again")
+    func replicaPartition() async throws {
+        let lab = try NetworkLab.up()
+        defer { lab.down() }
+        let token = try await Self.prepare(lab)
+        let gateway = try NamespacedGateway(lab: lab, extra: Self.gatewayFlags + ["--replica-url", lab.replicaURL])
+        defer { gateway.stop() }
+        try #require(try await gateway.waitUntilServing(), "canopy serve in the namespace did not answer /health:\n\(gateway.log)")
+        let send = CrashTests.send(to: "\(gateway.url)/graphql", token: token, client: .shared)
+        #expect(try await send(Self.body("mutation { saveZone(zoneName: \"read\") { zoneName } }")).status == .ok)
+        #expect(try await send(Self.body("""
+            mutation { modifyRecords(scope: PRIVATE, zone: {zoneName: "read"}, save: [{recordName: "r1", recordType: "Entry", fields: {}}]) { saved { recordName } } }
+            """)).status == .ok)
+        let read = Self.body("{ records(scope: PRIVATE, zone: {zoneName: \"read\"}, recordType: \"Entry\") { records { recordName } } }")
+        @Sendable func readOnce() async throws -> (HTTPResponse.Status, Duration, String) {
+            let started = ContinuousClock.now
+            let answer = try await send(read)
+            return (answer.status, ContinuousClock.now - started, String(buffer: answer.body))
+        }
+        // Reads reach the replica before the cut.
+        try await Self.waitFor("a read from the replica", within: .seconds(20)) {
+            _ = try await readOnce()
+            return try await Self.replicaReads(on: lab.replicaAdmin) > 0
+        }
+        try lab.command("cut", "replica")
+        var answers: [(HTTPResponse.Status, Duration, String)] = []
+        let until = ContinuousClock.now + .seconds(8)
+        while ContinuousClock.now < until { answers.append(try await readOnce()) }
+        try lab.command("heal", "replica")
+        let failed = answers.filter { $0.0 != .ok || !$0.2.contains("r1") }
+        #expect(failed.isEmpty, "reads failed while the replica was cut off: \(failed.prefix(3).map { "\($0.0) \($0.2.prefix(200))" })")
+        let longest = answers.map(\.1).max() ?? .zero
+        #expect(longest < Self.answerBound, "a read took \(longest)")
+        print("replica cut: \(answers.count) reads, longest \(longest)")
+        // Back in rotation: reads reach it again.
+        let before = try await Self.replicaReads(on: lab.replicaAdmin)
+        try await Self.waitFor("reads from the replica after the heal", within: .seconds(60)) {
+            _ = try await readOnce()
+            return try await Self.replicaReads(on: lab.replicaAdmin) > before
+        }
+    }
+}
+
+extension NetworkFaultTests {
+    /// Migrates the lab's database and adds alice; her token.
+    static func prepare(_ lab: NetworkLab) async throws -> String {
+        try await prepareUsers(lab).aliceToken
+    }
+
+    struct Users {
+        var alice: UserSummary
+        var aliceToken: String
+        var bob: UserSummary
+        var bobToken: String
+    }
+
+    /// Migrates the lab's database and adds alice and bob.
+    static func prepareUsers(_ lab: NetworkLab) async throws -> Users {
+        try await TestDatabase.withConnection(lab.admin) { connection in
+            try await Migrator(directory: TestDatabase.migrationsDirectory, logger: TestDatabase.logger).up(connection: connection)
+        }
+        let (alice, aliceToken) = try await addUser("alice", on: lab.admin)
+        let (bob, bobToken) = try await addUser("bob", on: lab.admin)
+        return Users(alice: alice, aliceToken: aliceToken.string, bob: bob, bobToken: bobToken.string)
+    }
+
+    /// Records named `slow…` take 3 s to COMMIT: a deferred constraint
+    /// trigger sleeps at commit time, so a test can cut the link while a
+    /// COMMIT is in flight.
+    static func slowCommits(on endpoint: DatabaseEndpoint) async throws {
+        try await TestDatabase.withConnection(endpoint) { connection in
+            for statement in [
+                "CREATE SCHEMA IF NOT EXISTS lab",
+                "CREATE FUNCTION lab.slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(3); RETURN NULL; END $$",
+                """
+                CREATE CONSTRAINT TRIGGER lab_slow_commit AFTER INSERT ON canopy.records DEFERRABLE INITIALLY DEFERRED
+                FOR EACH ROW WHEN (NEW.record_name LIKE 'slow%') EXECUTE FUNCTION lab.slow_commit()
+                """,
+            ] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger)
+            }
+        }
+    }
+
+    static func saveSlowRecord() -> ByteBuffer {
+        body("""
+            mutation { modifyRecords(scope: PRIVATE, zone: {zoneName: "slow"}, save: [{recordName: "slow-1", recordType: "Entry", fields: {}}]) {
+              saved { recordName } errors { recordName code } } }
+            """)
+    }
+
+    /// Waits until a backend is sleeping in the slow trigger: in COMMIT.
+    static func waitUntilCommitting(_ endpoint: DatabaseEndpoint) async throws {
+        try await waitFor("a COMMIT in flight", within: .seconds(20)) {
+            try await TestDatabase.withConnection(endpoint) { connection in
+                let rows = try await connection.query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query = 'COMMIT'", logger: TestDatabase.logger
+                ).collect()
+                return try rows.first?.decode(Int64.self) ?? 0 > 0
+            }
+        }
+    }
+
+    static func count(named name: String, on endpoint: DatabaseEndpoint) async throws -> Int64 {
+        try await TestDatabase.withConnection(endpoint) { connection in
+            let rows = try await connection.query("SELECT count(*) FROM canopy.records WHERE record_name = \(name)", logger: TestDatabase.logger).collect()
+            return try rows.first?.decode(Int64.self) ?? 0
+        }
+    }
+
+    /// The gateway's port of its listening connection, as the primary sees it.
+    static func waitForListener(on endpoint: DatabaseEndpoint) async throws -> Int {
+        let port = Mutex<Int?>(nil)
+        try await waitFor("the gateway's listening connection", within: .seconds(30)) {
+            let found = try await TestDatabase.withConnection(endpoint) { connection in
+                let rows = try await connection.query("""
+                    SELECT client_port FROM pg_stat_activity
+                    WHERE client_addr = '10.231.1.1' AND (query LIKE 'LISTEN%' OR query LIKE '%canopy_listener_heartbeat%')
+                    """, logger: TestDatabase.logger).collect()
+                return try rows.first?.decode(Int.self)
+            }
+            port.withLock { $0 = found }
+            return found != nil
+        }
+        return try #require(port.withLock { $0 })
+    }
+
+    /// Scans of the records table the replica has made: the gateway's reads
+    /// (the test's own questions here scan no table of canopy's).
+    static func replicaReads(on endpoint: DatabaseEndpoint) async throws -> Int64 {
+        try await TestDatabase.withConnection(endpoint) { connection in
+            let rows = try await connection.query(
+                "SELECT coalesce(sum(seq_scan + coalesce(idx_scan, 0)), 0)::bigint FROM pg_stat_user_tables WHERE schemaname = 'canopy' AND relname = 'records'",
+                logger: TestDatabase.logger
+            ).collect()
+            return try rows.first?.decode(Int64.self) ?? 0
+        }
+    }
+
+    static func waitFor(_ what: String, within limit: Duration, _ condition: @Sendable () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if (try? await condition()) == true { return }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        Issue.record("waited \(limit) for \(what)")
+        throw NetworkLabFailure("waited \(limit) for \(what)")
+    }
+
+    static func body(_ query: String) -> ByteBuffer {
+        ByteBuffer(bytes: try! JSONSerialization.data(withJSONObject: ["query": query]))
+    }
+}
