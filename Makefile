@@ -13,6 +13,9 @@
 #   make fault  the sync engines' randomized fault run, FAULT_SEEDS (1-50) of
 #               FAULT_STEPS (80) with each of FAULT_ENGINES (js swift mixed);
 #               docs/SYNC_FAULTS.md (make test runs seeds 1-3 of 30 steps)
+#   make network-soak  NETWORK_CYCLES (20) cuts and heals of the gateway's link
+#               to the primary under writers, in network namespaces; nothing
+#               may leak; docs/RELIABILITY.md (make test runs 3)
 # Both install PostgreSQL from Debian's packages when it is missing (as root).
 
 SWIFT ?= swift
@@ -25,7 +28,7 @@ export SERVER_PACKAGE
 PORT ?= 8080
 DATA_DIR ?= .canopy
 
-.PHONY: run test build postgres clean stop docker-config bench bench-full flamegraphs soak fuzz fuzz-build fuzz-http fault
+.PHONY: run test build postgres clean stop docker-config bench bench-full flamegraphs soak fuzz fuzz-build fuzz-http fault network-soak
 
 postgres:
 	@scripts/ensure-postgres.sh
@@ -37,6 +40,7 @@ test: postgres
 	@scripts/ensure-browser.sh
 	@scripts/ensure-node.sh
 	@scripts/ensure-auto-failover.sh
+	@scripts/ensure-netns.sh
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
 	# scripts/swift-test.sh repeats what failed at the end of its output.
@@ -130,6 +134,15 @@ fuzz-http: postgres
 FAULT_SEEDS ?= 1-50
 FAULT_STEPS ?= 80
 FAULT_ENGINES ?= js swift mixed
+# Network faults (issue 53): the cut-and-heal cycles of NetworkFaultTests,
+# NETWORK_CYCLES of them (make test runs 3); the gateway's connections,
+# open files, threads and memory sampled after every heal.
+NETWORK_CYCLES ?= 20
+network-soak: postgres
+	@scripts/ensure-netns.sh
+	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
+	CANOPY_NETWORK_CYCLES=$(NETWORK_CYCLES) scripts/swift-test.sh --filter "NetworkFaultTests/cutAndHealCycles"
+
 fault:
 	@scripts/ensure-node.sh
 	$(SWIFT) build $(SERVER_PACKAGE) --product canopy

@@ -251,6 +251,168 @@ struct NetworkFaultTests {
 }
 
 extension NetworkFaultTests {
+    /// Cycles of the cycle test: 3 in `make test`, 20 in `make network-soak`.
+    static var cycles: Int { Int(ProcessInfo.processInfo.environment["CANOPY_NETWORK_CYCLES"] ?? "") ?? 3 }
+
+    @Test("cut and heal the link to the primary again and again under eight writers: after every heal writes resume without a restart; the gateway's connections to PostgreSQL stay within its pool, and its sockets, threads and memory do not grow cycle on cycle")
+    func cutAndHealCycles() async throws {
+        let lab = try NetworkLab.up()
+        defer { lab.down() }
+        let token = try await Self.prepare(lab)
+        let gateway = try NamespacedGateway(lab: lab, extra: Self.gatewayFlags + ["--database-connections", "5"])
+        defer { gateway.stop() }
+        try #require(try await gateway.waitUntilServing(), "canopy serve in the namespace did not answer /health:\n\(gateway.log)")
+        let send = CrashTests.send(to: "\(gateway.url)/graphql", token: token, client: .shared)
+        let writers = BatchWriters()
+        try await writers.makeZones(send: send)
+        let samples = Mutex<[ProcessSample]>([])
+        try await writers.run(send: send) {
+            writers.markFault()
+            for cycle in 1...Self.cycles {
+                try lab.command("cut")
+                try await Task.sleep(for: .seconds(3))
+                try lab.command("heal")
+                let healed = ContinuousClock.now
+                let resumed = try await writers.waitForAcknowledgement(after: healed, within: Self.recoveryBound)
+                #expect(resumed, "cycle \(cycle): no write acknowledged within \(Self.recoveryBound) of the heal")
+                try await Task.sleep(for: .seconds(1))
+                let sample = try await ProcessSample(pid: gateway.started.pid, connectionsOn: lab.admin)
+                print("cycle \(cycle): \(sample)")
+                samples.withLock { $0.append(sample) }
+            }
+        }
+        let all = samples.withLock { $0 }
+        // The pool is 5 (the listener one of them); a connection the pool is
+        // still replacing may be counted twice for a moment.
+        #expect(all.allSatisfy { $0.connections <= 6 }, "connections to PostgreSQL past the pool: \(all.map(\.connections))")
+        let first = try #require(all.first), last = try #require(all.last)
+        #expect(last.sockets <= first.sockets + 8, "the gateway's open files grew: \(all.map(\.sockets))")
+        #expect(last.threads <= first.threads + 4, "the gateway's threads grew: \(all.map(\.threads))")
+        #expect(last.residentKiB <= first.residentKiB + 40 * 1024, "the gateway's memory grew: \(all.map(\.residentKiB)) KiB")
+        let counts = try await BatchWriters.batchCounts(on: lab.admin)
+        writers.expectWholeBatches(counts)
+        writers.expectRefusedAbsent(counts)
+        print("cut and heal x\(Self.cycles): \(writers.summary(around: try #require(writers.faultAt)))")
+    }
+}
+
+/// What a process holds, from /proc, and its connections as PostgreSQL sees them.
+struct ProcessSample: CustomStringConvertible {
+    var sockets: Int
+    var threads: Int
+    var residentKiB: Int
+    var connections: Int64
+
+    init(pid: pid_t, connectionsOn endpoint: DatabaseEndpoint) async throws {
+        sockets = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        func field(_ name: String) -> Int {
+            status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+                .flatMap { Int($0.dropFirst(name.count + 1).split(whereSeparator: \.isWhitespace).first ?? "") } ?? -1
+        }
+        threads = field("Threads")
+        residentKiB = field("VmRSS")
+        connections = try await TestDatabase.withConnection(endpoint) { connection in
+            let rows = try await connection.query(
+                "SELECT count(*) FROM pg_stat_activity WHERE client_addr = '10.231.1.1'", logger: TestDatabase.logger
+            ).collect()
+            return try rows.first?.decode(Int64.self) ?? -1
+        }
+    }
+
+    var description: String {
+        "\(connections) connections to PostgreSQL, \(sockets) open files, \(threads) threads, \(residentKiB / 1024) MiB resident"
+    }
+}
+
+/// A slow, throttled, resetting and silent link between the gateway and
+/// PostgreSQL, made by ``FaultProxy`` (the kernel here has no netem): the
+/// gateway in this process, the shared test cluster behind the proxy over
+/// its Unix socket. Needs no namespaces.
+@Suite("A misbehaving link to PostgreSQL", .serialized)
+struct LinkFaultTests {
+    @Test("a link slowed (20 ms a chunk), throttled (20 KB/s), reset (RST both ways) and black-holed, under eight writers: slow and throttled writes still acknowledged; resets and silence answered 503 with Retry-After within the bound; nothing acknowledged lost, nothing refused applied, nothing half there; writes resume after each without a restart")
+    func misbehavingLink() async throws {
+        let admin = try await TestDatabase.shared.migratedDatabase()
+        guard case .unixSocket(let directory, let port) = admin.transport else {
+            Issue.record("the test cluster is not on a Unix socket: \(admin.displayURL)")
+            return
+        }
+        let proxy = try FaultProxy(to: "unix:\(directory)/.s.PGSQL.\(port)")
+        defer { proxy.stop() }
+        let (alice, aliceToken) = try await addUser("alice", on: admin)
+        let (bob, bobToken) = try await addUser("bob", on: admin)
+        let harness = GatewayHarness(endpoint: admin, alice: alice, aliceToken: aliceToken.string, bob: bob, bobToken: bobToken.string)
+        let throughProxy = DatabaseEndpoint(transport: .tcp(host: "127.0.0.1", port: proxy.port), username: "canopy_gateway", password: nil,
+                                            database: admin.database)
+        let writers = BatchWriters()
+        let phases = Mutex<[(String, ContinuousClock.Instant, ContinuousClock.Instant)]>([])
+        try await harness.test(configuration: GatewayConfiguration(statementTimeout: .seconds(2)), gatewayEndpoint: throughProxy, live: true,
+                               availabilityTimeout: .seconds(2)) { client in
+            // AsyncHTTPClient, a connection a writer: the test client sends
+            // one request at a time, and one held by the silent link would
+            // hold the others back in the client, not the gateway.
+            let port = try #require(client.port)
+            let send = CrashTests.send(to: "http://127.0.0.1:\(port)/graphql", token: harness.aliceToken, client: .shared)
+            try await writers.makeZones(send: send)
+            try await writers.run(send: send) {
+                func phase(_ name: String, _ command: String, for time: Duration) async throws {
+                    try proxy.send(command)
+                    let start = ContinuousClock.now
+                    try await Task.sleep(for: time)
+                    try proxy.send("pass")
+                    phases.withLock { $0.append((name, start, ContinuousClock.now)) }
+                }
+                writers.markFault()
+                try await phase("slow", "delay 20", for: .seconds(4))
+                try await phase("throttled", "throttle 20000", for: .seconds(4))
+                try proxy.send("reset")
+                let reset = ContinuousClock.now
+                #expect(try await writers.waitForAcknowledgement(after: reset, within: NetworkFaultTests.recoveryBound), "no write acknowledged after the reset")
+                try await phase("silent", "blackhole", for: .seconds(7))
+                let healed = ContinuousClock.now
+                #expect(try await writers.waitForAcknowledgement(after: healed, within: NetworkFaultTests.recoveryBound),
+                        "no write acknowledged within \(NetworkFaultTests.recoveryBound) of the link's return")
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
+        let start = try #require(writers.faultAt)
+        print("misbehaving link: \(writers.summary(around: start))")
+        for (name, from, to) in phases.withLock({ $0 }) {
+            print("\(name): \(String(format: "%+.2f s", (from - start).inSeconds)) to \(String(format: "%+.2f s", (to - start).inSeconds))")
+            if name == "silent" {
+                print(writers.all.filter { $0.started + $0.took > from && $0.started < to }.map {
+                    "w\($0.writer) b\($0.batch) \(String(format: "%+.2f", ($0.started - start).inSeconds)) -> \(String(format: "%+.2f", ($0.started + $0.took - start).inSeconds)) \($0.outcome)"
+                }.joined(separator: "\n"))
+            }
+        }
+        let all = writers.all
+        for (name, from, to) in phases.withLock({ $0 }) {
+            let started = all.filter { $0.started >= from && $0.started < to }
+            print("\(name): \(started.count) batches started, \(started.filter { $0.outcome == .acknowledged }.count) acknowledged")
+            if name != "silent" {
+                // Slower, and answered: a 503 only for one that waited past
+                // its deadline behind the others (the pool is four).
+                #expect(started.contains { $0.outcome == .acknowledged }, "no batch acknowledged while the link was \(name)")
+            } else {
+                #expect(started.contains { $0.outcome == .unavailable(retryAfter: true) }, "no batch answered 503 while the link was silent")
+                let within = started.filter { $0.started + $0.took < to }
+                #expect(within.allSatisfy { $0.outcome != .acknowledged }, "a batch acknowledged through a silent link")
+            }
+        }
+        #expect(!writers.unavailable.isEmpty, "no writer was answered 503 by a reset or silent link")
+        #expect(writers.unavailable.allSatisfy { $0.outcome == .unavailable(retryAfter: true) }, "a 503 without Retry-After")
+        #expect(writers.others.isEmpty && writers.unanswered.isEmpty,
+                "answers neither acknowledged nor 503: \((writers.others + writers.unanswered).prefix(5).map(\.outcome))")
+        let longest = all.map(\.took).max() ?? .zero
+        #expect(longest < NetworkFaultTests.answerBound, "an answer took \(longest)")
+        let counts = try await BatchWriters.batchCounts(on: admin)
+        writers.expectWholeBatches(counts)
+        writers.expectRefusedAbsent(counts)
+    }
+}
+
+extension NetworkFaultTests {
     /// Migrates the lab's database and adds alice; her token.
     static func prepare(_ lab: NetworkLab) async throws -> String {
         try await prepareUsers(lab).aliceToken
