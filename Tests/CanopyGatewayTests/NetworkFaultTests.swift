@@ -54,7 +54,7 @@ struct NetworkFaultTests {
         try await writers.run(send: send) {
             // A save whose COMMIT takes 3 s on the server (a deferred trigger).
             let slow = Task { try await send(Self.saveSlowRecord()) }
-            try await Self.waitUntilCommitting(lab.admin)
+            try await Self.waitUntilSleeping(lab.admin, inCommit: true)
             try lab.command("cut")
             writers.markFault()
             let answer = try await slow.value
@@ -97,6 +97,64 @@ struct NetworkFaultTests {
         let counts = try await BatchWriters.batchCounts(on: lab.admin)
         writers.expectWholeBatches(counts)
         writers.expectRefusedAbsent(counts)
+    }
+
+    @Test("both sync engines (CanopyJS and CanopyKit devices of the fault run) save records whose write the link's cut leaves unanswered, during the COMMIT (applied) and before it (not applied): each keeps the edit, sends it again after the heal, and ends with exactly one copy on the server, holding its value, and nothing waiting",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/node"), "needs Node (scripts/ensure-node.sh)"),
+          .enabled(if: FileManager.default.isExecutableFile(atPath: NetworkFaultTests.faultDevice), "build canopykit-fault-device (swift build --build-tests)"))
+    func enginesThroughACommitCut() async throws {
+        let lab = try NetworkLab.up()
+        defer { lab.down() }
+        let token = try await Self.prepare(lab)
+        try await Self.slowCommits(on: lab.admin)
+        let gateway = try NamespacedGateway(lab: lab, extra: Self.gatewayFlags)
+        defer { gateway.stop() }
+        try #require(try await gateway.waitUntilServing(), "canopy serve in the namespace did not answer /health:\n\(gateway.log)")
+        let send = CrashTests.send(to: "\(gateway.url)/graphql", token: token, client: .shared)
+        #expect(try await send(Self.body("mutation { saveZone(zoneName: \"slow\") { zoneName } }")).status == .ok)
+
+        let options = try JSONSerialization.data(withJSONObject: [
+            "baseURL": gateway.url, "token": token, "directory": lab.directory, "binary": CanopyBinary.path,
+        ])
+        let devices = try JSONLinesProcess("/usr/bin/node", [
+            "--experimental-websocket", "--no-warnings", "\(TestDatabase.packageRoot)/clients/js/test/fault/commit-cut.js",
+            String(decoding: options, as: UTF8.self),
+        ])
+        defer { try? devices.send(["type": "stop"]) }
+        let ready = await Task.detached { devices.next("ready") }.value
+        try #require(ready != nil, "commit-cut.js did not start: \(devices.log.suffix(10))")
+
+        // slow-…: cut while the COMMIT is on the server (it commits; the
+        // answer is lost: outcome unknown). stall-…: cut while the INSERT
+        // runs, before the COMMIT is sent (never applied: the edit must be
+        // sent again, or it is lost).
+        let cases = [("js", "slow", 41), ("swift", "slow", 42), ("js", "stall", 43), ("swift", "stall", 44)]
+        for (engine, kind, value) in cases {
+            let name = "\(kind)-\(engine)"
+            let queued = try await devices.ask(["type": "edit", "engine": engine, "recordName": name, "value": value], expecting: "queued")
+            try #require(queued != nil, "\(name): the edit was not queued: \(devices.log.suffix(10))")
+            // The engine sends it by itself; cut while the server is in it.
+            try await Self.waitUntilSleeping(lab.admin, inCommit: kind == "slow")
+            try lab.command("cut")
+            // Past the gateway's deadline (4 s): the device was told 503.
+            try await Task.sleep(for: .seconds(7))
+            try lab.command("heal")
+            let settled = try await devices.ask(["type": "settle", "engine": engine], expecting: "settled")
+            let answer = try #require(settled, "\(name): did not settle: \(devices.log.suffix(10))")
+            #expect(answer["error"] == nil, "\(name): settling failed: \(answer.fields)")
+            #expect(answer["hasPending"] as? Bool == false, "\(name): edits still waiting: \(answer.fields)")
+            let records = answer["records"] as? [String: [String: Any]] ?? [:]
+            #expect((records[name]?["f_\(engine)"] as? NSNumber)?.intValue == value, "\(name): the device's copy: \(records)")
+            #expect(try await Self.count(named: name, on: lab.admin) == 1, "\(name): not one copy on the server")
+            let stored = try await TestDatabase.withConnection(lab.admin) { connection in
+                try await connection.query("SELECT (fields ->> \("f_\(engine)"))::bigint FROM canopy.records WHERE record_name = \(name)",
+                                           logger: TestDatabase.logger).collect()
+            }
+            #expect(try stored.first?.decode(Int64?.self) == Int64(value), "\(name): the server's copy does not hold the edit")
+            print("\(name) through a cut: settled \(answer["pending"] ?? "?") pending; \(devices.log.suffix(4))")
+        }
+        let unknown = gateway.log.components(separatedBy: "outcome is unknown").count - 1
+        #expect(unknown >= 2, "the gateway answered \(unknown) writes' outcome as unknown, not each slow one's")
     }
 
     @Test("the listener's connection silently dead (the link cut, the server forgetting it): noticed by its heartbeat and replaced without a restart; a subscriber is told every change that committed meanwhile, through another gateway")
@@ -252,6 +310,9 @@ struct NetworkFaultTests {
 
 extension NetworkFaultTests {
     /// Cycles of the cycle test: 3 in `make test`, 20 in `make network-soak`.
+    /// CanopyKit's device of the fault run, built beside canopy.
+    static var faultDevice: String { "\(URL(fileURLWithPath: CanopyBinary.path).deletingLastPathComponent().path)/canopykit-fault-device" }
+
     static var cycles: Int { Int(ProcessInfo.processInfo.environment["CANOPY_NETWORK_CYCLES"] ?? "") ?? 3 }
 
     @Test("cut and heal the link to the primary again and again under eight writers: after every heal writes resume without a restart; the gateway's connections to PostgreSQL stay within its pool, and its sockets, threads and memory do not grow cycle on cycle")
@@ -437,7 +498,8 @@ extension NetworkFaultTests {
 
     /// Records named `slow…` take 3 s to COMMIT: a deferred constraint
     /// trigger sleeps at commit time, so a test can cut the link while a
-    /// COMMIT is in flight.
+    /// COMMIT is in flight. Records named `stall…` take 1.5 s to insert
+    /// (within the 2 s statement timeout): a cut then lands before COMMIT.
     static func slowCommits(on endpoint: DatabaseEndpoint) async throws {
         try await TestDatabase.withConnection(endpoint) { connection in
             for statement in [
@@ -446,6 +508,11 @@ extension NetworkFaultTests {
                 """
                 CREATE CONSTRAINT TRIGGER lab_slow_commit AFTER INSERT ON canopy.records DEFERRABLE INITIALLY DEFERRED
                 FOR EACH ROW WHEN (NEW.record_name LIKE 'slow%') EXECUTE FUNCTION lab.slow_commit()
+                """,
+                "CREATE FUNCTION lab.stall() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$",
+                """
+                CREATE TRIGGER lab_stall BEFORE INSERT ON canopy.records
+                FOR EACH ROW WHEN (NEW.record_name LIKE 'stall%') EXECUTE FUNCTION lab.stall()
                 """,
             ] {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger)
@@ -460,12 +527,13 @@ extension NetworkFaultTests {
             """)
     }
 
-    /// Waits until a backend is sleeping in the slow trigger: in COMMIT.
-    static func waitUntilCommitting(_ endpoint: DatabaseEndpoint) async throws {
-        try await waitFor("a COMMIT in flight", within: .seconds(20)) {
+    /// Waits until a backend sleeps in a lab trigger: in COMMIT (slow…),
+    /// or in the INSERT before it (stall…).
+    static func waitUntilSleeping(_ endpoint: DatabaseEndpoint, inCommit: Bool) async throws {
+        try await waitFor(inCommit ? "a COMMIT in flight" : "an INSERT in flight", within: .seconds(20)) {
             try await TestDatabase.withConnection(endpoint) { connection in
                 let rows = try await connection.query(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query = 'COMMIT'", logger: TestDatabase.logger
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND (query = 'COMMIT') = \(inCommit)", logger: TestDatabase.logger
                 ).collect()
                 return try rows.first?.decode(Int64.self) ?? 0 > 0
             }

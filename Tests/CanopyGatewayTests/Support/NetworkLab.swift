@@ -2,6 +2,7 @@ import CanopyAdmin
 import CanopyRequestStore
 import CanopyTestSupport
 import Foundation
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -195,5 +196,74 @@ final class NamespacedGateway: @unchecked Sendable {
         kill(started.pid, SIGTERM)
         _ = try? started.wait()
         proxy.stop()
+    }
+}
+
+/// A program spoken to in JSON lines on its standard input and output
+/// (clients/js/test/fault/commit-cut.js): `ask` sends one and waits for
+/// the next line of the `type` expected, keeping the others (its log).
+final class JSONLinesProcess: @unchecked Sendable {
+    /// One line read: a JSON object, never mutated after it is read.
+    struct Line: @unchecked Sendable {
+        let fields: [String: Any]
+        subscript(key: String) -> Any? { fields[key] }
+    }
+
+    let process: Process
+    private let input = Pipe()
+    private let output = Pipe()
+    private var pending = Data()
+    private(set) var log: [String] = []
+
+    init(_ executable: String, _ arguments: [String]) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+    }
+
+    /// The next line whose `type` is `type`; nil when the program ended first.
+    func next(_ type: String) -> Line? {
+        while true {
+            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Data(pending[pending.startIndex..<newline])
+                pending = Data(pending[pending.index(after: newline)...])
+                let object = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any]
+                if let object, object["type"] as? String == type { return Line(fields: object) }
+                log.append(String(decoding: line, as: UTF8.self))
+                continue
+            }
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { return nil }
+            pending.append(chunk)
+        }
+    }
+
+    func send(_ message: [String: Any]) throws {
+        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: message) + Data("\n".utf8))
+    }
+
+    /// Sends `message` and waits (off the cooperative pool) for the answer
+    /// of `type`; after `limit` the program is ended and the answer is nil.
+    func ask(_ message: [String: Any], expecting type: String, within limit: TimeInterval = 120) async throws -> Line? {
+        try send(message)
+        let done = Atomic<Bool>(false)
+        DispatchQueue.global().asyncAfter(deadline: .now() + limit) { [process] in
+            if !done.load(ordering: .relaxed), process.isRunning { process.terminate() }
+        }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Line?, Never>) in
+            DispatchQueue.global().async {
+                let line = self.next(type)
+                done.store(true, ordering: .relaxed)
+                continuation.resume(returning: line)
+            }
+        }
     }
 }

@@ -55,7 +55,7 @@ export function random(seed) {
  * lines on stdin and stdout), so one driver puts both engines through the
  * same faults.
  */
-class Device {
+export class Device {
   constructor(world, {name, user, scope, zone, log, engine = "js", swiftDevice}) {
     this.world = world;
     this.name = name;
