@@ -37,6 +37,8 @@ export interface CanopyErrorOptions {
   recordName?: string;
   /** The server's version of the record, on SERVER_RECORD_CHANGED. */
   serverRecord?: CanopyRecord;
+  /** On SERVICE_UNAVAILABLE: the write's COMMIT was sent when the database stopped answering. */
+  outcomeUnknown?: boolean;
   /** The error underneath (a fetch's TypeError, …). */
   cause?: unknown;
 }
@@ -54,6 +56,13 @@ export declare class CanopyError extends Error {
   retryAfter: number | undefined;
   recordName: string | undefined;
   serverRecord: CanopyRecord | undefined;
+  /**
+   * True on a SERVICE_UNAVAILABLE whose write's COMMIT had been sent when the
+   * database stopped answering: it may or may not have been saved. Send it
+   * again (a save with the old change tag is then SERVER_RECORD_CHANGED if it
+   * was), or read it back.
+   */
+  outcomeUnknown: boolean;
   /** True for errors that may succeed if the same request is sent again later. */
   get isRetryable(): boolean;
 }

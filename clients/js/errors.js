@@ -29,10 +29,14 @@ const retryable = new Set([ErrorCode.SERVICE_UNAVAILABLE, ErrorCode.REQUEST_RATE
 /**
  * What went wrong, with the server's code. `retryAfter` is the server's
  * Retry-After in seconds (or undefined); `serverRecord` is set on
- * SERVER_RECORD_CHANGED; `recordName` on a per-record error.
+ * SERVER_RECORD_CHANGED; `recordName` on a per-record error;
+ * `outcomeUnknown` is true on a SERVICE_UNAVAILABLE whose write's COMMIT had
+ * been sent when the database stopped answering: it may or may not have
+ * been saved (send it again; a save with the old change tag is then a
+ * SERVER_RECORD_CHANGED if it was).
  */
 export class CanopyError extends Error {
-  constructor(code, message, {status, retryAfter, recordName, serverRecord, cause} = {}) {
+  constructor(code, message, {status, retryAfter, recordName, serverRecord, outcomeUnknown = false, cause} = {}) {
     super(message, cause === undefined ? undefined : {cause});
     this.name = "CanopyError";
     this.code = code;
@@ -40,6 +44,7 @@ export class CanopyError extends Error {
     this.retryAfter = retryAfter;
     this.recordName = recordName;
     this.serverRecord = serverRecord;
+    this.outcomeUnknown = outcomeUnknown;
   }
 
   /** True for errors that may succeed if the same request is sent again later. */
@@ -63,7 +68,7 @@ export function errorFromGraphQL(error, {status, retryAfter, decodeRecord} = {})
   if (status === 429) code = ErrorCode.REQUEST_RATE_LIMITED;
   const serverRecord = error?.serverRecord && decodeRecord ? decodeRecord(error.serverRecord) : undefined;
   return new CanopyError(code, error?.message ?? `The server answered HTTP ${status}.`, {
-    status, retryAfter, recordName: error?.recordName, serverRecord,
+    status, retryAfter, recordName: error?.recordName, serverRecord, outcomeUnknown: error?.extensions?.outcomeUnknown === true,
   });
 }
 

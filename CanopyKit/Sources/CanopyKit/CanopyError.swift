@@ -42,14 +42,20 @@ public struct CanopyError: Error, Sendable, CustomStringConvertible {
     public let retryAfterSeconds: Double?
     /// With `.partialFailure`: each failed item's error, by record name (CKError.partialErrorsByItemID).
     public let partialErrors: [Record.ID: CanopyError]
+    /// With `.serviceUnavailable`: the database stopped answering after the
+    /// write's COMMIT was sent, so it may or may not have been saved (what
+    /// CloudKit calls `serverResponseLost`). Send it again: a save with the
+    /// old change tag is then answered `.serverRecordChanged` if it was saved.
+    public let outcomeUnknown: Bool
 
     public init(_ code: Code, _ message: String, serverRecord: Record? = nil, retryAfterSeconds: Double? = nil,
-                partialErrors: [Record.ID: CanopyError] = [:]) {
+                partialErrors: [Record.ID: CanopyError] = [:], outcomeUnknown: Bool = false) {
         self.code = code
         self.message = message
         self.serverRecord = serverRecord
         self.retryAfterSeconds = retryAfterSeconds
         self.partialErrors = partialErrors
+        self.outcomeUnknown = outcomeUnknown
     }
 
     /// Codes worth trying again after a pause (CloudKit's `retryAfterSeconds` cases, plus a lost network).
@@ -63,11 +69,14 @@ public struct CanopyError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         var text = "\(code.rawValue): \(message)"
         if let retryAfterSeconds { text += " (retry after \(retryAfterSeconds) s)" }
+        if outcomeUnknown { text += " (outcome unknown)" }
         return text
     }
 
     /// An error code the server sent, mapped to a `Code` (an unknown one is `serverResponseLost`).
-    static func fromServer(code: String, message: String, serverRecord: Record? = nil, retryAfterSeconds: Double? = nil) -> CanopyError {
-        CanopyError(Code(rawValue: code) ?? .serverResponseLost, message, serverRecord: serverRecord, retryAfterSeconds: retryAfterSeconds)
+    static func fromServer(code: String, message: String, serverRecord: Record? = nil, retryAfterSeconds: Double? = nil,
+                           outcomeUnknown: Bool = false) -> CanopyError {
+        CanopyError(Code(rawValue: code) ?? .serverResponseLost, message, serverRecord: serverRecord, retryAfterSeconds: retryAfterSeconds,
+                    outcomeUnknown: outcomeUnknown)
     }
 }

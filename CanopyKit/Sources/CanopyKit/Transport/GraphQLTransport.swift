@@ -118,6 +118,7 @@ struct GraphQLTransport: Sendable {
             return CanopyError(.requestRateLimited, message, retryAfterSeconds: retryAfter ?? 1)
         }
         let retry = retryAfter ?? (code == "SERVICE_UNAVAILABLE" ? 1 : nil)
-        return CanopyError.fromServer(code: code, message: message, retryAfterSeconds: retry)
+        return CanopyError.fromServer(code: code, message: message, retryAfterSeconds: retry,
+                                      outcomeUnknown: error["extensions"]?["outcomeUnknown"]?.bool == true)
     }
 }

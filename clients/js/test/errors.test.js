@@ -1,0 +1,25 @@
+// How an answer becomes a CanopyError: the fields the gateway's errors carry
+// (issue 53: outcomeUnknown on a write whose COMMIT went unanswered; the
+// gateway's side is NetworkFaultTests).
+
+import assert from "node:assert/strict";
+import {test} from "node:test";
+import {ErrorCode, errorFromResponse} from "../errors.js";
+
+const headers = (values) => ({get: (name) => values[name.toLowerCase()] ?? null});
+
+test("a 503 whose write's COMMIT was sent says so (outcomeUnknown), is retryable, and keeps Retry-After", () => {
+  const error = errorFromResponse(503, {errors: [{message: "the database stopped answering after this write's COMMIT was sent",
+    extensions: {code: "SERVICE_UNAVAILABLE", requestId: "r1", outcomeUnknown: true}}]}, headers({"retry-after": "1"}));
+  assert.equal(error.code, ErrorCode.SERVICE_UNAVAILABLE);
+  assert.equal(error.outcomeUnknown, true);
+  assert.equal(error.isRetryable, true);
+  assert.equal(error.retryAfter, 1);
+});
+
+test("any other error's outcome is known: outcomeUnknown is false", () => {
+  const unavailable = errorFromResponse(503, {errors: [{message: "the database is unavailable", extensions: {code: "SERVICE_UNAVAILABLE"}}]}, headers({}));
+  assert.equal(unavailable.outcomeUnknown, false);
+  const bare = errorFromResponse(503, null, headers({}));
+  assert.equal(bare.outcomeUnknown, false);
+});
