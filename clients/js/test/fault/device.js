@@ -15,7 +15,11 @@ import {Container, ErrorCode, SyncedDatabase} from "../../index.js";
 import {FileStorage} from "../../file-storage.js";
 
 const options = JSON.parse(process.argv[2]);
-const send = (message) => { try { process.send?.(message); } catch { /* the run is gone */ } };
+// `then` runs once the message has left (Node's IPC writes asynchronously:
+// a process killed at once may take its last message with it).
+const send = (message, then) => {
+  try { process.send?.(message, then ? () => then() : undefined); } catch { then?.(); /* the run is gone */ }
+};
 
 // The token comes from the run; after a refusal it asks for a new one.
 let token = options.token;
@@ -42,9 +46,10 @@ async function onEvent(event, engine) {
   case "stateUpdate":
     send({type: "status", pending: engine.pendingRecordChanges.length, reachable: engine.serverReachable});
     if (options.dieMidRange && Object.keys(event.state.zoneRanges ?? {}).length && ++midRangeStates === options.dieMidRange) {
-      // Stored; dies before the next page is handed over (a moment for the run to hear of it).
-      send({type: "dyingMidRange"});
-      setTimeout(() => process.kill(process.pid, "SIGKILL"), 5);
+      // Stored; dies before the next page is handed over, once the run has
+      // been told (killed 5 ms after send, the message was lost under load:
+      // a run then counted no first sync interrupted).
+      send({type: "dyingMidRange"}, () => process.kill(process.pid, "SIGKILL"));
     }
     if (dieWhenInFlight && event.state.inFlight?.length) {
       // Mid-send: the request leaves after this; die while it is out.
