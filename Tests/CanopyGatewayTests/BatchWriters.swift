@@ -22,6 +22,11 @@ final class BatchWriters: Sendable {
     enum Outcome: Sendable, Equatable {
         case acknowledged
         case unavailable(retryAfter: Bool)
+        /// Refused because a statement ran past the statement timeout
+        /// (`LIMIT_EXCEEDED`): PostgreSQL cancelled it and the transaction
+        /// rolled back, so the batch is not there. A loaded machine with the
+        /// fault tests' 2 s timeout meets it (a clean-clone CI run did).
+        case statementTimeout
         /// No HTTP answer at all (the gateway's process died, or the
         /// connection was refused): the batch may or may not be there.
         case noAnswer
@@ -65,6 +70,7 @@ final class BatchWriters: Sendable {
     var unavailable: [Attempt] { all.filter { if case .unavailable = $0.outcome { true } else { false } } }
     var unanswered: [Attempt] { all.filter { $0.outcome == .noAnswer } }
     var others: [Attempt] { all.filter { if case .other = $0.outcome { true } else { false } } }
+    var timedOut: [Attempt] { all.filter { $0.outcome == .statementTimeout } }
 
     func stop() { stopped.store(true, ordering: .relaxed) }
 
@@ -172,8 +178,12 @@ final class BatchWriters: Sendable {
             let json = (try? JSONSerialization.jsonObject(with: Data(buffer: answer.body))) as? [String: Any] ?? [:]
             outcomeUnknown = ((json["errors"] as? [[String: Any]])?.first?["extensions"] as? [String: Any])?["outcomeUnknown"] as? Bool ?? false
             let saved = ((json["data"] as? [String: Any])?["modifyRecords"] as? [String: Any])?["saved"] as? [[String: Any]]
+            let firstError = (json["errors"] as? [[String: Any]])?.first
             if answer.status == .serviceUnavailable {
                 outcome = .unavailable(retryAfter: answer.retryAfter)
+            } else if answer.status == .ok, (firstError?["extensions"] as? [String: Any])?["code"] as? String == "LIMIT_EXCEEDED",
+                      (firstError?["message"] as? String)?.contains("statement timeout") == true {
+                outcome = .statementTimeout
             } else if answer.status == .ok, saved?.count == recordsPerBatch {
                 outcome = .acknowledged
             } else {
@@ -213,7 +223,7 @@ final class BatchWriters: Sendable {
     /// gateway said it was not applied, so it must never be applied later
     /// (a transaction left running past its deadline that commits after).
     func expectRefusedAbsent(_ counts: [String: Int64], sourceLocation: SourceLocation = #_sourceLocation) {
-        let applied = unavailable.filter { !$0.outcomeUnknown && counts["w\($0.writer)/b\($0.batch)", default: 0] > 0 }
+        let applied = (unavailable + timedOut).filter { !$0.outcomeUnknown && counts["w\($0.writer)/b\($0.batch)", default: 0] > 0 }
         #expect(applied.isEmpty, "batches answered 503 (not applied) that are there: \(applied.prefix(5).map { "w\($0.writer)/b\($0.batch)" })",
                 sourceLocation: sourceLocation)
     }
@@ -224,7 +234,7 @@ final class BatchWriters: Sendable {
         let resumedAt = Self.firstAcknowledgedEnd(after: instant, in: all)
         let lastBefore = all.filter { $0.outcome == .acknowledged && $0.started + $0.took <= instant }.map { $0.started + $0.took }.max()
         let gap = resumedAt.map { $0 - (lastBefore ?? instant) }
-        return "\(all.count) batches, \(acknowledged.count) acknowledged, \(unavailable.count) answered 503 (\(unavailable.filter(\.outcomeUnknown).count) of them outcome unknown), \(unanswered.count) unanswered, \(others.count) other; "
+        return "\(all.count) batches, \(acknowledged.count) acknowledged, \(unavailable.count) answered 503 (\(unavailable.filter(\.outcomeUnknown).count) of them outcome unknown), \(timedOut.count) past the statement timeout, \(unanswered.count) unanswered, \(others.count) other; "
             + "writes resumed \(resumedAt.map { "\($0 - instant)" } ?? "never") after; "
             + "no acknowledged write for \(gap.map { "\($0)" } ?? "?"); longest answer \(all.map(\.took).max() ?? .zero)"
     }
@@ -251,6 +261,7 @@ extension BatchWriters {
                 case .acknowledged: "ok"
                 case .unavailable(let retryAfter): retryAfter ? "503" : "503 without Retry-After"
                 case .noAnswer: "no answer"
+                case .statementTimeout: "statement timeout"
                 case .other(let text): String(text.prefix(80))
                 }
                 return "w\(attempt.writer) b\(attempt.batch) \(offset(attempt.started)) -> \(offset(attempt.started + attempt.took)) \(outcome)"
