@@ -228,6 +228,16 @@ final class BatchWriters: Sendable {
                 sourceLocation: sourceLocation)
     }
 
+    /// Every batch answered, within `bound`: acknowledged, 503 with
+    /// `Retry-After`, or refused past the statement timeout; nothing else.
+    func expectEveryAnswer(within bound: Duration, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(unavailable.allSatisfy { $0.outcome == .unavailable(retryAfter: true) }, "a 503 without Retry-After", sourceLocation: sourceLocation)
+        #expect(others.isEmpty && unanswered.isEmpty,
+                "answers neither acknowledged nor 503: \((others + unanswered).prefix(5).map(\.outcome))", sourceLocation: sourceLocation)
+        let longest = all.map(\.took).max() ?? .zero
+        #expect(longest < bound, "an answer took \(longest)", sourceLocation: sourceLocation)
+    }
+
     /// A line for the test's output: counts, and how long no write was acknowledged around `instant`.
     func summary(around instant: ContinuousClock.Instant) -> String {
         let all = all

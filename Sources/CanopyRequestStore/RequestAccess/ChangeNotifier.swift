@@ -38,7 +38,6 @@ public final class ChangeNotifier: Service, Sendable {
         var nextID = 0
         var demand: AsyncStream<Void>.Continuation?
         var listening = false
-        var connections = 0
     }
 
     private let primary: PrimaryPool
@@ -79,10 +78,6 @@ public final class ChangeNotifier: Service, Sendable {
     /// How many subscribers are registered (for metrics and tests).
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
-    /// How many listening connections have been opened (1 once listening;
-    /// each replacement after a failure or a silent link adds one).
-    public var listeningConnections: Int { state.withLock { $0.connections } }
-
     private func broadcast(_ event: Event) {
         let subscribers = state.withLock { Array($0.subscribers.values) }
         for subscriber in subscribers where event == .resync || subscriber.wants(event) {
@@ -120,7 +115,6 @@ public final class ChangeNotifier: Service, Sendable {
     /// heartbeat (then it is closed, and this throws).
     private func listen(on connection: PostgresConnection) async throws {
         try await connection.listen(on: "canopy_changes") { notifications in
-            self.state.withLock { $0.connections += 1 }
             self.broadcast(.resync)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
