@@ -6,18 +6,65 @@
 #   scripts/swift-test.sh [swift test arguments...]
 # The server's package is Server/, built into the repository's .build
 # (the Makefile's SERVER_PACKAGE; DECISIONS 127).
+#
+# A watchdog: when the run prints nothing for CANOPY_TEST_STALL_SECONDS
+# (900), every thread of the test process is printed (gdb) and the run is
+# killed, so a hung test fails in minutes with where it hung, instead of
+# holding CI until its own limit. Output is line-buffered (stdbuf), so
+# nothing printed before a kill is lost in a buffer.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 package_arguments=${SERVER_PACKAGE:-"--package-path $root/Server --scratch-path $root/.build"}
+stall=${CANOPY_TEST_STALL_SECONDS:-900}
 log=$(mktemp "${TMPDIR:-/tmp}/canopy-test-XXXXXX.log")
-trap 'rm -f "$log"' EXIT
-# shellcheck disable=SC2086 # the package arguments are words
-${SWIFT:-swift} test $package_arguments "$@" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
+status_file=$(mktemp "${TMPDIR:-/tmp}/canopy-test-XXXXXX.status")
+trap 'rm -f "$log" "$status_file"' EXIT
+buffer=()
+command -v stdbuf >/dev/null && buffer=(stdbuf -oL -eL)
+(
+    # shellcheck disable=SC2086 # the package arguments are words
+    "${buffer[@]}" ${SWIFT:-swift} test $package_arguments "$@" 2>&1
+    echo "$?" > "$status_file"
+) | tee "$log" &
+runner=$!
+
+test_processes() {
+    pgrep -f "PackageTests\.xctest|swiftpm-testing-helper" || true
+}
+
+last_size=-1
+quiet=0
+while kill -0 "$runner" 2>/dev/null; do
+    sleep 10
+    size=$(stat -c %s "$log" 2>/dev/null || echo 0)
+    if [ "$size" != "$last_size" ]; then
+        last_size=$size
+        quiet=0
+        continue
+    fi
+    quiet=$((quiet + 10))
+    if [ "$quiet" -ge "$stall" ]; then
+        echo
+        echo "==> swift test printed nothing for ${stall} s: the test process's threads, then it is killed"
+        for pid in $(test_processes); do
+            if command -v gdb >/dev/null; then
+                timeout 300 gdb -p "$pid" -batch -ex "thread apply all bt 30" 2>/dev/null \
+                    | grep -E "^Thread|^#" | grep -vE " in (__GI_|__futex|futex_|__pthread_cond|syscall|epoll_wait|___pthread)" | head -1500
+            fi
+            echo "==> test processes' children:"
+            ps -o pid,etimes,args --ppid "$pid" 2>/dev/null | cut -c1-240
+            kill -KILL "$pid" 2>/dev/null
+        done
+        break
+    fi
+done
+wait "$runner"
+status=$(cat "$status_file" 2>/dev/null)
+status=${status:-1}
 if [ "$status" -ne 0 ]; then
     echo
     echo "==> swift test $* failed (exit $status); what failed:"
-    grep -E "✘|recorded an issue|error:|Fatal error|fatal error|XCTAssert|failed \(" "$log" \
+    grep -E "✘|recorded an issue|error:|Fatal error|fatal error|XCTAssert|failed \(|printed nothing for" "$log" \
         | grep -v "^✘ Test run with" | head -60
 fi
 exit "$status"

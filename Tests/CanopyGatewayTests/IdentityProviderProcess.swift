@@ -36,7 +36,7 @@ final class IdentityProviderProcess: Sendable {
 
     deinit {
         try? input.fileHandleForWriting.close()
-        process.terminate()
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     /// A configuration with this provider (by its JWKS URL) and any others.

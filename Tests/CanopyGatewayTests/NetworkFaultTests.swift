@@ -117,7 +117,7 @@ struct NetworkFaultTests {
             String(decoding: options, as: UTF8.self),
         ])
         defer { try? devices.send(["type": "stop"]) }
-        let ready = await Task.detached { devices.next("ready") }.value
+        let ready = await devices.expect("ready", within: .seconds(180))
         try #require(ready != nil, "commit-cut.js did not start: \(devices.log.suffix(10))")
 
         // slow-…: cut while the COMMIT is on the server (it commits; the

@@ -44,7 +44,7 @@ final class WebPushEndpointProcess: Sendable {
 
     deinit {
         try? input.fileHandleForWriting.close()
-        process.terminate()
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 }
 
@@ -68,7 +68,7 @@ enum PythonService {
         }
         let words = String(decoding: line, as: UTF8.self).split(whereSeparator: \.isWhitespace).map(String.init)
         guard words.count == count, words.first == "ready" else {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             throw PushTestFailure("\(script) did not start: \(String(decoding: line, as: UTF8.self))")
         }
         return (process, input, words)

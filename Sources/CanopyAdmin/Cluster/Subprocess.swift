@@ -45,6 +45,53 @@ public struct Subprocess {
             let status = try Subprocess.wait(pid: pid, executable: executable)
             return Result(status: status, output: (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
         }
+
+        /// Waits for the exit without holding a thread, for at most `limit`;
+        /// then the program is killed (SIGKILL) and its status is 128 + 9.
+        public func wait(within limit: Duration) async throws -> Result {
+            let deadline = ContinuousClock.now + limit
+            while true {
+                if let status = try Subprocess.exited(pid: pid, executable: executable) {
+                    defer { try? FileManager.default.removeItem(atPath: outputPath) }
+                    return Result(status: status, output: (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+                }
+                if ContinuousClock.now >= deadline { kill(pid, SIGKILL) }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+
+        /// Waits for the exit, polling, for at most `limit`; then kills the
+        /// program (SIGKILL), reaps it and answers nil. For `defer` blocks,
+        /// which cannot await: the thread is held for `limit` at most.
+        public func waitBlocking(within limit: Duration) -> Result? {
+            let deadline = ContinuousClock.now + limit
+            while true {
+                let exited: Int32?
+                do { exited = try Subprocess.exited(pid: pid, executable: executable) } catch { return nil }
+                if let status = exited {
+                    defer { try? FileManager.default.removeItem(atPath: outputPath) }
+                    guard ContinuousClock.now <= deadline else { return nil }
+                    return Result(status: status, output: (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+                }
+                if ContinuousClock.now > deadline { kill(pid, SIGKILL) }
+                usleep(20_000)
+            }
+        }
+
+        /// SIGTERM, up to `grace` for the exit (holding the thread), then SIGKILL.
+        public func stopBlocking(grace: Duration = .seconds(20)) {
+            kill(pid, SIGTERM)
+            _ = waitBlocking(within: grace)
+        }
+
+        /// Asks the program to stop (SIGTERM) and waits up to `grace` for
+        /// it; then kills it (SIGKILL). Never waits on a program that
+        /// does not stop.
+        @discardableResult
+        public func stop(grace: Duration = .seconds(20)) async -> Result? {
+            kill(pid, SIGTERM)
+            return try? await wait(within: grace)
+        }
     }
 
     /// Starts `executable` with its output going to a file; see `Started.wait()`.
@@ -75,6 +122,11 @@ public struct Subprocess {
             posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         }
+        // The child gets standard input, output and error and nothing else:
+        // a descriptor open here meanwhile (a pipe, a socket, a connection)
+        // must not live on in a server the program starts, where it would
+        // keep the other end from ever seeing its end of file.
+        closeDescriptorsFromThree(&actions)
         let env = (environment.map { ProcessInfo.processInfo.environment.merging($0) { $1 } } ?? ProcessInfo.processInfo.environment)
             .map { "\($0.key)=\($0.value)" }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
@@ -105,6 +157,34 @@ public struct Subprocess {
             throw StoreError(.clusterFailed, "cannot run \(executable): \(String(cString: strerror(spawned)))")
         }
         return pid
+    }
+
+    /// The exit status if the program has ended (reaping it), else nil.
+    static func exited(pid: pid_t, executable: String) throws -> Int32? {
+        var status: Int32 = 0
+        while true {
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid { break }
+            if reaped == 0 { return nil }
+            guard errno == EINTR else {
+                throw StoreError(.clusterFailed, "waiting for \(executable) failed: \(String(cString: strerror(errno)))")
+            }
+        }
+        if status & 0x7f == 0 { return (status >> 8) & 0xff }
+        return 128 + (status & 0x7f)
+    }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later),
+    /// which Swift's Glibc module does not declare.
+    private static let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
+
+    private static func closeDescriptorsFromThree(_ actions: inout posix_spawn_file_actions_t) {
+        #if canImport(Glibc)
+        _ = addCloseFrom?(&actions, 3)
+        #endif
     }
 
     static func wait(pid: pid_t, executable: String) throws -> Int32 {

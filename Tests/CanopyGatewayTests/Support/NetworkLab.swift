@@ -77,8 +77,49 @@ struct NetworkLab: Sendable {
         guard result.succeeded else { throw NetworkLabFailure("ss -K failed:\n\(result.output)") }
     }
 
-    static func run(_ program: String, _ arguments: [String]) throws -> Subprocess.Result {
-        try Subprocess.start(program, arguments).wait()
+    /// Runs a lab command to its end, for at most `limit` (then it is
+    /// killed): a command that hangs fails its test instead of holding a
+    /// thread of the test run for ever.
+    static func run(_ program: String, _ arguments: [String], within limit: Duration = .seconds(120)) throws -> Subprocess.Result {
+        let started = try Subprocess.start(program, arguments)
+        guard let result = started.waitBlocking(within: limit) else {
+            throw NetworkLabFailure("\(program) \(arguments.joined(separator: " ")) did not end within \(limit); killed")
+        }
+        return result
+    }
+}
+
+/// Reads lines from a pipe, waiting for each at most a given time: a
+/// program that stops answering fails its test rather than hanging it.
+struct LineReader {
+    let handle: FileHandle
+    var pending = Data()
+
+    init(_ handle: FileHandle, pending: Data = Data()) {
+        self.handle = handle
+        self.pending = pending
+    }
+
+    /// The next line; nil at the end of the output or when `limit` passes first.
+    mutating func next(within limit: Duration) -> String? {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                pending = Data(pending[pending.index(after: newline)...])
+                return line
+            }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return nil }
+            var descriptor = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(min(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1, 1000))
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready == 0 || (ready == -1 && errno == EINTR) { continue }
+            guard ready > 0 else { return nil }
+            let chunk = handle.availableData
+            if chunk.isEmpty { return nil }
+            pending.append(chunk)
+        }
     }
 }
 
@@ -88,9 +129,11 @@ final class FaultProxy: @unchecked Sendable {
     let process: Process
     private let input: Pipe
     private let output: Pipe
-    private var pending = Data()
+    private var reader: LineReader
     private let lock = NSLock()
     let port: Int
+    /// How long a command's answer may take.
+    static let answerLimit = Duration.seconds(30)
 
     /// Listens on 127.0.0.1 (a free port) and forwards to `target`
     /// (`HOST:PORT` or `unix:PATH`), connecting from `namespace` if given.
@@ -105,43 +148,18 @@ final class FaultProxy: @unchecked Sendable {
         process.standardInput = input
         process.standardOutput = output
         try process.run()
-        let (first, rest) = Self.firstLine(of: output)
-        pending = rest
+        reader = LineReader(output.fileHandleForReading)
+        let first = reader.next(within: Self.answerLimit)
         guard let first, first.hasPrefix("PORT="), let port = Int(first.dropFirst(5)) else {
-            process.terminate()
+            kill(process.processIdentifier, SIGKILL)
             throw NetworkLabFailure("fault_proxy.py did not start: \(first ?? "no output")")
         }
         self.port = port
     }
 
-    private static func firstLine(of pipe: Pipe) -> (String?, Data) {
-        var data = Data()
-        while true {
-            if let newline = data.firstIndex(of: UInt8(ascii: "\n")) {
-                return (String(decoding: data[data.startIndex..<newline], as: UTF8.self), Data(data[data.index(after: newline)...]))
-            }
-            let chunk = pipe.fileHandleForReading.availableData
-            if chunk.isEmpty { return (nil, data) }
-            data.append(chunk)
-        }
-    }
-
     deinit {
         try? input.fileHandleForWriting.close()
-        process.terminate()
-    }
-
-    private func readLine() -> String? {
-        while true {
-            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                pending = Data(pending[pending.index(after: newline)...])
-                return line
-            }
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { return nil }
-            pending.append(chunk)
-        }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     /// Sends one command and returns its answer (`ok ...`).
@@ -150,16 +168,17 @@ final class FaultProxy: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         input.fileHandleForWriting.write(Data((command + "\n").utf8))
-        guard let answer = readLine(), answer.hasPrefix("ok") else {
-            throw NetworkLabFailure("fault_proxy.py refused \(command)")
+        guard let answer = reader.next(within: Self.answerLimit), answer.hasPrefix("ok") else {
+            throw NetworkLabFailure("fault_proxy.py refused \(command), or did not answer within \(Self.answerLimit)")
         }
         return answer
     }
 
+    /// Ends the proxy: its input closed (it quits), then killed; never
+    /// waits on it (Foundation reaps it).
     func stop() {
         try? input.fileHandleForWriting.close()
-        process.terminate()
-        process.waitUntilExit()
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 }
 
@@ -192,9 +211,10 @@ final class NamespacedGateway: @unchecked Sendable {
         (try? String(contentsOfFile: started.outputPath, encoding: .utf8)) ?? ""
     }
 
+    /// SIGTERM; SIGKILL if it has not ended 20 s later (never an
+    /// unbounded wait: a gateway stuck in its shutdown fails the test).
     func stop() {
-        kill(started.pid, SIGTERM)
-        _ = try? started.wait()
+        started.stopBlocking(grace: .seconds(20))
         proxy.stop()
     }
 }
@@ -212,7 +232,7 @@ final class JSONLinesProcess: @unchecked Sendable {
     let process: Process
     private let input = Pipe()
     private let output = Pipe()
-    private var pending = Data()
+    private var reader: LineReader
     private(set) var log: [String] = []
 
     init(_ executable: String, _ arguments: [String]) throws {
@@ -221,49 +241,49 @@ final class JSONLinesProcess: @unchecked Sendable {
         process.arguments = arguments
         process.standardInput = input
         process.standardOutput = output
+        reader = LineReader(output.fileHandleForReading)
         try process.run()
     }
 
     deinit {
         try? input.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
-    /// The next line whose `type` is `type`; nil when the program ended first.
-    func next(_ type: String) -> Line? {
-        while true {
-            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = Data(pending[pending.startIndex..<newline])
-                pending = Data(pending[pending.index(after: newline)...])
-                let object = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any]
-                if let object, object["type"] as? String == type { return Line(fields: object) }
-                log.append(String(decoding: line, as: UTF8.self))
-                continue
-            }
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { return nil }
-            pending.append(chunk)
+    /// The next line whose `type` is `type`; nil when the program ended
+    /// first, or when `limit` passed (the program is then killed).
+    func next(_ type: String, within limit: Duration) -> Line? {
+        let deadline = ContinuousClock.now + limit
+        while let text = reader.next(within: deadline - ContinuousClock.now) {
+            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+            if let object, object["type"] as? String == type { return Line(fields: object) }
+            log.append(text)
         }
+        if process.isRunning {
+            log.append("(no \(type) within \(limit): killed)")
+            kill(process.processIdentifier, SIGKILL)
+        }
+        return nil
     }
 
     func send(_ message: [String: Any]) throws {
         input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: message) + Data("\n".utf8))
     }
 
-    /// Sends `message` and waits (off the cooperative pool) for the answer
-    /// of `type`; after `limit` the program is ended and the answer is nil.
-    func ask(_ message: [String: Any], expecting type: String, within limit: TimeInterval = 120) async throws -> Line? {
-        try send(message)
-        let done = Atomic<Bool>(false)
-        DispatchQueue.global().asyncAfter(deadline: .now() + limit) { [process] in
-            if !done.load(ordering: .relaxed), process.isRunning { process.terminate() }
-        }
-        return await withCheckedContinuation { (continuation: CheckedContinuation<Line?, Never>) in
+    /// Waits (off the cooperative pool) for the next line of `type`, at
+    /// most `limit`.
+    func expect(_ type: String, within limit: Duration = .seconds(120)) async -> Line? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Line?, Never>) in
             DispatchQueue.global().async {
-                let line = self.next(type)
-                done.store(true, ordering: .relaxed)
-                continuation.resume(returning: line)
+                continuation.resume(returning: self.next(type, within: limit))
             }
         }
+    }
+
+    /// Sends `message` and waits for the answer of `type`; after `limit`
+    /// the program is ended and the answer is nil.
+    func ask(_ message: [String: Any], expecting type: String, within limit: Duration = .seconds(120)) async throws -> Line? {
+        try send(message)
+        return await expect(type, within: limit)
     }
 }
