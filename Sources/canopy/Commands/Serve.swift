@@ -231,10 +231,17 @@ struct Serve: AsyncParsableCommand {
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )
+        // Draining takes at most 15 s, then tasks are cancelled; one that
+        // ignores cancellation for 10 s more ends the process (a fatal
+        // error naming it), and whatever still holds it the watchdog ends
+        // 30 s after the signal: a stop never waits for ever.
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(15)
+        groupConfiguration.maximumCancellationDuration = .seconds(10)
+        let watchdog = ShutdownWatchdog(limit: .seconds(30), logger: logger)
         let group = ServiceGroup(configuration: groupConfiguration)
         logger.info("serving", metadata: ["canopy.url": "http://\(host):\(port)/graphql", "canopy.database": "\(resolved.gateway.displayURL)", "canopy.mode": "\(mode.mode.rawValue)"])
         try await group.run()
+        withExtendedLifetime(watchdog) {}
         if resolved.startedCluster, let cluster = resolved.cluster {
             try? await cluster.stop(logger: logger)
         }

@@ -211,10 +211,16 @@ final class NamespacedGateway: @unchecked Sendable {
         (try? String(contentsOfFile: started.outputPath, encoding: .utf8)) ?? ""
     }
 
-    /// SIGTERM; SIGKILL if it has not ended 20 s later (never an
-    /// unbounded wait: a gateway stuck in its shutdown fails the test).
+    /// SIGTERM; SIGKILL if it has not ended 45 s later (the gateway bounds
+    /// its own stop at 30 s: never an unbounded wait). A stop that was not
+    /// clean is printed with the end of the gateway's log.
     func stop() {
-        started.stopBlocking(grace: .seconds(20))
+        kill(started.pid, SIGTERM)
+        let log = self.log
+        let result = started.waitBlocking(within: .seconds(45))
+        if result?.status != 0 {
+            print("the namespaced gateway did not stop cleanly (\(result.map { "status \($0.status)" } ?? "killed after 45 s")):\n\(log.suffix(2000))")
+        }
         proxy.stop()
     }
 }
