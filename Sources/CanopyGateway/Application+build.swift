@@ -76,8 +76,9 @@ public func buildApplication(
         AssetController(database: database, settings: assets, authenticator: authenticator, signer: assetURLs).register(on: router)
     }
     if let metricsRegistry {
-        router.get("metrics") { _, _ -> Response in
-            Response(
+        router.get("metrics") { _, context -> Response in
+            await StorageMetrics.refresh(from: database, logger: context.logger)
+            return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: metricsRegistry.emitToBuffer()))

@@ -69,6 +69,7 @@ public enum WebServicesCode: String, Sendable, CaseIterable {
         case .serviceUnavailable: self = .tryAgainLater
         case .internalError: self = .internalError
         case .badDatabase: self = .badDatabase
+        case .quotaExceeded: self = .quotaExceeded
         }
     }
 }

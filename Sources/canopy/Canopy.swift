@@ -12,6 +12,6 @@ struct Canopy: AsyncParsableCommand {
             an embedded PostgreSQL cluster in --data-dir (default ./.canopy), which it initialises \
             and starts itself.
             """,
-        subcommands: [Serve.self, Migrate.self, Schema.self, Users.self, Roles.self, Tokens.self, Keys.self, Shares.self, Secrets.self, Assets.self, Backup.self, Restore.self, Psql.self, Cluster.self]
+        subcommands: [Serve.self, Migrate.self, Schema.self, Users.self, Roles.self, Tokens.self, Keys.self, Shares.self, Secrets.self, Quotas.self, Assets.self, Backup.self, Restore.self, Psql.self, Cluster.self]
     )
 }

@@ -342,6 +342,43 @@ struct CanopyKitOperationTests {
         #expect(fetched["caption"] as? String == "lunch")
     }
 
+    @Test("storage: storageUsage() counts what is saved; past a quota a save and an upload are quotaExceeded; deleting frees it")
+    func storage() async throws {
+        let server = try await LiveServer.start()
+        let carol = try server.user("carol")
+        let database = carol.container.privateCloudDatabase
+        let zone = try await database.save(RecordZone(zoneName: "Full")).zoneID
+        let first = Record(recordType: "Note", recordID: Record.ID(recordName: "a", zoneID: zone))
+        first["text"] = String(repeating: "x", count: 500)
+        try await database.save(first)
+        let before = try await carol.container.storageUsage()
+        #expect(before.recordCount == 1 && before.storedBytes > 500 && before.usedBytes == before.storedBytes, "\(before)")
+        let set = try CanopyBinary.run(["quotas", "set", "carol", String(before.storedBytes + 100), "--database-url", server.endpoint.url])
+        #expect(set.succeeded, "\(set.output)")
+        #expect(try await carol.container.storageUsage().quotaBytes == before.storedBytes + 100)
+        let second = Record(recordType: "Note", recordID: Record.ID(recordName: "b", zoneID: zone))
+        second["text"] = String(repeating: "y", count: 500)
+        do {
+            try await database.save(second)
+            Issue.record("a save past the quota was accepted")
+        } catch let error as CanopyError {
+            let code = error.partialErrors.values.first?.code ?? error.code
+            #expect(code == .quotaExceeded, "\(error)")
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("canopykit-\(UUID().uuidString).bin")
+        try Data(count: 1000).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        do {
+            _ = try await carol.container.upload(fileURL: file)
+            Issue.record("an upload past the quota was accepted")
+        } catch let error as CanopyError {
+            #expect(error.code == .quotaExceeded, "\(error)")
+        }
+        try await database.deleteRecord(withID: first.recordID)
+        #expect(try await carol.container.storageUsage().usedBytes == 0)
+        try await database.save(second)
+    }
+
     @Test("errors: a refused token is notAuthenticated; the provider is asked again after a 401; a stopped server is networkFailure")
     func errors() async throws {
         let server = try await LiveServer.start()

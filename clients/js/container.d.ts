@@ -193,6 +193,8 @@ export declare class Container {
   graphql<T = any>(query: string, variables?: GraphQLVariables, options?: RequestOptions): Promise<T>;
   /** The signed-in user. */
   currentUser(options?: RequestOptions): Promise<UserIdentity>;
+  /** What the signed-in user stores and may store; past quotaBytes, saves and uploads fail with QUOTA_EXCEEDED (docs/QUOTAS.md). */
+  storageUsage(options?: RequestOptions): Promise<StorageUsage>;
   /** The signed-in user's userRecordName (`CKContainer.userRecordID`). */
   userRecordName(options?: RequestOptions): Promise<string>;
   /** Another user by email or phone, or null when there is none (`discoverUserIdentity`). */
@@ -245,3 +247,20 @@ export declare class Container {
  * subscription. Answers the Device.
  */
 export declare function subscribeToWebPush(registration: PushRegistrationLike, container: Container, options?: RequestOptions): Promise<Device>;
+
+/** `me { usage }`: bytes charged to the signed-in user and their quota (docs/QUOTAS.md). */
+export interface StorageUsage {
+  /** storedBytes + pendingUploadBytes: what the quota is checked against. */
+  usedBytes: number;
+  /** fieldBytes + assetBytes. */
+  storedBytes: number;
+  /** The records' fields, as JSON text, in zones the user owns and public records they created. */
+  fieldBytes: number;
+  /** The assets those records hold. */
+  assetBytes: number;
+  /** Uploads not yet attached to a record and not expired. */
+  pendingUploadBytes: number;
+  recordCount: number;
+  /** null: no limit. */
+  quotaBytes: number | null;
+}

@@ -92,6 +92,17 @@ export class Container {
     return (await this.graphql("{ me { userRecordName name email phone } }", {}, {signal})).me;
   }
 
+  /**
+   * What the signed-in user stores and may store (docs/QUOTAS.md):
+   * {usedBytes, storedBytes, fieldBytes, assetBytes, pendingUploadBytes,
+   * recordCount, quotaBytes} (quotaBytes null: no limit). Past the quota,
+   * saves and uploads fail with QUOTA_EXCEEDED.
+   */
+  async storageUsage({signal} = {}) {
+    return (await this.graphql("{ me { usage { usedBytes storedBytes fieldBytes assetBytes pendingUploadBytes recordCount quotaBytes } } }",
+      {}, {signal})).me.usage;
+  }
+
   /** The signed-in user's userRecordName (`CKContainer.userRecordID`). */
   async userRecordName(options) {
     return (await this.currentUser(options)).userRecordName;

@@ -18,6 +18,8 @@ export declare const ErrorCode: {
   readonly LIMIT_EXCEEDED: "LIMIT_EXCEEDED";
   readonly SERVICE_UNAVAILABLE: "SERVICE_UNAVAILABLE";
   readonly INTERNAL_ERROR: "INTERNAL_ERROR";
+  /** The storage the change is charged to is full (yours, or a shared zone's owner's); HTTP 413 on an upload. Not retryable. */
+  readonly QUOTA_EXCEEDED: "QUOTA_EXCEEDED";
   /** HTTP 429: the server sends LIMIT_EXCEEDED; a rate limit means "wait", a size limit "split". */
   readonly REQUEST_RATE_LIMITED: "REQUEST_RATE_LIMITED";
   /** The server could not be reached, or the connection dropped. */

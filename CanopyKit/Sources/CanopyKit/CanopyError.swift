@@ -24,6 +24,9 @@ public struct CanopyError: Error, Sendable, CustomStringConvertible {
         case internalError = "INTERNAL_ERROR"
         /// CKError.badDatabase: not in this database (a custom zone or a share in the public one).
         case badDatabase = "BAD_DATABASE"
+        /// CKError.quotaExceeded: the storage the change is charged to is full
+        /// (yours, or a shared zone's owner's). Not retried: free space first.
+        case quotaExceeded = "QUOTA_EXCEEDED"
         /// CKError.requestRateLimited: HTTP 429 from the rate limit; wait `retryAfterSeconds`.
         case requestRateLimited = "REQUEST_RATE_LIMITED"
         /// CKError.partialFailure: some items of a batch failed; see `partialErrors`.

@@ -57,8 +57,14 @@ extension Container {
                 token = try await transport.tokens.refresh(after: token) ?? token
                 continue
             }
-            if http.statusCode == 413 { throw CanopyError(.limitExceeded, "\(fileURL.lastPathComponent) is larger than the server accepts") }
             let answer = try JSON(parsing: data)
+            if http.statusCode == 413 {
+                // QUOTA_EXCEEDED (no room left) or LIMIT_EXCEEDED (larger than any upload may be).
+                if let error = answer["errors"]?.array?.first, error["extensions"]?["code"]?.string == CanopyError.Code.quotaExceeded.rawValue {
+                    throw CanopyError(.quotaExceeded, error["message"]?.string ?? "your storage is full")
+                }
+                throw CanopyError(.limitExceeded, "\(fileURL.lastPathComponent) is larger than the server accepts")
+            }
             guard (200..<300).contains(http.statusCode), let uploadToken = answer["uploadToken"]?.string else {
                 throw GraphQLTransport.error(answer["errors"]?.array?.first ?? answer, retryAfter: nil, status: http.statusCode)
             }

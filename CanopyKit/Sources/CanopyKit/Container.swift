@@ -55,6 +55,16 @@ public final class Container: Sendable {
         return user
     }
 
+    /// What the user stores and may store (`me { usage }`; docs/QUOTAS.md).
+    /// Past the quota, saves and uploads fail with `.quotaExceeded`.
+    public func storageUsage() async throws -> StorageUsage {
+        let data = try await transport.execute(Documents.storageUsage)
+        guard let usage = data["me"]?["usage"].flatMap(StorageUsage.init(json:)) else {
+            throw CanopyError(.serverResponseLost, "no usage in the answer")
+        }
+        return usage
+    }
+
     /// The user's `userRecordName` (CKContainer.userRecordID()).
     public func userRecordID() async throws -> String {
         try await currentUser().userRecordName
@@ -121,5 +131,31 @@ public struct UserIdentity: Sendable, Hashable {
         self.name = json["name"]?.string
         self.email = json["email"]?.string
         self.phone = json["phone"]?.string
+    }
+}
+
+/// The bytes charged to the signed-in user, and their quota: records'
+/// fields and assets in zones they own (a shared zone's records are its
+/// owner's) and public records they created, plus uploads not attached yet.
+public struct StorageUsage: Sendable, Hashable {
+    public let storedBytes: Int64
+    public let fieldBytes: Int64
+    public let assetBytes: Int64
+    public let pendingUploadBytes: Int64
+    public let recordCount: Int64
+    /// nil: no limit.
+    public let quotaBytes: Int64?
+    /// What the quota is checked against: stored bytes and pending uploads.
+    public var usedBytes: Int64 { storedBytes + pendingUploadBytes }
+
+    init?(json: JSON) {
+        guard let stored = json["storedBytes"]?.double, let fields = json["fieldBytes"]?.double, let assets = json["assetBytes"]?.double,
+              let pending = json["pendingUploadBytes"]?.double, let records = json["recordCount"]?.double else { return nil }
+        storedBytes = Int64(stored)
+        fieldBytes = Int64(fields)
+        assetBytes = Int64(assets)
+        pendingUploadBytes = Int64(pending)
+        recordCount = Int64(records)
+        quotaBytes = json["quotaBytes"]?.double.map { Int64($0) }
     }
 }

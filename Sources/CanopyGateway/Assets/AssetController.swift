@@ -107,8 +107,18 @@ struct AssetController {
     static func receive(
         _ request: Request, as userID: Int64, settings: AssetSettings, database: RequestDatabase, context: CanopyRequestContext
     ) async throws -> (UploadToken, StoredAsset) {
-        if let length = request.headers[.contentLength].flatMap(Int64.init), length > settings.maximumSize {
-            throw Self.tooLarge(settings.maximumSize)
+        if let length = request.headers[.contentLength].flatMap(Int64.init) {
+            if length > settings.maximumSize { throw Self.tooLarge(settings.maximumSize) }
+            // Refused before a byte is read when it cannot fit (the record of
+            // the upload is checked again, exactly, by the database).
+            let room: (used: Int64, quota: Int64?)
+            do { room = try await database.storageRoom(of: userID, logger: context.logger) } catch {
+                throw APIError(error, requestID: context.requestID, logger: context.logger)
+            }
+            if let quota = room.quota, room.used + length > quota {
+                StorageMetrics.refusals.increment()
+                throw APIError(.quotaExceeded, "your storage is full: the upload needs \(length) bytes, and \(max(quota - room.used, 0)) of your quota of \(quota) bytes are free; nothing was kept", status: .contentTooLarge)
+            }
         }
         let contentType = request.headers[.contentType].map { String($0.prefix(255)) }.flatMap { $0.isEmpty ? nil : $0 }
             ?? "application/octet-stream"

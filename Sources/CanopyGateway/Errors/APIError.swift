@@ -105,7 +105,9 @@ public struct APIError: Error, Sendable {
     }
 
     static func fromSQLState(_ sqlState: String, message: String) -> APIError? {
-        ErrorCode.forSQLState(sqlState).map { APIError($0.code, $0.message ?? message) }
+        guard let mapped = ErrorCode.forSQLState(sqlState) else { return nil }
+        if mapped.code == .quotaExceeded { StorageMetrics.refusals.increment() }
+        return APIError(mapped.code, mapped.message ?? message)
     }
 
     static func internalError(_ error: any Error, requestID: String, logger: Logger) -> APIError {
@@ -120,6 +122,7 @@ public struct APIError: Error, Sendable {
         case .notAuthenticated: return .unauthorized
         case .serviceUnavailable: return .serviceUnavailable
         case .badRequest, .limitExceeded, .invalidArguments: return .badRequest
+        case .quotaExceeded: return .contentTooLarge
         default: return .internalServerError
         }
     }

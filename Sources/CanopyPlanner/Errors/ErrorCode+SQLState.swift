@@ -33,6 +33,7 @@ extension ErrorCode {
         case "CN005": return (.permissionFailure, nil)
         case "42501": return (.permissionFailure, "permission denied")
         case "CN006": return (.unknownItem, nil)
+        case "CN007": return (.quotaExceeded, nil)
         case "57014": return (.limitExceeded, "the request ran longer than the statement timeout")
         case "40P01", "40001": return (.serviceUnavailable, "the request collided with a concurrent one; try again")
         case "22021", "22P05": return (.invalidArguments, "text may not hold the character U+0000 (NUL)")

@@ -20,4 +20,7 @@ public enum ErrorCode: String, Sendable, Codable, CaseIterable {
     /// CloudKit's `badDatabase`: an operation the database named by
     /// `scope` does not have (a custom zone or a share in `PUBLIC`).
     case badDatabase = "BAD_DATABASE"
+    /// CloudKit's `quotaExceeded`: the storage the change is charged to
+    /// (the zone owner's; a public record's creator's) is full (issue 53).
+    case quotaExceeded = "QUOTA_EXCEEDED"
 }

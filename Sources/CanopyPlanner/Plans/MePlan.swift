@@ -11,6 +11,8 @@ public struct MePlan: Sendable {
         case userRecordName = "record_name"
         case name, email, phone
         case typename
+        /// `usage`: canopy.my_storage() (issue 53).
+        case usage
     }
 
     let fields: [SelectedField]
@@ -24,6 +26,10 @@ public struct MePlan: Sendable {
             case "email": return (child.responseKey, .email)
             case "phone": return (child.responseKey, .phone)
             case "__typename": return (child.responseKey, .typename)
+            case "usage":
+                var scratch = SQLBuilder()
+                _ = try Projection.storageUsage(child.children, &scratch)
+                return (child.responseKey, .usage)
             default:
                 throw QueryError(.badRequest, "User has no field \(child.name)")
             }
@@ -36,10 +42,11 @@ public struct MePlan: Sendable {
         let columns = Dictionary(self.columns.map { ($0.responseKey, $0.column) }, uniquingKeysWith: { first, _ in first })
         let fields = self.fields
         // The columns were checked in init; the closure cannot fail.
-        let object = (try? Projection.object(fields, &builder) { field, _ in
+        let object = (try? Projection.object(fields, &builder) { field, builder in
             let column = columns[field.responseKey]!
             switch column {
             case .typename: return "'User'"
+            case .usage: return try Projection.storageUsage(field.children, &builder)
             // Set for people who signed in with a provider (their name there).
             case .name: return "coalesce(u.display_name, u.name)"
             default: return "u.\(unescaped: column.rawValue)"

@@ -72,6 +72,8 @@ extension Projection {
             case "name": return "coalesce(\(alias).display_name, \(alias).name)"
             case "email": return "\(alias).email"
             case "phone": return "\(alias).phone"
+            // Only `me` answers someone's storage (MePlan).
+            case "usage": return "NULL"
             case "__typename": return "'User'"
             default: throw QueryError(.badRequest, "User has no field \(field.name)")
             }

@@ -33,3 +33,19 @@ extension RequestDatabase {
         }
     }
 }
+
+extension RequestDatabase {
+    /// What `userID` uses (stored and pending uploads) and their quota (nil:
+    /// none), to refuse an upload whose length is known before its bytes
+    /// are read. The database's own check, when the upload is recorded,
+    /// is the one that holds under concurrency.
+    public func storageRoom(of userID: Int64, logger: Logger) async throws -> (used: Int64, quota: Int64?) {
+        try await withUser(userID, logger: logger) { connection in
+            let rows = try await connection.query(
+                "SELECT field_bytes + asset_bytes + pending_upload_bytes, quota_bytes FROM canopy.my_storage()", logger: logger
+            )
+            for try await (used, quota) in rows.decode((Int64, Int64?).self) { return (used, quota) }
+            return (0, nil)
+        }
+    }
+}

@@ -103,3 +103,14 @@ func withServerKeyAdmin<T: Sendable>(
 ) async throws -> T {
     try await withAdministration(database, category: "canopy.keys", ServerKeyAdmin.init(logger:), body)
 }
+
+/// `canopy quotas`: ``StorageQuotaAdmin`` and ``UserAdmin`` (to find users)
+/// on an administrator's connection.
+func withQuotaAdmin<T: Sendable>(
+    _ database: DatabaseOptions,
+    _ body: (StorageQuotaAdmin, UserAdmin, PostgresConnection) async throws -> T
+) async throws -> T {
+    try await withAdministration(database, category: "canopy.quotas", { logger in (StorageQuotaAdmin(logger: logger), UserAdmin(logger: logger)) }) { admins, connection in
+        try await body(admins.0, admins.1, connection)
+    }
+}

@@ -23,3 +23,13 @@ test("any other error's outcome is known: outcomeUnknown is false", () => {
   const bare = errorFromResponse(503, null, headers({}));
   assert.equal(bare.outcomeUnknown, false);
 });
+
+test("a 413 that says QUOTA_EXCEEDED is a full storage, not retryable; a bare 413 is a body too large (LIMIT_EXCEEDED)", () => {
+  const full = errorFromResponse(413, {errors: [{message: "your storage is full: the upload needs 2500 bytes, and 2000 of your quota of 5000 bytes are free; nothing was kept",
+    extensions: {code: "QUOTA_EXCEEDED", requestId: "r2"}}]}, headers({}));
+  assert.equal(full.code, ErrorCode.QUOTA_EXCEEDED);
+  assert.equal(full.status, 413);
+  assert.equal(full.isRetryable, false);
+  const large = errorFromResponse(413, null, headers({}));
+  assert.equal(large.code, ErrorCode.LIMIT_EXCEEDED);
+});

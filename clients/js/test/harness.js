@@ -101,6 +101,12 @@ export class LiveServer {
     await run(binary, ["users", "revoke", token.slice(0, 20), "--database-url", databaseURL]);
   }
 
+  /** Runs a `canopy` command against the database; answers its standard output. */
+  async canopy(args) {
+    const {stdout} = await run(binary, [...args, "--database-url", databaseURL]);
+    return stdout;
+  }
+
   /** Runs SQL as the administrator. */
   async administer(sql) {
     await run("psql", [databaseURL, "-v", "ON_ERROR_STOP=1", "-Atc", sql]);

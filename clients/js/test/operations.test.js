@@ -367,6 +367,32 @@ describe("assets, push, public database, tokens, errors", () => {
     await rejectsWith(db.saveRecord(zone, {recordName: "reuse", recordType: "Photo", fields: {image: picture}}), ErrorCode.INVALID_ARGUMENTS);
   });
 
+  test("storage: storageUsage() counts what is saved; past a quota a save and an upload are QUOTA_EXCEEDED, not retryable; deleting frees it", async () => {
+    const carol = await server.user("carol");
+    try {
+      const db = carol.container.privateDatabase;
+      const zone = (await db.saveZone(unique("Full"))).zoneName;
+      await db.saveRecord(zone, {recordName: "a", recordType: "Note", fields: {text: "x".repeat(500)}});
+      const before = await carol.container.storageUsage();
+      assert.equal(before.recordCount, 1);
+      assert.ok(before.storedBytes > 500 && before.usedBytes === before.storedBytes, JSON.stringify(before));
+      await server.canopy(["quotas", "set", carol.name, String(before.storedBytes + 100)]);
+      assert.equal((await carol.container.storageUsage()).quotaBytes, before.storedBytes + 100);
+      await assert.rejects(db.saveRecord(zone, {recordName: "b", recordType: "Note", fields: {text: "y".repeat(500)}}), (error) => {
+        assert.equal(error.code, ErrorCode.QUOTA_EXCEEDED, error.message);
+        assert.equal(error.isRetryable, false);
+        assert.match(error.message, /your storage is full/);
+        return true;
+      });
+      await rejectsWith(carol.container.uploadAsset(new Uint8Array(1000)), ErrorCode.QUOTA_EXCEEDED);
+      await db.deleteRecord(zone, "a");
+      assert.equal((await carol.container.storageUsage()).usedBytes, 0);
+      await db.saveRecord(zone, {recordName: "b", recordType: "Note", fields: {text: "y".repeat(500)}});
+    } finally {
+      carol.container.close();
+    }
+  });
+
   test("push: the VAPID key, a Web Push subscription and a webhook registered, listed and unregistered; a subscription saved", async () => {
     const key = await alice.container.vapidPublicKey();
     assert.equal(Buffer.from(key, "base64url").length, 65);

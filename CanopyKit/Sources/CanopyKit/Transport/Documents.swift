@@ -20,6 +20,7 @@ enum Documents {
         """
 
     static let me = "query Me { me { userRecordName name email phone } }"
+    static let storageUsage = "query StorageUsage { me { usage { storedBytes fieldBytes assetBytes pendingUploadBytes recordCount quotaBytes } } }"
     static let discoverUser = "query DiscoverUser($email: String, $phone: String) { discoverUser(email: $email, phone: $phone) { userRecordName name email phone } }"
     static let zones = "query Zones($scope: DatabaseScope!) { zones(scope: $scope) { zoneName ownerName share { url } } }"
     static let saveZone = "mutation SaveZone($zoneName: String!) { saveZone(zoneName: $zoneName) { zoneName ownerName share { url } } }"

@@ -1,0 +1,138 @@
+-- Storage quotas (issue 53, part 2; tables in migrations/0032): what a
+-- record costs, charging and refunding a user, the check against their
+-- quota, and what a user may read of their own (canopy.my_storage).
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent.
+--
+-- SQLSTATE: CN007 QUOTA_EXCEEDED.
+--
+-- Exactness: every change to a user's bytes updates their canopy.storage_usage
+-- row in the writing transaction, and the check reads the row it has just
+-- locked, so two writers of the same user take turns there: neither can
+-- pass the quota by not seeing the other (docs/QUOTAS.md).
+
+SET LOCAL ROLE canopy_owner;
+
+-- The bytes of the assets a record's fields hold (the stored form
+-- {"type":"ASSET","sha256","size","contentType"}, as attach_asset writes it).
+CREATE OR REPLACE FUNCTION canopy.record_asset_bytes(p_fields jsonb) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT CASE WHEN p_fields @? 'lax $.*.** ? (@.type == "ASSET")'
+                THEN (SELECT coalesce(sum((a->>'size')::bigint), 0)
+                        FROM jsonb_path_query(p_fields, 'lax $.*.** ? (@.type == "ASSET")') a)
+                ELSE 0 END
+$$;
+COMMENT ON FUNCTION canopy.record_asset_bytes(jsonb) IS 'Sum of the sizes of the assets a record''s fields hold.';
+
+-- The quota that applies to p_user: their own, else the default; NULL: none.
+CREATE OR REPLACE FUNCTION canopy.storage_quota_of(p_user bigint) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT CASE WHEN u.has_quota THEN u.quota_bytes ELSE d.quota_bytes END
+      FROM canopy.storage_quota_default d
+      LEFT JOIN canopy.storage_usage u ON u.user_id = p_user
+$$;
+COMMENT ON FUNCTION canopy.storage_quota_of(bigint) IS 'The storage quota in bytes that applies to a user (their own or the default); NULL for no limit.';
+
+-- Bytes of p_user's uploads not attached yet and not expired.
+CREATE OR REPLACE FUNCTION canopy.pending_upload_bytes(p_user bigint) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(sum(size), 0)::bigint FROM canopy.uploads
+     WHERE user_id = p_user AND used_at IS NULL AND expires_at > now()
+$$;
+COMMENT ON FUNCTION canopy.pending_upload_bytes(bigint) IS 'Bytes of a user''s uploads that no record holds yet and that have not expired: they count against the quota until then.';
+
+-- Raises CN007 when p_user's stored bytes plus p_adding (and their pending
+-- uploads) pass their quota. The caller holds p_user's usage row locked.
+CREATE OR REPLACE FUNCTION canopy.check_storage_quota(p_user bigint, p_stored bigint, p_adding bigint) RETURNS void
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_quota bigint := canopy.storage_quota_of(p_user);
+    v_pending bigint;
+BEGIN
+    IF v_quota IS NULL OR p_adding <= 0 THEN
+        RETURN;
+    END IF;
+    v_pending := canopy.pending_upload_bytes(p_user);
+    IF p_stored + v_pending > v_quota THEN
+        IF p_user IS NOT DISTINCT FROM canopy.current_user_id() THEN
+            RAISE EXCEPTION 'your storage is full: this change needs % more bytes, and % of your quota of % bytes are free',
+                p_adding, greatest(v_quota - (p_stored - p_adding) - v_pending, 0), v_quota
+                USING ERRCODE = 'CN007';
+        END IF;
+        RAISE EXCEPTION 'the storage of this zone''s owner is full: the change needs more room than they have left'
+            USING ERRCODE = 'CN007';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION canopy.check_storage_quota(bigint, bigint, bigint) IS 'Refuses (CN007, QUOTA_EXCEEDED) a change adding p_adding bytes that leaves a user''s stored bytes and pending uploads over their quota.';
+
+-- Charges (or, with negative amounts, refunds) p_user; refuses past their
+-- quota when the change adds bytes. Takes the user's usage row lock.
+CREATE OR REPLACE FUNCTION canopy.charge_storage(p_user bigint, p_records bigint, p_field_bytes bigint, p_asset_bytes bigint) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_stored bigint;
+BEGIN
+    -- The row, made on a user's first charge; a refund to a user being
+    -- deleted finds none (it went with them) and has nothing to do.
+    LOOP
+        UPDATE canopy.storage_usage
+           SET record_count = record_count + p_records,
+               field_bytes = field_bytes + p_field_bytes,
+               asset_bytes = asset_bytes + p_asset_bytes
+         WHERE user_id = p_user
+        RETURNING field_bytes + asset_bytes INTO v_stored;
+        EXIT WHEN FOUND;
+        IF p_records < 0 OR p_field_bytes < 0 OR p_asset_bytes < 0 THEN
+            RETURN;
+        END IF;
+        INSERT INTO canopy.storage_usage (user_id) VALUES (p_user) ON CONFLICT (user_id) DO NOTHING;
+    END LOOP;
+    PERFORM canopy.check_storage_quota(p_user, v_stored, p_field_bytes + p_asset_bytes);
+END
+$$;
+COMMENT ON FUNCTION canopy.charge_storage(bigint, bigint, bigint, bigint) IS 'Adds records and bytes to a user''s usage (negative: frees them) and refuses a growth past their quota (CN007).';
+
+-- What the current user stores, may store and has pending: `me { usage }`.
+CREATE OR REPLACE FUNCTION canopy.my_storage()
+    RETURNS TABLE (record_count bigint, field_bytes bigint, asset_bytes bigint, pending_upload_bytes bigint, quota_bytes bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT coalesce(u.record_count, 0), coalesce(u.field_bytes, 0), coalesce(u.asset_bytes, 0),
+           canopy.pending_upload_bytes(me.id), canopy.storage_quota_of(me.id)
+      FROM (SELECT canopy.current_user_id() AS id) me
+      LEFT JOIN canopy.storage_usage u ON u.user_id = me.id
+     WHERE me.id IS NOT NULL
+$$;
+COMMENT ON FUNCTION canopy.my_storage() IS 'The current user''s storage: records and bytes charged to them, uploads pending, and their quota (NULL: none).';
+
+REVOKE ALL ON FUNCTION canopy.record_asset_bytes(jsonb) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.storage_quota_of(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.pending_upload_bytes(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.check_storage_quota(bigint, bigint, bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.charge_storage(bigint, bigint, bigint, bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.my_storage() FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.my_storage() TO canopy_gateway;
+
+-- For /metrics: totals over every user, no user named.
+CREATE OR REPLACE FUNCTION canopy.storage_totals()
+    RETURNS TABLE (users bigint, stored_bytes bigint, users_near_quota bigint, users_at_quota bigint)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT count(*), coalesce(sum(u.field_bytes + u.asset_bytes), 0)::bigint,
+           count(*) FILTER (WHERE q.quota IS NOT NULL AND u.field_bytes + u.asset_bytes >= 0.9 * q.quota),
+           count(*) FILTER (WHERE q.quota IS NOT NULL AND u.field_bytes + u.asset_bytes >= q.quota)
+      FROM canopy.storage_usage u
+      CROSS JOIN LATERAL (SELECT CASE WHEN u.has_quota THEN u.quota_bytes
+                                      ELSE (SELECT d.quota_bytes FROM canopy.storage_quota_default d) END AS quota) q
+$$;
+COMMENT ON FUNCTION canopy.storage_totals() IS 'Users charged, bytes stored over all of them, and how many are at 90% and at 100% of their quota: numbers for /metrics, no user named.';
+
+REVOKE ALL ON FUNCTION canopy.storage_totals() FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.storage_totals() TO canopy_gateway;

@@ -1,0 +1,127 @@
+-- Storage quotas' triggers (issue 53, part 2): records charge their zone's
+-- owner (a public record its creator) once per statement, over the
+-- statement's transition tables; deleting a zone refunds its records
+-- before they go; an upload is refused when its uploader has no room.
+-- Functions in sql/functions/storage.sql, tables in migrations/0032.
+--
+-- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
+-- changes (sql/README.md). Every statement is idempotent.
+
+SET LOCAL ROLE canopy_owner;
+
+-- One charge per user a statement touched, in user order (two statements
+-- charging the same users lock their rows in the same order).
+CREATE OR REPLACE FUNCTION canopy.records_charge_storage() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        FOR c IN
+            SELECT coalesce(z.owner_id, w.created_by) AS user_id, count(*)::bigint AS records,
+                   sum(octet_length(w.fields::text))::bigint AS field_bytes, sum(canopy.record_asset_bytes(w.fields))::bigint AS asset_bytes
+              FROM written w JOIN canopy.zones z ON z.id = w.zone_id
+             WHERE coalesce(z.owner_id, w.created_by) IS NOT NULL
+             GROUP BY 1 ORDER BY 1
+        LOOP
+            PERFORM canopy.charge_storage(c.user_id, c.records, c.field_bytes, c.asset_bytes);
+        END LOOP;
+    ELSIF TG_OP = 'DELETE' THEN
+        -- A zone being deleted is gone from canopy.zones here: its records
+        -- were refunded by zones_refund_storage before the cascade.
+        FOR c IN
+            SELECT coalesce(z.owner_id, o.created_by) AS user_id, count(*)::bigint AS records,
+                   sum(octet_length(o.fields::text))::bigint AS field_bytes, sum(canopy.record_asset_bytes(o.fields))::bigint AS asset_bytes
+              FROM removed o JOIN canopy.zones z ON z.id = o.zone_id
+             WHERE coalesce(z.owner_id, o.created_by) IS NOT NULL
+             GROUP BY 1 ORDER BY 1
+        LOOP
+            PERFORM canopy.charge_storage(c.user_id, -c.records, -c.field_bytes, -c.asset_bytes);
+        END LOOP;
+    ELSE
+        FOR c IN
+            SELECT d.user_id, sum(d.records)::bigint AS records, sum(d.field_bytes)::bigint AS field_bytes, sum(d.asset_bytes)::bigint AS asset_bytes
+              FROM (SELECT coalesce(z.owner_id, w.created_by) AS user_id, 1::bigint AS records,
+                           octet_length(w.fields::text) AS field_bytes, canopy.record_asset_bytes(w.fields) AS asset_bytes
+                      FROM written w JOIN canopy.zones z ON z.id = w.zone_id
+                    UNION ALL
+                    SELECT coalesce(z.owner_id, o.created_by), -1::bigint,
+                           -octet_length(o.fields::text), -canopy.record_asset_bytes(o.fields)
+                      FROM removed o JOIN canopy.zones z ON z.id = o.zone_id) d
+             WHERE d.user_id IS NOT NULL
+             GROUP BY d.user_id
+            HAVING sum(d.records) <> 0 OR sum(d.field_bytes) <> 0 OR sum(d.asset_bytes) <> 0
+             ORDER BY d.user_id
+        LOOP
+            PERFORM canopy.charge_storage(c.user_id, c.records, c.field_bytes, c.asset_bytes);
+        END LOOP;
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION canopy.records_charge_storage() IS 'Charges each user a statement''s records belong to (zone owner, or a public record''s creator) for the bytes it added or freed; refuses growth past a quota (CN007).';
+
+DROP TRIGGER IF EXISTS records_charge_storage_inserted ON canopy.records;
+CREATE TRIGGER records_charge_storage_inserted AFTER INSERT ON canopy.records
+    REFERENCING NEW TABLE AS written
+    FOR EACH STATEMENT EXECUTE FUNCTION canopy.records_charge_storage();
+DROP TRIGGER IF EXISTS records_charge_storage_updated ON canopy.records;
+CREATE TRIGGER records_charge_storage_updated AFTER UPDATE ON canopy.records
+    REFERENCING OLD TABLE AS removed NEW TABLE AS written
+    FOR EACH STATEMENT EXECUTE FUNCTION canopy.records_charge_storage();
+DROP TRIGGER IF EXISTS records_charge_storage_deleted ON canopy.records;
+CREATE TRIGGER records_charge_storage_deleted AFTER DELETE ON canopy.records
+    REFERENCING OLD TABLE AS removed
+    FOR EACH STATEMENT EXECUTE FUNCTION canopy.records_charge_storage();
+
+-- A zone's records are refunded before the zone goes (its cascade then
+-- finds no zone to charge).
+CREATE OR REPLACE FUNCTION canopy.zones_refund_storage() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+BEGIN
+    FOR c IN
+        SELECT coalesce(OLD.owner_id, r.created_by) AS user_id, count(*)::bigint AS records,
+               sum(octet_length(r.fields::text))::bigint AS field_bytes, sum(canopy.record_asset_bytes(r.fields))::bigint AS asset_bytes
+          FROM canopy.records r
+         WHERE r.zone_id = OLD.id AND coalesce(OLD.owner_id, r.created_by) IS NOT NULL
+         GROUP BY 1 ORDER BY 1
+    LOOP
+        PERFORM canopy.charge_storage(c.user_id, -c.records, -c.field_bytes, -c.asset_bytes);
+    END LOOP;
+    RETURN OLD;
+END
+$$;
+COMMENT ON FUNCTION canopy.zones_refund_storage() IS 'Frees the storage of a zone''s records when the zone is deleted.';
+
+DROP TRIGGER IF EXISTS zones_refund_storage ON canopy.zones;
+CREATE TRIGGER zones_refund_storage BEFORE DELETE ON canopy.zones
+    FOR EACH ROW EXECUTE FUNCTION canopy.zones_refund_storage();
+
+-- An upload counts against its uploader's quota from when it is recorded
+-- until a record holds it (then the record's charge replaces it) or it
+-- expires.
+CREATE OR REPLACE FUNCTION canopy.uploads_check_storage() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    v_stored bigint;
+BEGIN
+    INSERT INTO canopy.storage_usage (user_id) VALUES (NEW.user_id) ON CONFLICT (user_id) DO NOTHING;
+    SELECT field_bytes + asset_bytes INTO v_stored FROM canopy.storage_usage WHERE user_id = NEW.user_id FOR UPDATE;
+    PERFORM canopy.check_storage_quota(NEW.user_id, v_stored + NEW.size, NEW.size);
+    RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION canopy.uploads_check_storage() IS 'Refuses an upload (CN007) that would leave its uploader''s stored bytes and pending uploads over their quota.';
+
+DROP TRIGGER IF EXISTS uploads_check_storage ON canopy.uploads;
+CREATE TRIGGER uploads_check_storage BEFORE INSERT ON canopy.uploads
+    FOR EACH ROW EXECUTE FUNCTION canopy.uploads_check_storage();
+
+REVOKE ALL ON FUNCTION canopy.records_charge_storage() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.zones_refund_storage() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.uploads_check_storage() FROM PUBLIC, canopy_gateway;
