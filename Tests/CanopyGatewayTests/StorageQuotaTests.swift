@@ -1,4 +1,5 @@
 import CanopyAdmin
+import CanopyAssets
 import CanopyGateway
 import CanopyRequestStore
 import CanopyTestSupport
@@ -294,6 +295,34 @@ struct StorageQuotaTests {
         let collected = try CanopyBinary.run(["assets", "collect", "--database-url", harness.endpoint.url, "--asset-dir", directory.path, "--grace-hours", "0", "--migrations-dir", TestDatabase.migrationsDirectory])
         #expect(collected.succeeded, "\(collected.output)")
         #expect(blobs().count == 1, "the bytes no record or live upload holds were not removed: \(blobs()) \(collected.output)")
+    }
+
+    @Test("Web Services: records/modify past the quota is QUOTA_EXCEEDED for the record inside 200; an upload to a signed URL that cannot fit is 413 QUOTA_EXCEEDED")
+    func webServices() async throws {
+        let harness = try await GatewayHarness.make()
+        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-ws-quota-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var configuration = WebServicesFixture.configuration()
+        configuration.assets = AssetSettings(store: try await FileAssetStore(directory: directory))
+        try await TestDatabase.withConnection(harness.endpoint) { connection in
+            _ = try await connection.texts("INSERT INTO canopy.storage_usage (user_id, quota_bytes, has_quota) VALUES (\(harness.alice.id), 1000, true)")
+        }
+        try await harness.test(configuration: configuration, live: true) { client in
+            let fits = try await client.webServices("private/records/modify", #"{"operations": [{"operationType": "create", "record": {"recordType": "Note", "recordName": "fits", "fields": {"text": {"value": "short"}}}}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
+            #expect(fits.status == .ok && fits.records.first?["serverErrorCode"] == nil, "\(fits.body)")
+            let long = String(repeating: "x", count: 1200)
+            let over = try await client.webServices("private/records/modify", #"{"operations": [{"operationType": "create", "record": {"recordType": "Note", "recordName": "over", "fields": {"text": {"value": "\#(long)"}}}}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
+            #expect(over.status == .ok && over.records.first?["serverErrorCode"] as? String == "QUOTA_EXCEEDED", "\(over.body)")
+            #expect((over.records.first?["reason"] as? String)?.contains("your storage is full") == true, "\(over.body)")
+
+            let asked = try await client.webServices("private/assets/upload", #"{"tokens":[{"recordType":"Note","fieldName":"file"}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
+            let upload = try #require((asked.body["tokens"] as? [[String: Any]])?.first, "\(asked.body)")
+            let url = try #require((upload["url"] as? String).flatMap(URL.init(string:)), "\(upload)")
+            let posted = try await client.execute(uri: url.path + "?" + (url.query ?? ""), method: .post, headers: [.contentType: "application/octet-stream"],
+                                                  body: ByteBuffer(bytes: [UInt8](repeating: 7, count: 2000)))
+            #expect(posted.status == .contentTooLarge && String(buffer: posted.body).contains("QUOTA_EXCEEDED"), "\(posted.status) \(String(buffer: posted.body))")
+        }
     }
 
     @Test("the gateway role cannot read or change usage or quotas, and /metrics counts refusals and totals")
