@@ -42,8 +42,8 @@ ALTER TABLE canopy.storage_quota_default FORCE ROW LEVEL SECURITY;
 ALTER TABLE canopy.storage_usage ENABLE ROW LEVEL SECURITY;
 ALTER TABLE canopy.storage_usage FORCE ROW LEVEL SECURITY;
 -- The policies that let canopy_owner's functions write them are in
--- sql/policies/storage.sql; the backfill below runs before those exist,
--- as the administrator (a superuser).
+-- sql/policies/storage.sql. The default below is written as the
+-- administrator (a superuser), before those exist.
 RESET ROLE;
 
 -- 1 GiB on a new database; none on one that already holds records, so an
@@ -52,15 +52,6 @@ RESET ROLE;
 INSERT INTO canopy.storage_quota_default (quota_bytes)
 VALUES (CASE WHEN EXISTS (SELECT 1 FROM canopy.records) THEN NULL ELSE 1073741824 END);
 
--- What is stored already.
-INSERT INTO canopy.storage_usage (user_id, record_count, field_bytes, asset_bytes)
-SELECT charged, count(*), sum(octet_length(r.fields::text)),
-       sum(CASE WHEN r.fields @? 'lax $.*.** ? (@.type == "ASSET")'
-                THEN (SELECT coalesce(sum((a->>'size')::bigint), 0)
-                        FROM jsonb_path_query(r.fields, 'lax $.*.** ? (@.type == "ASSET")') a)
-                ELSE 0 END)
-  FROM canopy.records r
-  JOIN canopy.zones z ON z.id = r.zone_id
-  CROSS JOIN LATERAL (SELECT coalesce(z.owner_id, r.created_by) AS charged) c
-  JOIN canopy.users u ON u.id = c.charged
- GROUP BY charged;
+-- What is stored already is counted by sql/triggers/storage.sql, in the
+-- transaction that installs the triggers, under a lock on the records: no
+-- write can fall between the count and the triggers.

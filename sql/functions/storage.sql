@@ -39,8 +39,9 @@ COMMENT ON FUNCTION canopy.record_asset_bytes(jsonb) IS 'Sum of the sizes of the
 CREATE OR REPLACE FUNCTION canopy.storage_quota_of(p_user bigint) RETURNS bigint
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE WHEN u.has_quota THEN u.quota_bytes ELSE d.quota_bytes END
-      FROM canopy.storage_quota_default d
+    SELECT CASE WHEN u.has_quota THEN u.quota_bytes
+                ELSE (SELECT d.quota_bytes FROM canopy.storage_quota_default d) END
+      FROM (SELECT 1) one
       LEFT JOIN canopy.storage_usage u ON u.user_id = p_user
 $$;
 COMMENT ON FUNCTION canopy.storage_quota_of(bigint) IS 'The storage quota in bytes that applies to a user (their own or the default); NULL for no limit.';
@@ -73,7 +74,7 @@ BEGIN
                 p_adding, greatest(v_quota - (p_stored - p_adding) - v_pending, 0), v_quota
                 USING ERRCODE = 'CN007';
         END IF;
-        RAISE EXCEPTION 'the storage of this zone''s owner is full: the change needs more room than they have left'
+        RAISE EXCEPTION 'the storage this change is charged to (the zone owner''s, or a public record''s creator''s) is full: the change needs more room than is left'
             USING ERRCODE = 'CN007';
     END IF;
 END
