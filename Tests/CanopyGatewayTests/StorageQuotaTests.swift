@@ -42,8 +42,8 @@ struct StorageQuotaTests {
         return answer.object["usage"] as? [String: Any] ?? [:]
     }
 
-    static func quotas(_ arguments: [String], on endpoint: DatabaseEndpoint) throws -> Subprocess.Result {
-        try CanopyBinary.run(["quotas"] + arguments + ["--database-url", endpoint.url])
+    static func quotas(_ arguments: [String], on endpoint: DatabaseEndpoint) async throws -> Subprocess.Result {
+        try await CanopyBinary.runOffPool(["quotas"] + arguments + ["--database-url", endpoint.url])
     }
 
     static func note(_ name: String, bytes: Int) -> [String: Any] {
@@ -88,9 +88,9 @@ struct StorageQuotaTests {
             #expect(people.count == 2 && people.allSatisfy { $0["usage"] is NSNull }, "\(others.body)")
 
             // A quota of her own, just above what she stores.
-            let set = try Self.quotas(["set", harness.alice.name, String(counted.stored + 1500)], on: harness.endpoint)
+            let set = try await Self.quotas(["set", harness.alice.name, String(counted.stored + 1500)], on: harness.endpoint)
             #expect(set.succeeded && set.output.contains("their own quota"), "\(set.output)")
-            let shown = try Self.quotas(["show", harness.alice.name, "--json"], on: harness.endpoint)
+            let shown = try await Self.quotas(["show", harness.alice.name, "--json"], on: harness.endpoint)
             let shownJSON = try JSONSerialization.jsonObject(with: Data(shown.output.utf8)) as? [String: Any]
             let row = (shownJSON?["users"] as? [[String: Any]])?.first
             #expect((row?["usedBytes"] as? NSNumber)?.int64Value == counted.stored && row?["ownQuota"] as? Bool == true, "\(shown.output)")
@@ -114,7 +114,7 @@ struct StorageQuotaTests {
             #expect(counted.records == 12 && counted.stored == counted.kept, "a refused save left something: \(counted)")
 
             // Lowered below what she stores: growth refused, shrinking allowed.
-            _ = try Self.quotas(["set", harness.alice.name, "100"], on: harness.endpoint)
+            _ = try await Self.quotas(["set", harness.alice.name, "100"], on: harness.endpoint)
             let grow = try await client.call("modifyRecords", """
                 mutation($s: [RecordInput!]) { modifyRecords(scope: PRIVATE, zone: {zoneName: "Z"}, save: $s) { errors { code } } }
                 """, ["s": [Self.note("more", bytes: 10)]], token: alice)
@@ -127,7 +127,7 @@ struct StorageQuotaTests {
             #expect(counted.records == 10 && counted.stored == counted.kept, "\(counted)")
 
             // Back to the default; deleting the zone frees all of it.
-            let reset = try Self.quotas(["set", harness.alice.name, "default"], on: harness.endpoint)
+            let reset = try await Self.quotas(["set", harness.alice.name, "default"], on: harness.endpoint)
             #expect(reset.succeeded && reset.output.contains("the default quota"), "\(reset.output)")
             let gone = try await client.call("deleteZone", "mutation { deleteZone(scope: PRIVATE, zone: {zoneName: \"Z\"}) }", token: alice)
             #expect(gone.data as? Bool == true, "\(gone.body)")
@@ -145,13 +145,13 @@ struct StorageQuotaTests {
             #expect(bobCounted.records == 1 && bobCounted.stored == bobCounted.kept && bobCounted.kept > 300, "\(bobCounted)")
         }
         // The CLI's refusals say what was wrong.
-        let bad = try Self.quotas(["set", "alice", "12 parsecs"], on: harness.endpoint)
+        let bad = try await Self.quotas(["set", "alice", "12 parsecs"], on: harness.endpoint)
         #expect(!bad.succeeded && bad.output.contains("is not a size"), "\(bad.output)")
-        let missing = try Self.quotas(["set", "nobody-here", "1GB"], on: harness.endpoint)
+        let missing = try await Self.quotas(["set", "nobody-here", "1GB"], on: harness.endpoint)
         #expect(!missing.succeeded && missing.output.contains("no user named"), "\(missing.output)")
-        let listed = try Self.quotas(["show"], on: harness.endpoint)
+        let listed = try await Self.quotas(["show"], on: harness.endpoint)
         #expect(listed.succeeded && listed.output.contains("default quota: 1 GiB (1073741824 bytes)"), "\(listed.output)")
-        let setDefault = try Self.quotas(["set", "--default", "unlimited"], on: harness.endpoint)
+        let setDefault = try await Self.quotas(["set", "--default", "unlimited"], on: harness.endpoint)
         #expect(setDefault.succeeded && setDefault.output.contains("default quota: unlimited"), "\(setDefault.output)")
     }
 
@@ -292,7 +292,7 @@ struct StorageQuotaTests {
         }
         let blobs = { (try? FileManager.default.subpathsOfDirectory(atPath: directory.appendingPathComponent("blobs").path))?.filter { $0.count > 60 } ?? [] }
         #expect(blobs().count == 2, "\(blobs())")
-        let collected = try CanopyBinary.run(["assets", "collect", "--database-url", harness.endpoint.url, "--asset-dir", directory.path, "--grace-hours", "0", "--migrations-dir", TestDatabase.migrationsDirectory])
+        let collected = try await CanopyBinary.runOffPool(["assets", "collect", "--database-url", harness.endpoint.url, "--asset-dir", directory.path, "--grace-hours", "0", "--migrations-dir", TestDatabase.migrationsDirectory])
         #expect(collected.succeeded, "\(collected.output)")
         #expect(blobs().count == 1, "the bytes no record or live upload holds were not removed: \(blobs()) \(collected.output)")
     }
@@ -344,7 +344,7 @@ struct StorageQuotaTests {
             _ = try await connection.texts("UPDATE canopy.storage_usage SET field_bytes = 3, record_count = 1 WHERE user_id = \(harness.alice.id)")
             _ = try await connection.texts("DELETE FROM canopy.schema_repeatables WHERE path = 'triggers/storage.sql'")
         }
-        let migrated = try CanopyBinary.run(["migrate", "up", "--database-url", harness.endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory])
+        let migrated = try await CanopyBinary.runOffPool(["migrate", "up", "--database-url", harness.endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory])
         #expect(migrated.succeeded && migrated.output.contains("triggers/storage.sql"), "\(migrated.output)")
         let after = try await Self.recount(harness.alice.id, on: harness.endpoint)
         #expect(after == before, "not counted again: \(after) (was \(before))")

@@ -16,6 +16,15 @@ public enum CanopyBinary {
         try Subprocess.start(path, arguments, environment: environment).wait()
     }
 
+    /// `run`, waiting on a thread of its own rather than one of Swift's
+    /// cooperative pool (two on a 2-core machine): an in-process gateway
+    /// of another test keeps answering meanwhile.
+    public static func runOffPool(_ arguments: [String], environment: [String: String] = [:]) async throws -> Subprocess.Result {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Subprocess.Result, any Error>) in
+            Thread { continuation.resume(with: Result { try run(arguments, environment: environment) }) }.start()
+        }
+    }
+
     /// Starts `canopy serve` on `databaseURL` and `port`, migrating from the
     /// package's migrations, with `extra` flags; the caller stops it.
     /// Webhooks and Web Push may go to loopback, where test receivers

@@ -211,16 +211,20 @@ final class NamespacedGateway: @unchecked Sendable {
         (try? String(contentsOfFile: started.outputPath, encoding: .utf8)) ?? ""
     }
 
-    /// SIGTERM; SIGKILL if it has not ended 45 s later (the gateway bounds
-    /// its own stop at 30 s: never an unbounded wait). A stop that was not
-    /// clean is printed with the end of the gateway's log.
+    /// SIGTERM, and returns: a thread of its own waits for the exit, up to
+    /// 45 s, then SIGKILLs (the gateway bounds its own stop at 30 s), so
+    /// no thread of Swift's cooperative pool is held meanwhile. A stop that
+    /// was not clean is printed with the end of the gateway's log.
     func stop() {
         kill(started.pid, SIGTERM)
         let log = self.log
-        let result = started.waitBlocking(within: .seconds(45))
-        if result?.status != 0 {
-            print("the namespaced gateway did not stop cleanly (\(result.map { "status \($0.status)" } ?? "killed after 45 s")):\n\(log.suffix(2000))")
-        }
+        let started = self.started
+        Thread {
+            let result = started.waitBlocking(within: .seconds(45))
+            if result?.status != 0 {
+                print("the namespaced gateway did not stop cleanly (\(result.map { "status \($0.status)" } ?? "killed after 45 s")):\n\(log.suffix(2000))")
+            }
+        }.start()
         proxy.stop()
     }
 }
