@@ -47,6 +47,9 @@ public func buildApplication(
     let router = Router(context: CanopyRequestContext.self)
     router.add(middleware: CrossOriginMiddleware(policy: configuration.crossOrigin))
     router.add(middleware: RequestIDMiddleware())
+    if let tracing = database.tracing {
+        router.add(middleware: RequestTracingMiddleware(tracing: tracing, deadlines: database.primary.deadlines))
+    }
     router.add(middleware: TransportHeadersMiddleware(publicURL: configuration.publicURL))
     if configuration.accessLog {
         router.add(middleware: AccessLogMiddleware(logLevel: .info))

@@ -64,10 +64,13 @@ BEGIN
         -- only when a push subscription could cover the zone. Positions
         -- are drawn after this lock, so they are above after_seq.
         IF canopy.push_covered(p_zone_id) THEN
-            INSERT INTO canopy.push_outbox (zone_id, after_seq, origin_user, origin_device)
+            INSERT INTO canopy.push_outbox (zone_id, after_seq, origin_user, origin_device, trace_parent)
             VALUES (p_zone_id, coalesce(pg_sequence_last_value('canopy.change_seq'), 0), canopy.current_user_id(),
                     CASE WHEN current_setting('canopy.device_id', true) ~ '^[0-9a-f-]{36}$'
-                         THEN current_setting('canopy.device_id', true)::uuid END);
+                         THEN current_setting('canopy.device_id', true)::uuid END,
+                    -- A traced request's trace, for the webhooks (migrations/0033).
+                    CASE WHEN current_setting('canopy.trace_parent', true) ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+                         THEN current_setting('canopy.trace_parent', true) END);
             PERFORM pg_notify('canopy_changes', 'push');
         END IF;
     END IF;

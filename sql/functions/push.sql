@@ -109,14 +109,15 @@ $$;
 -- leader; a row is deleted (finish_push_outbox) only once fanned out, so a
 -- crash in between fans it out again (deliveries merge, nothing doubles).
 CREATE OR REPLACE FUNCTION canopy.claim_push_outbox(p_limit integer, p_lease interval)
-    RETURNS TABLE (id bigint, zone_id bigint, after_seq bigint, origin_user bigint, origin_device uuid, created_at timestamptz)
+    RETURNS TABLE (id bigint, zone_id bigint, after_seq bigint, origin_user bigint, origin_device uuid, created_at timestamptz,
+                   trace_parent text)
     LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     UPDATE canopy.push_outbox o SET claimed_until = now() + p_lease
      WHERE o.id IN (SELECT c.id FROM canopy.push_outbox c
                      WHERE c.claimed_until IS NULL OR c.claimed_until < now()
                      ORDER BY c.id LIMIT p_limit FOR UPDATE SKIP LOCKED)
-    RETURNING o.id, o.zone_id, o.after_seq, o.origin_user, o.origin_device, o.created_at
+    RETURNING o.id, o.zone_id, o.after_seq, o.origin_user, o.origin_device, o.created_at, o.trace_parent
 $$;
 
 CREATE OR REPLACE FUNCTION canopy.finish_push_outbox(p_id bigint) RETURNS void
@@ -164,7 +165,7 @@ CREATE OR REPLACE FUNCTION canopy.claim_push_deliveries(p_limit integer, p_lease
     RETURNS TABLE (device_id uuid, version bigint, subscription_ids text[], attempts integer, first_queued_at timestamptz,
                    kind text, apns_token text, apns_environment text, apns_topic text,
                    endpoint text, p256dh bytea, auth bytea, webhook_url text, webhook_secret bytea,
-                   user_record_name text)
+                   user_record_name text, trace_parent text)
     LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     WITH claimed AS (
@@ -174,11 +175,11 @@ AS $$
                 WHERE c.next_attempt_at <= now() AND (c.claimed_until IS NULL OR c.claimed_until < now())
                   AND (d.last_sent_at IS NULL OR d.last_sent_at <= now() - p_gap)
                 ORDER BY c.next_attempt_at LIMIT p_limit FOR UPDATE OF c SKIP LOCKED)
-        RETURNING q.device_id, q.version, q.subscription_ids, q.attempts, q.first_queued_at
+        RETURNING q.device_id, q.version, q.subscription_ids, q.attempts, q.first_queued_at, q.trace_parent
     )
     SELECT c.device_id, c.version, c.subscription_ids, c.attempts, c.first_queued_at,
            d.kind, d.apns_token, d.apns_environment, d.apns_topic, d.endpoint, d.p256dh, d.auth,
-           d.webhook_url, d.webhook_secret, u.record_name
+           d.webhook_url, d.webhook_secret, u.record_name, c.trace_parent
       FROM claimed c JOIN canopy.push_devices d ON d.id = c.device_id JOIN canopy.users u ON u.id = d.user_id
 $$;
 

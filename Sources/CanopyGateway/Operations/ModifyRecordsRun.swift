@@ -23,6 +23,7 @@ enum ModifyRecordsRun {
         logger: Logger, zoneMissing: QueryError,
         answer: @escaping @Sendable (ModifyRecordsPlan.Outcome, [Int64: ModifyRecordsPlan.ReadBack]) throws -> Answer
     ) async throws -> Answer {
+        CanopySpan.current?.attributes["canopy.plan"] = "ModifyRecordsPlan"
         if plan.refusesWholeBatch {
             return try answer(plan.outcome(written: nil), [:])
         }

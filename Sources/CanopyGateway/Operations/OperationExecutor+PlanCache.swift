@@ -1,5 +1,6 @@
 import CanopyPlanner
 import CanopyRequestStore
+import Tracing
 
 /// A plan the cache can keep: made recording, it gives its statement's template.
 protocol TemplatedPlan: FieldPlan {
@@ -18,20 +19,39 @@ extension OperationExecutor {
         _ key: PlanCache.Key, operation: PlanCache.Operation, recordType: String?,
         replay: (StatementTemplate) throws -> Plan, recording: () throws -> Plan, cold: () throws -> Plan
     ) async throws -> String? {
+        // Planning (no I/O) in a span of its own when traced, saying
+        // whether the cache had the statement.
+        let (plan, prepared) = try CanopySpan.run("plan") { span -> (Plan, PreparedRead?) in
+            let (plan, prepared, outcome) = try planCached(key, operation: operation, recordType: recordType, replay: replay, recording: recording, cold: cold)
+            span?.updateAttributes { attributes in
+                attributes["canopy.plan"] = "\(Plan.self)"
+                attributes["canopy.plan.cache"] = outcome
+            }
+            return (plan, prepared)
+        }
+        return try await run(plan, prepared: prepared)
+    }
+
+    /// The plan, its prepared statement when cached, and what the cache did
+    /// (`hit`, `miss`, `off`, or `replanned` after a mismatch).
+    private func planCached<Plan: TemplatedPlan>(
+        _ key: PlanCache.Key, operation: PlanCache.Operation, recordType: String?,
+        replay: (StatementTemplate) throws -> Plan, recording: () throws -> Plan, cold: () throws -> Plan
+    ) throws -> (Plan, PreparedRead?, String) {
         let plans = recordSchemas.plans
-        guard plans.isEnabled else { return try await run(try cold()) }
+        guard plans.isEnabled else { return (try cold(), nil, "off") }
         if let entry = plans.entry(key, operation: operation) {
             if let plan = try plans.replayed({ try replay(entry.template) }, cold: cold, logger: logger) {
-                return try await run(plan, prepared: entry.prepared)
+                return (plan, entry.prepared, "hit")
             }
-            return try await run(try cold())
+            return (try cold(), nil, "replanned")
         }
         let plan = try recording()
-        guard let template = plan.template else { return try await run(plan) }
+        guard let template = plan.template else { return (plan, nil, "uncacheable") }
         let entry = PlanCache.Entry(
             template: template, prepared: PreparedRead(sql: template.sql, parameterTypes: template.parameterTypes), recordType: recordType
         )
         plans.insert(key, entry)
-        return try await run(plan, prepared: entry.prepared)
+        return (plan, entry.prepared, "miss")
     }
 }

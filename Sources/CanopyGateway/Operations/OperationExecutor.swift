@@ -39,12 +39,23 @@ struct OperationExecutor {
         guard let operation = OperationTable.operation(kind, named: field.name) else {
             throw APIError(.badRequest, "\(field.name) is part of the API contract but not served by this build of Canopy yet")
         }
-        return try await operation.resolve(field, self)
+        // A span per root field (when traced): its plan and database calls are its children.
+        return try await CanopySpan.run("graphql \(field.name)") { span in
+            span?.updateAttributes { attributes in
+                attributes["graphql.operation.type"] = kind.rawValue
+                attributes["canopy.operation"] = field.name
+            }
+            return try await operation.resolve(field, self)
+        }
     }
 
     /// Runs a plan's statement (a read on the pool, a write in a transaction
     /// acting for the caller) and makes the field's JSON from its row.
     func run<Plan: FieldPlan>(_ plan: Plan, prepared: PreparedRead? = nil) async throws -> String? {
+        CanopySpan.current?.updateAttributes { attributes in
+            attributes["canopy.plan"] = "\(Plan.self)"
+            attributes["canopy.plan.writes"] = Plan.writes
+        }
         let row: Plan.Row?
         if let prepared, !Plan.writes {
             let source: RequestDatabase.ReadSource = Plan.readsReplicas ? .replica(after: readAfter) : .primary

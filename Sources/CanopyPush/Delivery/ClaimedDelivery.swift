@@ -20,6 +20,9 @@ struct ClaimedDelivery: Sendable {
     var firstQueuedAt: Date
     var target: Target
     var userRecordName: String
+    /// The `traceparent` of the latest traced change this tells of
+    /// (migrations/0033): the webhook call continues that trace.
+    var traceParent: String? = nil
 
     /// The channel's name in metrics and logs.
     var channel: String {
@@ -38,8 +41,8 @@ struct ClaimedDelivery: Sendable {
     }
 
     static func decode(_ row: PostgresRow) throws -> ClaimedDelivery? {
-        let (device, version, sids, attempts, queued, kind, token, environment, topic, endpoint, p256dh, auth, url, secret, user) =
-            try row.decode((String, Int64, [String], Int32, Date, String, String?, String?, String?, String?, ByteBuffer?, ByteBuffer?, String?, ByteBuffer?, String).self)
+        let (device, version, sids, attempts, queued, kind, token, environment, topic, endpoint, p256dh, auth, url, secret, user, trace) =
+            try row.decode((String, Int64, [String], Int32, Date, String, String?, String?, String?, String?, ByteBuffer?, ByteBuffer?, String?, ByteBuffer?, String, String?).self)
         let target: Target
         switch kind {
         case "APNS":
@@ -56,7 +59,7 @@ struct ClaimedDelivery: Sendable {
         }
         return ClaimedDelivery(
             deviceID: device, version: version, subscriptionIDs: sids, attempts: Int(attempts),
-            firstQueuedAt: queued, target: target, userRecordName: user
+            firstQueuedAt: queued, target: target, userRecordName: user, traceParent: trace
         )
     }
 }

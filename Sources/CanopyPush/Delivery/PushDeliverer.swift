@@ -59,7 +59,9 @@ public final class PushDeliverer: Service, Sendable {
         }
         let vapid = VAPIDKeyring(secrets: database.secrets, logger: logger)
         let outboundClient = OutboundHTTPClient(policy: outbound, configuration: configuration)
-        let channels = Channels(client: client, outbound: outboundClient, settings: settings, apns: signer, vapid: { try await vapid.key(for: $0) })
+        let channels = Channels(
+            client: client, outbound: outboundClient, settings: settings, apns: signer, tracing: database.tracing, vapid: { try await vapid.key(for: $0) }
+        )
         let pollInterval = settings.pollInterval
         await cancelWhenGracefulShutdown {
             let (wake, poke) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -120,7 +122,7 @@ public final class PushDeliverer: Service, Sendable {
         let lease = Self.interval(settings.lease)
         return try await database.primary.withConnection { connection in
             try await connection.query(
-                "SELECT id, zone_id, after_seq, origin_user, origin_device::text, created_at FROM canopy.claim_push_outbox(\(Int32(limit)), \(lease)::interval)",
+                "SELECT id, zone_id, after_seq, origin_user, origin_device::text, created_at, trace_parent FROM canopy.claim_push_outbox(\(Int32(limit)), \(lease)::interval)",
                 logger: self.logger
             ).collect().map(OutboxEntry.decode)
         }
@@ -169,7 +171,7 @@ public final class PushDeliverer: Service, Sendable {
             try await connection.query(
                 """
                 SELECT device_id::text, version, subscription_ids, attempts, first_queued_at, kind, apns_token, apns_environment,
-                       apns_topic, endpoint, p256dh, auth, webhook_url, webhook_secret, user_record_name
+                       apns_topic, endpoint, p256dh, auth, webhook_url, webhook_secret, user_record_name, trace_parent
                   FROM canopy.claim_push_deliveries(\(Int32(limit)), \(lease)::interval, \(gap)::interval)
                 """,
                 logger: self.logger
@@ -273,8 +275,12 @@ struct Channels: Sendable {
     /// - Parameters:
     ///   - client: for APNs, whose URL is the operator's.
     ///   - outbound: for webhooks and Web Push, whose URLs are users'.
-    init(client: HTTPClient, outbound: OutboundHTTPClient, settings: PushSettings, apns signer: APNsTokenSigner?, vapid: @escaping @Sendable (String?) async throws -> VAPIDKey?) {
-        webhook = WebhookChannel(client: outbound, timeout: settings.requestTimeout)
+    ///   - tracing: for webhooks of traced writes (docs/TRACING.md).
+    init(
+        client: HTTPClient, outbound: OutboundHTTPClient, settings: PushSettings, apns signer: APNsTokenSigner?, tracing: CanopyTracing? = nil,
+        vapid: @escaping @Sendable (String?) async throws -> VAPIDKey?
+    ) {
+        webhook = WebhookChannel(client: outbound, timeout: settings.requestTimeout, tracing: tracing)
         webPush = { publicKey in
             try await vapid(publicKey).map { WebPushChannel(client: outbound, vapid: $0, subject: settings.vapidSubject, timeout: settings.requestTimeout) }
         }

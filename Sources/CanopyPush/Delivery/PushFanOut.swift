@@ -10,10 +10,13 @@ struct OutboxEntry: Sendable {
     var originUser: Int64?
     var originDevice: String?
     var committedFrom: Date
+    /// The traced request's `traceparent` (migrations/0033), handed to the
+    /// deliveries this change queues.
+    var traceParent: String?
 
     static func decode(_ row: PostgresRow) throws -> OutboxEntry {
-        let (id, zone, after, user, device, created) = try row.decode((Int64, Int64, Int64, Int64?, String?, Date).self)
-        return OutboxEntry(id: id, zoneID: zone, afterSeq: after, originUser: user, originDevice: device, committedFrom: created)
+        let (id, zone, after, user, device, created, trace) = try row.decode((Int64, Int64, Int64, Int64?, String?, Date, String?).self)
+        return OutboxEntry(id: id, zoneID: zone, afterSeq: after, originUser: user, originDevice: device, committedFrom: created, traceParent: trace)
     }
 }
 
@@ -92,16 +95,18 @@ enum PushFanOut {
             branches.append("SELECT \(sid)::text AS sid WHERE \(condition)")
         }
         let device = builder.bind(entry.originDevice), origin = builder.bind(entry.originUser)
+        let trace = builder.bind(entry.traceParent)
+        // The latest traced change's trace is the one a merged notification carries.
         builder.append("""
             WITH fired AS (\(branches.joined(separator: " UNION ALL "))), \
             merged AS (SELECT array_agg(DISTINCT sid) AS sids FROM fired) \
-            INSERT INTO canopy.push_deliveries AS q (device_id, user_id, subscription_ids) \
-            SELECT d.id, d.user_id, merged.sids FROM merged, canopy.push_devices d \
+            INSERT INTO canopy.push_deliveries AS q (device_id, user_id, subscription_ids, trace_parent) \
+            SELECT d.id, d.user_id, merged.sids, \(trace)::text FROM merged, canopy.push_devices d \
             WHERE merged.sids IS NOT NULL AND d.user_id = canopy.current_user_id() \
             AND NOT (d.id = \(device)::uuid AND d.user_id = \(origin)::bigint) IS TRUE \
             ON CONFLICT (device_id) DO UPDATE SET \
             subscription_ids = ARRAY(SELECT DISTINCT x FROM unnest(q.subscription_ids || EXCLUDED.subscription_ids) x ORDER BY 1), \
-            version = q.version + 1 \
+            version = q.version + 1, trace_parent = coalesce(EXCLUDED.trace_parent, q.trace_parent) \
             RETURNING q.device_id::text
             """)
         return builder.query

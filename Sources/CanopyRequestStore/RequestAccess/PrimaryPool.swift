@@ -59,6 +59,16 @@ public final class PrimaryPool: Service, Sendable {
         return pools[index]
     }
 
+    /// The primary's address (without a password), for spans and logs.
+    public func server() throws -> String {
+        let index = primaryIndex.load(ordering: .relaxed)
+        guard index >= 0 else { throw StoreError(.databaseUnavailable, "no primary") }
+        return servers[index]
+    }
+
+    /// How long a request waits for a connection, then for its answer.
+    public var deadlines: (connection: Duration, answer: Duration) { (availabilityTimeout, answerTimeout) }
+
     /// Runs `body` on a connection to the primary, within the timeouts; a
     /// failure that says the primary is gone or no longer the primary
     /// becomes `databaseUnavailable` and makes the probe look again.

@@ -3,6 +3,7 @@ import CanopyWAL
 import Foundation
 import Logging
 import PostgresNIO
+import Tracing
 
 /// Request-time access to PostgreSQL (what the HTTP gateway uses, hence
 /// the role's name): a pool of connections as
@@ -43,6 +44,9 @@ public final class RequestDatabase: Sendable {
     /// Streaming replicas that `records`, `lookup` and the feeds may read
     /// from (nil: none; every read goes to the primary).
     public let replicas: ReplicaSet?
+    /// The tracer when tracing is on (`canopy serve` with `OTEL_*` set,
+    /// docs/TRACING.md): requests carry it to every span below them.
+    public let tracing: CanopyTracing?
 
     /// - Parameters:
     ///   - statementTimeout: every statement's limit (`statement_timeout`, set per connection)
@@ -56,8 +60,9 @@ public final class RequestDatabase: Sendable {
         endpoint: DatabaseEndpoint, maximumConnections: Int = 20, availabilityTimeout: Duration = .seconds(5),
         statementTimeout: Duration = .seconds(10), listenerHeartbeat: Duration = .seconds(5), tokenCacheTime: Duration = .seconds(4),
         schemaCacheTime: Duration = .seconds(1), schemaMode: String = "development",
-        replicas: [DatabaseEndpoint] = [], replicaSettings: ReplicaSet.Settings = .init(), logger: Logger
+        replicas: [DatabaseEndpoint] = [], replicaSettings: ReplicaSet.Settings = .init(), tracing: CanopyTracing? = nil, logger: Logger
     ) throws {
+        self.tracing = tracing
         let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
         let startupParameters = [("statement_timeout", String(max(1, milliseconds)))]
         self.tokens = ExpiringCache(timeToLive: tokenCacheTime)
@@ -92,11 +97,14 @@ public final class RequestDatabase: Sendable {
         if let cached = tokens.value(for: presented.selector) {
             return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.userID : nil
         }
-        let rows = try await primary.withConnection { connection in
-            try await connection.query(
-                "SELECT user_id, secret_hash FROM canopy.token_for_selector(\(presented.selector)) WHERE user_id IS NOT NULL",
-                logger: logger
-            ).collect()
+        let rows = try await CanopySpan.run("db token lookup", ofKind: .client) { span in
+            span?.describeDatabaseCall(server: try? primary.server(), deadlines: primary.deadlines)
+            return try await primary.withConnection { connection in
+                try await connection.query(
+                    "SELECT user_id, secret_hash FROM canopy.token_for_selector(\(presented.selector)) WHERE user_id IS NOT NULL",
+                    logger: logger
+                ).collect()
+            }
         }
         let stored = try rows.first?.decode((Int64, Data).self)
         guard let (userID, storedHash) = stored else { return nil }
@@ -117,7 +125,9 @@ public final class RequestDatabase: Sendable {
     /// (once, however many first requests race; `canopy.sign_in`).
     public func userID(signingIn signIn: SignIn, logger: Logger) async throws -> Int64 {
         if let cached = signIns.value(for: signIn) { return cached }
-        let (userID, position): (Int64, WALPosition?) = try await primary.withConnection { [replicas] connection in
+        let (userID, position): (Int64, WALPosition?) = try await CanopySpan.run("db sign in", ofKind: .client) { [primary, replicas] span in
+          span?.describeDatabaseCall(server: try? primary.server(), deadlines: primary.deadlines)
+          return try await primary.withConnection { connection in
             let rows = try await connection.query(
                 """
                 SELECT canopy.sign_in(\(signIn.issuer), \(signIn.subject), \(signIn.provider), \(signIn.displayName), \(signIn.email), \(signIn.phone))
@@ -127,6 +137,7 @@ public final class RequestDatabase: Sendable {
             guard let id = try rows.first?.decode(Int64.self) else { throw StoreError(.query, "canopy.sign_in returned no user") }
             // A first sign-in made the user: their reads must see it.
             return (id, replicas == nil ? nil : try? await ReplicaSet.position(on: connection, logger: logger))
+          }
         }
         if let replicas { replicas.noteWrite(by: userID, at: position) }
         signIns.store(userID, for: signIn)
@@ -148,8 +159,11 @@ public final class RequestDatabase: Sendable {
     ) async throws -> Result {
         let watch = CommitWatch()
         do {
-            return try await CommitWatch.$current.withValue(watch) {
-                try await writeTransaction(userID, device: device, logger: logger, body)
+            return try await CanopySpan.run("db transaction", ofKind: .client) { span in
+                span?.describeDatabaseCall(server: try? primary.server(), deadlines: primary.deadlines)
+                return try await CommitWatch.$current.withValue(watch) {
+                    try await writeTransaction(userID, device: device, logger: logger, body)
+                }
             }
         } catch where watch.mayHaveCommitted && Self.leavesCommitUnknown(error) {
             throw StoreError(
@@ -174,6 +188,11 @@ public final class RequestDatabase: Sendable {
     ) async throws -> Result {
         try await primary.withConnection { connection in
             let result = try await connection.inTransaction(logger: logger) { connection in
+                // A traced write names its trace to the push outbox, so
+                // webhooks for it carry the trace on (docs/TRACING.md).
+                if let traceParent = CanopySpan.traceParent {
+                    try await connection.query("SELECT set_config('canopy.trace_parent', \(traceParent), true)", logger: logger)
+                }
                 if let device {
                     try await connection.query(
                         "SELECT set_config('canopy.user_id', \(String(userID)), true), set_config('canopy.schema_mode', \(self.schemaMode), true), set_config('canopy.device_id', \(device), true)",
@@ -231,10 +250,23 @@ public final class RequestDatabase: Sendable {
         var binds = statementBinds
         binds.append(userID.map(String.init) ?? "")
         let query = PostgresQuery(unsafeSQL: prepared.sql, binds: binds)
+        guard ServiceContext.current?.canopyTracing != nil else {
+            return try await read(query, prepared: prepared, as: userID, from: source, logger: logger, span: nil, collect)
+        }
+        return try await CanopySpan.run("db read", ofKind: .client) { span in
+            try await read(query, prepared: prepared, as: userID, from: source, logger: logger, span: span, collect)
+        }
+    }
+
+    private func read<Result: Sendable>(
+        _ query: PostgresQuery, prepared: PreparedRead, as userID: Int64?, from source: ReadSource,
+        logger: Logger, span: (any Span)?, _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
+    ) async throws -> Result {
         let types = prepared.parameterTypes
         if case .replica(let after) = source, let replicas {
             let required = after.later(userID.flatMap(replicas.lastWrite(of:)))
             if let replica = await replicas.replica(after: required, logger: logger) {
+                span?.describeDatabaseCall(server: replica.name, deadlines: (.seconds(1), primary.answerTimeout), source: "replica")
                 let rows: [PostgresRow]?
                 do {
                     // A replica gets a second for a connection: the primary is there to answer instead.
@@ -243,14 +275,22 @@ public final class RequestDatabase: Sendable {
                     }
                 } catch where ReplicaSet.isReplicaFault(error) {
                     replicas.takeOut(replica, because: error)
+                    span?.addEvent(SpanEvent(name: "replica taken out; reading from the primary"))
                     rows = nil
                 }
-                if let rows { return try collect(rows) }
+                if let rows {
+                    span?.attributes["db.response.returned_rows"] = rows.count
+                    return try collect(rows)
+                }
+            } else {
+                span?.attributes["canopy.db.replica_skipped"] = "no replica up that has replayed the caller's position"
             }
         }
+        span?.describeDatabaseCall(server: try? primary.server(), deadlines: primary.deadlines, source: "primary")
         let rows = try await primary.withConnection { connection in
             try await connection.executeShaped(query, parameterTypes: types, number: prepared.number, logger: logger)
         }
+        span?.attributes["db.response.returned_rows"] = rows.count
         return try collect(rows)
     }
 

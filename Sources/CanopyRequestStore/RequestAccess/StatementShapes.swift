@@ -1,4 +1,5 @@
 import PostgresNIO
+import Tracing
 import Synchronization
 
 /// Gives each distinct statement shape (SQL text and parameter types) a
@@ -114,6 +115,24 @@ extension PostgresConnection {
     /// when it was found before (``PreparedRead``).
     func executeShaped(
         _ query: PostgresQuery, parameterTypes: [PostgresDataType], number known: PreparedRead.Number, logger: Logger
+    ) async throws -> [PostgresRow] {
+        guard ServiceContext.current?.canopyTracing != nil else {
+            return try await executeShaped(query, parameterTypes: parameterTypes, resolving: known, logger: logger)
+        }
+        return try await CanopySpan.run("db query", ofKind: .client) { span in
+            let rows = try await executeShaped(query, parameterTypes: parameterTypes, resolving: known, logger: logger)
+            span?.updateAttributes { attributes in
+                attributes["db.system.name"] = "postgresql"
+                // The statement's text holds no values (every value is bound).
+                attributes["db.query.text"] = String(query.sql.prefix(1000))
+                attributes["db.response.returned_rows"] = rows.count
+            }
+            return rows
+        }
+    }
+
+    private func executeShaped(
+        _ query: PostgresQuery, parameterTypes: [PostgresDataType], resolving known: PreparedRead.Number, logger: Logger
     ) async throws -> [PostgresRow] {
         let number: Int?
         switch known {

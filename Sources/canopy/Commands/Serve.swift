@@ -15,7 +15,12 @@ import ServiceLifecycle
 /// `canopy serve`: migrates, then serves `/graphql` until SIGINT or SIGTERM.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check the identity providers, migrate, then serve /graphql, /health and /metrics; stops gracefully on SIGINT/SIGTERM."
+        abstract: "Check the identity providers, migrate, then serve /graphql, /health and /metrics; stops gracefully on SIGINT/SIGTERM.",
+        discussion: """
+        Traces: off unless OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_TRACES_EXPORTER=otlp) is set; \
+        then a span per request goes over OTLP/HTTP, sampled as OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG say \
+        (OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none turn it off). See docs/TRACING.md.
+        """
     )
 
     @Option(help: "Address to listen on (env CANOPY_HOST).")
@@ -128,6 +133,14 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw fail(error)
         }
+        // Traces, when the OTEL_* variables ask (docs/TRACING.md): a bad
+        // setting stops here, with words.
+        let traceExport: TraceExport?
+        do {
+            traceExport = try TraceExport.fromEnvironment(ProcessInfo.processInfo.environment, logger: logger)
+        } catch {
+            throw fail(error)
+        }
         let pushSettings: PushSettings?
         do {
             pushSettings = try push.settings()
@@ -220,14 +233,16 @@ struct Serve: AsyncParsableCommand {
             availabilityTimeout: .milliseconds(Int64(pool.availabilityTimeout * 1000)),
             statementTimeout: configuration.statementTimeout, listenerHeartbeat: .milliseconds(Int64(pool.listenerHeartbeat * 1000)),
             schemaMode: mode.mode.rawValue,
-            replicas: replicaEndpoints, replicaSettings: replicas.settings, logger: logger
+            replicas: replicaEndpoints, replicaSettings: replicas.settings, tracing: traceExport?.tracing, logger: logger
         )
         if !replicaEndpoints.isEmpty {
             logger.info("read replicas", metadata: ["canopy.replicas": "\(replicaEndpoints.map(\.displayURL))"])
         }
         let app = buildApplication(configuration: configuration, database: gatewayDatabase, identity: verifier, logger: logger, metricsRegistry: registry)
         var groupConfiguration = ServiceGroupConfiguration(
-            services: [.init(service: app)],
+            // The exporter first: it starts before the server and stops
+            // after it, sending the last requests' spans.
+            services: (traceExport.map { [.init(service: $0.service)] } ?? []) + [.init(service: app)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )
@@ -239,6 +254,12 @@ struct Serve: AsyncParsableCommand {
         groupConfiguration.maximumCancellationDuration = .seconds(10)
         let watchdog = ShutdownWatchdog(limit: .seconds(30), logger: logger)
         let group = ServiceGroup(configuration: groupConfiguration)
+        if let traceExport {
+            logger.info("tracing", metadata: [
+                "canopy.otlp_endpoint": "\(traceExport.endpoint)",
+                "canopy.sampler": "\(ProcessInfo.processInfo.environment["OTEL_TRACES_SAMPLER"] ?? "parentbased_always_on")",
+            ])
+        }
         logger.info("serving", metadata: ["canopy.url": "http://\(host):\(port)/graphql", "canopy.database": "\(resolved.gateway.displayURL)", "canopy.mode": "\(mode.mode.rawValue)"])
         try await group.run()
         withExtendedLifetime(watchdog) {}

@@ -1,0 +1,80 @@
+import CanopyRequestStore
+import HTTPTypes
+import Hummingbird
+import Tracing
+
+/// A server span per request when tracing is on (docs/TRACING.md), the
+/// parent of every span of the work the request does. A `traceparent` from
+/// the client makes it a child of the client's span.
+///
+/// Its attributes say nothing of who asked: the method, the route (the
+/// pattern, not the path, which may name a container, zone or record), the
+/// status, Canopy's error code, the request ID and the database deadlines.
+/// Not the query string (credentials), the peer's address or user agent.
+struct RequestTracingMiddleware: RouterMiddleware {
+    typealias Context = CanopyRequestContext
+
+    let tracing: CanopyTracing
+    /// The longest a request waits for a connection, then an answer.
+    let deadlines: (connection: Duration, answer: Duration)
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let parent = tracing.context(extractingFrom: request.headers, using: HTTPFieldsExtractor())
+        let span = tracing.tracer.startSpan("\(request.method.rawValue)", context: parent, ofKind: .server)
+        span.updateAttributes { attributes in
+            attributes["http.request.method"] = request.method.rawValue
+            attributes["canopy.request_id"] = context.requestID
+        }
+        span.describeDeadlines(deadlines)
+        var context = context
+        if let traceID = span.context.traceParentID {
+            context.logger[metadataKey: "trace_id"] = "\(traceID)"
+        }
+        do {
+            let response = try await ServiceContext.$current.withValue(span.context) {
+                try await next(request, context)
+            }
+            name(span, route: context.endpointPath, method: request.method)
+            span.attributes["http.response.status_code"] = Int(response.status.code)
+            if response.status.code >= 500 { span.setStatus(.init(code: .error)) }
+            // Ended when the handler returns: a body streamed after it (an
+            // asset download) is not in the span.
+            span.end()
+            return response
+        } catch {
+            name(span, route: context.endpointPath, method: request.method)
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            span.attributes["http.response.status_code"] = Int(status)
+            if let apiError = error as? APIError { span.attributes["canopy.error_code"] = apiError.code.rawValue }
+            if status >= 500 { span.setStatus(.init(code: .error)) }
+            span.end()
+            throw error
+        }
+    }
+
+    /// `METHOD route`, as OpenTelemetry names HTTP server spans.
+    private func name(_ span: any Span, route: String?, method: HTTPRequest.Method) {
+        guard let route else { return }
+        span.operationName = "\(method.rawValue) \(route)"
+        span.attributes["http.route"] = route
+    }
+}
+
+/// Reads `traceparent` and `tracestate` from request headers.
+struct HTTPFieldsExtractor: Extractor {
+    func extract(key: String, from fields: HTTPFields) -> String? {
+        guard let name = HTTPField.Name(key) else { return nil }
+        return fields[name]
+    }
+}
+
+extension ServiceContext {
+    /// The trace's ID as `traceparent` writes it, for log lines.
+    var traceParentID: String? {
+        var carrier: [String: String] = [:]
+        canopyTracing?.tracer.inject(self, into: &carrier, using: DictionaryInjector())
+        guard let parent = carrier["traceparent"] else { return nil }
+        let parts = parent.split(separator: "-")
+        return parts.count == 4 ? String(parts[1]) : nil
+    }
+}
