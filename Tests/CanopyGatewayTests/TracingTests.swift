@@ -189,6 +189,37 @@ struct TracingTests {
         print("traces: \(writeSpans.count) spans for the write, \(readSpans.count) for the read; the webhook continued trace \(writeTrace)")
     }
 
+    @Test("a read a streaming replica answers says so in its span, naming the replica")
+    func replicaInSpan() async throws {
+        try await ReplicatedCluster.with(delay: nil) { replicated in
+            let receiver = try Receiver()
+            let port = try EmbeddedCluster.freePort()
+            let gateway = try CanopyBinary.serve(
+                databaseURL: replicated.harness.endpoint.url, port: port,
+                ["--no-console", "--rate-limit", "0", "--replica-url", replicated.replica.url],
+                environment: ["OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)", "OTEL_BSP_SCHEDULE_DELAY": "100"]
+            )
+            defer { kill(gateway.pid, SIGKILL); _ = gateway.waitBlocking(within: .seconds(5)) }
+            #expect(try await CanopyBinary.waitUntilServing(port: port), "canopy serve did not answer /health")
+            // Bob has written nothing here: once the replica is in rotation,
+            // his reads go to it.
+            var replicaRead: ReceivedSpan?
+            let deadline = ContinuousClock.now + .seconds(60)
+            while replicaRead == nil, ContinuousClock.now < deadline {
+                let trace = Self.randomHex(bytes: 16)
+                _ = try await Self.call(port: port, token: replicated.harness.bobToken, traceParent: "00-\(trace)-\(Self.randomHex(bytes: 8))-01",
+                    #"{ records(scope: PRIVATE, zone: {zoneName: "_defaultZone"}, recordType: "Note") { records { recordName } } }"#)
+                let spans = await receiver.spans(within: .seconds(5)) { spans in spans.contains { $0.traceID == trace && $0.name == "db read" } }
+                replicaRead = spans.first { $0.traceID == trace && $0.name == "db read" && $0.attributes["canopy.db.source"] as? String == "replica" }
+            }
+            let span = try #require(replicaRead, "no read was answered by the replica within 60 s: \(await receiver.spans(within: .zero) { _ in true }.filter { $0.name == "db read" }.map(\.attributes))")
+            let server = span.attributes["canopy.db.server"] as? String ?? ""
+            #expect(server == replicated.replica.displayURL, "the span names \(server), the replica is \(replicated.replica.displayURL)")
+            #expect(span.attributes["canopy.deadline.connection_ms"] as? Int == 1000, "a replica gets a second for a connection: \(span.attributes)")
+            await gateway.stop()
+        }
+    }
+
     @Test("with OTEL_TRACES_EXPORTER=none, or without an OTLP endpoint, nothing is exported; a gRPC protocol is refused at start with the reason")
     func offUnlessAsked() async throws {
         let admin = try await TestDatabase.shared.migratedDatabase()

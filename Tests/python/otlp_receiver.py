@@ -3,7 +3,7 @@ tests (docs/TRACING.md): it decodes what `canopy serve` exports with the
 protocol's own message types (the `opentelemetry-proto` package) and prints
 each span as a JSON line, so a test can check the tree.
 
-    python3 otlp_receiver.py [--host 127.0.0.1]
+    python3 otlp_receiver.py [--host 127.0.0.1] [--discard]
 
 It listens on a free loopback port and prints
 `{"type": "listening", "port": N}`; then, for every span received,
@@ -12,6 +12,10 @@ or "", "name": ..., "kind": "SERVER"|..., "attributes": {...}, "status":
 "OK"|"ERROR"|"UNSET", "service": service.name, "start_ns": n, "end_ns": n}`;
 and for a request it could not decode, `{"type": "bad_request", "reason":
 ...}` (answered 400). It answers POST /v1/traces only.
+
+With `--discard` (`make bench`'s tracing section) it answers 200 to every
+export without decoding or printing it: a collector that costs the
+machine as little as one can.
 """
 
 import argparse
@@ -34,6 +38,7 @@ KINDS = {
 }
 STATUSES = {0: "UNSET", 1: "OK", 2: "ERROR"}
 print_lock = threading.Lock()
+EMPTY_RESPONSE = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
 
 
 def emit(obj):
@@ -69,6 +74,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
+        if self.server.discard:
+            return self.answer(200, EMPTY_RESPONSE)
         if self.path != "/v1/traces":
             emit({"type": "bad_request", "reason": "path " + self.path})
             return self.answer(404)
@@ -101,16 +108,18 @@ class Handler(BaseHTTPRequestHandler):
                         "start_ns": span.start_time_unix_nano,
                         "end_ns": span.end_time_unix_nano,
                     })
-        self.answer(200, trace_service_pb2.ExportTraceServiceResponse().SerializeToString())
+        self.answer(200, EMPTY_RESPONSE)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
+    parser.add_argument("--discard", action="store_true", help="answer every export without decoding or printing it")
     arguments = parser.parse_args()
     if not (arguments.host.startswith("127.") or arguments.host == "::1"):
         parser.error("listens on loopback only")
     server = ThreadingHTTPServer((arguments.host, 0), Handler)
+    server.discard = arguments.discard
     emit({"type": "listening", "port": server.server_address[1]})
     server.serve_forever()
 

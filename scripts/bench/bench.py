@@ -74,6 +74,7 @@ import refusals
 import report
 import sections
 import speed
+import tracing
 import workloads
 from common import DATA, ROOT, run, say
 from drivers import capture_statements
@@ -99,12 +100,17 @@ def parse_options():
                         help="the canopy binary to benchmark (default: .build/release/canopy, or CANOPY_BENCH_BINARY)")
     parser.add_argument("--floor-binary", metavar="PATH",
                         help="the canopy-floor binary (default: .build/release/canopy-floor, or CANOPY_BENCH_FLOOR)")
-    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed", "js-sync", "refusals", "writes"],
+    parser.add_argument("--base-binary", metavar="PATH",
+                        help="the tracing section also measures W1 through this build (one from before tracing existed)")
+    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed", "js-sync", "refusals", "writes", "tracing"],
                         help="floor: only W1 and W2 against the floor, with the gateway's CPU a request; "
                              "web-services: only W9 and W10 beside their GraphQL twins; "
                              "moves: only issue 38's move of 1,000 records beside saving them; "
                              "speed: only issue 39's cold rows, tail sets and W11 with W1 and W2; "
                              "js-sync: only issue 40's sync of 100,000 records by CanopyJS; "
+                             "refusals: only issue 48's refused documents beside a small request; "
+                             "writes: only W3 and what a batch pays for; "
+                             "tracing: only issue 53's W1 with tracing off, at 10 % and at 100 % (and --base-binary); "
                              "each prints its table and does not write --output")
     return parser.parse_args()
 
@@ -135,6 +141,8 @@ def main():
         refusals_only(options)
     elif options.only == "writes":
         writes_only(options)
+    elif options.only == "tracing":
+        tracing_only(options)
     else:
         everything(options, scales)
 
@@ -189,6 +197,7 @@ def everything(options, scales):
         move_times = sections.moves(token, options)
         sync = js_sync.sync_rates(token, options)
         refused = refusals.measure(gateway, options)
+    traced = tracing.measure(token, options, options.base_binary)
 
     replica_rows = sections.replica_comparison(cluster, work[1][3], options)
 
@@ -199,6 +208,7 @@ def everything(options, scales):
     w4_rate = next(row for row in rows if row[0].startswith("W4"))[2]
     text = text.rstrip("\n") + "\n\n" + "\n".join(js_sync.report_lines(sync, w4_rate))
     text = text.rstrip("\n") + "\n\n" + "\n".join(refusals.report_lines(refused, options))
+    text = text.rstrip("\n") + "\n\n" + "\n".join(tracing.report_lines(traced, options))
     Path(options.output).write_text(text)
     say(f"wrote {options.output}")
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
@@ -223,6 +233,16 @@ def refusals_only(options):
         rows = refusals.measure(gateway, options)
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
     print("\n".join([""] + refusals.report_lines(rows, options)), flush=True)
+
+
+def tracing_only(options):
+    """--only tracing: issue 53's W1 with tracing off and on; printed."""
+    cluster = loading.fresh_cluster()
+    setup = loading.load(cluster, options, [])
+    loading.settle(cluster)
+    rows = tracing.measure(setup.owner["token"], options, options.base_binary)
+    run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+    print("\n".join([""] + tracing.report_lines(rows, options)), flush=True)
 
 
 def writes_only(options):

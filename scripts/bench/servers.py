@@ -15,17 +15,20 @@ from common import DATA, PORT, URL, say
 
 
 class Gateway:
-    """`canopy serve` (release build) in the background, with `extra` flags."""
+    """`canopy serve` (release build) in the background, with `extra` flags
+    and `environment` added to its environment (`binary`: another build)."""
 
-    def __init__(self, extra=()):
+    def __init__(self, extra=(), environment=None, binary=None):
         self.extra = [str(a) for a in extra]
+        self.environment = environment or {}
+        self.binary = binary
 
     def __enter__(self):
         log = open(DATA / "serve.log", "a")
         # A few users drive far past a person's request rate: the limiter
         # stays on the path (its lock and arithmetic are measured) but never
         # refuses.
-        self.process = subprocess.Popen([str(common.BINARY), "serve", "--data-dir", str(DATA), "--port", str(PORT),
+        self.process = subprocess.Popen([str(self.binary or common.BINARY), "serve", "--data-dir", str(DATA), "--port", str(PORT),
                                          "--rate-limit", "1000000000"] + self.extra,
                                         stdout=log, stderr=subprocess.STDOUT,
                                         # The push-latency section's webhook listens on loopback,
@@ -35,7 +38,7 @@ class Gateway:
                                         # W7 and W8 ask without a token from one address: the
                                         # per-address limit would refuse them (issue 36).
                                         env={**os.environ, "CANOPY_OUTBOUND_ALLOW": "127.0.0.1",
-                                             "CANOPY_ANONYMOUS_RATE_LIMIT": "0"})
+                                             "CANOPY_ANONYMOUS_RATE_LIMIT": "0", **self.environment})
         for _ in range(300):
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{PORT}/health", timeout=1)
