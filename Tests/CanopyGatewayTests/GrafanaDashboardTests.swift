@@ -16,7 +16,8 @@ struct GrafanaDashboardTests {
 
     /// The metric names in a PromQL expression (a histogram's series by its family's name).
     static func metricNames(in expression: String) -> Set<String> {
-        let pattern = try! NSRegularExpression(pattern: #"\b((?:canopy|hb|http)_[a-z0-9_]+)"#)
+        // A metric is followed by its selector or range; labels never are.
+        let pattern = try! NSRegularExpression(pattern: #"\b((?:canopy|hb|http)_[a-z0-9_]+)[{\[]"#)
         let range = NSRange(expression.startIndex..., in: expression)
         return Set(pattern.matches(in: expression, range: range).compactMap { match in
             Range(match.range(at: 1), in: expression).map { String(expression[$0]) }
@@ -98,7 +99,16 @@ struct GrafanaDashboardTests {
         let metrics = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(10))
         let text = String(buffer: try await metrics.body.collect(upTo: 1 << 22))
         let (families, series) = Self.exported(text)
+        // Two counters appear only after their event: a plan evicted, a
+        // cached plan that differed from a fresh one (a bug). Their names
+        // are checked against the code that makes them instead.
+        let afterTheirEvent: Set = ["canopy_plan_cache_evictions_total", "canopy_plan_cache_mismatches_total"]
+        let planCacheSource = try String(contentsOfFile: "\(TestDatabase.packageRoot)/Sources/CanopyGateway/Operations/PlanCache.swift", encoding: .utf8)
         for name in asked.sorted() {
+            if afterTheirEvent.contains(name) {
+                #expect(planCacheSource.contains("\"\(name)\""), "PlanCache.swift makes no metric \(name)")
+                continue
+            }
             #expect(families.contains(name) || series.contains(name), "the dashboard asks for \(name), which /metrics does not have:\n\(families.sorted())")
         }
         // Every Canopy metric on a panel (Hummingbird's: the request ones are).

@@ -20,16 +20,23 @@ struct RequestTracingMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let parent = tracing.context(extractingFrom: request.headers, using: HTTPFieldsExtractor())
-        let span = tracing.tracer.startSpan("\(request.method.rawValue)", context: parent, ofKind: .server)
+        let span = tracing.tracer.startSpan(request.method.rawValue, context: parent, ofKind: .server)
+        // Unsampled: nothing recorded, and no trace ID in the logs; the
+        // context still carries the trace on (a webhook's traceparent).
+        guard span.isRecording else {
+            defer { span.end() }
+            var unsampled = span.context
+            unsampled.canopyUnsampled = true
+            return try await ServiceContext.$current.withValue(unsampled) { try await next(request, context) }
+        }
         span.updateAttributes { attributes in
             attributes["http.request.method"] = request.method.rawValue
             attributes["canopy.request_id"] = context.requestID
         }
         span.describeDeadlines(deadlines)
         var context = context
-        if let traceID = span.context.traceParentID {
-            context.logger[metadataKey: "trace_id"] = "\(traceID)"
-        }
+        // Rendered only if a line is logged.
+        context.logger[metadataKey: "trace_id"] = .stringConvertible(TraceIDText(context: span.context))
         do {
             let response = try await ServiceContext.$current.withValue(span.context) {
                 try await next(request, context)
@@ -68,13 +75,15 @@ struct HTTPFieldsExtractor: Extractor {
     }
 }
 
-extension ServiceContext {
-    /// The trace's ID as `traceparent` writes it, for log lines.
-    var traceParentID: String? {
+/// The trace's ID as `traceparent` writes it (32 hex digits), for log
+/// lines: worked out when a line is written, not for every request.
+struct TraceIDText: CustomStringConvertible, Sendable {
+    let context: ServiceContext
+
+    var description: String {
         var carrier: [String: String] = [:]
-        canopyTracing?.tracer.inject(self, into: &carrier, using: DictionaryInjector())
-        guard let parent = carrier["traceparent"] else { return nil }
-        let parts = parent.split(separator: "-")
-        return parts.count == 4 ? String(parts[1]) : nil
+        context.canopyTracing?.tracer.inject(context, into: &carrier, using: DictionaryInjector())
+        let parts = (carrier["traceparent"] ?? "").split(separator: "-")
+        return parts.count == 4 ? String(parts[1]) : ""
     }
 }

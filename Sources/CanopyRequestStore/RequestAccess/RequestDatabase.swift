@@ -250,7 +250,7 @@ public final class RequestDatabase: Sendable {
         var binds = statementBinds
         binds.append(userID.map(String.init) ?? "")
         let query = PostgresQuery(unsafeSQL: prepared.sql, binds: binds)
-        guard ServiceContext.current?.canopyTracing != nil else {
+        guard ServiceContext.current?.isCanopyTraced == true else {
             return try await read(query, prepared: prepared, as: userID, from: source, logger: logger, span: nil, collect)
         }
         return try await CanopySpan.run("db read", ofKind: .client) { span in

@@ -116,7 +116,7 @@ extension PostgresConnection {
     func executeShaped(
         _ query: PostgresQuery, parameterTypes: [PostgresDataType], number known: PreparedRead.Number, logger: Logger
     ) async throws -> [PostgresRow] {
-        guard ServiceContext.current?.canopyTracing != nil else {
+        guard ServiceContext.current?.isCanopyTraced == true else {
             return try await executeShaped(query, parameterTypes: parameterTypes, resolving: known, logger: logger)
         }
         return try await CanopySpan.run("db query", ofKind: .client) { span in

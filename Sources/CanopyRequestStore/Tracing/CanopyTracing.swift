@@ -28,11 +28,27 @@ private enum CanopyTracingKey: ServiceContextKey {
     typealias Value = CanopyTracing
 }
 
+private enum CanopyUnsampledKey: ServiceContextKey {
+    typealias Value = Bool
+}
+
 extension ServiceContext {
     /// The tracer of the traced work this context belongs to, if any.
     public var canopyTracing: CanopyTracing? {
         get { self[CanopyTracingKey.self] }
         set { self[CanopyTracingKey.self] = newValue }
+    }
+
+    /// True below a request the sampler left out: no span is made under
+    /// it (each would be dropped), but its trace is still handed on.
+    public var canopyUnsampled: Bool {
+        get { self[CanopyUnsampledKey.self] ?? false }
+        set { self[CanopyUnsampledKey.self] = newValue }
+    }
+
+    /// Whether work in this context makes spans.
+    public var isCanopyTraced: Bool {
+        canopyTracing != nil && !canopyUnsampled
     }
 }
 
@@ -41,17 +57,20 @@ extension ServiceContext {
 /// have recorded is skipped.
 public enum CanopySpan {
     /// Runs `body` in a child span of the current one.
+    /// (`name` is made only when traced.)
     public static func run<Result>(
-        _ name: String, ofKind kind: SpanKind = .internal, isolation: isolated (any Actor)? = #isolation,
+        _ name: @autoclosure () -> String, ofKind kind: SpanKind = .internal, isolation: isolated (any Actor)? = #isolation,
         _ body: ((any Span)?) async throws -> Result
     ) async throws -> Result {
-        guard let context = ServiceContext.current, let tracing = context.canopyTracing else {
+        guard let context = ServiceContext.current, let tracing = context.canopyTracing, !context.canopyUnsampled else {
             return try await body(nil)
         }
-        let span = tracing.tracer.startSpan(name, context: context, ofKind: kind)
+        let span = tracing.tracer.startSpan(name(), context: context, ofKind: kind)
         defer { span.end() }
+        // An unsampled span records nothing: what would describe it is not made.
+        let recorded = span.isRecording ? span : nil
         do {
-            return try await ServiceContext.$current.withValue(span.context, operation: { try await body(span) }, isolation: isolation)
+            return try await ServiceContext.$current.withValue(span.context, operation: { try await body(recorded) }, isolation: isolation)
         } catch {
             span.recordError(error)
             span.setStatus(.init(code: .error))
@@ -61,13 +80,14 @@ public enum CanopySpan {
 
     /// ``run(_:ofKind:isolation:_:)`` for work that does not wait (planning).
     public static func run<Result>(_ name: String, _ body: ((any Span)?) throws -> Result) rethrows -> Result {
-        guard let context = ServiceContext.current, let tracing = context.canopyTracing else {
+        guard let context = ServiceContext.current, let tracing = context.canopyTracing, !context.canopyUnsampled else {
             return try body(nil)
         }
         let span = tracing.tracer.startSpan(name, context: context, ofKind: .internal)
         defer { span.end() }
+        let recorded = span.isRecording ? span : nil
         do {
-            return try ServiceContext.$current.withValue(span.context) { try body(span) }
+            return try ServiceContext.$current.withValue(span.context) { try body(recorded) }
         } catch {
             span.recordError(error)
             span.setStatus(.init(code: .error))
@@ -78,8 +98,9 @@ public enum CanopySpan {
     /// The span of the work running now, when traced: for what is learnt
     /// along the way (the plan a field ran).
     public static var current: (any Span)? {
-        guard let context = ServiceContext.current, let tracing = context.canopyTracing else { return nil }
-        return tracing.tracer.activeSpan(identifiedBy: context)
+        guard let context = ServiceContext.current, context.isCanopyTraced, let tracing = context.canopyTracing,
+              let span = tracing.tracer.activeSpan(identifiedBy: context), span.isRecording else { return nil }
+        return span
     }
 
     /// The current traced context's `traceparent`, to hand on to work that
