@@ -221,6 +221,25 @@ struct TracingTests {
         }
     }
 
+    @Test("a collector nobody answers at does not fail or hold requests, and canopy serve still stops cleanly")
+    func collectorDown() async throws {
+        let admin = try await TestDatabase.shared.migratedDatabase()
+        let (_, token) = try await addUser("lonely", on: admin)
+        let port = try EmbeddedCluster.freePort(), nobody = try EmbeddedCluster.freePort()
+        let gateway = try CanopyBinary.serve(databaseURL: admin.url, port: port, ["--no-console", "--rate-limit", "0"], environment: [
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(nobody)", "OTEL_BSP_SCHEDULE_DELAY": "100",
+        ])
+        defer { kill(gateway.pid, SIGKILL); _ = gateway.waitBlocking(within: .seconds(5)) }
+        #expect(try await CanopyBinary.waitUntilServing(port: port), "canopy serve did not answer /health")
+        for _ in 0..<20 {
+            let answer = try await Self.call(port: port, token: token.string, "{ me { userRecordName } }")
+            #expect(answer.body.contains("userRecordName") && !answer.body.contains("errors"), "\(answer.body)")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let stopped = await gateway.stop(grace: .seconds(25))
+        #expect(stopped?.status == 0, "canopy serve did not stop cleanly with its collector away: \(stopped.map { "status \($0.status): \($0.output.suffix(3000))" } ?? "killed")")
+    }
+
     @Test("with OTEL_TRACES_EXPORTER=none, or without an OTLP endpoint, nothing is exported; a gRPC protocol is refused at start with the reason")
     func offUnlessAsked() async throws {
         let admin = try await TestDatabase.shared.migratedDatabase()

@@ -75,7 +75,7 @@ def measure(token, options, base_binary=None):
 def report_lines(rows, options):
     off = next(row for row in rows if row[0].startswith("tracing off"))
     lines = [HEADING, "",
-             f"W1 (`lookup` of one record, 8 spans a request when sampled) through `canopy serve`, wrk at {options.clients} "
+             f"W1 (`lookup` of one record, 5 spans a request when sampled: the request, its field, the plan, the read and its statement) through `canopy serve`, wrk at {options.clients} "
              f"clients, {options.runs} interleaved rounds of {options.seconds} s (a gateway started for each, warmed 2 s); "
              "medians. The collector is `Tests/python/otlp_receiver.py --discard` on loopback, on the same two cores. "
              "Off, a span site costs one task-local read that finds no tracer (`CanopySpan`); the request middleware "

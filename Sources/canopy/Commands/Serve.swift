@@ -241,8 +241,12 @@ struct Serve: AsyncParsableCommand {
         let app = buildApplication(configuration: configuration, database: gatewayDatabase, identity: verifier, logger: logger, metricsRegistry: registry)
         var groupConfiguration = ServiceGroupConfiguration(
             // The exporter first: it starts before the server and stops
-            // after it, sending the last requests' spans.
-            services: (traceExport.map { [.init(service: $0.service)] } ?? []) + [.init(service: app)],
+            // after it, sending the last requests' spans. Its ending, or
+            // failing (a collector away at the stop), never ends the
+            // server or fails the stop: spans are lost, not answers.
+            services: (traceExport.map {
+                [.init(service: $0.service, successTerminationBehavior: .ignore, failureTerminationBehavior: .ignore)]
+            } ?? []) + [.init(service: app)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )
