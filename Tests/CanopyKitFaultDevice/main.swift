@@ -160,18 +160,23 @@ actor Device: SyncEngineDelegate {
         return ["pending": engine.state.pendingRecordZoneChanges.count, "reachable": reachable]
     }
 
+    /// Dies (SIGKILL) at the `dieMidRange`-th point a first sync in
+    /// ranges is under way, having said so.
+    private func dieIfMidRange() {
+        guard let dieMidRange = options.dieMidRange else { return }
+        midRangeStates += 1
+        if midRangeStates == dieMidRange {
+            Output.send(["type": "dyingMidRange"])
+            kill(getpid(), SIGKILL)
+        }
+    }
+
     func handleEvent(_ event: SyncEngine.Event, syncEngine engine: SyncEngine) async {
         switch event {
         case .stateUpdate(let state):
             persist(state)
             Output.send(["type": "status"].merging(await status(engine)) { $1 })
-            if let dieMidRange = options.dieMidRange, state.firstSyncsUnderWay > 0 {
-                midRangeStates += 1
-                if midRangeStates == dieMidRange {   // stored; dies before the next page
-                    Output.send(["type": "dyingMidRange"])
-                    kill(getpid(), SIGKILL)
-                }
-            }
+            if state.firstSyncsUnderWay > 0 { dieIfMidRange() }   // stored; dies before the next page
             if dieWhenInFlight && !engine.state.inFlight.isEmpty {
                 // Mid-send: the request leaves after this; die while it is out.
                 let delay = Int.random(in: 0..<30)
@@ -182,6 +187,11 @@ actor Device: SyncEngineDelegate {
             }
         case .fetchedRecordZoneChanges(let zoneID, let modifications, let deletions):
             guard zoneID == zone else { return }
+            // A page of a first sync in ranges counts as a point to die at
+            // too: with every range read at once, the engine may store no
+            // state between its pages (a run once had no interruption to
+            // check). The page is then lost with the process, and read again.
+            if engine.state.serialization.firstSyncsUnderWay > 0 { dieIfMidRange() }
             let waiting = pending(engine)
             for record in modifications {
                 let name = record.recordID.recordName
