@@ -74,13 +74,7 @@ struct GrafanaDashboardTests {
         defer { kill(gateway.pid, SIGKILL); _ = gateway.waitBlocking(within: .seconds(5)) }
         #expect(try await CanopyBinary.waitUntilServing(port: port), "canopy serve did not answer /health")
         let call = { @Sendable (bearer: String, query: String) async throws -> String in
-            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/graphql")
-            request.method = .POST
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: "Authorization", value: "Bearer \(bearer)")
-            request.body = .bytes(ByteBuffer(data: try JSONSerialization.data(withJSONObject: ["query": query])))
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
-            return String(buffer: try await response.body.collect(upTo: 1 << 20))
+            try await TracingTests.call(port: port, token: bearer, query).body
         }
         _ = try await call("cnp_0000000000000000_not-a-real-secret-at-all-000000000000000", "{ me { userRecordName } }")
         _ = try await call(token.string, "mutation { registerDevice(kind: WEBHOOK, url: \"\(webhooks.url("graf"))\") { deviceID } }")
