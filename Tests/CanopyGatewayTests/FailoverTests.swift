@@ -72,9 +72,15 @@ struct FailoverTests {
         #expect(writers.others.isEmpty && writers.unanswered.isEmpty,
                 "answers that were neither acknowledged nor 503: \((writers.others + writers.unanswered).prefix(5).map(\.outcome))")
         // Never a hang past the gateway's bounds: a connection within 2 s and an
-        // answer within 5 s more, for each of a write's two database calls.
+        // answer within 5 s more, for each of a write's two database calls (its
+        // token, looked up again once the 4 s cache lapsed, and its transaction),
+        // so 14 s; and 4 s for a loaded machine, where the answer's timer, the
+        // response and the client's reading of it each wait for a core while
+        // pg_auto_failover promotes (a clean-clone run saw 15.3 s). A gateway
+        // without its deadlines waits PostgresNIO's minute for a dead server,
+        // far past this bound (and past the test client's 20 s: unanswered).
         let longest = writers.all.map(\.took).max() ?? .zero
-        #expect(longest < (Self.availabilityTimeout + .seconds(5)) * 2, "an answer took \(longest)")
+        #expect(longest < (Self.availabilityTimeout + .seconds(5)) * 2 + .seconds(4), "an answer took \(longest)")
 
         // On the new primary: every acknowledged batch whole, no batch half there.
         let newPrimary = try await primaryHost(of: admin)
