@@ -6,7 +6,7 @@
 #   make bench  release build; the gateway against pgbench; BENCHMARKS.md
 #   make soak   release build; 30 minutes of mixed traffic from 20 users;
 #               docs/soak/SOAK.md and soak.png (not part of make test)
-#   make fuzz   libFuzzer build in .build-fuzz; every target for FUZZ_SECONDS
+#   make fuzz   libFuzzer build (into .build); every target for FUZZ_SECONDS
 #               (300) each; docs/fuzz/RESULTS.md (make test runs 10 s each)
 #   make fuzz-http  generated requests against a live server for 20 minutes
 #               (make test runs 150 of them); docs/FUZZING.md
@@ -103,11 +103,15 @@ soak: postgres
 	python3 scripts/soak/soak.py --minutes $(SOAK_MINUTES) --output-dir docs/soak
 
 # Fuzzing (issue 20): the parsers' modules built with libFuzzer's coverage
-# instrumentation into .build-fuzz (CANOPY_FUZZ=1; Package.swift), then
-# each target for FUZZ_SECONDS from Fuzz/Corpus plus what earlier runs found.
+# instrumentation (CANOPY_FUZZ=1; Package.swift), then each target for
+# FUZZ_SECONDS from Fuzz/Corpus plus what earlier runs found. The build
+# shares .build with the server's: the dependencies are compiled once, and
+# only Canopy's parser modules and what uses them are compiled again (about
+# a minute, where a scratch path of its own took twelve on a clean clone);
+# the next ordinary build compiles them again without the instrumentation.
 FUZZ_SECONDS ?= 300
 fuzz-build:
-	CANOPY_FUZZ=1 $(SWIFT) build --package-path Server --scratch-path $(CURDIR)/.build-fuzz --product canopy-fuzz
+	CANOPY_FUZZ=1 $(SWIFT) build --package-path Server --scratch-path $(CURDIR)/.build --product canopy-fuzz
 
 fuzz: fuzz-build
 	python3 scripts/fuzz/fuzz.py --seconds $(FUZZ_SECONDS) --report docs/fuzz/RESULTS.md

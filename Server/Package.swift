@@ -16,7 +16,7 @@ let swiftSettings: [SwiftSetting] = [
 //
 //     swift build --package-path Server --scratch-path .build
 //
-// `make fuzz` (docs/FUZZING.md) builds with CANOPY_FUZZ=1 into .build-fuzz:
+// `make fuzz` (docs/FUZZING.md) builds with CANOPY_FUZZ=1 (into .build too):
 // the modules that parse outside input get libFuzzer's coverage
 // instrumentation, and the `canopy-fuzz` target exists. Ordinary builds see
 // neither. (Per target, not -Xswiftc: that would also link libFuzzer into

@@ -24,7 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BINARY = ROOT / ".build-fuzz" / "debug" / "canopy-fuzz"
+# Built into the server's .build (make fuzz-build); what fuzzing finds is
+# kept apart, in .build-fuzz, so a clean of one leaves the other.
+BINARY = ROOT / ".build" / "debug" / "canopy-fuzz"
 WORK = ROOT / ".build-fuzz"
 # Swift's own backtracer catches a trap before libFuzzer's handler does, and
 # then libFuzzer never writes the input that crashed: turn it off.
@@ -126,7 +128,7 @@ def main():
     parser.add_argument("--report", help="write the results table (markdown) here")
     args = parser.parse_args()
     if not BINARY.exists():
-        sys.exit(f"{BINARY} is missing: build it with `CANOPY_FUZZ=1 swift build --package-path Server --scratch-path .build-fuzz --product canopy-fuzz` (make fuzz-build does)")
+        sys.exit(f"{BINARY} is missing: build it with `CANOPY_FUZZ=1 swift build --package-path Server --scratch-path .build --product canopy-fuzz` (make fuzz-build does)")
     chosen = [t for t in args.targets.split(",") if t] or targets()
     rows, failed = [], []
     for index, target in enumerate(chosen, 1):
