@@ -68,9 +68,9 @@ struct AssetServeProcessTests {
         let server = try await startServer(endpoint, assets: assets, port: port)
 
         // Warm up (first request, pools, the first small upload), then measure the peak around the large one.
-        _ = try Subprocess.start("/usr/bin/env", ["python3", "-c", uploader(port: port, token: token.string, size: 1 << 20)]).wait()
+        _ = try await Subprocess.start("/usr/bin/env", ["python3", "-c", uploader(port: port, token: token.string, size: 1 << 20)]).exit()
         let before = try peakMemory(server.pid)
-        let large = try Subprocess.start("/usr/bin/env", ["python3", "-c", uploader(port: port, token: token.string, size: Self.size)]).wait()
+        let large = try await Subprocess.start("/usr/bin/env", ["python3", "-c", uploader(port: port, token: token.string, size: Self.size)]).exit()
         let after = try peakMemory(server.pid)
         let words = large.output.split(separator: " ")
         #expect(words.first == "200", "\(large.output)")
@@ -91,9 +91,9 @@ struct AssetServeProcessTests {
         }
         #expect(partial, "the upload was under way")
         kill(server.pid, SIGKILL)
-        _ = try server.wait()
+        _ = try await server.exit()
         kill(slow.pid, SIGKILL)
-        _ = try? slow.wait()
+        _ = try? await slow.exit()
         #expect(Set(files(assets, "blobs")) == stored, "no new file under a digest")
         let rows = try await TestDatabase.withConnection(endpoint) { connection in
             try await connection.texts("SELECT count(*)::text FROM canopy.uploads")

@@ -148,12 +148,12 @@ struct DatabaseTLSTests {
             let add = try CanopyBinary.run(["users", "add", "tess", "--json", "--database-url", url])
             try #require(add.succeeded, "\(add.output)")
             let token = try #require((try JSONSerialization.jsonObject(with: Data(add.output.split(separator: "\n").last!.utf8)) as? [String: Any])?["token"] as? String)
-            let me = try Subprocess.start("/usr/bin/env", ["python3", "-c", """
+            let me = try await Subprocess.start("/usr/bin/env", ["python3", "-c", """
                 import json, urllib.request
                 request = urllib.request.Request('http://127.0.0.1:\(port)/graphql', data=json.dumps({'query': '{ me { name } }'}).encode(),
                     headers={'Authorization': 'Bearer \(token)', 'Content-Type': 'application/json'})
                 print(json.load(urllib.request.urlopen(request))['data']['me']['name'])
-                """]).wait()
+                """]).exit()
             #expect(me.output.trimmingCharacters(in: .whitespacesAndNewlines) == "tess", "\(me.output)")
             // Every session of the gateway's role is encrypted, and there are some.
             let (encrypted, plain) = try await TestDatabase.withConnection(served.admin) { connection in

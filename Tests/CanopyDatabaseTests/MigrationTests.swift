@@ -44,7 +44,8 @@ struct MigrationTests {
         let started = try (0..<8).map { _ in
             try Subprocess.start(CanopyBinary.path, ["migrate", "up", "--database-url", endpoint.url, "--migrations-dir", TestDatabase.migrationsDirectory])
         }
-        let results = try started.map { try $0.wait() }
+        var results: [Subprocess.Result] = []
+        for process in started { results.append(try await process.exit()) }
         for result in results {
             #expect(result.succeeded, "\(result.output)")
         }

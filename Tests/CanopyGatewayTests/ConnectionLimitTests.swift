@@ -29,7 +29,7 @@ struct ConnectionLimitTests {
         defer { kill(started.pid, SIGTERM); _ = try? started.wait() }
         #expect(try await CanopyBinary.waitUntilServing(port: port), "canopy serve did not answer /health")
 
-        let run = try Subprocess.start("/usr/bin/env", ["python3", "\(TestDatabase.packageRoot)/Tests/python/connection_limits.py", String(port), token.string]).wait()
+        let run = try await Subprocess.start("/usr/bin/env", ["python3", "\(TestDatabase.packageRoot)/Tests/python/connection_limits.py", String(port), token.string]).exit()
         try #require(run.succeeded, "connection_limits.py failed:\n\(run.output)")
         let line = try #require(run.output.split(separator: "\n").last)
         let results = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(run.output)")

@@ -120,7 +120,7 @@ struct CrashTests {
             for _ in 1...3 {
                 let unansweredBefore = writers.unanswered.count
                 kill(current.pid, SIGKILL)
-                _ = try current.wait()
+                _ = try await current.exit()
                 writers.markFault()
                 try await Task.sleep(for: .seconds(1))
                 current = try serve()
@@ -137,7 +137,7 @@ struct CrashTests {
         let caughtUp = try await follower.drain(send: send)
         #expect(caughtUp, "the feeds did not catch up after the writers stopped")
         kill(gateway.pid, SIGTERM)
-        _ = try gateway.wait()
+        _ = try await gateway.exit()
         stopped = true
 
         let killed = try #require(writers.faultAt)

@@ -31,8 +31,8 @@ struct FailoverTests {
     @Test("8 writers, the primary killed: every acknowledged batch is on the new primary, none is half there, the gateway answered 503 with Retry-After meanwhile and resumed without a restart")
     func killThePrimary() async throws {
         let directory = "/tmp/canopy-failover-\(UUID().uuidString.prefix(8))"
-        let up = try run(Self.script, ["up", directory])
-        defer { _ = try? run(Self.script, ["down", directory]); try? FileManager.default.removeItem(atPath: directory) }
+        let up = try await run(Self.script, ["up", directory])
+        defer { _ = try? runBlocking(Self.script, ["down", directory]); try? FileManager.default.removeItem(atPath: directory) }
         try #require(up.succeeded, "scripts/auto-failover.sh up failed:\n\(up.output)")
         let url = try #require(up.output.split(separator: "\n").last.map(String.init))
         let admin = try DatabaseEndpoint(url: url)
@@ -55,7 +55,7 @@ struct FailoverTests {
             let send = BatchWriters.send(through: client, token: harness.aliceToken)
             try await writers.makeZones(send: send)
             try await writers.run(send: send) {
-                let killed = try run(Self.script, ["kill-primary", directory])
+                let killed = try await run(Self.script, ["kill-primary", directory])
                 #expect(killed.succeeded, "\(killed.output)")
                 let now = writers.markFault()
                 // Until writes are acknowledged again (60 s at most), then 2 s more.
@@ -102,7 +102,15 @@ struct FailoverTests {
         throw StoreError(.databaseUnavailable, "no primary among \(endpoint.displayURL)")
     }
 
-    func run(_ executable: String, _ arguments: [String]) throws -> Subprocess.Result {
+    /// Runs a script to its end without holding a cooperative thread: `up`
+    /// takes most of a minute, and the suites running beside this one (an
+    /// in-process gateway among them) need both of this machine's.
+    func run(_ executable: String, _ arguments: [String]) async throws -> Subprocess.Result {
+        try await Subprocess.start(executable, arguments).exit()
+    }
+
+    /// The same for a `defer`, which cannot wait without holding the thread.
+    func runBlocking(_ executable: String, _ arguments: [String]) throws -> Subprocess.Result {
         try Subprocess.start(executable, arguments).wait()
     }
 }

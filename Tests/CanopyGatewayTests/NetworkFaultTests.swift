@@ -37,7 +37,7 @@ struct NetworkFaultTests {
 
     @Test("the link to the primary cut during a write's COMMIT: that write answered 503 with Retry-After and outcomeUnknown, saved once (its resend a conflict); eight writers meanwhile: every answer within its bound, every acknowledged batch whole, none refused there, none half; writes resume after the heal without a restart")
     func partitionDuringCommit() async throws {
-        let lab = try NetworkLab.up()
+        let lab = try await NetworkLab.up()
         defer { lab.down() }
         let token = try await Self.prepare(lab)
         try await Self.slowCommits(on: lab.admin)
@@ -99,7 +99,7 @@ struct NetworkFaultTests {
           .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/node"), "needs Node (scripts/ensure-node.sh)"),
           .enabled(if: FileManager.default.isExecutableFile(atPath: NetworkFaultTests.faultDevice), "build canopykit-fault-device (swift build --build-tests)"))
     func enginesThroughACommitCut() async throws {
-        let lab = try NetworkLab.up()
+        let lab = try await NetworkLab.up()
         defer { lab.down() }
         let token = try await Self.prepare(lab)
         try await Self.slowCommits(on: lab.admin)
@@ -155,7 +155,7 @@ struct NetworkFaultTests {
 
     @Test("the listener's connection silently dead (the link cut, the server forgetting it): noticed by its heartbeat and replaced without a restart; a subscriber is told every change that committed meanwhile, through another gateway")
     func silentListener() async throws {
-        let lab = try NetworkLab.up()
+        let lab = try await NetworkLab.up()
         defer { lab.down() }
         let users = try await Self.prepareUsers(lab)
         let token = users.aliceToken
@@ -223,7 +223,7 @@ struct NetworkFaultTests {
 
     @Test("the primary frozen (SIGSTOP) longer than every deadline, then thawed: every request answered in its bound (503 with Retry-After meanwhile), nothing refused applied after the thaw, every acknowledged batch whole; writes resume without a restart")
     func frozenPrimary() async throws {
-        let lab = try NetworkLab.up()
+        let lab = try await NetworkLab.up()
         defer { lab.down() }
         let token = try await Self.prepare(lab)
         let gateway = try NamespacedGateway(lab: lab, extra: Self.gatewayFlags)
@@ -259,7 +259,7 @@ struct NetworkFaultTests {
 
     @Test("the link to the replica cut: reads keep being answered (from the primary), each within its bound; after the heal the replica serves again")
     func replicaPartition() async throws {
-        let lab = try NetworkLab.up()
+        let lab = try await NetworkLab.up()
         defer { lab.down() }
         let token = try await Self.prepare(lab)
         let gateway = try NamespacedGateway(lab: lab, extra: Self.gatewayFlags + ["--replica-url", lab.replicaURL])
@@ -309,7 +309,7 @@ extension NetworkFaultTests {
 
     @Test("cut and heal the link to the primary again and again under eight writers: after every heal writes resume without a restart; the gateway's connections to PostgreSQL stay within its pool, and its sockets, threads and memory do not grow cycle on cycle")
     func cutAndHealCycles() async throws {
-        let lab = try NetworkLab.up()
+        let lab = try await NetworkLab.up()
         defer { lab.down() }
         let token = try await Self.prepare(lab)
         let gateway = try NamespacedGateway(lab: lab, extra: Self.gatewayFlags + ["--database-connections", "5"])

@@ -61,7 +61,7 @@ struct ServeIdentityTests {
         #expect(response.headers["Access-Control-Allow-Origin"] == ["https://app.example.com"])
 
         kill(started.pid, SIGTERM)
-        let result = try started.wait()
+        let result = try await started.exit()
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.contains("fetched the key set"), "the keys were fetched at start: \(result.output)")
         #expect(!result.output.contains(token.split(separator: ".")[2]), "no token in the server's log")

@@ -53,10 +53,10 @@ struct TodoWebExampleTests {
         let served = try await CanopyBinary.waitUntilAnswering(appURL)
         try #require(served, "python3 -m http.server served the app")
         try? FileManager.default.removeItem(atPath: Self.artifacts)
-        let story = try Subprocess.start("/usr/bin/env", [
+        let story = try await Subprocess.start("/usr/bin/env", [
             "python3", "\(TestDatabase.packageRoot)/Tests/python/todo_web_story.py",
             "http://127.0.0.1:\(port)", appURL, provider.controlURL, "bob@example.com", Self.artifacts,
-        ]).wait()
+        ]).exit()
         #expect(story.succeeded, "\(story.output)")
         #expect(story.output.contains("the example web app's story passed"), "\(story.output)")
         let screenshots = try FileManager.default.contentsOfDirectory(atPath: Self.artifacts).filter { $0.hasSuffix(".png") && $0.first?.isNumber == true }

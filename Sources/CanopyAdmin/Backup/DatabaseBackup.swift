@@ -78,7 +78,7 @@ public struct DatabaseBackup: Sendable {
         let dumpPath = "\(directory)/\(BackupManifest.dumpName)"
         let started = ContinuousClock.now
         let pgDump = try ServerPrograms.client("pg_dump")
-        let result = try Subprocess.run(pgDump, [
+        let result = try await Subprocess.output(of: pgDump, [
             "--format=custom", "--snapshot=\(snapshot)", "--no-password", "--file=\(dumpPath)", "--dbname=\(admin.database)",
         ], environment: admin.libpqEnvironment)
         guard result.succeeded else {

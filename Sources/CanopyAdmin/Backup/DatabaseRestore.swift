@@ -89,7 +89,7 @@ public struct DatabaseRestore: Sendable {
         try await connection.query(PostgresQuery(unsafeSQL: Self.rolesSQL), logger: logger)
 
         let started = ContinuousClock.now
-        let result = try Subprocess.run(try ServerPrograms.client("pg_restore"), [
+        let result = try await Subprocess.output(of: try ServerPrograms.client("pg_restore"), [
             "--exit-on-error", "--single-transaction", "--no-password", "--dbname=\(admin.database)", "\(input)/\(BackupManifest.dumpName)",
         ], environment: admin.libpqEnvironment)
         guard result.succeeded else {

@@ -28,14 +28,14 @@ extension EmbeddedCluster {
         try FileManager.default.createDirectory(atPath: replica.dataDirectory, withIntermediateDirectories: true)
         return try await FileLock(path: replica.lockFile).withLock {
             if !FileManager.default.fileExists(atPath: "\(replica.pgData)/PG_VERSION") {
-                try makeReplica(replica, name: name, primaryPort: primary.port, programs: programs, account: account, logger: logger)
+                try await makeReplica(replica, name: name, primaryPort: primary.port, programs: programs, account: account, logger: logger)
             }
             var startedNow = false
             var port = replica.runningPort(programs: programs, account: account)
             if port == nil {
                 // The primary's port is chosen when it starts: follow it.
                 try replica.setPrimaryConnection(to: self, port: primary.port, name: name)
-                port = try replica.launch(programs: programs, account: account, logger: logger)
+                port = try await replica.launch(programs: programs, account: account, logger: logger)
                 startedNow = true
             }
             let endpoint = DatabaseEndpoint(
@@ -48,14 +48,14 @@ extension EmbeddedCluster {
 
     private func makeReplica(
         _ replica: EmbeddedCluster, name: String, primaryPort: Int, programs: ServerPrograms, account: ServerAccount, logger: Logger
-    ) throws {
+    ) async throws {
         logger.info("making a streaming replica of the embedded cluster", metadata: ["canopy.cluster.replica": "\(replica.pgData)"])
         if FileManager.default.fileExists(atPath: replica.pgData) {
             // An earlier pg_basebackup was interrupted: start over.
             try FileManager.default.removeItem(atPath: replica.pgData)
         }
         try account.own(replica.dataDirectory)
-        let result = try account.run(programs.pgBasebackup, [
+        let result = try await account.run(programs.pgBasebackup, [
             "-h", socketDirectory, "-p", String(primaryPort), "-U", Self.adminUser,
             "-D", replica.pgData, "-R", "-X", "stream", "-c", "fast", "--no-sync",
         ])

@@ -70,12 +70,12 @@ public struct EmbeddedCluster: Sendable {
         return try await FileLock(path: lockFile).withLock {
             let account = try ServerAccount.current()
             if !FileManager.default.fileExists(atPath: "\(pgData)/PG_VERSION") {
-                try initialise(programs: programs, account: account, logger: logger)
+                try await initialise(programs: programs, account: account, logger: logger)
             }
             var startedNow = false
             var port = runningPort(programs: programs, account: account)
             if port == nil {
-                port = try launch(programs: programs, account: account, logger: logger)
+                port = try await launch(programs: programs, account: account, logger: logger)
                 startedNow = true
             }
             let endpoint = DatabaseEndpoint(
@@ -113,7 +113,7 @@ public struct EmbeddedCluster: Sendable {
         }
         try await FileLock(path: lockFile).withLock {
             guard runningPort(programs: programs, account: account) != nil else { return }
-            let result = try account.run(programs.pgCtl, ["stop", "-D", pgData, "-m", mode.rawValue, "-w", "-t", "60"])
+            let result = try await account.run(programs.pgCtl, ["stop", "-D", pgData, "-m", mode.rawValue, "-w", "-t", "60"])
             guard result.succeeded else {
                 throw StoreError(.clusterFailed, "pg_ctl stop failed for \(pgData):\n\(result.output)")
             }
@@ -121,7 +121,7 @@ public struct EmbeddedCluster: Sendable {
         }
     }
 
-    private func initialise(programs: ServerPrograms, account: ServerAccount, logger: Logger) throws {
+    private func initialise(programs: ServerPrograms, account: ServerAccount, logger: Logger) async throws {
         logger.info("initialising an embedded PostgreSQL cluster", metadata: ["canopy.cluster.data_dir": "\(pgData)"])
         if FileManager.default.fileExists(atPath: pgData) {
             // A previous initdb was interrupted: start over.
@@ -129,7 +129,7 @@ public struct EmbeddedCluster: Sendable {
         }
         try FileManager.default.createDirectory(atPath: pgData, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try account.own(pgData)
-        let result = try account.run(programs.initdb, [
+        let result = try await account.run(programs.initdb, [
             "-D", pgData, "-U", Self.adminUser, "--auth-local=trust", "--auth-host=scram-sha-256",
             "--encoding=UTF8", "--no-locale", "--no-sync",
         ])
@@ -158,7 +158,7 @@ public struct EmbeddedCluster: Sendable {
 
     func runningPort(programs: ServerPrograms, account: ServerAccount) -> Int? {
         guard FileManager.default.fileExists(atPath: "\(pgData)/postmaster.pid"),
-              let status = try? account.run(programs.pgCtl, ["status", "-D", pgData]), status.succeeded,
+              let status = try? account.runQuickly(programs.pgCtl, ["status", "-D", pgData]), status.succeeded,
               let pidFile = try? String(contentsOfFile: "\(pgData)/postmaster.pid", encoding: .utf8)
         else { return nil }
         let lines = pidFile.split(separator: "\n", omittingEmptySubsequences: false)
@@ -166,7 +166,7 @@ public struct EmbeddedCluster: Sendable {
         return port
     }
 
-    func launch(programs: ServerPrograms, account: ServerAccount, logger: Logger) throws -> Int {
+    func launch(programs: ServerPrograms, account: ServerAccount, logger: Logger) async throws -> Int {
         try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         try account.own(socketDirectory)
         if !FileManager.default.fileExists(atPath: logFile) {
@@ -178,7 +178,7 @@ public struct EmbeddedCluster: Sendable {
         let remembered = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         for attempt in 0..<3 {
             let port = try attempt == 0 ? remembered ?? Self.freePort() : Self.freePort()
-            let result = try account.run(programs.pgCtl, [
+            let result = try await account.run(programs.pgCtl, [
                 "start", "-D", pgData, "-l", logFile, "-w", "-t", "60", "-o", "-p \(port)",
             ])
             if result.succeeded {
@@ -288,13 +288,26 @@ struct ServerAccount {
         return ""
     }
 
-    func run(_ program: String, _ arguments: [String]) throws -> Subprocess.Result {
+    /// Runs `program` as the account, holding the calling thread: only for
+    /// what answers at once (`pg_ctl status`), from synchronous code.
+    func runQuickly(_ program: String, _ arguments: [String]) throws -> Subprocess.Result {
         guard let name else { return try Subprocess.run(program, arguments) }
+        return try Subprocess.run(try runuser(), ["-u", name, "--", "/bin/sh", "-c", "cd / && exec \"$@\"", "sh", program] + arguments)
+    }
+
+    /// Runs `program` as the account, without holding a cooperative thread
+    /// while it runs (`pg_ctl start -w` may wait out a crash recovery).
+    func run(_ program: String, _ arguments: [String]) async throws -> Subprocess.Result {
+        guard let name else { return try await Subprocess.output(of: program, arguments) }
+        // From "/": the server account may not be able to read our directory.
+        return try await Subprocess.output(of: try runuser(), ["-u", name, "--", "/bin/sh", "-c", "cd / && exec \"$@\"", "sh", program] + arguments)
+    }
+
+    private func runuser() throws -> String {
         let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let runuser else {
-            throw StoreError(.clusterFailed, "running as root needs runuser (util-linux) to start PostgreSQL as \(name)")
+            throw StoreError(.clusterFailed, "running as root needs runuser (util-linux) to start PostgreSQL as \(name ?? "postgres")")
         }
-        // From "/": the server account may not be able to read our directory.
-        return try Subprocess.run(runuser, ["-u", name, "--", "/bin/sh", "-c", "cd / && exec \"$@\"", "sh", program] + arguments)
+        return runuser
     }
 }

@@ -27,6 +27,12 @@ public struct Subprocess {
         return Result(status: status, output: output)
     }
 
+    /// ``run(_:_:environment:)`` without holding a cooperative thread while
+    /// the program runs (``Started/exit()``): for async callers.
+    public static func output(of executable: String, _ arguments: [String], environment: [String: String]? = nil) async throws -> Result {
+        try await start(executable, arguments, environment: environment).exit()
+    }
+
     /// Runs `executable` with this process's standard input, output and error
     /// (for interactive programs such as psql); returns its exit status.
     public static func runInteractive(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> Int32 {
@@ -44,6 +50,16 @@ public struct Subprocess {
             defer { try? FileManager.default.removeItem(atPath: outputPath) }
             let status = try Subprocess.wait(pid: pid, executable: executable)
             return Result(status: status, output: (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+        }
+
+        /// Waits for the exit on a thread of its own, so the caller's task
+        /// holds none of Swift's cooperative threads meanwhile: there are as
+        /// many as cores (two here), and two callers blocked in `wait()` at
+        /// once stop every task of the process (a gateway in it too).
+        public func exit() async throws -> Result {
+            try await withCheckedThrowingContinuation { continuation in
+                Thread { continuation.resume(with: Swift.Result { try self.wait() }) }.start()
+            }
         }
 
         /// Waits for the exit without holding a thread, for at most `limit`;

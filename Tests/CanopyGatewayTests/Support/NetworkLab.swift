@@ -37,9 +37,11 @@ struct NetworkLab: Sendable {
     let admin: DatabaseEndpoint
     let replicaAdmin: DatabaseEndpoint
 
-    static func up() throws -> NetworkLab {
+    static func up() async throws -> NetworkLab {
         let directory = "/tmp/canopy-net-\(UUID().uuidString.prefix(8).lowercased())"
-        let result = try run(script, ["up", directory])
+        // Making two clusters takes a while: waited for without holding a
+        // cooperative thread, which the suites beside this one need.
+        let result = try await runAwaiting(script, ["up", directory])
         guard result.succeeded else {
             _ = try? run(script, ["down", directory])
             throw NetworkLabFailure("scripts/netns-lab.sh up failed:\n\(result.output)")
@@ -75,6 +77,15 @@ struct NetworkLab: Sendable {
         let namespace = gatewayNamespace.replacingOccurrences(of: "-gw", with: "-pri")
         let result = try Self.run(Self.ip!, ["netns", "exec", namespace, "ss", "-K", "-tn", "dst", "10.231.1.1", "dport", "=", ":\(port)"])
         guard result.succeeded else { throw NetworkLabFailure("ss -K failed:\n\(result.output)") }
+    }
+
+    /// ``run(_:_:within:)`` polling from a task rather than holding a thread.
+    static func runAwaiting(_ program: String, _ arguments: [String], within limit: Duration = .seconds(120)) async throws -> Subprocess.Result {
+        let result = try await Subprocess.start(program, arguments).wait(within: limit)
+        guard result.status != 128 + SIGKILL else {
+            throw NetworkLabFailure("\(program) \(arguments.joined(separator: " ")) did not end within \(limit); killed")
+        }
+        return result
     }
 
     /// Runs a lab command to its end, for at most `limit` (then it is

@@ -54,7 +54,7 @@ struct WebServicesStoryTests {
         #expect(seen["conflict"] as? String == "CONFLICT" && seen["changes"] as? [String] == ["salad"] && seen["asset"] as? String == "ASSETID", "\(result.output)")
         #expect(Set(seen["bob_reads"] as? [String] ?? []) == ["soup", "salad", "soup-photo"], "\(result.output)")
         kill(started.pid, SIGTERM)
-        let served = try started.wait()
+        let served = try await started.exit()
         #expect(served.status == 0, "\(served.output.suffix(2000))")
         #expect(!served.output.contains(aliceToken.string) && !served.output.contains(apiToken), "no credential in the server's log")
     }
