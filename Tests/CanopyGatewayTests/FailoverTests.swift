@@ -106,7 +106,7 @@ struct FailoverTests {
     /// takes most of a minute, and the suites running beside this one (an
     /// in-process gateway among them) need both of this machine's.
     func run(_ executable: String, _ arguments: [String]) async throws -> Subprocess.Result {
-        try await Subprocess.start(executable, arguments).exit()
+        try await Subprocess.output(of: executable, arguments)
     }
 
     /// The same for a `defer`, which cannot wait without holding the thread.

@@ -291,23 +291,25 @@ struct ServerAccount {
     /// Runs `program` as the account, holding the calling thread: only for
     /// what answers at once (`pg_ctl status`), from synchronous code.
     func runQuickly(_ program: String, _ arguments: [String]) throws -> Subprocess.Result {
-        guard let name else { return try Subprocess.run(program, arguments) }
-        return try Subprocess.run(try runuser(), ["-u", name, "--", "/bin/sh", "-c", "cd / && exec \"$@\"", "sh", program] + arguments)
+        let command = try asAccount(program, arguments)
+        return try Subprocess.run(command.program, command.arguments)
     }
 
     /// Runs `program` as the account, without holding a cooperative thread
     /// while it runs (`pg_ctl start -w` may wait out a crash recovery).
     func run(_ program: String, _ arguments: [String]) async throws -> Subprocess.Result {
-        guard let name else { return try await Subprocess.output(of: program, arguments) }
-        // From "/": the server account may not be able to read our directory.
-        return try await Subprocess.output(of: try runuser(), ["-u", name, "--", "/bin/sh", "-c", "cd / && exec \"$@\"", "sh", program] + arguments)
+        let command = try asAccount(program, arguments)
+        return try await Subprocess.output(of: command.program, command.arguments)
     }
 
-    private func runuser() throws -> String {
+    /// `program` as is, or through runuser as the server's account, from
+    /// "/" (that account may not be able to read our directory).
+    private func asAccount(_ program: String, _ arguments: [String]) throws -> (program: String, arguments: [String]) {
+        guard let name else { return (program, arguments) }
         let runuser = ["/usr/sbin/runuser", "/sbin/runuser", "/usr/bin/runuser"].first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let runuser else {
-            throw StoreError(.clusterFailed, "running as root needs runuser (util-linux) to start PostgreSQL as \(name ?? "postgres")")
+            throw StoreError(.clusterFailed, "running as root needs runuser (util-linux) to start PostgreSQL as \(name)")
         }
-        return runuser
+        return (runuser, ["-u", name, "--", "/bin/sh", "-c", "cd / && exec \"$@\"", "sh", program] + arguments)
     }
 }
