@@ -33,7 +33,9 @@ struct ManyGatewaysTests {
                     let told = ContinuousClock.now - committed
                     let payload = ((message["payload"] as? [String: Any])?["data"] as? [String: Any])?["zoneChanged"] as? [String: Any]
                     #expect((payload?["changed"] as? [[String: Any]])?.compactMap { $0["recordName"] as? String } == ["through-b"], "\(message)")
-                    #expect(told < .seconds(2), "told \(told) after the commit through the other gateway")
+                    // 2 s across gateways (LISTEN/NOTIFY) when run alone; the parallel
+                    // run is loose (latencyBound), being told at all is the property.
+                    #expect(told < latencyBound(strict: .seconds(2), loaded: .seconds(8)), "told \(told) after the commit through the other gateway")
                     try await send("{\"id\":\"feed\",\"type\":\"complete\"}")
                 }
             }

@@ -16,7 +16,7 @@ struct TokenRevocationTests {
     /// the socket test runs alone (make test's strict-latency pass,
     /// CANOPY_STRICT_LATENCY=1); in the parallel run two cores are shared
     /// with every other suite, and a closing that slow is still a closing.
-    static let bound: Duration = ProcessInfo.processInfo.environment["CANOPY_STRICT_LATENCY"] == "1" ? .milliseconds(5_800) : .seconds(20)
+    static let bound = latencyBound(strict: .milliseconds(5_800), loaded: .seconds(20))
 
     @Test("a revoked token is refused over HTTP within 5 s; the list shows it revoked and when it was last used")
     func revokedOverHTTP() async throws {
