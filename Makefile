@@ -44,21 +44,23 @@ test: postgres
 	python3 -m pip install -q -r Tests/python/requirements.txt
 	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
 	# scripts/swift-test.sh repeats what failed at the end of its output.
-	CANOPY_SKIP_BROWSER_TESTS=1 CANOPY_SKIP_CLIENT_TESTS=1 scripts/swift-test.sh
+	# --skip-build: the build above made everything; swift test would plan
+	# and compile part of it again at each step (2.7 minutes in all).
+	CANOPY_SKIP_BROWSER_TESTS=1 CANOPY_SKIP_CLIENT_TESTS=1 scripts/swift-test.sh --skip-build
 	# CanopyKit and CanopyJS (Node's test runner, clients/js/test) against live
 	# gateways, and CanopyKit added by URL, apart: their processes would
 	# stretch the timing bounds of the crash and revocation suites above.
 	# The generated-request property (issue 48) here too: two minutes of
 	# requests from Python against a live canopy serve.
-	scripts/swift-test.sh --filter "CanopyKitTests|GeneratedRequestTests" --skip CanopyJSToolingTests
+	scripts/swift-test.sh --skip-build --filter "CanopyKitTests|GeneratedRequestTests" --skip CanopyJSToolingTests
 	# The whole-story browser suites on their own (the console's, and a CloudKit
 	# web app signing in through it): two Chromiums take both
 	# cores, which would stretch the timing bounds of the suites above. CanopyJS's
 	# tooling (tsc, npm) here too, for the same reason.
-	scripts/swift-test.sh --filter "WebConsoleTests|ConsoleSignInTests|CanopyJSSignInTests|CanopyJSToolingTests|WebServicesStoryTests|TodoWebExampleTests"
+	scripts/swift-test.sh --skip-build --filter "WebConsoleTests|ConsoleSignInTests|CanopyJSSignInTests|CanopyJSToolingTests|WebServicesStoryTests|TodoWebExampleTests"
 	# Again alone, where the 100 ms notification bound and the 5 s
 	# closing of a revoked token's socket are asserted.
-	CANOPY_STRICT_LATENCY=1 scripts/swift-test.sh --filter "SubscriptionTests/toldAtOnce|TokenRevocationTests/revokedOverWebSocket"
+	CANOPY_STRICT_LATENCY=1 scripts/swift-test.sh --skip-build --filter "SubscriptionTests/toldAtOnce|TokenRevocationTests/revokedOverWebSocket"
 	# Every parser of outside input under libFuzzer for 10 s, after the
 	# regression inputs of crashes found before (docs/FUZZING.md).
 	$(MAKE) fuzz-build

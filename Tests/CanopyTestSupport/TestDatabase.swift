@@ -109,24 +109,47 @@ public actor TestDatabase {
 
     private static func makeTemplate(_ server: DatabaseEndpoint) async throws -> String {
         let name = "canopy_tpl\(getpid())"
+        try await dropLeftovers(server)
         try await withConnection(server) { connection in
-            // Leftovers of earlier runs.
-            let mine = "canopy\\_t%\(getpid())%"
-            let rows = try await connection.query(
-                "SELECT datname FROM pg_database WHERE datname LIKE 'canopy\\_t%' AND datname NOT LIKE \(mine)",
-                logger: Self.logger
-            )
-            var stale: [String] = []
-            for try await name in rows.decode(String.self) { stale.append(name) }
-            for name in stale {
-                _ = try? await connection.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: Self.logger)
-            }
             try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Self.logger)
         }
         try await Self.withConnection(server.database(name)) { connection in
             try await Migrator(directory: Self.migrationsDirectory, logger: Self.logger).up(connection: connection)
         }
         return name
+    }
+
+    /// Drops the databases earlier test processes left (every suite's copy:
+    /// hundreds after a whole run), several at a time. Each DROP DATABASE
+    /// waits for a checkpoint of its own (PostgreSQL 15), so one after
+    /// another they took 280 s in a CI run before any suite of make test's
+    /// second step could start; drops asked at once share checkpoints
+    /// (20 took 8.2 s in turn and 2.2 s at once here).
+    private static func dropLeftovers(_ server: DatabaseEndpoint) async throws {
+        let mine = "canopy\\_t%\(getpid())%"
+        let stale = try await withConnection(server) { connection in
+            let rows = try await connection.query(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'canopy\\_t%' AND datname NOT LIKE \(mine)",
+                logger: Self.logger
+            )
+            var stale: [String] = []
+            for try await name in rows.decode(String.self) { stale.append(name) }
+            return stale
+        }
+        let lanes = 8
+        await withTaskGroup(of: Void.self) { group in
+            for lane in 0..<lanes {
+                let names = stride(from: lane, to: stale.count, by: lanes).map { stale[$0] }
+                guard !names.isEmpty else { continue }
+                group.addTask {
+                    _ = try? await withConnection(server) { connection in
+                        for name in names {
+                            _ = try? await connection.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: Self.logger)
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Runs `body` on a fresh connection, closing it afterwards.
