@@ -173,13 +173,23 @@ public struct EmbeddedCluster: Sendable {
             _ = FileManager.default.createFile(atPath: logFile, contents: nil)
         }
         try account.own(logFile)
+        if FileManager.default.fileExists(atPath: "\(pgData)/postmaster.pid") {
+            logger.notice(
+                "the embedded PostgreSQL cluster was not stopped cleanly: it recovers before it answers, which can take minutes",
+                metadata: ["canopy.cluster.data_dir": "\(pgData)", "canopy.cluster.log": "\(logFile)"]
+            )
+        }
         var lastOutput = ""
         // The port it served on last, if any, then free ones.
         let remembered = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         for attempt in 0..<3 {
             let port = try attempt == 0 ? remembered ?? Self.freePort() : Self.freePort()
+            // Up to 10 minutes: a cluster stopped uncleanly (a reboot, a kill)
+            // syncs its whole data directory before its crash recovery, which
+            // took 45 s for a test cluster of a few hundred databases. pg_ctl
+            // still fails at once when the server exits instead.
             let result = try await account.run(programs.pgCtl, [
-                "start", "-D", pgData, "-l", logFile, "-w", "-t", "60", "-o", "-p \(port)",
+                "start", "-D", pgData, "-l", logFile, "-w", "-t", "600", "-o", "-p \(port)",
             ])
             if result.succeeded {
                 try? Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile))
