@@ -204,7 +204,10 @@ struct SyncEngineTests {
         await engine.stateStored()
         server.stop(signal: SIGKILL)
         let sending = Task { try await engine.sendChanges() }
-        #expect(await eventually { await engine.retries > 0 }, "the engine waited and tried again")
+        // A deadline for a loaded machine: the first try must fail (the
+        // gateway is gone) and the engine try again, however long a core
+        // takes to come free; 15 s was passed once in a CI run.
+        #expect(await eventually(timeout: .seconds(60)) { await engine.retries > 0 }, "the engine waited and tried again")
         try await server.startProcess()
         try await sending.value
         #expect(engine.state.pendingRecordZoneChanges.isEmpty)
