@@ -342,7 +342,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CanopyAssetsTests",
-            dependencies: ["CanopyAssets", "CanopyTestSupport", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["CanopyAssets", "CanopyEncoding", "CanopyTestSupport", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,25 +1,68 @@
 import CanopyEncoding
+import Foundation
 
 /// Adds a signed `downloadURL` to every asset value of an answer in one
 /// pass over PostgreSQL's JSON text, copying every other byte as it is, so
 /// numbers keep their spelling (`1.0` stays a DOUBLE) and keys their order.
-/// The text is trusted to be JSON (PostgreSQL wrote it); the scan only
-/// keeps track of strings, nesting and, per object, its `type`, `sha256`
-/// and `contentType` members, and writes `,"downloadURL":"…"` before the
-/// closing brace of an object whose `type` is `ASSET` with a valid digest,
-/// or that is CloudKit's asset dictionary (its digest in `fileChecksum`).
+///
+/// Only what the database typed as an asset, in a record's fields, gets a
+/// URL (issue 64): the SQL that writes records' fields prefixes each stored
+/// asset's digest with ``AssetMarker/prefix`` (sql/functions/asset_marks.sql),
+/// and the scan signs exactly the objects whose `sha256` (GraphQL) or
+/// `fileChecksum` (Web Services) member carries it, removing the prefix.
+/// Nothing else an answer holds can carry the prefix, so no look-alike (a
+/// record's STRING fields `type` and `sha256`, an alias, a field called
+/// `fileChecksum`) is ever signed, whatever its shape.
 extension AssetURLSigner {
-    /// `json` with a `downloadURL` in every asset value; unchanged when it holds none.
+    /// `json` with a `downloadURL` in every marked asset value and every
+    /// mark removed; unchanged when it holds none.
     public func addingDownloadURLs(to json: String) -> String {
-        guard Self.mayHoldAssets(json) || Self.mayHoldCloudKitAssets(json) else { return json }
+        guard Self.mayHoldAssets(json) else { return json }
+        return Self.scanning(json) { sha256, contentType in
+            url(sha256: sha256, contentType: contentType ?? "application/octet-stream")
+        }
+    }
+
+    /// `json` with every asset mark removed and no URL added: for a
+    /// gateway without an asset store, so no mark ever reaches a client.
+    public static func removingMarks(from json: String) -> String {
+        guard mayHoldAssets(json) else { return json }
+        return scanning(json) { _, _ in nil }
+    }
+
+    private static func scanning(_ json: String, _ url: (_ sha256: String, _ contentType: String?) -> String?) -> String {
         var json = json
         return json.withUTF8 { bytes in
             var scanner = AssetValueScanner(bytes)
-            return scanner.signing { sha256, contentType in
-                url(sha256: sha256, contentType: contentType ?? "application/octet-stream")
-            }
+            return scanner.signing(url)
         }
     }
+
+    /// Whether `json` may hold a marked asset: a byte search for the
+    /// mark, run on every answer, that lets all others through without
+    /// parsing them or fetching the signing key.
+    public static func mayHoldAssets(_ json: String) -> Bool {
+        var json = json
+        return json.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, bytes.count >= quotedMark.count else { return false }
+            // memchr to each "~" (the mark's first byte, rare in JSON),
+            // then the quote before it and the rest of the mark compared.
+            let end = base + bytes.count
+            var from = base + 1
+            while from < end, let found = memchr(from, 0x7E, end - from) {
+                let tilde = UnsafePointer(found.assumingMemoryBound(to: UInt8.self))
+                if tilde - 1 + quotedMark.count <= end, (tilde - 1).pointee == 0x22,
+                   memcmp(tilde - 1, quotedMark, quotedMark.count) == 0 {
+                    return true
+                }
+                from = tilde + 1
+            }
+            return false
+        }
+    }
+
+    /// The opening quote and the mark: how every marked digest starts.
+    private static let quotedMark = Array("\"\(AssetMarker.prefix)".utf8)
 }
 
 /// The byte scanner behind ``AssetURLSigner/addingDownloadURLs(to:)``.
@@ -28,7 +71,7 @@ struct AssetValueScanner {
     private struct Frame {
         var isObject: Bool
         var key: String?
-        var type: String?
+        /// The digest, from a member whose value carried the mark.
         var sha256: String?
         var contentType: String?
     }
@@ -39,12 +82,13 @@ struct AssetValueScanner {
     private var frames: [Frame] = []
     /// In an object, whether the next string is a key.
     private var expectingKey = false
+    private let mark = AssetMarker.prefix
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
-    mutating func signing(_ url: (_ sha256: String, _ contentType: String?) -> String) -> String {
+    mutating func signing(_ url: (_ sha256: String, _ contentType: String?) -> String?) -> String {
         output.reserveCapacity(bytes.count + 512)
         while index < bytes.count {
             let byte = bytes[index]
@@ -52,8 +96,14 @@ struct AssetValueScanner {
             case UInt8(ascii: "\""):
                 let start = index
                 let text = readString()
-                output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
-                note(text)
+                if let digest = note(text) {
+                    // The marked digest, written without its mark.
+                    output.append(UInt8(ascii: "\""))
+                    output.append(contentsOf: digest.utf8)
+                    output.append(UInt8(ascii: "\""))
+                } else {
+                    output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                }
                 continue
             case UInt8(ascii: "{"):
                 frames.append(Frame(isObject: true))
@@ -62,9 +112,10 @@ struct AssetValueScanner {
                 frames.append(Frame(isObject: false))
                 expectingKey = false
             case UInt8(ascii: "}"):
-                if let frame = frames.popLast(), frame.type == "ASSET", let sha256 = frame.sha256, AssetDigest(hex: sha256) != nil {
+                if let frame = frames.popLast(), let sha256 = frame.sha256, AssetDigest(hex: sha256) != nil,
+                   let signed = url(sha256, frame.contentType) {
                     output.append(contentsOf: #","downloadURL":"#.utf8)
-                    output.append(contentsOf: JSONString.quoted(url(sha256, frame.contentType)).utf8)
+                    output.append(contentsOf: JSONString.quoted(signed).utf8)
                 }
                 afterValue()
             case UInt8(ascii: "]"):
@@ -83,26 +134,30 @@ struct AssetValueScanner {
         return String(decoding: output, as: UTF8.self)
     }
 
-    /// A string just read: an object's key, or a member's value.
-    private mutating func note(_ text: String) {
-        guard frames.last?.isObject == true else { return }
+    /// A string just read: an object's key, or a member's value. Returns
+    /// the digest when the value is a marked one (to be written unmarked).
+    private mutating func note(_ text: String) -> String? {
+        guard frames.last?.isObject == true else { return nil }
         if expectingKey {
             frames[frames.count - 1].key = text
             expectingKey = false
-            return
+            return nil
         }
+        defer { frames[frames.count - 1].key = nil }
         switch frames[frames.count - 1].key {
-        case "type": frames[frames.count - 1].type = text
-        // CloudKit Web Services' asset dictionary names the digest fileChecksum
-        // (sql/functions/cloudkit_records.sql writes it with contentType).
-        case "sha256": frames[frames.count - 1].sha256 = text
-        case "fileChecksum":
-            frames[frames.count - 1].sha256 = text
-            frames[frames.count - 1].type = "ASSET"
-        case "contentType": frames[frames.count - 1].contentType = text
-        default: break
+        // GraphQL's stored form names the digest sha256, CloudKit Web
+        // Services' asset dictionary fileChecksum (sql/functions/cloudkit_records.sql).
+        case "sha256", "fileChecksum":
+            guard text.hasPrefix(mark) else { return nil }
+            let digest = String(text.dropFirst(mark.count))
+            frames[frames.count - 1].sha256 = digest
+            return digest
+        case "contentType":
+            frames[frames.count - 1].contentType = text
+            return nil
+        default:
+            return nil
         }
-        frames[frames.count - 1].key = nil
     }
 
     /// A closed object or array was a member's value.

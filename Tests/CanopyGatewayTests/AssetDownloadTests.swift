@@ -1,5 +1,6 @@
 import CanopyAdmin
 import CanopyAssets
+import CanopyEncoding
 import CanopyGateway
 import CanopyRequestStore
 import CanopyTestSupport
@@ -114,6 +115,58 @@ struct AssetDownloadTests {
                 { lookup(scope: SHARED, zone: {zoneName: "Z", ownerName: "\(harness.alice.userRecordName)"}, recordNames: ["doc"]) { record { fields } } }
                 """, token: strangerToken.string)
             #expect(!"\(lookup.body)".contains("downloadURL"), "\(lookup.body)")
+        }
+    }
+
+    @Test("issue 64: a look-alike of an asset is never signed: STRING fields named type and sha256, aliases shaped like one, in private and public records, read signed in or not")
+    func lookAlikesGetNoURL() async throws {
+        let (harness, configuration, directory) = try await GatewayHarness.withAssets()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (_, strangerToken) = try await addUser("mallory", on: harness.endpoint)
+        try await harness.test(configuration: configuration, live: true) { client in
+            // Alice's private file, whose digest the stranger knows.
+            let digest = try await seed(client, harness)
+            let mallory = strangerToken.string
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"M\") { zoneName } }", token: mallory)
+            let lookAlike: [String: Any] = ["type": "ASSET", "sha256": digest, "contentType": "text/plain; charset=utf-8"]
+            let saved = try await save(client, token: mallory, zone: "M", [
+                ["recordName": "plain", "recordType": "Note", "fields": lookAlike],
+                ["recordName": digest, "recordType": "ASSET", "fields": ["contentType": "text/plain; charset=utf-8"]],
+            ])
+            #expect(saved.count == 2)
+            var answers: [String] = []
+            answers.append("\(try await client.call("lookup", """
+                { lookup(scope: PRIVATE, zone: {zoneName: "M"}, recordNames: ["plain", "\(digest)"]) { record { fields } } }
+                """, token: mallory).body)")
+            // Aliases that give an object the members an asset has.
+            answers.append("\(try await client.call("lookup", """
+                { lookup(scope: PRIVATE, zone: {zoneName: "M"}, recordNames: ["\(digest)"]) { record { type: recordType sha256: recordName fields } } }
+                """, token: mallory).body)")
+            answers.append("\(try await client.call("zoneChanges", """
+                { zoneChanges(scope: PRIVATE, zone: {zoneName: "M"}) { changed { type: recordType sha256: recordName fields } } }
+                """, token: mallory).body)")
+            // The same through a public record, read by nobody.
+            let publicSave = try await client.call("modifyRecords", """
+                mutation($s: [RecordInput!]) { modifyRecords(scope: PUBLIC, zone: {zoneName: "_defaultZone"}, save: $s) { errors { code message } } }
+                """, ["s": [["recordName": "bait", "recordType": "Poster", "fields": lookAlike]]], token: mallory)
+            #expect((publicSave.object["errors"] as? [Any])?.isEmpty == true, "\(publicSave.body)")
+            var headers: HTTPFields = [.contentType: "application/json"]
+            headers[.accept] = "application/json"
+            let anonymous = try await client.execute(uri: "/graphql", method: .post, headers: headers, body: ByteBuffer(string: """
+                {"query": "{ lookup(scope: PUBLIC, zone: {zoneName: \\"_defaultZone\\"}, recordNames: [\\"bait\\"]) { record { type: recordType sha256: recordName fields } } }"}
+                """))
+            #expect(anonymous.status == .ok)
+            answers.append(String(buffer: anonymous.body))
+            for answer in answers {
+                #expect(answer.contains(digest), "the look-alike was read: \(answer)")
+                #expect(!answer.contains("downloadURL"), "\(answer)")
+                #expect(!answer.contains(AssetMarker.prefix), "a mark left the gateway: \(answer)")
+            }
+            // Alice's own read still signs her real file, with no mark.
+            let real = try #require(try await read(client, harness, token: harness.aliceToken))
+            #expect(real["sha256"] as? String == digest)
+            let url = try #require(real["downloadURL"] as? String)
+            #expect(try await get(client, path(url)).body == Self.text)
         }
     }
 

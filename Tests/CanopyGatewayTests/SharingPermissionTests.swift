@@ -16,6 +16,49 @@ struct SharingPermissionTests {
         case owner, readOnly, readWrite, administrator, pending, removed, stranger
     }
 
+    @Test("issue 64: a READ_ONLY administrator gives no one more than READ_ONLY, themselves included, and so cannot write the owner's records")
+    func administratorGivesNoMoreThanTheirOwn() async throws {
+        let harness = try await GatewayHarness.make()
+        let (carol, carolToken) = try await addUser("carol", on: harness.endpoint)
+        let (dave, _) = try await addUser("dave", on: harness.endpoint)
+        try await harness.test { client in
+            let alice = harness.aliceToken
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Team\") { zoneName } }", token: alice)
+            _ = try await save(client, token: alice, zone: "Team", [contact("seed", name: "Seed")])
+            let share = try await client.call("saveShare", """
+                mutation { saveShare(zoneName: "Team", participants: [{userRecordName: "\(carol.userRecordName)", permission: READ_ONLY, role: ADMINISTRATOR}, \
+                {userRecordName: "\(dave.userRecordName)", permission: READ_ONLY}]) { url } }
+                """, token: alice)
+            let url = try #require(share.object["url"] as? String, "\(share.body)")
+            let accepted = try await client.call("acceptShare", "mutation { acceptShare(url: \"\(url)\") { status } }", token: carolToken.string)
+            #expect(accepted.object["status"] as? String == "ACCEPTED", "\(accepted.body)")
+            let asAdmin = "zoneName: \"Team\", ownerName: \"\(harness.alice.userRecordName)\""
+            func set(_ who: String, _ permission: String) async throws -> Answer {
+                try await client.call("setParticipant", """
+                    mutation { setParticipant(\(asAdmin), participant: {userRecordName: "\(who)", permission: \(permission), role: PRIVATE_USER}) { url } }
+                    """, token: carolToken.string)
+            }
+            let selfPromotion = try await set(carol.userRecordName, "READ_WRITE")
+            #expect(selfPromotion.code == "PERMISSION_FAILURE", "\(selfPromotion.body)")
+            let selfAsUser = try await set(carol.userRecordName, "READ_ONLY")
+            #expect(selfAsUser.code == "PERMISSION_FAILURE", "an administrator's own row is not theirs to change: \(selfAsUser.body)")
+            let raised = try await set(dave.userRecordName, "READ_WRITE")
+            #expect(raised.code == "PERMISSION_FAILURE", "\(raised.body)")
+            let invited = try await client.call("setParticipant", """
+                mutation { setParticipant(\(asAdmin), participant: {email: "guest@example.com", permission: READ_WRITE}) { url } }
+                """, token: carolToken.string)
+            #expect(invited.code == "PERMISSION_FAILURE", "\(invited.body)")
+            let same = try await set(dave.userRecordName, "READ_ONLY")
+            #expect(same.code == nil, "what the administrator has they may give: \(same.body)")
+            // Whatever was tried, Carol still cannot write Alice's records.
+            let write = try await client.call("modifyRecords", """
+                mutation($s: [RecordInput!]) { modifyRecords(scope: SHARED, zone: {\(asAdmin)}, save: $s) { errors { code } } }
+                """, ["s": [contact("by-carol", name: "x")]], token: carolToken.string)
+            let code = write.code ?? (write.object["errors"] as? [[String: Any]])?.first?["code"] as? String
+            #expect(code == "PERMISSION_FAILURE", "\(write.body)")
+        }
+    }
+
     @Test("every role and status against reads, writes and the share itself")
     func permissionTable() async throws {
         let harness = try await GatewayHarness.make()

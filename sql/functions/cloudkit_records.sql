@@ -64,7 +64,10 @@ AS $$
             WHEN 'LOCATION' THEN (p_value - 'type')::text
             -- contentType is Canopy's: the gateway signs the downloadURL it
             -- adds with it (AssetURLSigner), as it does for GraphQL's answers.
-            WHEN 'ASSET' THEN json_build_object('fileChecksum', p_value->'sha256', 'size', p_value->'size', 'contentType', p_value->'contentType')::text
+            -- The digest carries the session's asset marker (asset_marks.sql):
+            -- the gateway signs only what the database typed as an asset.
+            WHEN 'ASSET' THEN json_build_object('fileChecksum', coalesce(current_setting('canopy.asset_marker', true), '') || (p_value->>'sha256'),
+                                                'size', p_value->'size', 'contentType', p_value->'contentType')::text
             ELSE p_value::text END
         ELSE p_value::text
     END

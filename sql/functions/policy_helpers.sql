@@ -73,6 +73,21 @@ BEGIN
 END
 $$;
 
+-- Shares the caller accepted as an ADMINISTRATOR with READ_WRITE: only
+-- there may they give READ_WRITE (issue 64: an administrator never grants
+-- more than they have).
+CREATE OR REPLACE FUNCTION canopy.writing_admin_share_ids() RETURNS bigint[]
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN (
+        SELECT coalesce(array_agg(m.share_id), '{}')
+          FROM canopy.memberships m
+         WHERE m.user_id = canopy.current_user_id() AND m.role = 'ADMINISTRATOR' AND m.can_write
+    );
+END
+$$;
+
 -- Root records of the record-rooted shares the caller accepted: only the
 -- owner deletes a root.
 CREATE OR REPLACE FUNCTION canopy.member_root_record_ids() RETURNS bigint[]
@@ -113,11 +128,13 @@ REVOKE ALL ON FUNCTION canopy.owned_zone_ids() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.owned_share_ids() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.member_share_ids(boolean) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.admin_share_ids() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.writing_admin_share_ids() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.member_root_record_ids() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.shares_managed_with(bigint) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.owned_zone_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.owned_share_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.member_share_ids(boolean) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.admin_share_ids() TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.writing_admin_share_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.member_root_record_ids() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.shares_managed_with(bigint) TO canopy_gateway;

@@ -14,7 +14,9 @@ DROP POLICY IF EXISTS canopy_owner_all ON canopy.participants;
 CREATE POLICY canopy_owner_all ON canopy.participants TO canopy_owner USING (true) WITH CHECK (true);
 
 -- participants: the owner manages everyone but the OWNER row; accepted
--- administrators manage PRIVATE_USERs and see the whole list; other accepted
+-- administrators manage PRIVATE_USERs other than themselves, giving at most
+-- their own permission (issue 64: a READ_ONLY administrator once made
+-- their own row PRIVATE_USER with READ_WRITE), and see the whole list; other accepted
 -- participants see the owner and themselves, and may leave (their own row to
 -- REMOVED, guarded by participants_guard_self_update; a PUBLIC_USER's row
 -- is deleted so the link can be used again).
@@ -28,7 +30,9 @@ CREATE POLICY participants_select ON canopy.participants FOR SELECT TO canopy_ga
 DROP POLICY IF EXISTS participants_insert ON canopy.participants;
 CREATE POLICY participants_insert ON canopy.participants FOR INSERT TO canopy_gateway
     WITH CHECK ((share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) AND role <> 'OWNER')
-        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER'));
+        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER'
+            AND user_id IS DISTINCT FROM (SELECT canopy.current_user_id())
+            AND (permission = 'READ_ONLY' OR share_id = ANY ((SELECT canopy.writing_admin_share_ids())::bigint[]))));
 
 DROP POLICY IF EXISTS participants_update ON canopy.participants;
 CREATE POLICY participants_update ON canopy.participants FOR UPDATE TO canopy_gateway
@@ -36,7 +40,9 @@ CREATE POLICY participants_update ON canopy.participants FOR UPDATE TO canopy_ga
         OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER')
         OR (share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[]) AND user_id = (SELECT canopy.current_user_id())))
     WITH CHECK ((share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) AND role <> 'OWNER')
-        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER')
+        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER'
+            AND user_id IS DISTINCT FROM (SELECT canopy.current_user_id())
+            AND (permission = 'READ_ONLY' OR share_id = ANY ((SELECT canopy.writing_admin_share_ids())::bigint[])))
         OR (user_id = (SELECT canopy.current_user_id()) AND status = 'REMOVED'));
 
 DROP POLICY IF EXISTS participants_delete ON canopy.participants;

@@ -79,7 +79,7 @@ enum Introspection {
             return GraphQLResponse.json(try await execute(parsed), status: .ok)
         }
         let key = AnswerKey(query: parsed.source, operationName: parsed.operation.name?.value, variables: JSONValue.object(parsed.variables).jsonText)
-        if let cached = answers.withLock({ $0[key] }) {
+        if let cached = answers[key] {
             return GraphQLResponse.json(cached, status: .ok)
         }
         guard gate.running.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
@@ -90,10 +90,8 @@ enum Introspection {
         }
         defer { gate.running.store(false, ordering: .releasing) }
         let text = try await execute(parsed)
-        answers.withLock { answers in
-            if answers.count >= answerCapacity { answers.removeAll(keepingCapacity: true) }
-            answers[key] = text
-        }
+        let weight = Self.weight(of: key)
+        if weight < Int.max { answers.keep(text, for: key, bytes: weight + text.utf8.count) }
         return GraphQLResponse.json(text, status: .ok)
     }
 
@@ -102,14 +100,11 @@ enum Introspection {
     static func checkCost(_ roots: [SelectedField], in parsed: ParsedRequest, maximum: Int) async throws {
         let key = AnswerKey(query: parsed.source, operationName: parsed.operation.name?.value,
                             variables: JSONValue.object(parsed.variables).jsonText, maximum: maximum)
-        if let refusal = refusals.withLock({ $0[key] }) { throw refusal }
+        if let refusal = refusals[key] { throw refusal }
         do {
             try IntrospectionCost.check(roots, graph: await graph, maximum: maximum, in: parsed)
         } catch let refusal as QueryError {
-            refusals.withLock { refusals in
-                if refusals.count >= answerCapacity * 4 { refusals.removeAll(keepingCapacity: true) }
-                refusals[key] = refusal
-            }
+            refusals.keep(refusal, for: key, bytes: weight(of: key))
             throw refusal
         }
     }
@@ -128,7 +123,7 @@ enum Introspection {
         let running = Atomic<Bool>(false)
     }
 
-    private struct AnswerKey: Hashable {
+    private struct AnswerKey: Hashable, Sendable {
         var query: String
         var operationName: String?
         var variables: String
@@ -136,8 +131,16 @@ enum Introspection {
     }
 
     /// Answers kept; emptied when full. Each is at most what
-    /// `--max-introspection-cost` admits (a few hundred KB).
+    /// `--max-introspection-cost` admits (a few hundred KB); bounded by
+    /// bytes too, and a document over 16 KiB is never kept (issue 64).
     static let answerCapacity = 32
-    private static let answers = Mutex<[AnswerKey: String]>([:])
-    private static let refusals = Mutex<[AnswerKey: QueryError]>([:])
+    private static let answers = DocumentCache<AnswerKey, String>(capacity: answerCapacity, byteCapacity: 16 << 20, largestEntry: 2 << 20)
+    private static let refusals = DocumentCache<AnswerKey, QueryError>(capacity: answerCapacity * 4, byteCapacity: 2 << 20, largestEntry: 16 << 10)
+    static let largestKeptDocument = 16 << 10
+
+    /// What a key weighs, or more than any cache keeps when its document is too long to keep.
+    private static func weight(of key: AnswerKey) -> Int {
+        let bytes = key.query.utf8.count + key.variables.utf8.count
+        return bytes > largestKeptDocument ? Int.max : bytes
+    }
 }

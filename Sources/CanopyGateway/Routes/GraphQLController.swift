@@ -125,8 +125,10 @@ struct GraphQLController {
             }
             do {
                 var json = try await executor.resolve(field)
-                if let assetURLs, let text = json, AssetURLSigner.mayHoldAssets(text) {
-                    json = try await assetURLs(context.logger).addingDownloadURLs(to: text)
+                // Marked assets (sql/functions/asset_marks.sql) signed, every
+                // mark removed; nothing else is ever signed (issue 64).
+                if let text = json, AssetURLSigner.mayHoldAssets(text) {
+                    json = try await assetURLs?(context.logger).addingDownloadURLs(to: text) ?? AssetURLSigner.removingMarks(from: text)
                 }
                 entries.append((field.responseKey, json))
             } catch {

@@ -52,10 +52,13 @@ struct WebServicesCall {
                                    missingCode: WebServicesCode.notFound.rawValue, requestID: requestID)
     }
 
-    /// Records' JSON with a signed `downloadURL` in every asset, as
-    /// GraphQL's answers get theirs.
+    /// An answer with a signed `downloadURL` in every asset the database
+    /// marked (sql/functions/asset_marks.sql), as GraphQL's answers get
+    /// theirs, and every mark removed: applied to each whole answer, so no
+    /// endpoint can forget it (issue 64).
     func signingAssets(_ json: String) async throws -> String {
-        guard let signer = store.assetURLs, AssetURLSigner.mayHoldCloudKitAssets(json) else { return json }
+        guard AssetURLSigner.mayHoldAssets(json) else { return json }
+        guard let signer = store.assetURLs else { return AssetURLSigner.removingMarks(from: json) }
         return try await signer(logger).addingDownloadURLs(to: json)
     }
 

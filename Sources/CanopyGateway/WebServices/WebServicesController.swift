@@ -107,7 +107,9 @@ struct WebServicesController {
                 container: settings.container, environment: settings.environment.rawValue, publicURL: configuration.publicURL,
                 userID: context.userID, uploadURL: path.operation == "assets/upload" ? uploadURL(logger: context.logger) : nil
             )
-            return WebServicesResponse.ok(try await endpoint.handler(call))
+            var answer = try await endpoint.handler(call)
+            answer.text = try await call.signingAssets(answer.text)
+            return WebServicesResponse.ok(answer)
         } catch let error as SignInRequired {
             throw error
         } catch {

@@ -1,3 +1,4 @@
+import CanopyAssets
 import CanopyPlanner
 import CanopyRequestStore
 import CanopyWAL
@@ -86,7 +87,11 @@ struct SubscriptionFeed {
                     : try await executor.databaseChanges(field, overridingSince: since, after: woken)
                 if let zone = page.zoneID { followed.id.withLock { $0 = zone } }
                 if !page.isEmpty {
-                    guard await send("{\"data\":{\(GraphQLResponse.quoted(field.responseKey)):\(page.json)}}") else { return }
+                    // A feed's pages carry no download URLs (zoneChanges over
+                    // HTTP signs them); the database's asset marks never
+                    // leave the gateway (sql/functions/asset_marks.sql).
+                    let json = AssetURLSigner.removingMarks(from: page.json)
+                    guard await send("{\"data\":{\(GraphQLResponse.quoted(field.responseKey)):\(json)}}") else { return }
                 }
                 since = .some(page.token)
             } while page.moreComing && !Task.isCancelled

@@ -44,7 +44,7 @@ public struct ParsedRequest: @unchecked Sendable {
     /// limits: clients send the same few documents over and over, with new
     /// variables, and parsing and validating them is most of what the
     /// gateway does for a small request. Bounded: emptied when full.
-    private struct CacheKey: Hashable {
+    struct CacheKey: Hashable, Sendable {
         var query: String
         var operationName: String?
         var maximumDepth: Int
@@ -53,10 +53,11 @@ public struct ParsedRequest: @unchecked Sendable {
         var maximumSelections: Int
     }
 
-    private static let cache = Mutex<[CacheKey: ParsedRequest]>([:])
+    /// At most 512 documents, 8 MiB of text, none over 64 KiB (issue 64);
+    /// a parsed document is counted at three times its text for its tree.
+    static let cache = DocumentCache<CacheKey, ParsedRequest>(capacity: 512, byteCapacity: 8 << 20, largestEntry: 64 << 10)
     /// Documents refused before, by the same key, with their refusal.
-    private static let refusals = Mutex<[CacheKey: QueryError]>([:])
-    static let cacheCapacity = 512
+    static let refusals = DocumentCache<CacheKey, QueryError>(capacity: 512, byteCapacity: 4 << 20, largestEntry: 64 << 10)
 
     /// Parses and validates (or finds the document parsed and validated
     /// before); throws `QueryError` (`badRequest`) with the line and column
@@ -67,7 +68,7 @@ public struct ParsedRequest: @unchecked Sendable {
     ) throws {
         let key = CacheKey(query: query, operationName: operationName, maximumDepth: limits.maximumDepth, maximumAliases: limits.maximumAliases,
                            maximumIntrospectionDepth: limits.maximumIntrospectionDepth, maximumSelections: limits.maximumSelections)
-        if let cached = Self.cache.withLock({ $0[key] }) {
+        if let cached = Self.cache[key] {
             self = cached
             try InputObjectFields.check(variables, of: operation) { location(of: $0) }
             self.variables = variables
@@ -76,21 +77,14 @@ public struct ParsedRequest: @unchecked Sendable {
         // A document refused before is refused again at the cost of a
         // lookup: a client resending one that is over a limit (issue 48's
         // alias flood) costs what a small request costs.
-        if let refusal = Self.refusals.withLock({ $0[key] }) { throw refusal }
+        if let refusal = Self.refusals[key] { throw refusal }
         do {
             try self.init(parsing: query, operationName: operationName, limits: limits)
         } catch let refusal as QueryError {
-            Self.refusals.withLock { refusals in
-                if refusals.count >= Self.cacheCapacity { refusals.removeAll(keepingCapacity: true) }
-                refusals[key] = refusal
-            }
+            Self.refusals.keep(refusal, for: key, bytes: query.utf8.count + refusal.message.utf8.count)
             throw refusal
         }
-        let parsed = self
-        Self.cache.withLock { cache in
-            if cache.count >= Self.cacheCapacity { cache.removeAll(keepingCapacity: true) }
-            cache[key] = parsed
-        }
+        Self.cache.keep(self, for: key, bytes: query.utf8.count * 3)
         try InputObjectFields.check(variables, of: operation) { location(of: $0) }
         self.variables = variables
     }
@@ -123,17 +117,15 @@ public struct ParsedRequest: @unchecked Sendable {
         for case let fragment as FragmentDefinition in document.definitions {
             fragments[fragment.name.value] = fragment
         }
-        // The shape first: validation walks fragments as spread too.
-        try Self.checkShape(chosen, fragments: fragments, locator: locator, limits: limits)
-        let errors = validate(schema: GraphQLAPI.schema, ast: document)
-        if let first = errors.first {
-            throw QueryError(
-                .badRequest, first.message,
-                locations: errors.flatMap { error in
-                    error.nodes.compactMap { $0.loc.map { locator.location(ofUTF8Offset: $0.start) } }
-                }
-            )
+        // The shape first: validation walks fragments as spread too, and
+        // every definition, used or not, whatever it holds (issue 64).
+        do {
+            try DocumentSize.check(document, limits: .init(selections: limits.maximumSelections))
+        } catch {
+            throw QueryError(.limitExceeded, error.message, locations: error.node?.loc.map { [locator.location(ofUTF8Offset: $0.start)] } ?? [])
         }
+        try Self.checkShape(chosen, fragments: fragments, locator: locator, limits: limits)
+        try Self.validated(query, document, locator: locator)
         try InputObjectFields.checkLiterals(of: chosen, fragments: fragments) { node in
             node.loc.map { [locator.location(ofUTF8Offset: $0.start)] } ?? []
         }
@@ -216,6 +208,32 @@ public struct ParsedRequest: @unchecked Sendable {
             }
         }
         try walk(operation.selectionSet, depth: 1, introspection: false, visiting: [])
+    }
+
+    /// Documents up to this length are validated as parsed, and their
+    /// errors located; a longer one is parsed again without locations for
+    /// validation, since the library locates each error it makes by scanning
+    /// the document from its start (issue 64): its errors say what, not where.
+    static let locatedValidationLimit = 16 * 1024
+    /// How many of validation's errors a refusal locates.
+    static let locatedErrors = 5
+
+    /// Refuses the document with validation's first error, located.
+    private static func validated(_ query: String, _ document: Document, locator: SourceLocator) throws {
+        let errors: [GraphQLError]
+        if query.utf8.count <= locatedValidationLimit {
+            errors = validate(schema: GraphQLAPI.schema, ast: document)
+        } else {
+            let bare = try parse(source: Source(body: query, name: "request"), noLocation: true)
+            errors = validate(schema: GraphQLAPI.schema, ast: bare)
+        }
+        guard let first = errors.first else { return }
+        throw QueryError(
+            .badRequest, first.message,
+            locations: errors.prefix(locatedErrors).flatMap { error in
+                error.nodes.compactMap { $0.loc.map { locator.location(ofUTF8Offset: $0.start) } }
+            }
+        )
     }
 
     /// GraphQLSwift's syntax messages embed its own (wrong after non-ASCII)

@@ -34,10 +34,12 @@ public enum Projection {
                 return "(SELECT \(zone) FROM zone)"
             case "fields":
                 let arguments = request.arguments(of: field)
-                guard let keys = try arguments.value("keys"), !keys.isNull else { return "r.fields" }
+                // Assets marked for the URL signer (sql/functions/asset_marks.sql):
+                // the only values of an answer that may get a downloadURL.
+                guard let keys = try arguments.value("keys"), !keys.isNull else { return "canopy.marked_fields(r.fields)" }
                 let names = try arguments.strings("keys")
                 let bound = builder.bind(names)
-                return "(SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}') FROM jsonb_each(r.fields) f WHERE f.key = ANY(\(bound)::text[]))"
+                return "canopy.marked_fields((SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}') FROM jsonb_each(r.fields) f WHERE f.key = ANY(\(bound)::text[])))"
             case "created":
                 return try stamp(field.children, time: "r.created_at", user: "r.created_by_name", &builder)
             case "modified":

@@ -64,7 +64,9 @@ public final class RequestDatabase: Sendable {
     ) throws {
         self.tracing = tracing
         let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
-        let startupParameters = [("statement_timeout", String(max(1, milliseconds)))]
+        // The asset marker (sql/functions/asset_marks.sql): what the SQL marks
+        // as an asset is all the URL signer trusts (issue 64).
+        let startupParameters = [("statement_timeout", String(max(1, milliseconds))), (AssetMarker.setting, AssetMarker.prefix)]
         self.tokens = ExpiringCache(timeToLive: tokenCacheTime)
         self.containerTokens = ExpiringCache(timeToLive: tokenCacheTime)
         self.serverKeys = ExpiringCache(timeToLive: tokenCacheTime)
