@@ -74,6 +74,7 @@ export class Device {
     this.errors = [];
     this.status = {pending: 0, reachable: null};
     this.kills = 0;
+    this.tasks = new Set();
   }
 
   /** extra: {dieMidRange: k}: die at the k-th state stored while a first sync in ranges is under way. */
@@ -129,12 +130,16 @@ export class Device {
     case "stuck": this.log(`${this.name} has not settled in 45 s: ${JSON.stringify(message).slice(0, 1500)}`); break;
     case "failure": this.failures.push(message); this.log(`${this.name}: ${message.what} failed: ${message.code} ${message.message}`); break;
     case "engineError": this.errors.push(message); break;
-    case "needToken":
-      this.world.token(this.user.name).then((token) => {
+    case "needToken": {
+      // Tracked, so stop() waits for it; one asked for as the world stops fails quietly.
+      const task = this.world.token(this.user.name).then((token) => {
         this.token = token;
         try { this.post({type: "token", token}); } catch { /* died meanwhile */ }
-      });
+      }).catch((error) => this.log(`${this.name}: no new token: ${error?.message ?? error}`));
+      this.tasks.add(task);
+      task.finally(() => this.tasks.delete(task));
       break;
+    }
     }
   }
 
@@ -163,9 +168,14 @@ export class Device {
   }
 
   async stop() {
-    if (!this.alive) return;
-    this.tell({type: "stop"});
-    await Promise.race([this.exited, pause(10_000).then(() => this.child.kill("SIGKILL"))]);
+    if (this.alive) {
+      this.tell({type: "stop"});
+      // The 10 s limit's timer is cleared, not left to run into the next seed.
+      const limit = new AbortController();
+      await Promise.race([this.exited, pause(10_000, limit.signal).then(() => this.child.kill("SIGKILL"), () => {})]);
+      limit.abort();
+    }
+    await Promise.allSettled(this.tasks);
   }
 }
 
@@ -179,6 +189,20 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
   const log = [];
   const note = (text) => { log.push(`[${(performance.now() / 1000).toFixed(1)}] ${text}`); if (verbose) console.log(`seed ${seed}: ${text}`); };
   const world = new FaultWorld({binary, migrations, log: note});
+  // The seed's life: everything it starts ends with it, so the next seed (in
+  // the same process) runs alone. world.signal aborts in the teardown: every
+  // retry loop and pause below ends at it, and what runs in the background
+  // (zone faults, gateway restarts) is kept here and waited for.
+  const {signal} = world;
+  const background = new Set();
+  const inBackground = (promise) => {
+    background.add(promise);
+    // Handled here so that a failure is not an unhandled rejection, which
+    // kills the process wherever it lands (outside runSeed, maybe in a later
+    // seed): the heal awaits each of these, and a failure fails this seed there.
+    promise.catch(() => {}).finally(() => background.delete(promise));
+    return promise;
+  };
   const devices = [];
   const apis = [];
   const counts = {};
@@ -205,12 +229,13 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
      */
     const api = async (what, request) => {
       for (let attempt = 0; ; attempt++) {
+        signal.throwIfAborted();   // the seed is over: no more tries
         try { return await request(); } catch (error) {
           const away = error?.code === "NETWORK_FAILURE" || error?.code === "SERVICE_UNAVAILABLE" || error?.isRetryable;
           if (!away && attempt > 0) { note(`${what}: refused when tried again (${error?.code}): done the first time`); return null; }
           if (!away || attempt >= 60) throw new Error(`${what}: ${error?.code ?? ""} ${error?.message ?? error}`);
           await world.ensureGateway().catch(() => {});
-          await pause(500);
+          await pause(500, signal);
         }
       }
     };
@@ -275,15 +300,17 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
       count(what);
       note(`${what}: ${names.join(", ")} cut off`);
       const after = 200 + rng.int(3000);
-      zoneFault = zoneFault.then(() => pause(after)).then(undo).then(() => {
+      zoneFault = inBackground(zoneFault.then(() => pause(after, signal)).then(undo).then(() => {
         for (const name of names) epoch.set(name, epoch.get(name) + 1);
         note(`${what}: over`);
-      });
+      }));
       return zoneFault;
     };
     let value = 0;
     const shared = ["milk", "eggs", "bread", "tea"];
-    const restartLater = (ms) => pause(ms).then(() => world.ensureGateway());
+    // Every restart is kept (a later one replaces gatewayComing, not the earlier one's timer).
+    const restarts = [];
+    const restartLater = (ms) => { const restart = inBackground(pause(ms, signal).then(() => world.ensureGateway())); restarts.push(restart); return restart; };
     let gatewayComing = null;
 
     for (let step = 0; step < steps; step++) {
@@ -389,7 +416,7 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
     // Heal: the gateway up and every device running; then each engine must
     // send everything by itself (nobody edits, nobody calls send), however
     // long the server was away: a stranded queue fails here.
-    await gatewayComing;
+    await Promise.all(restarts);
     await world.restarting;
     await world.ensureGateway();
     await zoneFault;
@@ -485,9 +512,11 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
     counts["answers withheld"] = world.proxy.withheld;
     return {seed, ok: problems.length === 0, problems, counts, log};
   } finally {
+    world.close();   // aborts `signal`: every loop and pause of this seed ends
     for (const container of apis) container.close();
     for (const device of devices) await device.stop().catch(() => {});
     await world.stop().catch(() => {});
+    await Promise.allSettled(background);
     rmSync(world.directory, {recursive: true, force: true});
   }
 }
@@ -504,7 +533,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   let failed = 0;
   for (let seed = first; seed <= (last ?? first); seed++) {
     const started = Date.now();
-    const result = await runSeed(seed, {steps, binary, migrations, engines, verbose: process.argv.includes("--verbose")});
+    // A seed that throws fails as itself, and the next seeds still run.
+    const result = await runSeed(seed, {steps, binary, migrations, engines, verbose: process.argv.includes("--verbose")})
+      .catch((error) => ({seed, ok: false, problems: [`the run threw: ${error?.stack ?? error}`], counts: {}, log: []}));
     console.log(`seed ${seed} (${engines}): ${result.ok ? "ok" : "FAILED"} in ${((Date.now() - started) / 1000).toFixed(0)} s ${JSON.stringify(result.counts)}`);
     if (!result.ok) {
       failed += 1;

@@ -23,16 +23,23 @@ export function freePort() {
   });
 }
 
-export const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`; with a signal, rejects (and clears its timer) the moment it aborts. */
+export const pause = (ms, signal) => new Promise((resolve, reject) => {
+  if (signal?.aborted) { reject(signal.reason); return; }
+  const stop = () => { clearTimeout(timer); reject(signal.reason); };
+  const timer = setTimeout(() => { signal?.removeEventListener("abort", stop); resolve(); }, ms);
+  signal?.addEventListener("abort", stop, {once: true});
+});
 
-/** Waits for `condition()` to be truthy, every 50 ms, up to `seconds`. */
-export async function eventually(condition, seconds, what) {
+/** Waits for `condition()` to be truthy, every 50 ms, up to `seconds` (or until `signal` aborts). */
+export async function eventually(condition, seconds, what, signal) {
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
+    signal?.throwIfAborted();
     const value = await condition();
     if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${seconds} s waiting for ${what}`);
-    await pause(50);
+    await pause(50, signal);
   }
 }
 
@@ -103,10 +110,33 @@ export class FaultWorld {
     chmodSync(this.directory, 0o755);   // the server runs as postgres (as root), which must enter it
     this.gateway = null;
     this.output = "";
+    // Aborted when the world closes: its restarts, pauses and commands end
+    // with it. A command run after stop() would not just fail: canopy starts
+    // the embedded cluster it is pointed at, so a late one (a restart, a
+    // token asked for) would make a new cluster (and gateway) in the removed
+    // directory, left running under the next seed.
+    this.closing = new AbortController();
+    this.commands = new Set();
+  }
+
+  get signal() { return this.closing.signal; }
+
+  /** Ends everything the world does (stop() then takes it down). */
+  close() {
+    if (!this.signal.aborted) this.closing.abort(new Error("the fault world was stopped"));
+  }
+
+  /** Runs one of the world's commands, refused once it is closed; stop() waits for those under way. */
+  command(start) {
+    if (this.signal.aborted) return Promise.reject(this.signal.reason);
+    const promise = start();
+    this.commands.add(promise);
+    promise.catch(() => {}).finally(() => this.commands.delete(promise));
+    return promise;
   }
 
   canopy(args) {
-    return run(this.binary, [...args, "--data-dir", this.directory], {maxBuffer: 16 << 20});
+    return this.command(() => run(this.binary, [...args, "--data-dir", this.directory], {maxBuffer: 16 << 20}));
   }
 
   async start() {
@@ -132,7 +162,8 @@ export class FaultWorld {
       if (this.gateway) this.gateway.killedOnPurpose = true;
       this.gateway?.kill("SIGKILL");
       // Back after a moment, as a supervisor would start it again.
-      this.restarting = pause(300 + Math.floor(Math.random() * 1500)).then(() => this.ensureGateway()).catch((error) => this.log(`restart failed: ${error}`));
+      this.restarting = pause(300 + Math.floor(Math.random() * 1500), this.signal).then(() => this.ensureGateway())
+        .catch((error) => { if (!this.signal.aborted) this.log(`restart failed: ${error}`); });
     });
     await this.proxy.start();
     this.baseURL = `http://127.0.0.1:${this.proxy.port}`;
@@ -140,15 +171,18 @@ export class FaultWorld {
   }
 
   /** psql as the administrator on the run's own cluster. */
-  async psql(sql) {
-    const {readFileSync} = await import("node:fs");
-    const port = readFileSync(join(this.directory, "port"), "utf8").trim();
-    const {stdout} = await run("psql", ["-h", join(this.directory, "run"), "-p", port, "-U", "canopy_admin", "-d", "canopy",
-      "-v", "ON_ERROR_STOP=1", "-qAtc", sql], {maxBuffer: 64 << 20});
-    return stdout;
+  psql(sql) {
+    return this.command(async () => {
+      const {readFileSync} = await import("node:fs");
+      const port = readFileSync(join(this.directory, "port"), "utf8").trim();
+      const {stdout} = await run("psql", ["-h", join(this.directory, "run"), "-p", port, "-U", "canopy_admin", "-d", "canopy",
+        "-v", "ON_ERROR_STOP=1", "-qAtc", sql], {maxBuffer: 64 << 20});
+      return stdout;
+    });
   }
 
   async startGateway() {
+    this.signal.throwIfAborted();   // no gateway is started for a closed world
     const child = spawn(this.binary, ["serve", "--data-dir", this.directory, "--migrations-dir", this.migrations,
       "--port", String(this.gatewayPort), "--public-url", this.baseURL, "--rate-limit", "0", "--anonymous-rate-limit", "0",
       "--no-console", "--no-push", "--websocket-ping-interval", "2"], {stdio: ["ignore", "pipe", "pipe"]});
@@ -161,7 +195,7 @@ export class FaultWorld {
       if (child.killedOnPurpose) return true;   // killed by a fault while it started: the next start is someone else's
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`canopy serve exited: ${this.output}`);
       try { return (await fetch(`http://127.0.0.1:${this.gatewayPort}/health`)).status === 200; } catch { return false; }
-    }, 60, "canopy serve to answer /health");
+    }, 60, "canopy serve to answer /health", this.signal);
   }
 
   get gatewayRunning() {
@@ -185,15 +219,16 @@ export class FaultWorld {
   ensureGateway() {
     this.starting = (this.starting ?? Promise.resolve()).catch(() => {}).then(async () => {
       for (let attempt = 1; ; attempt++) {
+        this.signal.throwIfAborted();
         if (this.gatewayRunning) return;
         await this.gateway?.exitedPromise;
         try {
           await this.startGateway();
           return;
         } catch (error) {
-          if (attempt >= 10) throw error;
+          if (attempt >= 10 || this.signal.aborted) throw error;
           this.log(`the gateway exited while starting (attempt ${attempt}), started again: ${String(error.message).split("\n").slice(-2).join(" ")}`);
-          await pause(1000);
+          await pause(1000, this.signal);
         }
       }
     });
@@ -231,9 +266,13 @@ export class FaultWorld {
   }
 
   async stop() {
+    this.close();
+    // What was under way ends first (a start spawns no gateway after this, a
+    // command is not cut off half-way), then the gateway, the proxy and the cluster go.
+    await Promise.allSettled([this.starting, this.restarting, ...this.commands]);
     await this.killGateway().catch(() => {});
     await this.proxy?.stop().catch(() => {});
-    await this.canopy(["cluster", "stop"]).catch(() => {});
+    await run(this.binary, ["cluster", "stop", "--data-dir", this.directory]).catch(() => {});
     rmSync(this.directory, {recursive: true, force: true});
   }
 }
