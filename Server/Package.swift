@@ -347,7 +347,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CanopyIdentityTests",
-            dependencies: ["CanopyIdentity"],
+            dependencies: ["CanopyIdentity", "CanopyEncoding"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -244,6 +244,50 @@ struct StorageQuotaTests {
         }
     }
 
+    @Test("issue 64: a streamed upload (no Content-Length) is refused QUOTA_EXCEEDED as its bytes pass the remaining quota, says nothing was kept, and leaves no bytes and no row")
+    func streamedUploadPastTheQuota() async throws {
+        let (harness, configuration, directory) = try await GatewayHarness.withAssets()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await TestDatabase.withConnection(harness.endpoint) { connection in
+            _ = try await connection.texts("INSERT INTO canopy.storage_usage (user_id, quota_bytes, has_quota) VALUES (\(harness.alice.id), 1000, true)")
+        }
+        try await harness.test(configuration: configuration, live: true) { client in
+            let port = try #require(client.port)
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let outcome: Result<(UInt, String), any Error>
+            do {
+                var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/assets")
+                request.method = .POST
+                request.headers.add(name: "Authorization", value: "Bearer \(harness.aliceToken)")
+                // Four chunks of 600 bytes, of unknown length: chunked.
+                let chunks = AsyncStream<ByteBuffer> { continuation in
+                    for index in 0..<4 { continuation.yield(ByteBuffer(repeating: UInt8(index), count: 600)) }
+                    continuation.finish()
+                }
+                request.body = .stream(chunks, length: .unknown)
+                let response = try await http.execute(request, timeout: .seconds(60))
+                let body = try await response.body.collect(upTo: 1 << 20)
+                outcome = .success((response.status.code, String(buffer: body)))
+            } catch {
+                outcome = .failure(error)
+            }
+            try await http.shutdown()
+            let (status, text) = try outcome.get()
+            #expect(status == 413, "\(status) \(text)")
+            #expect(text.contains("QUOTA_EXCEEDED") && text.contains("nothing was kept"), "\(text)")
+        }
+        let rows = try await TestDatabase.withConnection(harness.endpoint) { connection in
+            try await connection.texts("SELECT count(*)::text FROM canopy.uploads")
+        }
+        #expect(rows == ["0"])
+        let files = FileManager.default.enumerator(atPath: directory.path)?.compactMap { $0 as? String } ?? []
+        let kept = files.filter { path in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: directory.appendingPathComponent(path).path, isDirectory: &isDirectory) && !isDirectory.boolValue
+        }
+        #expect(kept.isEmpty, "bytes were kept: \(kept)")
+    }
+
     @Test("uploads count while pending and are refused 413 QUOTA_EXCEEDED past the quota; attached, the asset is charged to the zone's owner; deleting the record frees it, and the collector then removes the bytes no record holds")
     func assets() async throws {
         let (harness, configuration, directory) = try await GatewayHarness.withAssets()

@@ -107,25 +107,31 @@ struct AssetController {
     static func receive(
         _ request: Request, as userID: Int64, settings: AssetSettings, database: RequestDatabase, context: CanopyRequestContext
     ) async throws -> (UploadToken, StoredAsset) {
-        if let length = request.headers[.contentLength].flatMap(Int64.init) {
-            if length > settings.maximumSize { throw Self.tooLarge(settings.maximumSize) }
-            // Refused before a byte is read when it cannot fit (the record of
-            // the upload is checked again, exactly, by the database).
-            let room: (used: Int64, quota: Int64?)
-            do { room = try await database.storageRoom(of: userID, logger: context.logger) } catch {
-                throw APIError(error, requestID: context.requestID, logger: context.logger)
-            }
-            if let quota = room.quota, room.used + length > quota {
-                StorageMetrics.refusals.increment()
-                throw APIError(.quotaExceeded, "your storage is full: the upload needs \(length) bytes, and \(max(quota - room.used, 0)) of your quota of \(quota) bytes are free; nothing was kept", status: .contentTooLarge)
-            }
+        let length = request.headers[.contentLength].flatMap(Int64.init)
+        if let length, length > settings.maximumSize { throw Self.tooLarge(settings.maximumSize) }
+        // The room the uploader has: an upload that cannot fit is refused
+        // before a byte is read (with a Content-Length) or as its bytes pass
+        // it (streamed), and keeps nothing (issue 64: a streamed upload was
+        // kept whole, then refused). The database checks again, exactly,
+        // when it records the upload.
+        let room: (used: Int64, quota: Int64?)
+        do { room = try await database.storageRoom(of: userID, logger: context.logger) } catch {
+            throw APIError(error, requestID: context.requestID, logger: context.logger)
         }
+        let free = room.quota.map { max($0 - room.used, 0) }
+        if let quota = room.quota, let free, let length, length > free {
+            throw Self.quotaExceeded(needing: "\(length) bytes", free: free, quota: quota)
+        }
+        let limit = min(settings.maximumSize, free ?? .max)
         let contentType = request.headers[.contentType].map { String($0.prefix(255)) }.flatMap { $0.isEmpty ? nil : $0 }
             ?? "application/octet-stream"
         let stored: StoredAsset
         do {
-            stored = try await settings.store.store(request.body, limit: settings.maximumSize)
-        } catch let error as AssetError where error.kind == .tooLarge(limit: settings.maximumSize) {
+            stored = try await settings.store.store(request.body, limit: limit)
+        } catch let error as AssetError where error.kind == .tooLarge(limit: limit) {
+            if let quota = room.quota, let free, limit < settings.maximumSize {
+                throw Self.quotaExceeded(needing: "more than \(free) bytes", free: free, quota: quota)
+            }
             throw Self.tooLarge(settings.maximumSize)
         } catch {
             throw APIError(error, requestID: context.requestID, logger: context.logger).with(status: .internalServerError)
@@ -140,6 +146,12 @@ struct AssetController {
             throw APIError(error, requestID: context.requestID, logger: context.logger)
         }
         return (token, stored)
+    }
+
+    static func quotaExceeded(needing: String, free: Int64, quota: Int64) -> APIError {
+        StorageMetrics.refusals.increment()
+        return APIError(.quotaExceeded, "your storage is full: the upload needs \(needing), and \(free) of your quota of \(quota) bytes are free; nothing was kept",
+                        status: .contentTooLarge)
     }
 
     static func tooLarge(_ limit: Int64) -> APIError {

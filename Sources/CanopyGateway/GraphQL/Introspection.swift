@@ -69,9 +69,10 @@ enum Introspection {
     /// variables (the schema never changes while the process runs): GraphQL
     /// tools send the same standard query over and over, and GraphQLSwift's
     /// executor spends about 150 ms of CPU on it (BENCHMARKS.md, "Refusals").
-    /// A document not seen before runs on `gate`, one at a time per gateway;
-    /// another arriving meanwhile is 429 with `Retry-After`, so introspection
-    /// can never hold more than one core however many ask.
+    /// A document not seen before runs on `gate`, one at a time per gateway
+    /// and kind of caller (``Gates``); another arriving meanwhile is 429
+    /// with `Retry-After`, so anonymous introspection can never hold more
+    /// than one core however many ask.
     /// `__typename` alone (no `__schema` or `__type`) costs next to
     /// nothing: it is answered at once, neither kept nor gated.
     static func answer(_ parsed: ParsedRequest, roots: [SelectedField], gate: Gate) async throws -> Response {
@@ -121,6 +122,19 @@ enum Introspection {
     /// One gateway's turn at answering a new introspection document.
     final class Gate: Sendable {
         let running = Atomic<Bool>(false)
+    }
+
+    /// A gateway's two gates: anonymous documents take turns on one, and
+    /// signed-in callers (each under their own rate) on the other, so
+    /// anonymous documents can never keep a developer's introspection
+    /// waiting (issue 64: it was refused 429 three times in a row).
+    final class Gates: Sendable {
+        let anonymous = Gate()
+        let signedIn = Gate()
+
+        func gate(signedIn isSignedIn: Bool) -> Gate {
+            isSignedIn ? signedIn : anonymous
+        }
     }
 
     private struct AnswerKey: Hashable, Sendable {

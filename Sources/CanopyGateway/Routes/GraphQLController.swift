@@ -18,7 +18,7 @@ struct GraphQLController {
     /// Signs asset download URLs into answers that hold assets (nil: no asset store).
     let assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
     /// One new introspection document answered at a time (``Introspection``).
-    let introspectionGate = Introspection.Gate()
+    let introspectionGates = Introspection.Gates()
 
     func register(on router: Router<CanopyRequestContext>) {
         router.post("graphql") { request, context in
@@ -94,7 +94,7 @@ struct GraphQLController {
                 try await checkIntrospection(roots, in: parsed, userID: userID)
             }
             if ParsedRequest.isIntrospectionOnly(roots) {
-                return try await Introspection.answer(parsed, roots: roots, gate: introspectionGate)
+                return try await Introspection.answer(parsed, roots: roots, gate: introspectionGates.gate(signedIn: userID != nil))
             }
             fields = try check.costChecked(roots, in: parsed)
             // Without a token: a request with nothing open to nobody is

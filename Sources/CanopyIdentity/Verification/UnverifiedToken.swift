@@ -38,10 +38,13 @@ struct UnverifiedToken {
     }
 
     /// A boolean claim; Sign in with Apple sends some as the strings
-    /// `"true"` / `"false"`.
+    /// `"true"` / `"false"`. A claim that is JSON `true`, or Apple's string `"true"`; a number
+    /// is not a flag (issue 64: `email_verified: 1` once counted as
+    /// verified, as Foundation reads a JSON 1 as an NSNumber that casts to
+    /// `true`).
     func flag(_ name: String) -> Bool {
         switch claims[name] {
-        case let value as Bool: value
+        case let value as NSNumber where String(cString: value.objCType) == "c": value.boolValue
         case let value as String: value.lowercased() == "true"
         default: false
         }
