@@ -304,6 +304,38 @@ struct PublicDatabaseTests {
         }
     }
 
+    @Test("issue 64: refused credentials are metered by address: a flood of unknown tokens is answered 429 after the burst, before any lookup; another address and a good token are served")
+    func refusedCredentialsMetered() async throws {
+        let world = try await Self.world()
+        var configuration = GatewayConfiguration()
+        configuration.limits.anonymousRequestsPerSecond = 1
+        configuration.limits.anonymousBurst = 3
+        configuration.limits.trustsProxyHeader = true
+        let query = "{ lookup(scope: PUBLIC, zone: {zoneName: \"_defaultZone\"}, recordNames: [\"x\"]) { recordName } }"
+        let forwarded = HTTPField.Name("X-Forwarded-For")!
+        let good = try #require(world.token("stranger"))
+        // Well-formed tokens no one holds: each would cost a lookup.
+        @Sendable func unknown(_ index: Int) -> String {
+            String(good.prefix(good.count - 6)) + String(format: "%06x", index)
+        }
+        try await world.harness.test(configuration: configuration, rateLimited: true) { client in
+            var statuses: [HTTPResponse.Status] = []
+            var codes: [String?] = []
+            for index in 0..<12 {
+                let answer = try await client.call("lookup", query, as: unknown(index), headers: [forwarded: "198.51.100.9, 127.0.0.1"])
+                statuses.append(answer.status)
+                codes.append(answer.code)
+            }
+            #expect(statuses.prefix(3).allSatisfy { $0 == .unauthorized }, "\(statuses)")
+            #expect(statuses.suffix(6).allSatisfy { $0 == .tooManyRequests }, "a flood of bad tokens was never slowed: \(statuses)")
+            #expect(codes.last == "LIMIT_EXCEEDED", "\(codes)")
+            let other = try await client.call("lookup", query, as: unknown(99), headers: [forwarded: "198.51.100.9, 127.0.0.2"])
+            #expect(other.status == .unauthorized, "another address is refused for its token, not its neighbour's flood: \(other.body)")
+            let signedIn = try await client.call("lookup", query, as: good, headers: [forwarded: "198.51.100.9, 127.0.0.3"])
+            #expect(signedIn.status == .ok, "\(signedIn.body)")
+        }
+    }
+
     @Test("anonymous requests are limited per client address: a flood from one is answered 429 while another is served")
     func anonymousRate() async throws {
         let world = try await Self.world()

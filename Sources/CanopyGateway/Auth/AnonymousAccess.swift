@@ -14,10 +14,34 @@ struct AnonymousAccess: Sendable {
 
     let limits: AbuseLimits
     private let requests: TokenBuckets<String>
+    /// Refused credentials per address (issue 64): each costs the address
+    /// one request of the anonymous rate, and an address out of them is
+    /// refused 429 before its next credential is looked up.
+    private let refusals: TokenBuckets<String>
 
     init(_ limits: AbuseLimits) {
         self.limits = limits
         requests = TokenBuckets(rate: limits.anonymousRequestsPerSecond, burst: limits.anonymousBurst)
+        refusals = TokenBuckets(rate: limits.anonymousRequestsPerSecond, burst: limits.anonymousBurst)
+    }
+
+    /// Refuses 429, before any lookup, a credential from an address whose
+    /// refused credentials have used up the anonymous rate.
+    func checkCredentialAllowance(of address: String) throws {
+        guard let wait = refusals.wait(for: address) else { return }
+        throw Self.tooMany("refused credentials", wait: wait, limits: limits)
+    }
+
+    /// One refused credential from `address`: taken from its allowance.
+    func noteRefusedCredential(from address: String) {
+        _ = refusals.take(for: address)
+    }
+
+    static func tooMany(_ what: String, wait: Duration, limits: AbuseLimits) -> APIError {
+        var error = APIError(.limitExceeded, "more than \(UserLimits.requests(limits.anonymousRequestsPerSecond)) a second (burst \(limits.anonymousBurst)) \(what) from this address; slow down, or sign in",
+                             status: .tooManyRequests)
+        error.retryAfter = max(1, Int(wait.inSeconds.rounded(.up)))
+        return error
     }
 
     /// Whether `field` may run without a token (``AnonymousFields``).
@@ -58,9 +82,6 @@ struct AnonymousAccess: Sendable {
     /// Takes one request from `address`'s bucket, or throws 429 LIMIT_EXCEEDED.
     func takeRequest(from address: String) throws {
         guard let wait = requests.take(for: address) else { return }
-        var error = APIError(.limitExceeded, "more than \(UserLimits.requests(limits.anonymousRequestsPerSecond)) a second (burst \(limits.anonymousBurst)) without a token from this address; slow down, or sign in",
-                             status: .tooManyRequests)
-        error.retryAfter = max(1, Int(wait.inSeconds.rounded(.up)))
-        throw error
+        throw Self.tooMany("without a token", wait: wait, limits: limits)
     }
 }

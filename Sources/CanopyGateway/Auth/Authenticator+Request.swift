@@ -26,14 +26,47 @@ extension Authenticator {
             return
         }
         let caller: Caller
+        let address = anonymous.clientAddress(of: request, channel: context.channel)
         do {
+            try anonymous.checkCredentialAllowance(of: address)
             caller = try await self.caller(token: token, nonce: request.headers[.canopyNonce], logger: context.logger)
         } catch {
-            throw APIError(error, requestID: context.requestID, logger: context.logger)
+            let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
+            // A refused credential is metered by address (issue 64): a flood
+            // of bad tokens costs what anonymous requests cost.
+            if apiError.code == .notAuthenticated { anonymous.noteRefusedCredential(from: address) }
+            throw apiError
         }
         context.userID = caller.userID
         context.logger[metadataKey: "canopy.user.id"] = .stringConvertible(caller.userID)
         try takeRequest(for: caller.userID)
+    }
+
+    /// Runs a credential's check (Web Services' `ckAPIToken`, a server key's
+    /// signature, the sign-in page's token) metered by the request's
+    /// address as a bearer token is (issue 64): refused 429 before the
+    /// lookup when the address's refused credentials used up the anonymous
+    /// rate, and a refusal (401) taken from that allowance.
+    func meteringCredential<T>(of request: Request, context: CanopyRequestContext, _ check: () async throws -> T) async throws -> T {
+        let address = anonymous.clientAddress(of: request, channel: context.channel)
+        try anonymous.checkCredentialAllowance(of: address)
+        do {
+            return try await check()
+        } catch {
+            if (error as? APIError)?.code == .notAuthenticated { anonymous.noteRefusedCredential(from: address) }
+            throw error
+        }
+    }
+
+    /// ``meteringCredential(of:context:_:)`` in two halves, for a check
+    /// that changes the context (a server key's signature names its user).
+    func checkCredentialAllowance(of request: Request, context: CanopyRequestContext) async throws {
+        try anonymous.checkCredentialAllowance(of: anonymous.clientAddress(of: request, channel: context.channel))
+    }
+
+    func noteIfRefused(_ error: any Error, of request: Request, context: CanopyRequestContext) {
+        guard (error as? APIError)?.code == .notAuthenticated else { return }
+        anonymous.noteRefusedCredential(from: anonymous.clientAddress(of: request, channel: context.channel))
     }
 
     /// One request from a known user's rate (a server-to-server key's user too).

@@ -23,6 +23,18 @@ final class TokenBuckets<Key: Hashable & Sendable>: Sendable {
         self.burst = burst
     }
 
+    /// How long until `key`'s bucket has a request to give (nil: it has
+    /// one now), taking nothing.
+    func wait(for key: Key, now: ContinuousClock.Instant = .now) -> Duration? {
+        let rate = self.rate
+        guard rate > 0 else { return nil }
+        return state.withLock { state -> Duration? in
+            guard let bucket = state.buckets[key] else { return nil }
+            let tokens = now > bucket.updated ? bucket.tokens + (now - bucket.updated).inSeconds * rate : bucket.tokens
+            return tokens >= 1 ? nil : .seconds((1 - tokens) / rate)
+        }
+    }
+
     /// Takes one request from `key`'s bucket: nil when allowed, else how
     /// long until the next one would be. A rate of 0 allows everything.
     func take(for key: Key, now: ContinuousClock.Instant = .now) -> Duration? {

@@ -71,7 +71,9 @@ struct WebServicesController {
             throw APIError(.badRequest, error.message)
         }
         if path.database == nil && path.operation == "auth/sign-in.json" && request.method == .get {
-            return try await signInSettings(apiToken: parameters["ckAPIToken"], context: context)
+            return try await authenticator.meteringCredential(of: request, context: context) {
+                try await signInSettings(apiToken: parameters["ckAPIToken"], context: context)
+            }
         }
         if path.database == nil && path.operation == WebServicesAssets.receivePath && request.method == .post {
             return try await WebServicesAssets.receive(request, parameters: parameters, settings: configuration.assets,
@@ -82,10 +84,19 @@ struct WebServicesController {
         do {
             let raw = try await rawBody(request)
             if let signature = try ServerToServerSignature.read(request.headers) {
-                try await verify(signature, path: path, body: raw, request: request, context: &context)
+                try await authenticator.checkCredentialAllowance(of: request, context: context)
+                do {
+                    try await verify(signature, path: path, body: raw, request: request, context: &context)
+                } catch {
+                    authenticator.noteIfRefused(error, of: request, context: context)
+                    throw error
+                }
                 signedByKey = true
             } else {
-                try await checkAPIToken(parameters["ckAPIToken"], path: path, context: context)
+                let apiToken = parameters["ckAPIToken"]
+                try await authenticator.meteringCredential(of: request, context: context) {
+                    try await checkAPIToken(apiToken, path: path, context: context)
+                }
                 try await identify(webAuthToken: parameters["ckWebAuthToken"], request: request, context: &context)
             }
             let database = path.database ?? ""

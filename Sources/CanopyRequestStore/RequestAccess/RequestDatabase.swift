@@ -25,6 +25,9 @@ public final class RequestDatabase: Sendable {
     let availabilityTimeout: Duration
     /// Looked-up tokens by selector: the user and the stored hash.
     let tokens: ExpiringCache<String, (userID: Int64, hash: [UInt8])>
+    /// Selectors no live token has, remembered as long as found ones
+    /// (issue 64): a bad token sent again costs no lookup.
+    let unknownTokens: ExpiringCache<String, Bool>
     /// Looked-up container API tokens (`ckAPIToken`) by selector: the
     /// container and the stored hash.
     let containerTokens: ExpiringCache<String, (container: String, hash: [UInt8])>
@@ -68,6 +71,7 @@ public final class RequestDatabase: Sendable {
         // as an asset is all the URL signer trusts (issue 64).
         let startupParameters = [("statement_timeout", String(max(1, milliseconds))), (AssetMarker.setting, AssetMarker.prefix)]
         self.tokens = ExpiringCache(timeToLive: tokenCacheTime)
+        self.unknownTokens = ExpiringCache(timeToLive: tokenCacheTime)
         self.containerTokens = ExpiringCache(timeToLive: tokenCacheTime)
         self.serverKeys = ExpiringCache(timeToLive: tokenCacheTime)
         self.primary = try PrimaryPool(
@@ -99,6 +103,7 @@ public final class RequestDatabase: Sendable {
         if let cached = tokens.value(for: presented.selector) {
             return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.userID : nil
         }
+        if unknownTokens.value(for: presented.selector) != nil { return nil }
         let rows = try await CanopySpan.run("db token lookup", ofKind: .client) { span in
             span?.describeDatabaseCall(server: try? primary.server(), deadlines: primary.deadlines)
             return try await primary.withConnection { connection in
@@ -109,7 +114,10 @@ public final class RequestDatabase: Sendable {
             }
         }
         let stored = try rows.first?.decode((Int64, Data).self)
-        guard let (userID, storedHash) = stored else { return nil }
+        guard let (userID, storedHash) = stored else {
+            unknownTokens.store(true, for: presented.selector)
+            return nil
+        }
         tokens.store((userID, Array(storedHash)), for: presented.selector)
         guard BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) else { return nil }
         // `canopy users tokens` shows when a token was last used; off the
