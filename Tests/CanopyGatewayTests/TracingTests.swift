@@ -24,6 +24,9 @@ struct TracingTests {
         var attributes: [String: Any]
         var status: String
         var service: String?
+        /// The span's events' attributes, and its status message.
+        var events: [[String: Any]]
+        var statusMessage: String
 
         init(_ line: JSONLinesProcess.Line) {
             traceID = line["trace_id"] as? String ?? ""
@@ -34,6 +37,8 @@ struct TracingTests {
             attributes = line["attributes"] as? [String: Any] ?? [:]
             status = line["status"] as? String ?? ""
             service = line["service"] as? String
+            events = (line["events"] as? [[String: Any]] ?? []).map { $0["attributes"] as? [String: Any] ?? [:] }
+            statusMessage = line["status_message"] as? String ?? ""
         }
 
         var description: String { "\(name) [\(kind)] \(spanID) ← \(parentID.isEmpty ? "root" : parentID)" }
@@ -219,6 +224,63 @@ struct TracingTests {
             #expect(span.attributes["canopy.deadline.connection_ms"] as? Int == 1000, "a replica gets a second for a connection: \(span.attributes)")
             await gateway.stop()
         }
+    }
+
+    @Test("issue 64: a refused request's span names its code; a failed statement's span names no zone (no exception.message); /health is not traced")
+    func refusalsAndFailures() async throws {
+        let admin = try await TestDatabase.shared.migratedDatabase()
+        let (_, token) = try await addUser("refusy", on: admin)
+        let receiver = try Receiver()
+        let port = try EmbeddedCluster.freePort()
+        let gateway = try Self.serve(admin, port: port, otlpPort: receiver.port)
+        defer { kill(gateway.pid, SIGKILL); _ = gateway.waitBlocking(within: .seconds(5)) }
+        #expect(try await CanopyBinary.waitUntilServing(port: port), "canopy serve did not answer /health")
+        // Refused whole: an unknown token.
+        let refusedTrace = Self.randomHex(bytes: 16)
+        let refused = try await Self.call(port: port, token: "cnp_nobody", traceParent: "00-\(refusedTrace)-\(Self.randomHex(bytes: 8))-01", "{ me { userRecordName } }")
+        #expect(refused.body.contains("NOT_AUTHENTICATED"), "\(refused.body)")
+        // A statement that fails naming what it was asked for.
+        let failedTrace = Self.randomHex(bytes: 16)
+        let failed = try await Self.call(port: port, token: token.string, traceParent: "00-\(failedTrace)-\(Self.randomHex(bytes: 8))-01",
+            #"mutation { saveShare(zoneName: "secret-zone-name", participants: [{email: "someone-secret@example.com", permission: READ_ONLY}]) { url } }"#)
+        #expect(failed.body.contains("errors"), "\(failed.body)")
+        for query in [
+            #"mutation { deleteSubscription(subscriptionID: "secret-sub-id") }"#,
+            #"{ records(scope: PRIVATE, zone: {zoneName: "secret-zone-name"}, recordType: "Note") { records { recordName } } }"#,
+            #"{ records(scope: PRIVATE, zone: {zoneName: "_defaultZone"}, recordType: "Note", filter: "title == 'secret-filter-value' AND") { records { recordName } } }"#,
+        ] {
+            let answer = try await Self.call(port: port, token: token.string, traceParent: "00-\(failedTrace)-\(Self.randomHex(bytes: 8))-01", query)
+            #expect(answer.body.contains("errors"), "\(answer.body)")
+        }
+        // A health check, with a trace of its own.
+        let healthTrace = Self.randomHex(bytes: 16)
+        var health = HTTPClientRequest(url: "http://127.0.0.1:\(port)/health")
+        health.headers.add(name: "traceparent", value: "00-\(healthTrace)-\(Self.randomHex(bytes: 8))-01")
+        _ = try await HTTPClient.shared.execute(health, timeout: .seconds(30))
+        let marker = Self.randomHex(bytes: 16)
+        _ = try await Self.call(port: port, token: token.string, traceParent: "00-\(marker)-\(Self.randomHex(bytes: 8))-01", "{ me { userRecordName } }")
+        let spans = await receiver.spans { spans in
+            spans.contains { $0.traceID == refusedTrace && $0.kind == "SERVER" }
+                && spans.filter { $0.traceID == failedTrace && $0.kind == "SERVER" }.count >= 4
+                && spans.contains { $0.traceID == marker && $0.kind == "SERVER" }
+        }
+        let server = try #require(spans.first { $0.traceID == refusedTrace && $0.kind == "SERVER" }, "\(spans)")
+        #expect(server.attributes["canopy.error_code"] as? String == "NOT_AUTHENTICATED", "\(server.attributes)")
+        #expect(server.attributes["http.response.status_code"] as? Int == 401)
+        let failedSpans = spans.filter { $0.traceID == failedTrace }
+        #expect(failedSpans.count > 1, "\(failedSpans)")
+        for span in failedSpans {
+            #expect(span.attributes["exception.message"] == nil && !span.events.contains { $0["exception.message"] != nil },
+                    "span \(span.name): \(span.attributes) \(span.events)")
+            #expect(span.statusMessage.isEmpty, "span \(span.name): \(span.statusMessage)")
+            for (key, value) in span.attributes.merging(span.events.flatMap { $0 }, uniquingKeysWith: { first, _ in first }) {
+                for word in ["secret-zone-name", "someone-secret", "secret-sub-id", "secret-filter-value"] {
+                    #expect(!"\(value)".contains(word), "span \(span.name)'s \(key): \(value)")
+                }
+            }
+        }
+        #expect(!spans.contains { $0.traceID == healthTrace }, "/health was traced")
+        await gateway.stop()
     }
 
     @Test("a collector nobody answers at does not fail or hold requests, and canopy serve still stops cleanly")

@@ -104,6 +104,10 @@ class Handler(BaseHTTPRequestHandler):
                         "kind": KINDS.get(span.kind, str(span.kind)),
                         "attributes": {kv.key: value_of(kv.value) for kv in span.attributes},
                         "status": STATUSES.get(span.status.code, str(span.status.code)),
+                        "status_message": span.status.message,
+                        # Events too: recordError writes exception.message into one.
+                        "events": [{"name": event.name, "attributes": {kv.key: value_of(kv.value) for kv in event.attributes}}
+                                   for event in span.events],
                         "service": resource.get("service.name"),
                         "start_ns": span.start_time_unix_nano,
                         "end_ns": span.end_time_unix_nano,

@@ -1,3 +1,4 @@
+import CanopyRequestStore
 import CanopyEncoding
 import CanopyPlanner
 import Foundation
@@ -20,6 +21,11 @@ struct GraphQLResponse {
     }
 
     static func errors(_ errors: [APIError], requestID: String, status: HTTPResponse.Status) -> Response {
+        // Every refusal of a whole request is written here, thrown or not
+        // (401, 413, 429, a cost refusal): its code goes on the request's
+        // span (docs/TRACING.md; issue 64: it was set only for errors that
+        // reached the tracing middleware, which none did).
+        if let code = errors.first?.code { CanopySpan.current?.attributes["canopy.error_code"] = code.rawValue }
         let body = "{\"errors\":\(encode(errors, requestID: requestID))}"
         var response = json(body, status: status)
         if let seconds = errors.first?.retryAfter {

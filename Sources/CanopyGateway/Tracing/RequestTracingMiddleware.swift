@@ -19,6 +19,10 @@ struct RequestTracingMiddleware: RouterMiddleware {
     let deadlines: (connection: Duration, answer: Duration)
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // Scrapes and health checks, every few seconds, are not traced
+        // (issue 64): they would fill the collector with nothing to read.
+        let path = request.uri.path
+        if path == "/health" || path == "/metrics" { return try await next(request, context) }
         let parent = tracing.context(extractingFrom: request.headers, using: HTTPFieldsExtractor())
         let span = tracing.tracer.startSpan(request.method.rawValue, context: parent, ofKind: .server)
         // Unsampled: nothing recorded, and no trace ID in the logs; the

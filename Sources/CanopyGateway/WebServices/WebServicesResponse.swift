@@ -1,3 +1,4 @@
+import CanopyRequestStore
 import CanopyPlanner
 import CanopyWebServices
 import Hummingbird
@@ -21,6 +22,7 @@ enum WebServicesResponse {
         _ error: APIError, code: WebServicesCode? = nil, requestID: String, redirectURL: String? = nil
     ) -> Response {
         let code = code ?? WebServicesCode(error.code, statusCode: error.statusOverride.map { Int($0.code) })
+        CanopySpan.current?.attributes["canopy.error_code"] = error.code.rawValue
         var body: [String: JSONValue] = [
             "uuid": .string(requestID), "serverErrorCode": .string(code.rawValue), "reason": .string(error.message),
         ]

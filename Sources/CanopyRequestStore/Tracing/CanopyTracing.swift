@@ -1,3 +1,4 @@
+import PostgresNIO
 import Tracing
 
 /// Canopy's tracer, when tracing is on (docs/TRACING.md): carried in the
@@ -72,8 +73,7 @@ public enum CanopySpan {
         do {
             return try await ServiceContext.$current.withValue(span.context, operation: { try await body(recorded) }, isolation: isolation)
         } catch {
-            span.recordError(error)
-            span.setStatus(.init(code: .error))
+            span.describeFailure(error)
             throw error
         }
     }
@@ -89,8 +89,7 @@ public enum CanopySpan {
         do {
             return try ServiceContext.$current.withValue(span.context) { try body(recorded) }
         } catch {
-            span.recordError(error)
-            span.setStatus(.init(code: .error))
+            span.describeFailure(error)
             throw error
         }
     }
@@ -126,5 +125,19 @@ public struct DictionaryExtractor: Extractor {
     public init() {}
     public func extract(key: String, from carrier: [String: String]) -> String? {
         carrier[key.lowercased()]
+    }
+}
+
+extension Span {
+    /// A failed span's error, saying nothing of who asked (docs/TRACING.md;
+    /// issue 64): the error's type and, from PostgreSQL, its SQLSTATE, never
+    /// its message, which can name zones, subscriptions and filter values.
+    /// (`recordError` would write the message as `exception.message`.)
+    func describeFailure(_ error: any Error) {
+        attributes["error.type"] = String(describing: type(of: error))
+        if let sqlState = (error as? PSQLError)?.serverInfo?[.sqlState] {
+            attributes["db.response.status_code"] = sqlState
+        }
+        setStatus(.init(code: .error))
     }
 }

@@ -46,6 +46,12 @@ struct TraceExport {
         configuration.logs.enabled = false
         configuration.metrics.enabled = false
         configuration.diagnosticLogger = .custom(logger)
+        // A collector that is away must not hold up a stop (issue 64: 7-15 s
+        // with swift-otel's 10 s export and 30 s flush): the last spans get
+        // 2 s. OTEL_EXPORTER_OTLP_TIMEOUT and OTEL_BSP_EXPORT_TIMEOUT, read
+        // over these, still decide when set.
+        configuration.traces.otlpExporter.timeout = .seconds(2)
+        configuration.traces.batchSpanProcessor.exportTimeout = .seconds(2)
         do {
             let backend = try OTel.makeTracingBackend(configuration: configuration)
             let endpoint = environment["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].flatMap { $0.isEmpty ? nil : $0 }
