@@ -23,9 +23,12 @@ struct StorageQuotaTests {
     static func recount(_ user: Int64, on endpoint: DatabaseEndpoint) async throws -> (stored: Int64, kept: Int64, records: Int64) {
         try await TestDatabase.withConnection(endpoint) { connection in
             let rows = try await connection.query("""
-                SELECT (SELECT coalesce(sum(octet_length(r.fields::text) + canopy.record_asset_bytes(r.fields)), 0)::bigint
+                SELECT (SELECT coalesce(sum(octet_length(r.fields::text) + 2 * octet_length(r.record_name) + octet_length(r.record_type)
+                                            + coalesce(octet_length(r.parent_name), 0) + 200 + canopy.record_asset_bytes(r.fields)), 0)::bigint
                           FROM canopy.records r JOIN canopy.zones z ON z.id = r.zone_id
-                         WHERE coalesce(z.owner_id, r.created_by) = \(user)),
+                         WHERE coalesce(z.owner_id, r.created_by) = \(user))
+                       + (SELECT coalesce(sum(octet_length(s.thumbnail)), 0)::bigint
+                            FROM canopy.shares s JOIN canopy.zones z ON z.id = s.zone_id WHERE z.owner_id = \(user)),
                        (SELECT coalesce(field_bytes + asset_bytes, 0) FROM canopy.storage_usage WHERE user_id = \(user)),
                        (SELECT count(*) FROM canopy.records r JOIN canopy.zones z ON z.id = r.zone_id
                          WHERE coalesce(z.owner_id, r.created_by) = \(user))
@@ -241,6 +244,51 @@ struct StorageQuotaTests {
             #expect(outcomes["saved", default: 0] > 0, "\(outcomes)")
             let refusals = outcomes.keys.filter { $0 != "saved" }
             #expect(!refusals.isEmpty && refusals.allSatisfy { $0 == "QUOTA_EXCEEDED" || $0 == "BATCH_REQUEST_FAILED,QUOTA_EXCEEDED" }, "\(outcomes)")
+        }
+    }
+
+    @Test("issue 64: a record's names and row are charged (records of empty fields fill a small quota), and a share's thumbnail is charged to the zone's owner and freed with its zone")
+    func namesRowsAndThumbnails() async throws {
+        let harness = try await GatewayHarness.make()
+        try await TestDatabase.withConnection(harness.endpoint) { connection in
+            _ = try await connection.texts("INSERT INTO canopy.storage_usage (user_id, quota_bytes, has_quota) VALUES (\(harness.alice.id), 65536, true)")
+        }
+        try await harness.test { client in
+            let alice = harness.aliceToken
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Z\") { zoneName } }", token: alice)
+            // Empty records with long names: once nearly free.
+            let name = String(repeating: "n", count: 200)
+            var saved = 0
+            var refusal: String?
+            for index in 0..<200 where refusal == nil {
+                let answer = try await client.call("modifyRecords", """
+                    mutation($s: [RecordInput!]) { modifyRecords(scope: PRIVATE, zone: {zoneName: "Z"}, save: $s) { saved { recordName } errors { code } } }
+                    """, ["s": [["recordName": "\(name)\(index)", "recordType": String(repeating: "T", count: 100), "fields": [String: Any]()]]], token: alice)
+                if let code = (answer.object["errors"] as? [[String: Any]])?.first?["code"] as? String { refusal = code } else { saved += 1 }
+            }
+            #expect(refusal == "QUOTA_EXCEEDED" && (60...120).contains(saved), "\(saved) empty records of 200-character names fit in 64 KiB; refusal \(refusal ?? "none")")
+            var counted = try await Self.recount(harness.alice.id, on: harness.endpoint)
+            #expect(counted.stored == counted.kept, "\(counted)")
+            // Free the space, then thumbnails: two of 48 KiB do not fit in 64 KiB.
+            _ = try await client.call("deleteZone", "mutation { deleteZone(scope: PRIVATE, zone: {zoneName: \"Z\"}) }", token: alice)
+            let thumbnail = Data(repeating: 7, count: 48 * 1024).base64EncodedString()
+            for zone in ["A", "B"] {
+                _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"\(zone)\") { zoneName } }", token: alice)
+            }
+            let first = try await client.call("saveShare", "mutation($t: String) { saveShare(zoneName: \"A\", thumbnailImageData: $t) { url } }", ["t": thumbnail], token: alice)
+            #expect(first.code == nil, "\(first.body)")
+            let usage = try await Self.usage(client, token: alice)
+            #expect((usage["fieldBytes"] as? NSNumber)?.intValue ?? 0 >= 48 * 1024, "\(usage)")
+            let second = try await client.call("saveShare", "mutation($t: String) { saveShare(zoneName: \"B\", thumbnailImageData: $t) { url } }", ["t": thumbnail], token: alice)
+            #expect(second.code == "QUOTA_EXCEEDED", "\(second.body)")
+            counted = try await Self.recount(harness.alice.id, on: harness.endpoint)
+            #expect(counted.stored == counted.kept, "\(counted)")
+            // Deleting the zone frees its share's thumbnail; then B's fits.
+            _ = try await client.call("deleteZone", "mutation { deleteZone(scope: PRIVATE, zone: {zoneName: \"A\"}) }", token: alice)
+            let again = try await client.call("saveShare", "mutation($t: String) { saveShare(zoneName: \"B\", thumbnailImageData: $t) { url } }", ["t": thumbnail], token: alice)
+            #expect(again.code == nil, "\(again.body)")
+            counted = try await Self.recount(harness.alice.id, on: harness.endpoint)
+            #expect(counted.stored == counted.kept, "\(counted)")
         }
     }
 

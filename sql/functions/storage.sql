@@ -35,6 +35,20 @@ AS $$
 $$;
 COMMENT ON FUNCTION canopy.record_asset_bytes(jsonb) IS 'Sum of the sizes of the assets a record''s fields hold.';
 
+-- What a record costs to keep, besides its assets (issue 64: names, types
+-- and the row were free, about 630 times what the quota said for records of
+-- empty fields): its fields' JSON text, its name twice (the row and the
+-- unique index on zone and name), its type and parent's names, and 200
+-- bytes for the row's header, its fixed columns and its index entries.
+CREATE OR REPLACE FUNCTION canopy.record_bytes(p_fields jsonb, p_name text, p_type text, p_parent text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$
+    SELECT (octet_length(p_fields::text) + 2 * octet_length(p_name) + octet_length(p_type)
+            + coalesce(octet_length(p_parent), 0) + 200)::bigint
+$$;
+COMMENT ON FUNCTION canopy.record_bytes(jsonb, text, text, text) IS 'What a record costs to keep, besides its assets: its fields'' JSON text, its names and 200 bytes of row and index (issue 64).';
+REVOKE ALL ON FUNCTION canopy.record_bytes(jsonb, text, text, text) FROM PUBLIC, canopy_gateway;
+
 -- The quota that applies to p_user: their own, else the default; NULL: none.
 CREATE OR REPLACE FUNCTION canopy.storage_quota_of(p_user bigint) RETURNS bigint
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp

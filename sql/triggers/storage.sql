@@ -20,7 +20,7 @@ BEGIN
     IF TG_OP = 'INSERT' THEN
         FOR c IN
             SELECT coalesce(z.owner_id, w.created_by) AS user_id, count(*)::bigint AS records,
-                   sum(octet_length(w.fields::text))::bigint AS field_bytes, sum(canopy.record_asset_bytes(w.fields))::bigint AS asset_bytes
+                   sum(canopy.record_bytes(w.fields, w.record_name, w.record_type, w.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(w.fields))::bigint AS asset_bytes
               FROM written w JOIN canopy.zones z ON z.id = w.zone_id
              WHERE coalesce(z.owner_id, w.created_by) IS NOT NULL
              GROUP BY 1 ORDER BY 1
@@ -32,7 +32,7 @@ BEGIN
         -- were refunded by zones_refund_storage before the cascade.
         FOR c IN
             SELECT coalesce(z.owner_id, o.created_by) AS user_id, count(*)::bigint AS records,
-                   sum(octet_length(o.fields::text))::bigint AS field_bytes, sum(canopy.record_asset_bytes(o.fields))::bigint AS asset_bytes
+                   sum(canopy.record_bytes(o.fields, o.record_name, o.record_type, o.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(o.fields))::bigint AS asset_bytes
               FROM removed o JOIN canopy.zones z ON z.id = o.zone_id
              WHERE coalesce(z.owner_id, o.created_by) IS NOT NULL
              GROUP BY 1 ORDER BY 1
@@ -43,11 +43,11 @@ BEGIN
         FOR c IN
             SELECT d.user_id, sum(d.records)::bigint AS records, sum(d.field_bytes)::bigint AS field_bytes, sum(d.asset_bytes)::bigint AS asset_bytes
               FROM (SELECT coalesce(z.owner_id, w.created_by) AS user_id, 1::bigint AS records,
-                           octet_length(w.fields::text) AS field_bytes, canopy.record_asset_bytes(w.fields) AS asset_bytes
+                           canopy.record_bytes(w.fields, w.record_name, w.record_type, w.parent_name) AS field_bytes, canopy.record_asset_bytes(w.fields) AS asset_bytes
                       FROM written w JOIN canopy.zones z ON z.id = w.zone_id
                     UNION ALL
                     SELECT coalesce(z.owner_id, o.created_by), -1::bigint,
-                           -octet_length(o.fields::text), -canopy.record_asset_bytes(o.fields)
+                           -canopy.record_bytes(o.fields, o.record_name, o.record_type, o.parent_name), -canopy.record_asset_bytes(o.fields)
                       FROM removed o JOIN canopy.zones z ON z.id = o.zone_id) d
              WHERE d.user_id IS NOT NULL
              GROUP BY d.user_id
@@ -91,13 +91,20 @@ BEGIN
     END IF;
     FOR c IN
         SELECT coalesce(OLD.owner_id, r.created_by) AS user_id, count(*)::bigint AS records,
-               sum(octet_length(r.fields::text))::bigint AS field_bytes, sum(canopy.record_asset_bytes(r.fields))::bigint AS asset_bytes
+               sum(canopy.record_bytes(r.fields, r.record_name, r.record_type, r.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(r.fields))::bigint AS asset_bytes
           FROM canopy.records r
          WHERE r.zone_id = OLD.id AND coalesce(OLD.owner_id, r.created_by) IS NOT NULL
          GROUP BY 1 ORDER BY 1
     LOOP
         PERFORM canopy.charge_storage(c.user_id, -c.records, -c.field_bytes, -c.asset_bytes);
     END LOOP;
+    -- The thumbnails of the zone's shares, which go in the same cascade.
+    IF OLD.owner_id IS NOT NULL THEN
+        PERFORM canopy.charge_storage(OLD.owner_id, 0, -t.bytes, 0)
+           FROM (SELECT sum(octet_length(s.thumbnail))::bigint AS bytes FROM canopy.shares s
+                  WHERE s.zone_id = OLD.id AND s.thumbnail IS NOT NULL) t
+          WHERE t.bytes > 0;
+    END IF;
     RETURN OLD;
 END
 $$;
@@ -136,17 +143,45 @@ REVOKE ALL ON FUNCTION canopy.records_charge_storage() FROM PUBLIC, canopy_gatew
 REVOKE ALL ON FUNCTION canopy.zones_refund_storage() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.uploads_check_storage() FROM PUBLIC, canopy_gateway;
 
+-- A share's thumbnail (cloudkit.share.thumbnailImageData, up to 256 KiB)
+-- is charged to its zone's owner like a record's fields (issue 64: one per
+-- zone or root, unlimited zones, charged to no one). A share whose zone is
+-- being deleted was refunded by zones_refund_storage: its zone is gone here.
+CREATE OR REPLACE FUNCTION canopy.shares_charge_storage() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    owner bigint;
+    change bigint := coalesce(octet_length(CASE WHEN TG_OP <> 'DELETE' THEN NEW.thumbnail END), 0)
+                   - coalesce(octet_length(CASE WHEN TG_OP <> 'INSERT' THEN OLD.thumbnail END), 0);
+BEGIN
+    IF change <> 0 THEN
+        SELECT z.owner_id INTO owner FROM canopy.zones z WHERE z.id = CASE WHEN TG_OP = 'DELETE' THEN OLD.zone_id ELSE NEW.zone_id END;
+        IF owner IS NOT NULL THEN
+            PERFORM canopy.charge_storage(owner, 0, change, 0);
+        END IF;
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION canopy.shares_charge_storage() IS 'Charges a zone''s owner for its shares'' thumbnails (and frees them); refuses growth past a quota (CN007).';
+
+DROP TRIGGER IF EXISTS shares_charge_storage ON canopy.shares;
+CREATE TRIGGER shares_charge_storage AFTER INSERT OR UPDATE OF thumbnail OR DELETE ON canopy.shares
+    FOR EACH ROW EXECUTE FUNCTION canopy.shares_charge_storage();
+REVOKE ALL ON FUNCTION canopy.shares_charge_storage() FROM PUBLIC, canopy_gateway;
+
 -- What is stored, counted again from the records in the transaction that
 -- installs the triggers above (a new database's, an upgrade's, and each time
 -- this file changes), under a lock that keeps writers out meanwhile: the
 -- usage rows then hold exactly what the records cost, with no write between
 -- the count and the triggers.
 RESET ROLE;
-LOCK TABLE canopy.records, canopy.zones IN SHARE ROW EXCLUSIVE MODE;
+LOCK TABLE canopy.records, canopy.zones, canopy.shares IN SHARE ROW EXCLUSIVE MODE;
 UPDATE canopy.storage_usage SET record_count = 0, field_bytes = 0, asset_bytes = 0
  WHERE record_count <> 0 OR field_bytes <> 0 OR asset_bytes <> 0;
 INSERT INTO canopy.storage_usage AS s (user_id, record_count, field_bytes, asset_bytes)
-SELECT c.charged, count(*), sum(octet_length(r.fields::text)), sum(canopy.record_asset_bytes(r.fields))
+SELECT c.charged, count(*), sum(canopy.record_bytes(r.fields, r.record_name, r.record_type, r.parent_name)), sum(canopy.record_asset_bytes(r.fields))
   FROM canopy.records r
   JOIN canopy.zones z ON z.id = r.zone_id
   CROSS JOIN LATERAL (SELECT coalesce(z.owner_id, r.created_by) AS charged) c
@@ -154,3 +189,12 @@ SELECT c.charged, count(*), sum(octet_length(r.fields::text)), sum(canopy.record
  GROUP BY c.charged
 ON CONFLICT (user_id) DO UPDATE
    SET record_count = EXCLUDED.record_count, field_bytes = EXCLUDED.field_bytes, asset_bytes = EXCLUDED.asset_bytes;
+-- Share thumbnails, charged to their zone's owner (shares_charge_storage).
+INSERT INTO canopy.storage_usage AS s (user_id, field_bytes)
+SELECT z.owner_id, sum(octet_length(sh.thumbnail))
+  FROM canopy.shares sh
+  JOIN canopy.zones z ON z.id = sh.zone_id
+  JOIN canopy.users u ON u.id = z.owner_id
+ WHERE sh.thumbnail IS NOT NULL
+ GROUP BY z.owner_id
+ON CONFLICT (user_id) DO UPDATE SET field_bytes = s.field_bytes + EXCLUDED.field_bytes;
