@@ -56,14 +56,16 @@ enum WebServicesShares {
         if name == nil || (type == "create" && record["recordName"] == nil) { name = Self.recordName(root: root) }
         let shareName = JSONValue.string(name ?? Self.recordName(root: root))
         do {
-            guard call.database == "private" else {
-                throw APIError(.badDatabase, "shares are made and changed by their owner, in the private database")
+            guard call.database == "private" || call.database == "shared" else {
+                throw APIError(.badDatabase, "shares are made and changed by their owner in the private database, or by an administrator in the shared database")
             }
             guard let userID = call.userID else {
                 throw APIError(.notAuthenticated, "sign in first: a share is changed by its owner")
             }
-            // The caller's own zone, as saveShare names it.
-            let target = try ShareTarget(zone: try ZoneReference(scope: .private, zoneName: zone.zoneName, ownerName: nil), rootRecordName: root)
+            // The zone the request names, as saveShare's zoneName and
+            // ownerName do: the caller's own, or the named owner's (whose
+            // share only its owner and administrators may change: RLS).
+            let target = try ShareTarget(zone: try ZoneReference(sharingZoneName: zone.zoneName, ownerName: zone.ownerName), rootRecordName: root)
             let rendering = rendering(call, zone: zone)
             let database = call.store.database, logger = call.logger
             if type == "delete" || type == "forceDelete" {

@@ -71,6 +71,18 @@ public struct ZoneReference: Sendable, Equatable {
         self.init(scope: scope, zoneName: zoneName, ownerName: ownerName, visibleToCaller: false)
     }
 
+    /// A zone a share is managed in, named by another door (Web Services'
+    /// share records' zone ID): the caller's own zone, or with `ownerName`
+    /// that owner's zone as the caller sees it, as the sharing mutations'
+    /// `zoneName` and `ownerName` (issue 64: the owner was once ignored, so
+    /// the caller's own zone of that name was changed instead).
+    public init(sharingZoneName zoneName: String, ownerName: String?) throws(QueryError) {
+        guard Names.isZoneName(zoneName) else {
+            throw QueryError(.badRequest, "zoneName must be 1-255 of A-Z a-z 0-9 _ . - and not start with _ (except _defaultZone)")
+        }
+        self.init(scope: .private, zoneName: zoneName, ownerName: ownerName, visibleToCaller: ownerName != nil)
+    }
+
     /// A `ZoneID` argument without a scope (moveRecords): the caller's own
     /// zone, or with `ownerName` any zone of that owner the caller can see
     /// (a zone shared with them, or their own).

@@ -159,6 +159,33 @@ struct WebServicesSharingTests {
         }
     }
 
+    @Test("issue 64: a share record's zone ID with another owner's ownerRecordName acts on that owner's zone (refused here), never on the caller's own zone of that name")
+    func shareOfAnotherOwnersZone() async throws {
+        let harness = try await GatewayHarness.make()
+        let (_, carolToken) = try await addUser("carol", email: "carol@example.com", on: harness.endpoint)
+        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
+            func call(_ subpath: String, _ body: String, as webToken: String) async throws -> WebServicesAnswer {
+                try await client.webServices(subpath, body, apiToken: token, webAuthToken: webToken)
+            }
+            let zone = #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Trips"}}}]}"#
+            _ = try await call("private/zones/modify", zone, as: harness.aliceToken)
+            _ = try await call("private/zones/modify", zone, as: carolToken.string)
+            let alice = harness.alice.userRecordName
+            let made = try await call("private/records/modify", #"{"zoneID": {"zoneName": "Trips", "ownerRecordName": "\#(alice)"}, "operations": [{"operationType": "create", "record": {"recordType": "cloudkit.share", "recordName": "cloudkit.zoneshare", "publicPermission": "READ_WRITE"}}]}"#, as: carolToken.string)
+            let item = try #require(made.records.first, "\(made.body)")
+            #expect(item["serverErrorCode"] != nil, "Carol made a share naming Alice's zone: \(item)")
+            // Neither zone got a share.
+            let own = try await call("private/records/lookup", #"{"zoneID": {"zoneName": "Trips"}, "records": [{"recordName": "cloudkit.zoneshare"}]}"#, as: carolToken.string)
+            #expect(own.records.first?["serverErrorCode"] as? String == "NOT_FOUND", "Carol's own zone was shared: \(own.body)")
+            let alices = try await call("private/records/lookup", #"{"zoneID": {"zoneName": "Trips"}, "records": [{"recordName": "cloudkit.zoneshare"}]}"#, as: harness.aliceToken)
+            #expect(alices.records.first?["serverErrorCode"] as? String == "NOT_FOUND", "\(alices.body)")
+            // Naming oneself is one's own zone.
+            let mine = try await call("private/records/modify", #"{"zoneID": {"zoneName": "Trips", "ownerRecordName": "\#(alice)"}, "operations": [{"operationType": "create", "record": {"recordType": "cloudkit.share", "recordName": "cloudkit.zoneshare", "publicPermission": "READ_ONLY"}}]}"#, as: harness.aliceToken)
+            #expect(mine.records.first?["recordType"] as? String == "cloudkit.share", "\(mine.body)")
+        }
+    }
+
     @Test("assets/upload in two steps: upload URLs, the bytes posted, the receipt saved in a record, the download URL read back")
     func assetUpload() async throws {
         let harness = try await GatewayHarness.make()
