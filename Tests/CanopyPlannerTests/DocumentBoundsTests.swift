@@ -58,6 +58,28 @@ struct DocumentBoundsTests {
         #expect(refusal(padded) == nil)
     }
 
+    @Test("field selection merging: one response key, two fields or two sets of arguments, is refused naming both; the same field twice merges")
+    func fieldSelectionMerging() throws {
+        for query in [
+            "{ zones(scope: PRIVATE) { zoneName } zones(scope: SHARED) { zoneName } }",
+            "{ z: zones(scope: PRIVATE) { zoneName } z: me { userRecordName } }",
+            "{ me { n: userRecordName n: name } }",
+            "{ ...a ...b } fragment a on Query { zones(scope: PRIVATE) { zoneName } } fragment b on Query { zones(scope: SHARED) { zoneName } }",
+            "query($s: DatabaseScope!) { zones(scope: $s) { zoneName } zones(scope: PRIVATE) { zoneName } }",
+        ] {
+            let error = try #require(refusal(query), "\(query)")
+            #expect(error.code == .badRequest && error.message.contains("conflict"), "\(query): \(error.message)")
+            #expect(error.locations.count == 2, "\(query): \(error.locations)")
+        }
+        for query in [
+            "{ zones(scope: PRIVATE) { zoneName } zones(scope: PRIVATE) { ownerName } }",
+            "{ a: zones(scope: PRIVATE) { zoneName } b: zones(scope: SHARED) { zoneName } }",
+            "{ me { userRecordName } ... on Query { me { userRecordName } } }",
+        ] {
+            #expect(refusal(query) == nil, "\(query): \(refusal(query)?.message ?? "")")
+        }
+    }
+
     @Test("lines and columns by binary search: several lines, non-ASCII text, the end of the document")
     func locator() {
         let locator = SourceLocator("ab\ncé d\n\nx")
