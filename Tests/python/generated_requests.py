@@ -13,6 +13,9 @@ Hypothesis makes the requests, seeded and bounded:
   ``records`` with generated predicates, ``moveRecords``, ``saveShare``,
   ``discoverUser``, ``saveSubscription``, ``zoneChanges``), variables
   sometimes of the wrong type, and broken request envelopes;
+- long documents (issue 64): thousands of directives, arguments, variable
+  definitions, input-object fields, fragments and validation errors, some
+  behind a 1 MB comment, around and past the bounds checked before validation;
 - CloudKit Web Services bodies in the reference's shapes (``records/query``
   with every comparator and type, ``records/lookup``, ``records/modify``
   with every operation type, ``zones/lookup``, ``zones/modify``,
@@ -374,8 +377,29 @@ broken_envelopes = st.one_of(
 )
 
 
+# Long documents (issue 64): directives, arguments, variable definitions, input-object fields,
+# definitions and validation errors by the thousand, around and far past the counts the gateway
+# bounds before validation, and duplicated so that validation would report each one; some behind
+# a long comment, which made every error's location cost the document's length.
+LONG_COUNTS = st.sampled_from([10, 99, 100, 101, 999, 1001, 5001, 20000])
+LONG_DIRECTIVES = st.sampled_from(["@skip(if: false)", "@include(if: true)", "@skip(if: $b)", "@deprecated", "@nope(x: 1)"])
+LONG_PADDING = st.sampled_from([0, 0, 20000, 1_000_000])
+long_documents = st.one_of(
+    st.builds(lambda n, d, pad: "#" + "x" * pad + "\n{ me " + (d + " ") * n + "{ name } }", LONG_COUNTS, LONG_DIRECTIVES, LONG_PADDING),
+    st.builds(lambda n: "{ zones(" + "scope: PRIVATE, " * n + ") { zoneName } }", LONG_COUNTS),
+    st.builds(lambda n: "query(" + ", ".join(f"$v{i}: Int" for i in range(n)) + ") { me { name } }", LONG_COUNTS),
+    st.builds(lambda n: "query(" + ", ".join(["$v: Int"] * n) + ") { me { name } }", LONG_COUNTS),
+    st.builds(lambda n: '{ lookup(scope: PRIVATE, zone: {zoneName: "z"' + ', zoneName: "z"' * n + '}, recordNames: []) { recordName } }', LONG_COUNTS),
+    st.builds(lambda n: '{ records(scope: PRIVATE, zone: {zoneName: "z"}, recordType: "T", args: {'
+              + ", ".join(f"k{i}: [{i}, {{a: {i}}}]" for i in range(n)) + "}) { records { recordName } } }", LONG_COUNTS),
+    st.builds(lambda n: "{ me { name } } " + " ".join(f"fragment f{i} on User {{ name }}" for i in range(n)), LONG_COUNTS),
+    st.builds(lambda n, pad: "#" + "x" * pad + "\n{ me { " + "nope " * n + "} }", LONG_COUNTS, LONG_PADDING),
+    st.builds(lambda n: "{ " + " ".join(f"z: zones(scope: {'PRIVATE' if i % 2 else 'SHARED'}) {{ zoneName }}" for i in range(n)) + " }", LONG_COUNTS),
+).map(lambda q: {"query": q})
+
+
 def graphql_requests(sdl, tokens):
-    payloads = weighted((45, schema_documents(sdl)), (45, variable_documents(tokens)), (10, broken_envelopes))
+    payloads = weighted((40, schema_documents(sdl)), (40, variable_documents(tokens)), (10, broken_envelopes), (10, long_documents))
     return payloads.map(lambda payload: ("POST", "/graphql", payload))
 
 
