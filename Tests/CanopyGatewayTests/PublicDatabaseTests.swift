@@ -304,6 +304,19 @@ struct PublicDatabaseTests {
         }
     }
 
+    @Test("issue 64: without a token a document is at most 64 KiB (413 LIMIT_EXCEEDED before parsing); with one, the same document is answered")
+    func anonymousDocumentLength() async throws {
+        let world = try await Self.world()
+        let long = "# " + String(repeating: "x", count: 70_000) + "\n{ lookup(scope: PUBLIC, zone: {zoneName: \"_defaultZone\"}, recordNames: [\"x\"]) { recordName } }"
+        try await world.harness.test { client in
+            let anonymous = try await client.call("lookup", long, as: nil)
+            #expect(anonymous.status == .contentTooLarge && anonymous.code == "LIMIT_EXCEEDED", "\(anonymous.body)")
+            #expect(anonymous.message.contains("65536"), "\(anonymous.message)")
+            let signedIn = try await client.call("lookup", long, as: world.token("stranger"))
+            #expect(signedIn.status == .ok, "\(signedIn.body)")
+        }
+    }
+
     @Test("issue 64: refused credentials are metered by address: a flood of unknown tokens is answered 429 after the burst, before any lookup; another address and a good token are served")
     func refusedCredentialsMetered() async throws {
         let world = try await Self.world()

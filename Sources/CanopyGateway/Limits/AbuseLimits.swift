@@ -29,6 +29,10 @@
 ///   issue 36), a bucket per client address; 429 past it
 /// - `anonymousMaximumQueryCost` (`--anonymous-max-query-cost`, default
 ///   5,000): the cost limit for a request without a token
+/// - `anonymousMaximumDocumentBytes` (64 KiB): the longest GraphQL document
+///   a request without a token may send (issue 64; a signed-in caller's
+///   is bounded by the 2 MiB body limit); past it, 413 `LIMIT_EXCEEDED`
+///   before the document is parsed
 /// - `introspection` (`--introspection`, `CANOPY_INTROSPECTION`: `open`,
 ///   the default, `signed-in` or `off`): who may read the schema through
 ///   `__schema` and `__type` (docs/SECURITY.md, "Introspection")
@@ -53,6 +57,7 @@ public struct AbuseLimits: Sendable {
     public var anonymousRequestsPerSecond: Double = 10
     public var anonymousBurst: Int = 20
     public var anonymousMaximumQueryCost: Int = 5_000
+    public var anonymousMaximumDocumentBytes: Int = 65_536
     public var trustsProxyHeader = false
     public var introspection: IntrospectionAccess = .open
     public var maximumIntrospectionCost = 20_000

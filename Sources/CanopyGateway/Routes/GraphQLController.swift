@@ -82,6 +82,14 @@ struct GraphQLController {
             configuration: configuration,
             maximumCost: userID == nil ? configuration.limits.anonymousMaximumQueryCost : configuration.limits.maximumQueryCost
         )
+        // Without a token, a document is at most 64 KiB (issue 64): the
+        // public database's reads need no more, and a long one costs its
+        // length to parse however it is refused.
+        let limit = configuration.limits.anonymousMaximumDocumentBytes
+        if userID == nil, graphQLRequest.query.utf8.count > limit {
+            throw APIError(.limitExceeded, "a document sent without a token is at most \(limit) bytes (this one is \(graphQLRequest.query.utf8.count)); sign in to send a longer one",
+                           status: .contentTooLarge)
+        }
         let parsed: ParsedRequest
         let fields: [SelectedField]
         do {
