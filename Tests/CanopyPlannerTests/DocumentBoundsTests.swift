@@ -78,6 +78,14 @@ struct DocumentBoundsTests {
         ] {
             #expect(refusal(query) == nil, "\(query): \(refusal(query)?.message ?? "")")
         }
+        // A fragment spread inside itself through a nested field (found by
+        // fuzzing: the merging check once recursed without end) is refused.
+        for query in [
+            "query { ...F } fragment F on Juer{ lo,okup(scoClosedRape: PRIVATE, zone: {zoneName: \"_defaultZone\"}, recordNames: [])r{ ...F } o: c{ro e dName } }",
+            "query { ...F } fragment F on Query { me { userRecordName } z: zones(scope: PRIVATE) { zoneName ...G } } fragment G on Zone { share { url } ...G }",
+        ] {
+            #expect(refusal(query) != nil, "\(query)")
+        }
     }
 
     @Test("lines and columns by binary search: several lines, non-ASCII text, the end of the document")

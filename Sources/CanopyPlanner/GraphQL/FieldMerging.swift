@@ -7,24 +7,35 @@ import GraphQL
 /// fields, silently answering one (issue 64); this refuses them, naming
 /// both, before the library validates. Fields under inline fragments or
 /// spreads of another type condition are compared among themselves only
-/// (the specification lets fields of different object types differ).
+/// (the specification lets fields of different object types differ). It
+/// runs after the library's validation, which refuses fragment cycles.
 enum FieldMerging {
     static func check(_ operation: OperationDefinition, fragments: [String: FragmentDefinition], locator: SourceLocator) throws {
-        try check([(operation.selectionSet, "")], fragments: fragments, locator: locator)
+        try check([Group(set: operation.selectionSet, condition: "", visiting: [])], fragments: fragments, locator: locator)
+    }
+
+    /// A selection set answered into the object being checked, the type
+    /// condition it is under, and the fragments spread on the way to it
+    /// (a fragment spread inside itself is not followed again: found by
+    /// fuzzing, a cycle through a nested field recursed without end).
+    private struct Group {
+        var set: SelectionSet
+        var condition: String
+        var visiting: Set<String>
     }
 
     /// Selection sets answered into one object (the sub-selections of the
-    /// fields merged under one key), each with the type condition it is under.
-    private static func check(_ sets: [(SelectionSet, String)], fragments: [String: FragmentDefinition], locator: SourceLocator) throws {
+    /// fields merged under one key).
+    private static func check(_ groups: [Group], fragments: [String: FragmentDefinition], locator: SourceLocator) throws {
         var order: [String] = []
-        var byKey: [String: [Field]] = [:]
+        var byKey: [String: [(field: Field, visiting: Set<String>)]] = [:]
         func collect(_ set: SelectionSet, condition: String, visiting: Set<String>) {
             for selection in set.selections {
                 switch selection {
                 case let field as Field:
                     let key = condition + "\u{0}" + (field.alias?.value ?? field.name.value)
                     if byKey[key] == nil { order.append(key) }
-                    byKey[key, default: []].append(field)
+                    byKey[key, default: []].append((field, visiting))
                 case let inline as InlineFragment:
                     collect(inline.selectionSet, condition: inline.typeCondition?.name.value ?? condition, visiting: visiting)
                 case let spread as FragmentSpread:
@@ -36,12 +47,12 @@ enum FieldMerging {
                 }
             }
         }
-        for (set, condition) in sets { collect(set, condition: condition, visiting: []) }
+        for group in groups { collect(group.set, condition: group.condition, visiting: group.visiting) }
         for key in order {
             let fields = byKey[key] ?? []
-            let first = fields[0]
+            let first = fields[0].field
             let responseKey = first.alias?.value ?? first.name.value
-            for other in fields.dropFirst() {
+            for (other, _) in fields.dropFirst() {
                 let locations = [first, other].compactMap { $0.loc.map { locator.location(ofUTF8Offset: $0.start) } }
                 if other.name.value != first.name.value {
                     throw QueryError(.badRequest, "fields \"\(responseKey)\" conflict because \(first.name.value) and \(other.name.value) are different fields; give one another alias", locations: locations)
@@ -50,9 +61,9 @@ enum FieldMerging {
                     throw QueryError(.badRequest, "fields \"\(responseKey)\" conflict because they have differing arguments; give one another alias", locations: locations)
                 }
             }
-            let children = fields.compactMap(\.selectionSet)
+            let children = fields.compactMap { entry in entry.field.selectionSet.map { Group(set: $0, condition: "", visiting: entry.visiting) } }
             if !children.isEmpty {
-                try check(children.map { ($0, "") }, fragments: fragments, locator: locator)
+                try check(children, fragments: fragments, locator: locator)
             }
         }
     }

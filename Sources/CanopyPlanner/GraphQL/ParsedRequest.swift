@@ -125,8 +125,8 @@ public struct ParsedRequest: @unchecked Sendable {
             throw QueryError(.limitExceeded, error.message, locations: error.node?.loc.map { [locator.location(ofUTF8Offset: $0.start)] } ?? [])
         }
         try Self.checkShape(chosen, fragments: fragments, locator: locator, limits: limits)
-        try FieldMerging.check(chosen, fragments: fragments, locator: locator)
         try Self.validated(query, document, locator: locator)
+        try FieldMerging.check(chosen, fragments: fragments, locator: locator)
         try InputObjectFields.checkLiterals(of: chosen, fragments: fragments) { node in
             node.loc.map { [locator.location(ofUTF8Offset: $0.start)] } ?? []
         }
