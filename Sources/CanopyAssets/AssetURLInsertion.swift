@@ -15,10 +15,11 @@ import Foundation
 /// `fileChecksum`) is ever signed, whatever its shape.
 extension AssetURLSigner {
     /// `json` with a `downloadURL` in every marked asset value and every
-    /// mark removed; unchanged when it holds none.
+    /// mark removed; the same text when it holds none. Callers look with
+    /// ``mayHoldAssets(_:)`` first (before fetching the signing key), so
+    /// the scan does not look again.
     public func addingDownloadURLs(to json: String) -> String {
-        guard Self.mayHoldAssets(json) else { return json }
-        return Self.scanning(json) { sha256, contentType in
+        Self.scanning(json) { sha256, contentType in
             url(sha256: sha256, contentType: contentType ?? "application/octet-stream")
         }
     }
@@ -26,8 +27,7 @@ extension AssetURLSigner {
     /// `json` with every asset mark removed and no URL added: for a
     /// gateway without an asset store, so no mark ever reaches a client.
     public static func removingMarks(from json: String) -> String {
-        guard mayHoldAssets(json) else { return json }
-        return scanning(json) { _, _ in nil }
+        scanning(json) { _, _ in nil }
     }
 
     private static func scanning(_ json: String, _ url: (_ sha256: String, _ contentType: String?) -> String?) -> String {

@@ -304,6 +304,16 @@ struct PublicDatabaseTests {
         }
     }
 
+    /// One request a second without a token per address, a burst of 3, the
+    /// address read from X-Forwarded-For.
+    static func addressLimited() -> GatewayConfiguration {
+        var configuration = GatewayConfiguration()
+        configuration.limits.anonymousRequestsPerSecond = 1
+        configuration.limits.anonymousBurst = 3
+        configuration.limits.trustsProxyHeader = true
+        return configuration
+    }
+
     @Test("issue 64: without a token a document is at most 64 KiB (413 LIMIT_EXCEEDED before parsing); with one, the same document is answered")
     func anonymousDocumentLength() async throws {
         let world = try await Self.world()
@@ -320,10 +330,7 @@ struct PublicDatabaseTests {
     @Test("issue 64: refused credentials are metered by address: a flood of unknown tokens is answered 429 after the burst, before any lookup; another address and a good token are served")
     func refusedCredentialsMetered() async throws {
         let world = try await Self.world()
-        var configuration = GatewayConfiguration()
-        configuration.limits.anonymousRequestsPerSecond = 1
-        configuration.limits.anonymousBurst = 3
-        configuration.limits.trustsProxyHeader = true
+        let configuration = Self.addressLimited()
         let query = "{ lookup(scope: PUBLIC, zone: {zoneName: \"_defaultZone\"}, recordNames: [\"x\"]) { recordName } }"
         let forwarded = HTTPField.Name("X-Forwarded-For")!
         let good = try #require(world.token("stranger"))
@@ -352,10 +359,7 @@ struct PublicDatabaseTests {
     @Test("anonymous requests are limited per client address: a flood from one is answered 429 while another is served")
     func anonymousRate() async throws {
         let world = try await Self.world()
-        var configuration = GatewayConfiguration()
-        configuration.limits.anonymousRequestsPerSecond = 1
-        configuration.limits.anonymousBurst = 3
-        configuration.limits.trustsProxyHeader = true
+        var configuration = Self.addressLimited()
         let query = "{ lookup(scope: PUBLIC, zone: {zoneName: \"_defaultZone\"}, recordNames: [\"x\"]) { recordName } }"
         let forwarded = HTTPField.Name("X-Forwarded-For")!
         try await world.harness.test(configuration: configuration, rateLimited: true) { client in

@@ -90,7 +90,7 @@ struct SubscriptionFeed {
                     // A feed's pages carry no download URLs (zoneChanges over
                     // HTTP signs them); the database's asset marks never
                     // leave the gateway (sql/functions/asset_marks.sql).
-                    let json = AssetURLSigner.removingMarks(from: page.json)
+                    let json = AssetURLSigner.mayHoldAssets(page.json) ? AssetURLSigner.removingMarks(from: page.json) : page.json
                     guard await send("{\"data\":{\(GraphQLResponse.quoted(field.responseKey)):\(json)}}") else { return }
                 }
                 since = .some(page.token)

@@ -71,10 +71,7 @@ struct DocumentSize {
             try tally(\.selections, limits.selections, at: selection, "the document has more than \(limits.selections) selections in all its operations and fragments")
             switch selection {
             case let field as Field:
-                for argument in field.arguments {
-                    try tally(\.arguments, limits.arguments, at: argument, "the document passes more than \(limits.arguments) arguments")
-                    try count(argument.value, limits)
-                }
+                try count(field.arguments, limits)
                 try count(field.directives, limits)
                 if let child = field.selectionSet { try count(child, limits) }
             case let spread as FragmentSpread:
@@ -91,10 +88,15 @@ struct DocumentSize {
     private mutating func count(_ directives: [Directive], _ limits: Limits) throws(Exceeded) {
         for directive in directives {
             try tally(\.directives, limits.directives, at: directive, "the document uses more than \(limits.directives) directives")
-            for argument in directive.arguments {
-                try tally(\.arguments, limits.arguments, at: argument, "the document passes more than \(limits.arguments) arguments")
-                try count(argument.value, limits)
-            }
+            try count(directive.arguments, limits)
+        }
+    }
+
+    /// A field's or a directive's arguments, and their literal values.
+    private mutating func count(_ arguments: [Argument], _ limits: Limits) throws(Exceeded) {
+        for argument in arguments {
+            try tally(\.arguments, limits.arguments, at: argument, "the document passes more than \(limits.arguments) arguments")
+            try count(argument.value, limits)
         }
     }
 

@@ -52,12 +52,13 @@ enum FieldMerging {
             let fields = byKey[key] ?? []
             let first = fields[0].field
             let responseKey = first.alias?.value ?? first.name.value
+            let firstArguments = fields.count > 1 ? arguments(of: first) : [:]
             for (other, _) in fields.dropFirst() {
                 let locations = [first, other].compactMap { $0.loc.map { locator.location(ofUTF8Offset: $0.start) } }
                 if other.name.value != first.name.value {
                     throw QueryError(.badRequest, "fields \"\(responseKey)\" conflict because \(first.name.value) and \(other.name.value) are different fields; give one another alias", locations: locations)
                 }
-                if arguments(of: other) != arguments(of: first) {
+                if arguments(of: other) != firstArguments {
                     throw QueryError(.badRequest, "fields \"\(responseKey)\" conflict because they have differing arguments; give one another alias", locations: locations)
                 }
             }
