@@ -1,19 +1,11 @@
 # Canopy on the official Swift image; docker-compose.yml runs it next to postgres:15.
 FROM swift:6.1-bookworm AS build
 WORKDIR /src
-# The server's package is Server/ (its folders are links to the repository's);
-# it depends on CanopyKit, the root package.
+# The server's package is Server/ (its folders and its pinned
+# Package.resolved); it depends on CanopyKit, the root package.
 COPY Package.swift ./
 COPY CanopyKit ./CanopyKit
 COPY Server ./Server
-COPY Sources ./Sources
-COPY Tests ./Tests
-COPY Plugins ./Plugins
-COPY Tools ./Tools
-COPY Benchmarks ./Benchmarks
-COPY Examples ./Examples
-COPY Fuzz ./Fuzz
-COPY schema ./schema
 RUN swift build --package-path Server --scratch-path .build -c release --product canopy --static-swift-stdlib
 
 FROM debian:bookworm-slim

@@ -2,7 +2,8 @@
 #   make run    build, start the embedded PostgreSQL cluster, migrate, serve,
 #               and print a first request
 #   make test   install PostgreSQL, pg_auto_failover, headless Chromium and Node
-#               if missing, build, run every test suite
+#               if missing, build, run the test tiers one after another
+#               (docs/TESTING.md), build CanopyKit by URL, fuzz 10 s a target
 #   make bench  release build; the gateway against pgbench; BENCHMARKS.md
 #   make soak   release build; 30 minutes of mixed traffic from 20 users;
 #               docs/soak/SOAK.md and soak.png (not part of make test)
@@ -41,26 +42,18 @@ test: postgres
 	@scripts/ensure-node.sh
 	@scripts/ensure-auto-failover.sh
 	@scripts/ensure-netns.sh
-	python3 -m pip install -q -r Tests/python/requirements.txt
+	python3 -m pip install -q -r Server/Tests/python/requirements.txt
 	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
-	# scripts/swift-test.sh repeats what failed at the end of its output.
-	# --skip-build: the build above made everything; swift test would plan
-	# and compile part of it again at each step (2.7 minutes in all).
-	CANOPY_SKIP_BROWSER_TESTS=1 CANOPY_SKIP_CLIENT_TESTS=1 scripts/swift-test.sh --skip-build
-	# CanopyKit and CanopyJS (Node's test runner, clients/js/test) against live
-	# gateways, and CanopyKit added by URL, apart: their processes would
-	# stretch the timing bounds of the crash and revocation suites above.
-	# The generated-request property (issue 48) here too: two minutes of
-	# requests from Python against a live canopy serve.
-	scripts/swift-test.sh --skip-build --filter "CanopyKitTests|GeneratedRequestTests" --skip CanopyJSToolingTests
-	# The whole-story browser suites on their own (the console's, and a CloudKit
-	# web app signing in through it): two Chromiums take both
-	# cores, which would stretch the timing bounds of the suites above. CanopyJS's
-	# tooling (tsc, npm) here too, for the same reason.
-	scripts/swift-test.sh --skip-build --filter "WebConsoleTests|ConsoleSignInTests|CanopyJSSignInTests|CanopyJSToolingTests|WebServicesStoryTests|TodoWebExampleTests"
-	# Again alone, where the 100 ms notification bound and the 5 s
-	# closing of a revoked token's socket are asserted.
-	CANOPY_STRICT_LATENCY=1 scripts/swift-test.sh --skip-build --filter "SubscriptionTests/toldAtOnce|TokenRevocationTests/revokedOverWebSocket"
+	# The tiers (docs/TESTING.md), one after another, each on a fresh
+	# PostgreSQL cluster that scripts/test-tier.sh makes and removes. A
+	# test's tier is the target it lives in (Server/Tests/<Tier>Tests).
+	# --skip-build: the build above made everything.
+	scripts/test-tier.sh pure --skip-build
+	scripts/test-tier.sh database --skip-build
+	scripts/test-tier.sh stories --skip-build
+	scripts/test-tier.sh latency --skip-build
+	# CanopyKit added by the repository's URL: a build, not a test.
+	scripts/canopykit-by-url.sh
 	# Every parser of outside input under libFuzzer for 10 s, after the
 	# regression inputs of crashes found before (docs/FUZZING.md).
 	$(MAKE) fuzz-build
@@ -72,7 +65,7 @@ test: postgres
 # 1,000,000 records, W6 at 100,000, 1,000,000 and 5,000,000, 5 runs of 20 s.
 bench: postgres
 	@scripts/ensure-bench-tools.sh
-	python3 -m pip install -q -r Tests/python/requirements.txt
+	python3 -m pip install -q -r Server/Tests/python/requirements.txt
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy-floor
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopykit-sync
@@ -80,7 +73,7 @@ bench: postgres
 
 bench-full: postgres
 	@scripts/ensure-bench-tools.sh
-	python3 -m pip install -q -r Tests/python/requirements.txt
+	python3 -m pip install -q -r Server/Tests/python/requirements.txt
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy-floor
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopykit-sync
@@ -100,13 +93,13 @@ flamegraphs: postgres
 # exits non-zero on an unexpected error or a trend (docs/RELIABILITY.md).
 SOAK_MINUTES ?= 30
 soak: postgres
-	python3 -m pip install -q -r Tests/python/requirements.txt matplotlib
+	python3 -m pip install -q -r Server/Tests/python/requirements.txt matplotlib
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy
 	python3 scripts/soak/soak.py --minutes $(SOAK_MINUTES) --output-dir docs/soak
 
 # Fuzzing (issue 20): the parsers' modules built with libFuzzer's coverage
 # instrumentation (CANOPY_FUZZ=1; Package.swift), then each target for
-# FUZZ_SECONDS from Fuzz/Corpus plus what earlier runs found. The build
+# FUZZ_SECONDS from Server/Fuzz/Corpus plus what earlier runs found. The build
 # shares .build with the server's: the dependencies are compiled once, and
 # only Canopy's parser modules and what uses them are compiled again (about
 # a minute, where a scratch path of its own took twelve on a clean clone);
@@ -126,10 +119,10 @@ FUZZ_HTTP_EXAMPLES ?= 3000
 FUZZ_HTTP_SECONDS ?= 1200
 FUZZ_HTTP_SEED ?= $(shell date +%s)
 fuzz-http: postgres
-	python3 -m pip install -q -r Tests/python/requirements.txt
+	python3 -m pip install -q -r Server/Tests/python/requirements.txt
 	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
 	CANOPY_GENERATED_SEED=$(FUZZ_HTTP_SEED) CANOPY_GENERATED_EXAMPLES=$(FUZZ_HTTP_EXAMPLES) \
-	CANOPY_GENERATED_SECONDS=$(FUZZ_HTTP_SECONDS) scripts/swift-test.sh --filter GeneratedRequestTests
+	CANOPY_GENERATED_SECONDS=$(FUZZ_HTTP_SECONDS) scripts/fuzz-http.sh --skip-build
 
 # The sync engines' randomized fault run (issue 50, docs/SYNC_FAULTS.md):
 # CanopyJS's and CanopyKit's engines in three device processes, gateways,
@@ -147,7 +140,7 @@ NETWORK_CYCLES ?= 20
 network-soak: postgres
 	@scripts/ensure-netns.sh
 	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
-	CANOPY_NETWORK_CYCLES=$(NETWORK_CYCLES) scripts/swift-test.sh --filter "NetworkFaultTests/cutAndHealCycles"
+	CANOPY_NETWORK_CYCLES=$(NETWORK_CYCLES) scripts/network-soak.sh --skip-build
 
 fault:
 	@scripts/ensure-node.sh

@@ -9,10 +9,12 @@ let swiftSettings: [SwiftSetting] = [
 // benchmarks' programs and the fuzz targets. The repository's root
 // Package.swift is CanopyKit's alone, so that an app adding the repository
 // by URL gets the Swift client and its dependencies, nothing of the
-// server's (DECISIONS 127). The folders this manifest's targets live in
-// are the repository's, reached through the symbolic links beside it
-// (Server/Sources -> ../Sources, and so on). Build it from the repository
-// with `make build`, or:
+// server's (DECISIONS 127). Its folders are beside this manifest, in
+// Server/ (Sources/, Tests/, Benchmarks/, Examples/, Fuzz/, Plugins/,
+// Tools/, schema/); the SQL it runs (migrations/, sql/) and the web
+// console (web/) stay at the repository's root, where `canopy serve` and
+// the Dockerfile find them. Build it from the repository with `make build`,
+// or:
 //
 //     swift build --package-path Server --scratch-path .build
 //
@@ -28,6 +30,39 @@ let parserSettings = swiftSettings + (fuzzing ? [.unsafeFlags(["-sanitize=fuzzer
 // path dependency is named by its folder's name, lowercased (SwiftPM's
 // package identity): the repository's folder, whatever the clone is called.
 let canopyKitPackage = String(Context.packageDirectory.split(separator: "/").dropLast().last ?? "canopy").lowercased()
+
+// What the gateway's tests link, in every tier that runs the gateway (and
+// CanopyGatewayTestSupport, which they share).
+let gatewayTestDependencies: [Target.Dependency] = [
+    "CanopyAdmin",
+    "CanopyAssets",
+    "CanopyEncoding",
+    "CanopyGateway",
+    "CanopyIdentity",
+    "CanopyOutbound",
+    "CanopyPlanner",
+    "CanopyPush",
+    "CanopyRequestStore",
+    "CanopyTestSupport",
+    "CanopyWAL",
+    "CanopyWebServices",
+    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+    .product(name: "Crypto", package: "swift-crypto"),
+    .product(name: "GraphQL", package: "GraphQL"),
+    .product(name: "HTTPTypes", package: "swift-http-types"),
+    .product(name: "Hummingbird", package: "hummingbird"),
+    .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+    .product(name: "HummingbirdTesting", package: "hummingbird"),
+    .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+    .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
+    .product(name: "JWTKit", package: "jwt-kit"),
+    .product(name: "Logging", package: "swift-log"),
+    .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOSSL", package: "swift-nio-ssl"),
+    .product(name: "PostgresNIO", package: "postgres-nio"),
+    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+]
 
 let package = Package(
     name: "canopy",
@@ -164,7 +199,7 @@ let package = Package(
             ],
             swiftSettings: parserSettings
         ),
-        // Assets' bytes (API.md §11): content-addressed stores behind one
+        // Assets' bytes (docs/API.md §11): content-addressed stores behind one
         // protocol, streamed and hashed (swift-crypto) through NIO's file system.
         .target(
             name: "CanopyAssets",
@@ -306,6 +341,14 @@ let package = Package(
             path: "Tests/CanopyKitFaultDevice",
             swiftSettings: swiftSettings
         ),
+        // Tests come in tiers by what a test needs (docs/TESTING.md); a
+        // test's tier is the target it lives in, and make test runs the
+        // tiers one after another, each on a fresh PostgreSQL cluster
+        // (scripts/test-tier.sh). Two support libraries serve them all.
+        //
+        // Real PostgreSQL for tests (a tier's own cluster), the built
+        // `canopy` as a process, the repository's folders, waiting with a
+        // deadline.
         .target(
             name: "CanopyTestSupport",
             dependencies: [
@@ -318,78 +361,64 @@ let package = Package(
             path: "Tests/CanopyTestSupport",
             swiftSettings: swiftSettings
         ),
-        // CanopyKit against a live `canopy serve` (issue 21).
+        // The in-process gateway harness and the helpers the gateway's tests
+        // share across tiers (GraphQL calls, sockets, replicas, receivers,
+        // the identity provider and network lab processes the stories start).
+        .target(
+            name: "CanopyGatewayTestSupport",
+            dependencies: gatewayTestDependencies,
+            path: "Tests/CanopyGatewayTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // Pure: no PostgreSQL, no other process (the planner, predicates,
+        // encodings, identity configuration, asset URLs, the Web Services
+        // readers, the architecture test). Parallel.
         .testTarget(
-            name: "CanopyKitTests",
+            name: "PureTests",
             dependencies: [
-                .product(name: "CanopyKit", package: canopyKitPackage),
                 "CanopyAdmin",
-                "CanopyPlanner",
-                "CanopyRequestStore",
-                "CanopyTestSupport",
-            ],
-            swiftSettings: swiftSettings
-        ),
-        // docs/ARCHITECTURE.md against the tree; reads files, links nothing.
-        .testTarget(
-            name: "ArchitectureTests",
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "CanopyPlannerTests",
-            dependencies: ["CanopyEncoding", "CanopyPlanner", "CanopyWAL", .product(name: "GraphQL", package: "GraphQL")],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "CanopyAssetsTests",
-            dependencies: ["CanopyAssets", "CanopyEncoding", "CanopyTestSupport", .product(name: "NIOCore", package: "swift-nio")],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "CanopyIdentityTests",
-            dependencies: ["CanopyIdentity", "CanopyEncoding"],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            // The database itself through both store modules: migrations,
-            // policies and the permission matrix, the cluster, replicas, backups.
-            name: "CanopyDatabaseTests",
-            dependencies: [
-                "CanopyAssets", "CanopyAdmin", "CanopyRequestStore", "CanopyTestSupport",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "CanopyGatewayTests",
-            dependencies: [
                 "CanopyAssets",
-                "CanopyOutbound",
+                "CanopyEncoding",
                 "CanopyGateway",
+                "CanopyGatewayTestSupport",
                 "CanopyIdentity",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                "CanopyAdmin",
                 "CanopyPlanner",
                 "CanopyRequestStore",
                 "CanopyTestSupport",
                 "CanopyWAL",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
-                "CanopyEncoding",
-                "CanopyPush",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "CanopyKit", package: canopyKitPackage),
+                .product(name: "GraphQL", package: "GraphQL"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // Database: PostgreSQL and the in-process gateway, no other program.
+        // Parallel, each suite on a database of its own.
+        .testTarget(
+            name: "DatabaseTests",
+            dependencies: [
+                "CanopyGatewayTestSupport",
+            ] + gatewayTestDependencies,
+            swiftSettings: swiftSettings
+        ),
+        // Stories: everything that starts a process (canopy serve, Chromium,
+        // Node, Python clients, pg_auto_failover, network namespaces, the
+        // randomized fault run, the generated-request property). Serial.
+        .testTarget(
+            name: "StoryTests",
+            dependencies: [
+                "CanopyGatewayTestSupport",
+                .product(name: "CanopyKit", package: canopyKitPackage),
+            ] + gatewayTestDependencies,
+            swiftSettings: swiftSettings
+        ),
+        // Latency: every test that asserts how fast something happens, run
+        // alone in a step of its own. Serial.
+        .testTarget(
+            name: "LatencyTests",
+            dependencies: [
+                "CanopyGatewayTestSupport",
+            ] + gatewayTestDependencies,
             swiftSettings: swiftSettings
         ),
     ]

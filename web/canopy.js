@@ -35,7 +35,7 @@ export const database = (scope) => container.database(scope);
 
 /**
  * A field's value as the console's views and editors hold it: the API's
- * JSON form (API.md §4: `{type: "TIMESTAMP", value}` and the like), an
+ * JSON form (docs/API.md §4: `{type: "TIMESTAMP", value}` and the like), an
  * asset with its download URL. CanopyJS reads values as JavaScript
  * (Date, Reference, …); a save takes this form back as it is.
  */

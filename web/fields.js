@@ -1,4 +1,4 @@
-// Record fields by type (API.md §4): how each type is shown, and a form
+// Record fields by type (docs/API.md §4): how each type is shown, and a form
 // control to edit it that reads back the JSON value to save.
 
 import {h, formatBytes, formatDate} from "./dom.js";

@@ -4,7 +4,7 @@
 // offers Accept, which accepts and opens the shared zone in the console.
 // Before accepting it previews a shared record (its title, and a picture
 // when it has one); where the owner allows access requests, someone not
-// invited may ask for access instead (API.md §17).
+// invited may ask for access instead (docs/API.md §17).
 
 import {h, message, replace} from "./dom.js";
 import {container as canopy, describe, endSession} from "./canopy.js";

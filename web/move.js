@@ -1,4 +1,4 @@
-// "Move to…" (API.md §17): a record, with the records under it, goes to
+// "Move to…" (docs/API.md §17): a record, with the records under it, goes to
 // another zone the person can write to, keeping its name; nothing moves
 // when anything is refused, and the reason is shown.
 

@@ -1,5 +1,5 @@
 // A zone's records: one record type at a time, in pages (keyset cursors),
-// filtered with the predicate language (API.md §5) and sorted; kept
+// filtered with the predicate language (docs/API.md §5) and sorted; kept
 // current by the zone's change feed. Also the zone's sharing and its
 // deletion (the owner) or leaving it (a participant). The public
 // database's zone the same way, its type's grants deciding what may be

@@ -71,7 +71,7 @@ export interface ShareMetadata {
 /** A record type and its fields' types, with what the public database lets the caller do. */
 export interface RecordTypeInfo {
   name: string;
-  /** type: STRING, INT64, …, LIST<…> (API.md §4). */
+  /** type: STRING, INT64, …, LIST<…> (docs/API.md §4). */
   fields: {name: string; type: string}[];
   publicAccess: {read: boolean; create: boolean; write: boolean; writeOwn: boolean};
 }
@@ -88,7 +88,7 @@ export interface UploadAssetOptions extends RequestOptions {
   contentType?: string;
 }
 
-/** A kind of push device (API.md §14). */
+/** A kind of push device (docs/API.md §14). */
 export type DeviceKind = "APNS" | "WEB_PUSH" | "WEBHOOK";
 
 /** An APNs environment. */
@@ -206,7 +206,7 @@ export declare class Container {
   shareMetadata(url: string, options?: ShareMetadataOptions): Promise<ShareMetadata>;
   /** Accepts a share by its URL; its zone then appears in the shared database. */
   acceptShare(url: string, options?: RequestOptions): Promise<ShareMetadata>;
-  /** Asks the owner for access to a share the caller is not in (API.md §17). */
+  /** Asks the owner for access to a share the caller is not in (docs/API.md §17). */
   requestShareAccess(url: string, options?: RequestOptions): Promise<ShareMetadata>;
 
   /** Uploads a file's bytes; answers an Asset to put in a record's field (a save attaches it within 24 hours, once). */

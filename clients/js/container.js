@@ -79,7 +79,7 @@ export class Container {
   }
 
   /**
-   * Runs any GraphQL document of the API (schema/canopy.graphql) with
+   * Runs any GraphQL document of the API (Server/schema/canopy.graphql) with
    * bound variables; answers `data` or throws a CanopyError. For what the
    * typed methods do not cover.
    */
@@ -141,7 +141,7 @@ export class Container {
     return metadataFromServer(data.acceptShare);
   }
 
-  /** Asks the owner for access to a share the caller is not in (API.md §17). */
+  /** Asks the owner for access to a share the caller is not in (docs/API.md §17). */
   async requestShareAccess(url, {signal} = {}) {
     const data = await this.graphql(`mutation($url: String!) { requestShareAccess(url: $url) { ${metadataSelection} } }`, {url}, {signal});
     return metadataFromServer(data.requestShareAccess);
@@ -175,7 +175,7 @@ export class Container {
     return new Uint8Array(await response.arrayBuffer());
   }
 
-  // MARK: Push (API.md §14)
+  // MARK: Push (docs/API.md §14)
 
   /** The server's VAPID public key (base64url), the applicationServerKey of pushManager.subscribe. */
   async vapidPublicKey({signal} = {}) {
@@ -200,7 +200,7 @@ export class Container {
     return this.registerDevice({kind: "WEBHOOK", url}, {signal});
   }
 
-  /** Registers a device of any kind (API.md §14's registerDevice arguments). */
+  /** Registers a device of any kind (docs/API.md §14's registerDevice arguments). */
   async registerDevice(device, {signal} = {}) {
     const data = await this.graphql(`mutation($kind: DeviceKind!, $apnsToken: String, $apnsEnvironment: APNsEnvironment, $apnsTopic: String, $endpoint: String, $p256dh: String, $auth: String, $url: String) {
       registerDevice(kind: $kind, apnsToken: $apnsToken, apnsEnvironment: $apnsEnvironment, apnsTopic: $apnsTopic, endpoint: $endpoint, p256dh: $p256dh, auth: $auth, url: $url) { ${deviceSelection} } }`,

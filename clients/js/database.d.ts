@@ -50,12 +50,12 @@ export interface LookupOptions extends RequestOptions {
 /** One sort key: a field name, ascending, or {field, direction}. */
 export type SortKey = string | {field: string; direction?: "ASC" | "DESC"};
 
-/** What query reads (API.md §5). */
+/** What query reads (docs/API.md §5). */
 export interface QueryOptions<T extends string = string> extends RequestOptions {
   /** A type declared in RecordTypes (canopy schema typescript) makes the query answer typed records. */
   recordType: T;
   /**
-   * The filter expression (API.md §5), with `$name` placeholders bound by
+   * The filter expression (docs/API.md §5), with `$name` placeholders bound by
    * `args`: e.g. `kind == $k AND at >= $from`, or for a STRING_LIST field
    * `ANY tags BEGINSWITH $p` (CloudKit's LIST_MEMBER_BEGINS_WITH).
    */
@@ -204,7 +204,7 @@ export interface Participant {
   dateAddedToShare: Date;
 }
 
-/** Someone who asked to join a share (API.md §17). */
+/** Someone who asked to join a share (docs/API.md §17). */
 export interface AccessRequest {
   user: UserIdentity;
   status: "PENDING" | "BLOCKED";

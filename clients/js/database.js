@@ -1,6 +1,6 @@
 // One of the container's three databases (`CKDatabase`): zones, records,
 // queries, batches, change feeds, live feeds, shares and push
-// subscriptions, each a GraphQL document of API.md §3 with every value in
+// subscriptions, each a GraphQL document of docs/API.md §3 with every value in
 // variables.
 
 import {CanopyError, ErrorCode, errorFromGraphQL} from "./errors.js";
@@ -134,7 +134,7 @@ export class Database {
   }
 
   /**
-   * The records of one type matching `filter` (API.md §5, with `args`),
+   * The records of one type matching `filter` (docs/API.md §5, with `args`),
    * sorted, as an async iterator that reads pages of `pageSize` by keyset
    * cursor as it is consumed. `.pages()` iterates whole pages
    * `{records, cursor}`; pass `cursor` to continue a page read earlier.
@@ -211,7 +211,7 @@ export class Database {
 
   /**
    * Moves records with their descendants to another zone of the caller's,
-   * keeping their names (API.md §17). All or nothing: answers
+   * keeping their names (docs/API.md §17). All or nothing: answers
    * `{moved, errors}`; errors means nothing moved.
    */
   async moveRecords(from, to, recordNames, {withDescendants = true, parent = null, signal} = {}) {
@@ -378,7 +378,7 @@ export class Database {
   }
 
   /**
-   * Decides an access request (API.md §17): `decision` is "approve" (with
+   * Decides an access request (docs/API.md §17): `decision` is "approve" (with
    * `permission`), "deny", "block" or "unblock".
    */
   async decideAccessRequest(zone, userRecordName, decision, {rootRecordName = null, permission = "READ_ONLY", signal} = {}) {

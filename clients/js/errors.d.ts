@@ -2,7 +2,7 @@
 
 import type {CanopyRecord} from "./records.js";
 
-/** The server's codes (API.md §6) and the client's own. */
+/** The server's codes (docs/API.md §6) and the client's own. */
 export declare const ErrorCode: {
   readonly BAD_REQUEST: "BAD_REQUEST";
   readonly NOT_AUTHENTICATED: "NOT_AUTHENTICATED";

@@ -1,8 +1,8 @@
 // One error type for everything the client throws: the server's codes
-// (API.md §6), the HTTP status, and Retry-After. Every answer is mapped to
+// (docs/API.md §6), the HTTP status, and Retry-After. Every answer is mapped to
 // it here, in one place (errorFromResponse, errorFromGraphQL).
 
-/** The server's codes (API.md §6) and the client's own. */
+/** The server's codes (docs/API.md §6) and the client's own. */
 export const ErrorCode = Object.freeze({
   BAD_REQUEST: "BAD_REQUEST",
   NOT_AUTHENTICATED: "NOT_AUTHENTICATED",

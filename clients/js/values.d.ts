@@ -1,4 +1,4 @@
-// Types of values.js: field values (API.md §4, §11) as JavaScript values,
+// Types of values.js: field values (docs/API.md §4, §11) as JavaScript values,
 // and JSON that keeps INT64 exact.
 
 /** What deleting a reference's target does to the record that refers to it. */

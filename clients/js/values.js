@@ -1,4 +1,4 @@
-// Field values (API.md §4, §11) as JavaScript values, both ways: dates as
+// Field values (docs/API.md §4, §11) as JavaScript values, both ways: dates as
 // Date, INT64 beyond 2^53 as BigInt, references, locations, bytes, assets
 // and lists of these. And JSON that keeps such integers exact.
 

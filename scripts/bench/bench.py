@@ -18,10 +18,10 @@ them (issue 38, moves.py); issue 39's cold rows (W1 and W2 through a
 gateway started right after loading, before any ANALYZE, beside the same
 runs right after it), the tail at 8 clients in three sets with the floor's
 p99, and W11, 64 writers each saving batches of 50 into their own zone
-beside pgbench running the same transactions (speed.py). The record type's schema (schema/bench.ckdb's text below) is
+beside pgbench running the same transactions (speed.py). The record type's schema (Server/schema/bench.ckdb's text below) is
 applied with `canopy schema apply`, so the declared fields are indexed.
 
-Issue 18 adds the stack's floor: `canopy-floor` (Benchmarks/Floor), a
+Issue 18 adds the stack's floor: `canopy-floor` (Server/Benchmarks/Floor), a
 minimal Hummingbird 2 + PostgresNIO program that answers by running the
 statement the gateway sends for W1 (and for W2's first page) with the same
 parameters and writing its JSON; it is driven by the same wrk script. The

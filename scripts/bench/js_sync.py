@@ -2,7 +2,7 @@
 release gateway. CanopyJS's SyncEngine in one Node process, in ranges (the
 default since issue 51) and as one chain of pages, beside the same pages
 fetched raw (fetch and JSON.parse, no client) as one chain and in ranges;
-CanopyKit's SyncEngine (Benchmarks/KitSync, release build) in ranges and as
+CanopyKit's SyncEngine (Server/Benchmarks/KitSync, release build) in ranges and as
 one chain. Records/s and peak memory, medians of --runs."""
 import json
 import os
@@ -80,7 +80,7 @@ def report_lines(sync, w4_rate=None):
     lines = [HEADING, "",
              f"One process syncs a zone of {RECORDS:,} records from the release gateway over loopback, pages of 400 "
              f"from `zoneChanges`. CanopyJS (Node {NODE_VERSION}): every record decoded into a `CanopyRecord` and "
-             "handed to a delegate that counts it. CanopyKit (`Benchmarks/KitSync`, release, Foundation's URLSession "
+             "handed to a delegate that counts it. CanopyKit (`Server/Benchmarks/KitSync`, release, Foundation's URLSession "
              "on Linux): every record decoded into a `Record`. Raw: `fetch` and `JSON.parse` in one Node process, no "
              f"client. \"Ranges\" is issue 51's first sync: `zoneRanges` cuts the zone into ranges read at once, then "
              "the feed is followed from the position (docs/CHANGE_FEEDS.md); \"one chain\" asks each page with the "

@@ -14,7 +14,7 @@ from measure import cpu_seconds
 
 ALIASES = "{ __schema { " + " ".join(f"a{i}: types {{ name fields {{ name }} }}" for i in range(60)) + " } }"
 HEAVY = "{ " + " ".join(f"s{i}: __schema {{ types {{ fields {{ args {{ type {{ name }} }} type {{ name }} }} }} }}" for i in range(25)) + " }"
-STANDARD = (ROOT / "Tests" / "python" / "standard_introspection.graphql").read_text()
+STANDARD = (ROOT / "Server" / "Tests" / "python" / "standard_introspection.graphql").read_text()
 
 # Issue 64: a document of repeated directives, the kind whose validation once
 # grew with the square of its length (360 KB took 40 s of CPU); now refused

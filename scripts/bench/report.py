@@ -162,7 +162,7 @@ def benchmarks_md(options, scales, server_version, people, guest_shares, rows, f
 
     lines += [
         "", FLOOR_HEADING, "",
-        "The floor is `canopy-floor` (Benchmarks/Floor): Hummingbird 2 and PostgresNIO, release build, answering by "
+        "The floor is `canopy-floor` (Server/Benchmarks/Floor): Hummingbird 2 and PostgresNIO, release build, answering by "
         "running the statement the gateway sends for the workload (captured above, parameters included) and writing "
         "its JSON; no GraphQL, authentication, logs or metrics. Same wrk script and clients. CPU per request is the "
         "process's user + system time over a run divided by the requests answered (/proc/PID/stat), median of the runs.", "",

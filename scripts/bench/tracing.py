@@ -2,7 +2,7 @@
 W1 through `canopy serve` with tracing off (no OTEL_* variables, the
 default), on with the parent-based trace-ID ratio sampler at 10 %, and on
 with every request sampled; each exporting over OTLP/HTTP to a collector on
-loopback that answers without decoding (Tests/python/otlp_receiver.py
+loopback that answers without decoding (Server/Tests/python/otlp_receiver.py
 --discard). With `--base-binary`, also W1 through a build from before
 tracing existed: "off" must cost nothing measurable beside it. Runs
 interleaved (every configuration once a round, a gateway started for each),
@@ -77,7 +77,7 @@ def report_lines(rows, options):
     lines = [HEADING, "",
              f"W1 (`lookup` of one record, 5 spans a request when sampled: the request, its field, the plan, the read and its statement) through `canopy serve`, wrk at {options.clients} "
              f"clients, {options.runs} interleaved rounds of {options.seconds} s (a gateway started for each, warmed 2 s); "
-             "medians. The collector is `Tests/python/otlp_receiver.py --discard` on loopback, on the same two cores. "
+             "medians. The collector is `Server/Tests/python/otlp_receiver.py --discard` on loopback, on the same two cores. "
              "Off, a span site costs one task-local read that finds no tracer (`CanopySpan`); the request middleware "
              "is not installed at all.", "",
              "| gateway | requests/s | p50 | p99 | gateway CPU a request | CPU / off |", "|---|---|---|---|---|---|"]

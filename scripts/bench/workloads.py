@@ -193,7 +193,7 @@ def floors(cluster, statements, workloads):
 
 # CloudKit Web Services (issue 37): records/lookup and records/query's first
 # page, each beside its GraphQL twin, the very document and variables the
-# gateway's Web Services layer runs for it (Sources/CanopyGateway/WebServices/),
+# gateway's Web Services layer runs for it (Server/Sources/CanopyGateway/WebServices/),
 # so the two differ by the envelope alone.
 CONTAINER = "iCloud.com.example.bench"
 WS_SELECTION = ("recordName recordType recordChangeTag parent fields(keys: $keys) created { timestamp userRecordName } "

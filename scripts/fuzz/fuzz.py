@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Runs every canopy-fuzz target (docs/FUZZING.md) for a set time.
 
-For each target: first the regression inputs under Fuzz/Regressions/TARGET
+For each target: first the regression inputs under Server/Fuzz/Regressions/TARGET
 (every crash found so far, kept; each must now pass), then libFuzzer for
---seconds, starting from the committed seeds (Fuzz/Corpus/TARGET) and the
+--seconds, starting from the committed seeds (Server/Fuzz/Corpus/TARGET) and the
 inputs earlier runs found (.build-fuzz/corpus/TARGET, where new ones go;
 the committed seeds are never written). A crash saves its input under
 .build-fuzz/crashes/ and fails the run, naming the file and the way to
@@ -158,7 +158,7 @@ def main():
             failed.append(target)
             say(f"{target}: CRASH (exit {stats['status']}), input saved as {stats['artifact']}\n{stats['tail']}\n"
                 f"replay: {BINARY} {target} {stats['artifact']}\n"
-                f"keep it: copy it to Fuzz/Regressions/{target}/ with the fix")
+                f"keep it: copy it to Server/Fuzz/Regressions/{target}/ with the fix")
     if args.report:
         report(args.report, rows, args.seconds)
     if failed:

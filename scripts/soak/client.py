@@ -7,11 +7,11 @@ import time
 import urllib.parse
 
 HTTP_TIMEOUT = 30.0
-# Answers that contradict API.md but are known (each names its finding). They
+# Answers that contradict docs/API.md but are known (each names its finding). They
 # are counted and listed apart in the report, not as unexpected errors, so
 # that a soak measures stability; --strict counts them as unexpected.
 KNOWN_DEVIATIONS = {
-    # (kind, code) pairs that differ from API.md and are documented. None now:
+    # (kind, code) pairs that differ from docs/API.md and are documented. None now:
     # a READ_ONLY participant's update *with* the record's change tag was
     # UNKNOWN_ITEM until modify_records.sql told it apart from a missing
     # record (SharingPermissionTests covers it).

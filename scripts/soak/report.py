@@ -64,7 +64,7 @@ def write_report(path, args, stats, result, gateway, log_errors, plot_name):
     add(f"| **all** | {total} | | | {sum(sum(c.values()) for c in stats.expected.values())} | {result['unexpected']} |")
     add("")
     if stats.deviations:
-        add("## Known deviations from API.md")
+        add("## Known deviations from docs/API.md")
         add("")
         add("Answers the contract does not allow but that are known (`KNOWN_DEVIATIONS` in `scripts/soak/client.py`, "
             "which says why); not counted as unexpected errors (`--strict` counts them).")

@@ -47,7 +47,7 @@ usage: make soak   (release build; 30 minutes, 20 users)
        python3 scripts/soak/soak.py [--minutes M] [--users N] [--warmup-minutes W]
               [--port P] [--data-dir D] [--output-dir O] [--think-ms T] [--seed S]
 The binary is .build/release/canopy unless CANOPY_SOAK_BINARY names another.
-Needs Python's websockets (Tests/python/requirements.txt) and matplotlib.
+Needs Python's websockets (Server/Tests/python/requirements.txt) and matplotlib.
 
 soak.py is the entry point; the rest is in processes.py (the cluster, the
 gateway, the data directory), client.py (HTTP and how answers are judged),
@@ -94,7 +94,7 @@ def main():
     parser.add_argument("--strict", action="store_true", help="count KNOWN_DEVIATIONS as unexpected errors")
     args = parser.parse_args()
     if ws_connect is None:
-        sys.exit("soak.py needs websockets >= 11 (python3 -m pip install -r Tests/python/requirements.txt)")
+        sys.exit("soak.py needs websockets >= 11 (python3 -m pip install -r Server/Tests/python/requirements.txt)")
     client.STRICT = args.strict
     if args.users < 2:
         sys.exit("--users must be at least 2 (shares need a participant)")

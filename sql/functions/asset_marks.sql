@@ -8,7 +8,7 @@
 -- prefixes each stored asset's digest with a secret the gateway chose at
 -- start and set on its connections (the startup parameter
 -- canopy.asset_marker, random per process, never answered to anyone); the
--- gateway's scanner (Sources/CanopyAssets/AssetURLInsertion.swift) signs
+-- gateway's scanner (Server/Sources/CanopyAssets/AssetURLInsertion.swift) signs
 -- exactly the values whose digest carries it and removes it from the
 -- answer. A session without the setting (psql, canopy's own commands)
 -- reads the plain stored form.

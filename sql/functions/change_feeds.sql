@@ -1,4 +1,4 @@
--- Change feeds (API.md §7): canopy.touch_zone, canopy.record_departure,
+-- Change feeds (docs/API.md §7): canopy.touch_zone, canopy.record_departure,
 -- canopy.purge_change_history, canopy.claim_history_purge,
 -- canopy.lock_zone_for_write, canopy.zone_feed_position, canopy.zone_range_cuts,
 -- canopy.read_position.

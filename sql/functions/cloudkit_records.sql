@@ -1,7 +1,7 @@
 -- CloudKit Web Services' record dictionary, written by PostgreSQL (issue
 -- 49): a stored field value as the reference's typed field value
 -- `{"value": …, "type": …}`, as JSON text. The planner's CloudKit
--- projection (Sources/CanopyPlanner/Plans/Projection+CloudKit.swift)
+-- projection (Server/Sources/CanopyPlanner/Plans/Projection+CloudKit.swift)
 -- writes a declared field of a query's record type inline, with the tag
 -- its schema gives; canopy.cloudkit_field writes any other field (a
 -- lookup's records, whose types the plan does not know, and the kinds

@@ -1,4 +1,4 @@
--- Field types (API.md §4): the type of a field value, whether a declared
+-- Field types (docs/API.md §4): the type of a field value, whether a declared
 -- type accepts it, and the inlinable fast path for common values. Used by
 -- the records_check_written_fields trigger (sql/triggers/records.sql).
 --

@@ -79,7 +79,7 @@ AS $$
 $$;
 COMMENT ON FUNCTION canopy.revoke_own_token(text) IS 'Revokes the current user''s live token with this prefix (cnp_ and 16 hex digits); returns how many (0 or 1).';
 
--- Sign-in with an identity provider (API.md §10). The gateway has verified
+-- Sign-in with an identity provider (docs/API.md §10). The gateway has verified
 -- the token (signature, iss, aud, exp, nbf); this finds the user of
 -- (issuer, subject) or creates it, with its _defaultZone (the users
 -- trigger), exactly once however many first requests race: they queue on an

@@ -16,7 +16,7 @@ SET LOCAL ROLE canopy_owner;
 -- back when an atomic batch has errors. Saves arrive parents first.
 --
 -- modifyRecords, as in 0005, but a participant deleting the root of a share
--- they accepted, in SHARED scope, leaves the share (API.md §1).
+-- they accepted, in SHARED scope, leaves the share (docs/API.md §1).
 --
 -- modifyRecords (0006) with a fast path: a batch of new records without
 -- parents or change tags is one INSERT … SELECT. If that statement fails

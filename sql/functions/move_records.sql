@@ -1,4 +1,4 @@
--- moveRecords (issue 38, API.md §17; past CloudKit): canopy.move_records.
+-- moveRecords (issue 38, docs/API.md §17; past CloudKit): canopy.move_records.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent.

@@ -1,4 +1,4 @@
--- The public database's grants (API.md §15, migrations/0025): which record
+-- The public database's grants (docs/API.md §15, migrations/0025): which record
 -- types the caller may READ, CREATE or WRITE there, for the policies of
 -- canopy.records and canopy.tombstones. Each policy calls these as
 -- `(SELECT canopy.f(...))`, an InitPlan: the caller's roles are resolved

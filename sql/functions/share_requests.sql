@@ -1,4 +1,4 @@
--- Access requests (issue 38, API.md §17; CloudKit iOS 26):
+-- Access requests (issue 38, docs/API.md §17; CloudKit iOS 26):
 -- request_share_access, decide_share_request, share_requesters.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum

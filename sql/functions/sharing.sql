@@ -1,4 +1,4 @@
--- Sharing operations (API.md §3): user_for_contact, discover_user,
+-- Sharing operations (docs/API.md §3): user_for_contact, discover_user,
 -- find_share, managed_participant, put_participant, remove_participant,
 -- save_share, leave_shares, caller_participant_id, share_view, share_root_preview,
 -- accept_share.
@@ -7,7 +7,7 @@
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
 -- definitions in archive/0006 and 0007.
 --
--- Sharing operations (API.md §3: saveShare, setParticipant,
+-- Sharing operations (docs/API.md §3: saveShare, setParticipant,
 -- removeParticipant, deleteShare, share, shareMetadata, acceptShare,
 -- leaveShare, discoverUser). Functions that manage a share run as the
 -- caller (SECURITY INVOKER), so row-level security decides who may do what

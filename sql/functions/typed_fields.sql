@@ -10,7 +10,7 @@
 --
 -- Why the indexes are on functions and not on generated columns: under
 -- row-level security PostgreSQL uses a condition as an index condition only
--- when every function in it is LEAKPROOF (DESIGN.md principle 4), and no
+-- when every function in it is LEAKPROOF (docs/API.md, design principle 4), and no
 -- JSONB operator or cast is. Each function below reads one typed value out
 -- of `fields` and can raise no error whatever the data, so it is declared
 -- LEAKPROOF; `canopy schema apply` builds expression indexes on them

@@ -5,7 +5,7 @@
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
 -- definitions in archive/0004.
 --
--- Row-level security: the permission table of API.md §1, enforced here.
+-- Row-level security: the permission table of docs/API.md §1, enforced here.
 --
 -- Two shapes of policy for the gateway. On the tables a request reads most
 -- (records, tombstones, zones, users) a correlated `EXISTS (SELECT 1 FROM

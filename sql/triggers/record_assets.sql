@@ -1,4 +1,4 @@
--- Assets in saved records (API.md §11): canopy.attach_asset and the
+-- Assets in saved records (docs/API.md §11): canopy.attach_asset and the
 -- records_attach_assets trigger on canopy.records.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum

@@ -11,7 +11,7 @@
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
 -- definitions in archive/0003, 0005, 0007, 0008 and 0010.
 --
--- Triggers that keep the invariants of API.md §1 that a plain constraint
+-- Triggers that keep the invariants of docs/API.md §1 that a plain constraint
 -- cannot hold. Errors raised here use SQLSTATEs of class CN, which the
 -- gateway maps to API codes in one place:
 --   CN001 REFERENCE_VIOLATION   CN002 ALREADY_SHARED
@@ -335,7 +335,7 @@ CREATE TRIGGER records_check_declared_inserted AFTER INSERT ON canopy.records
 -- Checks the fields of the rows a statement wrote against the record
 -- types' field types, fixing the type of fields seen for the first time
 -- (in the order the rows were written); CN004 names the field. Field
--- names follow API.md §4.
+-- names follow docs/API.md §4.
 CREATE OR REPLACE FUNCTION canopy.records_check_written_fields() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$

@@ -1,4 +1,4 @@
--- Each share's activity log (issue 38, API.md §17): log_share_activity and
+-- Each share's activity log (issue 38, docs/API.md §17): log_share_activity and
 -- the triggers that call it, shares_activity, participants_activity and
 -- share_requests_activity; purge_share_activity.
 --

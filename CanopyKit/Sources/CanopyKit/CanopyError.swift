@@ -5,7 +5,7 @@ import Foundation
 /// some codes (the server's record on a conflict, when to retry, the
 /// per-item errors of a batch).
 public struct CanopyError: Error, Sendable, CustomStringConvertible {
-    /// CloudKit's error codes that Canopy can produce (API.md §6), named as
+    /// CloudKit's error codes that Canopy can produce (docs/API.md §6), named as
     /// `CKError.Code`'s cases.
     public enum Code: String, Sendable, CaseIterable {
         case badRequest = "BAD_REQUEST"

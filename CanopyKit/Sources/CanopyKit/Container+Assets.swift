@@ -3,7 +3,7 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// Assets (API.md §11): a file set on a record is uploaded (`POST /assets`)
+/// Assets (docs/API.md §11): a file set on a record is uploaded (`POST /assets`)
 /// before the record is saved; a fetched record's assets are downloaded
 /// into `assetCacheDirectory`, named by their SHA-256, so `fileURL` is a
 /// local file as with CKAsset.

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Deciding access requests and reading a share's activity (API.md §17):
+/// Deciding access requests and reading a share's activity (docs/API.md §17):
 /// the owner in the private database, an administrator in the shared one.
 extension Database {
     /// Approves a pending request: the requester becomes a participant with

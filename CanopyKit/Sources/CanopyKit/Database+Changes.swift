@@ -1,6 +1,6 @@
 import Foundation
 
-/// Change feeds (API.md §7): what changed since a token, never skipping a
+/// Change feeds (docs/API.md §7): what changed since a token, never skipping a
 /// commit. `moreComing` means: call again with the returned token.
 extension Database {
     /// A zone that changed or went away in a database's feed (CKDatabase.DatabaseChange).

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Moving records between zones (API.md §17; CloudKit has no such thing:
+/// Moving records between zones (docs/API.md §17; CloudKit has no such thing:
 /// apps delete and re-create, losing identity and shares).
 extension Database {
     /// What `move` did: the recordNames moved, or why nothing was.

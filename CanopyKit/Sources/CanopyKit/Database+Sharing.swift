@@ -1,6 +1,6 @@
 import Foundation
 
-/// Shares (API.md §3): the owner saves and deletes them in the private
+/// Shares (docs/API.md §3): the owner saves and deletes them in the private
 /// database; a participant reads them and leaves from the shared one.
 extension Database {
     /// The share of a zone, or of a root record; nil when not shared.

@@ -1,5 +1,5 @@
 // Types from the schema (docs/TYPESCRIPT.md): `canopy schema typescript`
-// writes declarations for schema/app.ckdb; a program using them
+// writes declarations for Server/schema/app.ckdb; a program using them
 // (typescript/typed-records.ts) compiles under `tsc --strict`, runs against
 // a live gateway, and finds every value of the type its declaration says;
 // a program misreading fields (typescript/typed-records-misuse.ts) is
@@ -18,13 +18,13 @@ import {compile, compileProject, project, repositoryRoot} from "./typescript.js"
 const run = promisify(execFile);
 const source = (name) => readFileSync(new URL(`typescript/${name}`, import.meta.url), "utf8");
 
-/** A project holding the two programs and the declarations the command wrote for schema/app.ckdb. */
+/** A project holding the two programs and the declarations the command wrote for Server/schema/app.ckdb. */
 async function typedProject() {
   const directory = project({
     "typed-records.ts": source("typed-records.ts"),
     "typed-records-misuse.ts": source("typed-records-misuse.ts"),
   });
-  const {stderr} = await run(binary, ["schema", "typescript", join(repositoryRoot, "schema/app.ckdb"), "--output", join(directory, "canopy-records.d.ts")]);
+  const {stderr} = await run(binary, ["schema", "typescript", join(repositoryRoot, "Server/schema/app.ckdb"), "--output", join(directory, "canopy-records.d.ts")]);
   assert.match(stderr, /canopy-records\.d\.ts: 2 record types\n/);
   return directory;
 }
@@ -72,13 +72,13 @@ test("the command refuses a broken schema with its place, and writes nothing", a
   assert.throws(() => readFileSync(join(directory, "out.d.ts")), /ENOENT/);
 });
 
-test("the example app (Examples/TodoWeb) compiles under tsc --strict with its schema's declarations, and those are what the command writes", async () => {
-  const example = join(repositoryRoot, "Examples/TodoWeb");
+test("the example app (Server/Examples/TodoWeb) compiles under tsc --strict with its schema's declarations, and those are what the command writes", async () => {
+  const example = join(repositoryRoot, "Server/Examples/TodoWeb");
   const {stdout} = await run(binary, ["schema", "typescript", join(example, "schema.ckdb")]);
   assert.equal(readFileSync(join(example, "canopy-records.d.ts"), "utf8"), stdout,
-    "Examples/TodoWeb/canopy-records.d.ts is stale: canopy schema typescript Examples/TodoWeb/schema.ckdb -o Examples/TodoWeb/canopy-records.d.ts");
+    "Server/Examples/TodoWeb/canopy-records.d.ts is stale: canopy schema typescript Server/Examples/TodoWeb/schema.ckdb -o Server/Examples/TodoWeb/canopy-records.d.ts");
   const compiled = await compileProject(example);
-  assert.ok(compiled.ok, `tsc -p Examples/TodoWeb refused the app:\n${compiled.output}`);
+  assert.ok(compiled.ok, `tsc -p Server/Examples/TodoWeb refused the app:\n${compiled.output}`);
 });
 
 /** The first ```lang block of a page of docs/ that imports the package. */
@@ -106,7 +106,7 @@ declare const button: HTMLButtonElement;
 declare const signOut: HTMLButtonElement;
 `,
   });
-  const {stdout} = await run(binary, ["schema", "typescript", join(repositoryRoot, "Examples/TodoWeb/schema.ckdb")]);
+  const {stdout} = await run(binary, ["schema", "typescript", join(repositoryRoot, "Server/Examples/TodoWeb/schema.ckdb")]);
   writeFileSync(join(directory, "canopy-records.d.ts"), stdout);
   const compiled = await compile(directory, ["typescript-example.ts", "identity-example.ts", "app-globals.d.ts", "canopy-records.d.ts"]);
   const errors = compiled.output.split("\n").filter((line) => line.includes("error TS"));

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Which records to fetch (CKQuery): a record type, a predicate in
-/// NSPredicate's format (API.md §5), and an order.
+/// NSPredicate's format (docs/API.md §5), and an order.
 public struct Query: Sendable {
     /// The most records one page holds (the server's `limit` bound).
     public static let maximumResults = 400

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Devices and the notifications they receive (API.md §14, docs/PUSH.md).
+/// Devices and the notifications they receive (docs/API.md §14, docs/PUSH.md).
 extension Container {
     /// Registers where this account's pushes go; registering the same token,
     /// endpoint or URL again answers the same device. Registering an APNs

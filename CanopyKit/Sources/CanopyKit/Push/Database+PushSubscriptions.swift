@@ -1,6 +1,6 @@
 import Foundation
 
-/// Subscriptions kept on the server (API.md §14; CKDatabase's
+/// Subscriptions kept on the server (docs/API.md §14; CKDatabase's
 /// save(_:)/deleteSubscription(withID:)/allSubscriptions()). Each lives in
 /// the database it was saved in: the private one watches the user's own
 /// zones, the shared one the zones shared with them.

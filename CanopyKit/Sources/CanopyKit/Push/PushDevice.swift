@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where the server sends an account's pushes (API.md §14). CloudKit
+/// Where the server sends an account's pushes (docs/API.md §14). CloudKit
 /// registers an app's APNs token itself; Canopy is told, once per launch
 /// with what the platform handed the app, by `Container.register(_:)`.
 public enum PushDevice: Sendable, Hashable {

@@ -116,7 +116,7 @@ public struct Share: Sendable, Hashable {
         }
     }
 
-    /// One entry of a share's activity log (Canopy's addition, API.md §17).
+    /// One entry of a share's activity log (Canopy's addition, docs/API.md §17).
     public struct Activity: Sendable, Hashable {
         /// What happened: SHARE_CREATED, INVITED, ACCEPTED, REQUEST_MADE, … (docs/SHARING.md).
         public let event: String

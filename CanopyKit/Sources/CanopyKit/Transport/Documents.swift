@@ -1,6 +1,6 @@
 import Foundation
 
-/// The GraphQL documents CanopyKit sends (API.md §3), written once. Each
+/// The GraphQL documents CanopyKit sends (docs/API.md §3), written once. Each
 /// names its operation, so the gateway's logs and metrics tell them apart.
 enum Documents {
     static let recordFields = """

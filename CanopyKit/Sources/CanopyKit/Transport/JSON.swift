@@ -1,7 +1,7 @@
 import Foundation
 
 /// JSON as the gateway speaks it. Numbers keep their integer-ness (`5` is
-/// INT64, `5.0` DOUBLE, API.md §4), which `JSONSerialization` and `Codable`
+/// INT64, `5.0` DOUBLE, docs/API.md §4), which `JSONSerialization` and `Codable`
 /// lose, so CanopyKit reads and writes JSON text itself.
 enum JSON: Sendable, Equatable {
     case null

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Field values to and from the gateway's `fields` JSON (API.md §4, §11).
+/// Field values to and from the gateway's `fields` JSON (docs/API.md §4, §11).
 extension FieldValue {
     /// The JSON a save sends; an asset must have been uploaded first (its token set).
     func json(in zoneID: RecordZone.ID) throws -> JSON {

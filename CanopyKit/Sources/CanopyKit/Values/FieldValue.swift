@@ -1,6 +1,6 @@
 import Foundation
 
-/// A record field's value with its Canopy type (API.md §4); what
+/// A record field's value with its Canopy type (docs/API.md §4); what
 /// `Record`'s subscript stores. Apps usually assign Swift values
 /// (`record["endDate"] = Date()`) and read them back with `as?`.
 public enum FieldValue: Sendable, Hashable {

@@ -228,12 +228,17 @@ export async function runSeed(seed, {steps = 40, binary, migrations, verbose = f
      * twice).
      */
     const api = async (what, request) => {
+      // A deadline, not a count of tries: a gateway started again on a
+      // loaded machine can take tens of seconds to listen (its process is
+      // up, so ensureGateway returns at once), and 60 tries of half a
+      // second once gave up on one (docs/TESTING.md: a minute or more).
+      const deadline = Date.now() + 180_000;
       for (let attempt = 0; ; attempt++) {
         signal.throwIfAborted();   // the seed is over: no more tries
         try { return await request(); } catch (error) {
           const away = error?.code === "NETWORK_FAILURE" || error?.code === "SERVICE_UNAVAILABLE" || error?.isRetryable;
           if (!away && attempt > 0) { note(`${what}: refused when tried again (${error?.code}): done the first time`); return null; }
-          if (!away || attempt >= 60) throw new Error(`${what}: ${error?.code ?? ""} ${error?.message ?? error}`);
+          if (!away || Date.now() > deadline) throw new Error(`${what}: ${error?.code ?? ""} ${error?.message ?? error} (tried ${attempt + 1} times)`);
           await world.ensureGateway().catch(() => {});
           await pause(500, signal);
         }

@@ -1,5 +1,5 @@
 // A program written against the declarations `canopy schema typescript`
-// writes for schema/app.ckdb: every read below is typed by the schema, with
+// writes for Server/schema/app.ckdb: every read below is typed by the schema, with
 // no narrowing but `undefined`. typescript.test.js compiles it with
 // --strict, runs it against a live gateway, and checks at run time that each
 // value is what its type says.

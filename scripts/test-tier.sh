@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs one tier of the server's tests (docs/TESTING.md) against a fresh
+# PostgreSQL cluster of its own: initdb in a temporary folder, which is
+# stopped and removed when the run ends, failed or not. No tier meets
+# another's databases, so none are left to drop and no stale cluster is
+# ever recovered.
+#   scripts/test-tier.sh TIER [FILTER] [swift test arguments...]
+# TIER is one of
+#   pure      Server/Tests/PureTests: no PostgreSQL, no other process; parallel
+#   database  Server/Tests/DatabaseTests: PostgreSQL and the in-process gateway; parallel
+#   stories   Server/Tests/StoryTests: whatever starts a process (canopy serve,
+#             Chromium, Node, Python, pg_auto_failover, namespaces); serial
+#   latency   Server/Tests/LatencyTests: every latency bound, alone; serial
+# FILTER (optional) narrows the tier to the tests whose `Suite/test` name
+# matches it, a regular expression: scripts/test-tier.sh database SubscriptionTests
+# Further arguments go to swift test (make test passes --skip-build after
+# its one build).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+usage() {
+    sed -n '2,/^set /p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+}
+[ $# -ge 1 ] || { usage; exit 2; }
+tier=$1
+shift
+case "$tier" in
+    pure) target=PureTests; order=() ;;
+    database) target=DatabaseTests; order=() ;;
+    stories) target=StoryTests; order=(--no-parallel) ;;
+    latency) target=LatencyTests; order=(--no-parallel) ;;
+    *) echo "test-tier.sh: no tier \"$tier\" (pure, database, stories or latency)" >&2; usage; exit 2 ;;
+esac
+filter="^$target\\."
+if [ $# -ge 1 ] && [ "${1#-}" = "$1" ]; then
+    filter="^$target\\..*($1)"
+    shift
+fi
+
+cluster=$(mktemp -d "${TMPDIR:-/tmp}/canopy-$tier-XXXXXX")
+chmod 755 "$cluster"
+export CANOPY_TEST_DATA_DIR="$cluster/data"
+canopy=${CANOPY_BIN:-$root/.build/debug/canopy}
+cleanup() {
+    if [ -d "$CANOPY_TEST_DATA_DIR" ] && [ -x "$canopy" ]; then
+        "$canopy" cluster stop --data-dir "$CANOPY_TEST_DATA_DIR" >/dev/null 2>&1 || true
+    fi
+    rm -rf "$cluster"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+started=$(date +%s)
+echo "==> tier $tier: $target, a fresh cluster in $CANOPY_TEST_DATA_DIR"
+"$root/scripts/swift-test.sh" "${order[@]}" --filter "$filter" "$@"
+status=$?
+echo "==> tier $tier: exit $status after $(( $(date +%s) - started )) s"
+exit $status
