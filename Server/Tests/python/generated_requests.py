@@ -54,7 +54,7 @@ import requests
 from hypothesis import HealthCheck, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 
-REPOSITORY = Path(__file__).resolve().parents[2]
+REPOSITORY = Path(__file__).resolve().parents[3]
 SDL_PATH = REPOSITORY / "Server" / "schema" / "canopy.graphql"
 TIMEOUT = 30
 SHOWN = 2048  # bytes of a request or an answer printed with a failure

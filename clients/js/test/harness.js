@@ -1,7 +1,7 @@
 // A live `canopy serve` for the tests: the built executable (CANOPY_BIN) on
 // the migrated database the Swift runner made (CANOPY_TEST_DATABASE_URL),
 // on a free loopback port, with users made by `canopy users add`. Run by
-// Server/Tests/CanopyKitTests/CanopyJSTests.swift; by hand:
+// Server/Tests/StoryTests/CanopyKit/CanopyJSTests.swift; by hand:
 //   CANOPY_BIN=.build/debug/canopy CANOPY_TEST_DATABASE_URL=postgres://… \
 //   CANOPY_MIGRATIONS_DIR=migrations node --experimental-websocket --test clients/js/test/
 

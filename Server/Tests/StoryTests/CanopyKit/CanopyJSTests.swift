@@ -19,7 +19,7 @@ struct CanopyJSTests {
         let directory = "\(Repository.root)/clients/js/test"
         // CANOPY_JS_TEST_FILTER=first-sync runs only the files whose name holds it (by hand).
         let only = ProcessInfo.processInfo.environment["CANOPY_JS_TEST_FILTER"]
-        // The tooling files (tsc, npm) run in CanopyJSToolingTests, in make test's browser step.
+        // The tooling files (tsc, npm) run in CanopyJSToolingTests, in the stories tier too (docs/TESTING.md).
         let files = try FileManager.default.contentsOfDirectory(atPath: directory)
             .filter { $0.hasSuffix(".test.js") && (only.map($0.contains) ?? !CanopyJSToolingTests.files.contains($0)) }.sorted()
         #expect(files.count >= (only == nil ? 3 : 1), "\(files)")
