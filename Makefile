@@ -13,7 +13,7 @@
 #               (make test runs 150 of them); docs/FUZZING.md
 #   make fault  the sync engines' randomized fault run, FAULT_SEEDS (1-50) of
 #               FAULT_STEPS (80) with each of FAULT_ENGINES (js swift mixed);
-#               docs/SYNC_FAULTS.md (make test runs seeds 1-3 of 30 steps)
+#               docs/SYNC_FAULTS.md (make test runs seeds 1-3 of 30 steps, mixed)
 #   make network-soak  NETWORK_CYCLES (20) cuts and heals of the gateway's link
 #               to the primary under writers, in network namespaces; nothing
 #               may leak; docs/RELIABILITY.md (make test runs 3)
@@ -129,7 +129,7 @@ fuzz-http: postgres
 # devices and PostgreSQL killed under them, for FAULT_SEEDS (a range) of
 # FAULT_STEPS steps each, with each of FAULT_ENGINES (js: CanopyJS devices,
 # swift: CanopyKit devices, mixed: both). make test runs seeds 1-3 of 30
-# steps. A failure prints its seed and how to run it again.
+# steps, mixed. A failure prints its seed and how to run it again.
 FAULT_SEEDS ?= 1-50
 FAULT_STEPS ?= 80
 FAULT_ENGINES ?= js swift mixed

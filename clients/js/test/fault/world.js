@@ -191,11 +191,23 @@ export class FaultWorld {
     this.gateway = child;
     const exited = new Promise((resolve) => child.once("exit", resolve));
     child.exitedPromise = exited;
-    await eventually(async () => {
-      if (child.killedOnPurpose) return true;   // killed by a fault while it started: the next start is someone else's
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`canopy serve exited: ${this.output}`);
-      try { return (await fetch(`http://127.0.0.1:${this.gatewayPort}/health`)).status === 200; } catch { return false; }
-    }, 60, "canopy serve to answer /health", this.signal);
+    try {
+      await eventually(async () => {
+        if (child.killedOnPurpose) return true;   // killed by a fault while it started: the next start is someone else's
+        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`canopy serve exited: ${this.output}`);
+        try { return (await fetch(`http://127.0.0.1:${this.gatewayPort}/health`)).status === 200; } catch { return false; }
+      }, 60, "canopy serve to answer /health", this.signal);
+    } catch (error) {
+      // A start that never answered is ended, so the next start is a fresh
+      // one: left running, it would count as a running gateway that no
+      // request can reach, and nothing would ever start another.
+      if (child.exitCode === null && child.signalCode === null) {
+        child.killedOnPurpose = true;
+        child.kill("SIGKILL");
+        await exited;
+      }
+      throw error;
+    }
   }
 
   get gatewayRunning() {
