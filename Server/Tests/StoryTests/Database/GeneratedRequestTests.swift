@@ -40,19 +40,10 @@ struct GeneratedRequestTests {
         let run = try await Subprocess.start("/usr/bin/env", [
             "python3", script, "--url", "http://127.0.0.1:\(port)", "--token", token, "--api-token", apiToken, "--container", Self.container,
             "--seed", seed, "--examples", examples, "--seconds", seconds,
-        ]).finishedOnThread()
+        ]).finished()
         let closing = run.output.split(separator: "\n").last { $0.hasPrefix("generated-requests:") } ?? ""
         #expect(run.succeeded && closing.hasSuffix(" 0 failed"), "seed \(seed): \(run.output.suffix(4000))")
         let sent = Int(closing.split(separator: " ").dropFirst().first ?? "") ?? 0
         #expect(sent >= 100, "the run sent \(sent) requests: \(run.output.suffix(2000))")
-    }
-}
-
-extension Subprocess.Started {
-    /// Waits on a thread of its own, off the two-thread cooperative pool.
-    func finishedOnThread() async throws -> Subprocess.Result {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Swift.Result { try self.wait() }) }.start()
-        }
     }
 }
