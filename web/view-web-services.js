@@ -3,8 +3,10 @@
 // in to the console, they choose to continue; the console issues them a new
 // token for the app (issueToken) and hands it back as CloudKit does:
 // ?ckWebAuthToken=… on the API token's sign-in callback, or
-// postMessage({ckWebAuthToken}) to the window that opened this one, only if
-// its origin is one the server allows (--cors-origin).
+// postMessage({ckSession, ckWebAuthToken}) to the window that opened this
+// one, only if its origin is one the server allows (--cors-origin). CloudKit
+// JS's sign-in button reads the message's ckSession; clients written from
+// the reference read ckWebAuthToken: both carry the same token.
 //   #/web-services/sign-in?container=C&environment=E&ckAPIToken=SELECTOR
 // (SELECTOR: the API token's first 16 hex digits, never its secret).
 
@@ -44,7 +46,7 @@ export async function renderWebServicesSignIn(view, {params}, {me, isCurrent}) {
       return;
     }
     // Only an allowed origin receives it: postMessage drops it for any other opener.
-    for (const origin of settings.origins) window.opener.postMessage({ckWebAuthToken: token}, origin);
+    for (const origin of settings.origins) window.opener.postMessage({ckSession: token, ckWebAuthToken: token}, origin);
     replace(feedback, message("notice", "Signed in. You can close this window."));
     window.close();
   }

@@ -54,6 +54,20 @@ AS $$
      ORDER BY u.id LIMIT 1
 $$;
 
+-- users/lookup/id of Web Services (issue 66): the person with this user
+-- record name, as discover_user answers one found by a contact, but
+-- showing no contact at all: a record name and names, nothing to reach the
+-- person by. Nobody signed in, or no such person: no row.
+CREATE OR REPLACE FUNCTION canopy.discover_user_by_record_name(p_record_name text)
+    RETURNS TABLE (record_name text, name text, display_name text)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT u.record_name, u.name, u.display_name
+      FROM canopy.users u
+     WHERE canopy.current_user_id() IS NOT NULL
+       AND u.record_name = p_record_name
+$$;
+
 -- The share of a zone (p_root_name NULL) or rooted at a record of it, as
 -- the caller sees it; NULL when there is none. An unknown root is CN006.
 CREATE OR REPLACE FUNCTION canopy.find_share(p_zone_id bigint, p_root_name text) RETURNS bigint
@@ -374,6 +388,7 @@ $$;
 
 REVOKE ALL ON FUNCTION canopy.user_for_contact(text, text, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.discover_user(text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.discover_user_by_record_name(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.find_share(bigint, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.managed_participant(bigint, text, text, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.put_participant(bigint, text, text, text, text, text) FROM PUBLIC, canopy_gateway;
@@ -386,6 +401,7 @@ REVOKE ALL ON FUNCTION canopy.share_root_preview(text, text[]) FROM PUBLIC, cano
 REVOKE ALL ON FUNCTION canopy.accept_share(text) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.user_for_contact(text, text, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.discover_user(text, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.discover_user_by_record_name(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.find_share(bigint, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.managed_participant(bigint, text, text, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.put_participant(bigint, text, text, text, text, text) TO canopy_gateway;

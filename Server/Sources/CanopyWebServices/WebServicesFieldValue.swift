@@ -90,8 +90,11 @@ public enum WebServicesFieldValue {
             }
             let action: String
             switch reference["action"] {
-            case nil, .null?, .string("NONE")?, .string("VALIDATE")?: action = "NONE"
+            case nil, .null?, .string("NONE")?: action = "NONE"
             case .string("DELETE_SELF")?: action = "DELETE_SELF"
+            // The database checks the target exists and keeps it as NONE
+            // (sql/triggers/records.sql, VALIDATING_REFERENCE_ERROR if not).
+            case .string("VALIDATE")?: action = "VALIDATE"
             case let other?:
                 throw QueryError(.badRequest, "field \(name): a reference's action is NONE, DELETE_SELF or VALIDATE, not \(other.stringValue ?? other.typeName)")
             }

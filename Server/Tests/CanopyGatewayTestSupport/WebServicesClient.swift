@@ -1,3 +1,4 @@
+import CanopyAdmin
 import CanopyGateway
 import CanopyRequestStore
 import CanopyTestSupport
@@ -5,6 +6,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import NIOCore
 import Testing
 
@@ -18,13 +20,15 @@ enum WebServicesFixture {
         return configuration
     }
 
-    /// `canopy tokens api add --container … --json`: a new API token.
-    static func apiToken(on endpoint: DatabaseEndpoint, container: String = container) throws -> String {
-        let result = try CanopyBinary.run(["tokens", "api", "add", "--container", container, "--name", "tests", "--json", "--database-url", endpoint.url])
-        #expect(result.succeeded, "\(result.output)")
-        let line = result.output.split(separator: "\n").last { $0.hasPrefix("{") } ?? ""
-        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-        return try #require(object?["token"] as? String, "\(result.output)")
+    /// A new API token, made as `canopy tokens api add --container …`
+    /// makes it (``ContainerTokenAdmin``), in-process: the database tier
+    /// starts no program.
+    static func apiToken(on endpoint: DatabaseEndpoint, container: String = container, signInCallback: String? = nil) async throws -> String {
+        let (_, token) = try await TestDatabase.withConnection(endpoint) { connection in
+            try await ContainerTokenAdmin(logger: Logger(label: "canopy.tests")).add(
+                container: container, name: "tests", signInCallback: signInCallback, connection: connection)
+        }
+        return token.string
     }
 }
 

@@ -41,11 +41,15 @@ def check(condition, what):
 
 
 # The app's own page (another origin, on loopback), as CloudKit JS does
-# it: open the redirectURL in a window, listen for {ckWebAuthToken}.
-APP_PAGE = b"""<!doctype html><title>app</title><p id="token">waiting</p>
+# it: open the redirectURL in a window, listen for the message and read its
+# ckSession (what CloudKit JS's sign-in button reads); the reference's
+# ckWebAuthToken must carry the same token.
+APP_PAGE = b"""<!doctype html><title>app</title><p id="token">waiting</p><p id="same">unknown</p>
 <script>
 window.addEventListener("message", (event) => {
-  if (event.data && event.data.ckWebAuthToken) document.getElementById("token").textContent = event.data.ckWebAuthToken;
+  if (!event.data || !event.data.ckSession) return;
+  document.getElementById("same").textContent = String(event.data.ckWebAuthToken === event.data.ckSession);
+  document.getElementById("token").textContent = event.data.ckSession;
 });
 function signIn(url) { window.open(url, "signin", "width=500,height=700"); }
 </script>"""
@@ -90,6 +94,8 @@ def sign_in_by_popup(person, typed_token):
         driver.switch_to.window(app_window)
         token = console.wait(driver, lambda d: (t := d.find_element(console.By.ID, "token").text) != "waiting" and t,
                              "the token posted to the app's page")
+        same = driver.find_element(console.By.ID, "same").text
+        check(same == "true", f"the message's ckWebAuthToken is its ckSession: {same}")
     finally:
         driver.quit()
     app.set_web_auth_token(token)

@@ -11,7 +11,7 @@ enum ChangesEndpoints {
             throw APIError(.badDatabase, "the public database has one zone, _defaultZone: follow it with changes/zone")
         }
         guard let userID = call.userID else { throw QueryError(.notAuthenticated, "sign in first") }
-        let limit = try call.integer("resultsLimit") ?? 200
+        let limit = min(try call.integer("resultsLimit") ?? RecordsEndpoints.maximumResults, RecordsEndpoints.maximumResults)
         let secret = try await call.store.changeTokenKey()
         let plan = try DatabaseChangesPlan(scope: call.databaseScope, since: syncToken, limit: Int(clamping: limit), userID: userID, secret: secret)
         let page = try await call.store.read(plan.statement, from: .replica(after: plan.requiredPosition)) { rows in

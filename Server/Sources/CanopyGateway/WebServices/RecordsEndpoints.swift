@@ -6,8 +6,10 @@ import Foundation
 /// each one GraphQL field of Canopy's (`records`, `lookup`, `modifyRecords`,
 /// `zoneChanges`) under a reference envelope.
 enum RecordsEndpoints {
-    /// The most records one query answers, as Canopy's `records` allows.
-    static let maximumResults: Int64 = 400
+    /// The most records one query answers: the reference's maximum. A
+    /// larger `resultsLimit` is answered 200 at a time, with a
+    /// `continuationMarker` for the rest, as the reference pages.
+    static let maximumResults: Int64 = 200
 
     /// `records/query`: the request becomes a ``RecordsQuery`` (its filters a
     /// predicate tree) and the plan writes CloudKit's record dictionaries;
@@ -18,10 +20,11 @@ enum RecordsEndpoints {
             throw QueryError(.badRequest, "zoneWide queries (every zone at once) are not served by Canopy: query each zone (zones/list lists them)")
         }
         let query = try WebServicesQuery(call.body["query"])
-        let limit = try call.integer("resultsLimit") ?? 200
-        guard (1...maximumResults).contains(limit) else {
-            throw QueryError(.badRequest, "resultsLimit must be 1-\(maximumResults), not \(limit)")
+        let asked = try call.integer("resultsLimit") ?? maximumResults
+        guard asked >= 1 else {
+            throw QueryError(.badRequest, "resultsLimit must be at least 1, not \(asked)")
         }
+        let limit = min(asked, maximumResults)
         let records = RecordsQuery(
             zone: try zone.reference, recordType: query.recordType, predicate: query.predicate, sort: query.sort,
             limit: Int(limit), cursor: try call.string("continuationMarker"),
@@ -56,6 +59,7 @@ enum RecordsEndpoints {
         }
         var names: [String] = []
         var shares: [Int: String] = [:]
+        var ownKeys = KeysGroups()
         for (index, item) in items.enumerated() {
             guard case .object(let record) = item, case .string(let name)? = record["recordName"] else {
                 throw QueryError(.badRequest, "records[\(index)] needs a recordName")
@@ -64,12 +68,22 @@ enum RecordsEndpoints {
                 shares[index] = await WebServicesShares.lookup(call, name: name, zone: zone)
             } else {
                 names.append(name)
+                // A record's own desiredKeys replace the request's.
+                if let keys = record["desiredKeys"] {
+                    do {
+                        ownKeys.add(name, keys: try WebServicesCall.checkedDesiredKeys(keys))
+                    } catch {
+                        throw QueryError(.badRequest, "records[\(index)].desiredKeys: \(error.message)")
+                    }
+                }
             }
         }
         if names.isEmpty {
             return WebServicesBody(text: "{\"records\":[" + items.indices.compactMap { shares[$0] }.joined(separator: ",") + "]}")
         }
-        let plan = try LookupPlan(zone: try zone.reference, names: names, style: try call.recordStyle(zone: zone))
+        var style = try call.recordStyle(zone: zone)
+        style.desiredKeysByRecord = ownKeys.groups
+        let plan = try LookupPlan(zone: try zone.reference, names: names, style: style)
         let row = try await call.store.read(plan.statement, from: .replica(after: nil)) { rows in try rows.first.map(LookupPlan.decode) }
         let records = try plan.answer(row) ?? "[]"
         guard !shares.isEmpty else { return WebServicesBody(text: "{\"records\":" + records + "}") }
@@ -78,6 +92,21 @@ enum RecordsEndpoints {
         found.reverse()
         let ordered: [String] = items.indices.map { index in shares[index] ?? (found.popLast() ?? .null).jsonText }
         return WebServicesBody(text: "{\"records\":[" + ordered.joined(separator: ",") + "]}")
+    }
+
+    /// Records (or operations) with `desiredKeys` of their own, grouped by
+    /// their keys in the order first seen, for ``CloudKitRecordStyle``.
+    struct KeysGroups {
+        private(set) var groups: [CloudKitRecordStyle.DesiredKeysGroup] = []
+
+        mutating func add(_ name: String, keys: JSONValue) {
+            let list: [String]? = if case .array(let names) = keys { names.compactMap(\.stringValue) } else { nil }
+            if let index = groups.firstIndex(where: { $0.keys == list }) {
+                groups[index].names.append(name)
+            } else {
+                groups.append(.init(names: [name], keys: list))
+            }
+        }
     }
 
     /// One zone's changes since `syncToken`, as changes/zone and
@@ -91,7 +120,7 @@ enum RecordsEndpoints {
         if case .array(let names) = keys { style.desiredKeys = names.compactMap(\.stringValue) } else { style.desiredKeys = nil }
         let secret = try await call.store.changeTokenKey()
         let plan = try ZoneChangesPlan(
-            zone: try zone.reference, since: syncToken, limit: Int(clamping: limit ?? 200),
+            zone: try zone.reference, since: syncToken, limit: Int(clamping: min(limit ?? maximumResults, maximumResults)),
             userID: call.userID ?? ChangeToken.anonymousUser, secret: secret, style: style, recordTypes: recordTypes.map { $0.sorted() }
         )
         let page = try await call.store.read(plan.statement, from: .replica(after: plan.requiredPosition)) { rows in

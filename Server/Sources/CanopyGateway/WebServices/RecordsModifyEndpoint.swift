@@ -29,6 +29,9 @@ enum RecordsModifyEndpoint {
         var tag: String?
         var fields: [String: JSONValue]
         var parent: String?
+        /// The operation's own `desiredKeys`, which replace the request's
+        /// for its record's answer (nil: the request's).
+        var desiredKeys: JSONValue?
         /// Why it cannot run, found before the batch does (BAD_REQUEST).
         var refusal: (code: WebServicesCode, reason: String)?
 
@@ -170,9 +173,15 @@ enum RecordsModifyEndpoint {
         if !saves.isEmpty || !deletes.isEmpty || !versions.isEmpty {
             // The batch as the planner's typed input; the saved records come
             // back written by the plan as CloudKit's dictionaries.
+            var style = try call.recordStyle(zone: zone)
+            var ownKeys = RecordsEndpoints.KeysGroups()
+            for operation in operations where operation.refusal == nil && !operation.isDelete {
+                if let keys = operation.desiredKeys { ownKeys.add(operation.recordName, keys: keys) }
+            }
+            style.desiredKeysByRecord = ownKeys.groups
             let plan = try ModifyRecordsPlan(
                 zone: try zone.reference, saves: saves, deletes: deletes, deleteIfUnchanged: versions, atomic: atomic,
-                policy: .ifServerRecordUnchanged, style: try call.recordStyle(zone: zone)
+                policy: .ifServerRecordUnchanged, style: style
             )
             guard let userID = call.userID else { throw QueryError(.notAuthenticated, "sign in first: only the public database's reads are open without a token") }
             let (outcome, records) = try await ModifyRecordsRun.run(
@@ -220,7 +229,14 @@ enum RecordsModifyEndpoint {
         case nil where type == "create", .null? where type == "create": recordName = UUID().uuidString
         default: throw QueryError(.badRequest, "\(place).record needs a recordName")
         }
-        var operation = Operation(type: type, recordName: recordName, recordType: nil, tag: nil, fields: [:], parent: nil, refusal: nil)
+        var operation = Operation(type: type, recordName: recordName, recordType: nil, tag: nil, fields: [:], parent: nil, desiredKeys: nil, refusal: nil)
+        if let keys = dictionary["desiredKeys"] {
+            do {
+                operation.desiredKeys = try WebServicesCall.checkedDesiredKeys(keys)
+            } catch {
+                throw QueryError(.badRequest, "\(place).desiredKeys: \(error.message)")
+            }
+        }
         switch record["recordType"] {
         case nil, .null?:
             // update, replace and the force forms of an existing record may leave it out; create may not.

@@ -31,6 +31,7 @@ enum SubscriptionsEndpoints {
             }
             out["firesOnce"] = .bool(false)
         }
+        if let info = subscription["notificationInfo"], !info.isNull { out["notificationInfo"] = info }
         return .object(out)
     }
 
@@ -85,7 +86,7 @@ enum SubscriptionsEndpoints {
                 let input = try typedInput(subscription, at: "operations[\(index)].subscription", call: call)
                 let make = { (schema: RecordSchema?) throws -> SaveSubscriptionPlan in
                     try SaveSubscriptionPlan(subscriptionID: id, kind: input.kind, scope: call.databaseScope, zone: input.zone,
-                                             query: input.query, firesOn: input.firesOn, schema: schema)
+                                             query: input.query, firesOn: input.firesOn, notificationInfo: input.notificationInfo, schema: schema)
                 }
                 let plan: SaveSubscriptionPlan
                 if let query = input.query {
@@ -109,10 +110,11 @@ enum SubscriptionsEndpoints {
     /// subscription stores) and events.
     static func typedInput(
         _ subscription: [String: JSONValue], at place: String, call: WebServicesCall
-    ) throws -> (kind: String, zone: ZoneReference?, query: PushQuery?, firesOn: [String]?) {
+    ) throws -> (kind: String, zone: ZoneReference?, query: PushQuery?, firesOn: [String]?, notificationInfo: JSONValue?) {
+        let info = try WebServicesNotificationInfo.read(subscription["notificationInfo"], at: "\(place).notificationInfo")
         switch subscription["subscriptionType"]?.stringValue {
         case "zone"?:
-            return ("ZONE", try call.zone(subscription["zoneID"], at: "\(place).zoneID").reference, nil, nil)
+            return ("ZONE", try call.zone(subscription["zoneID"], at: "\(place).zoneID").reference, nil, nil, info)
         case "query"?:
             let query = try WebServicesQuery(subscription["query"])
             var zone: ZoneReference?
@@ -133,7 +135,7 @@ enum SubscriptionsEndpoints {
                 throw QueryError(.badRequest, "\(place): firesOnce subscriptions are not served by Canopy (docs/WEB_SERVICES.md)")
             }
             let pushQuery = PushQuery(recordType: query.recordType, filter: query.filter, args: query.args.isEmpty ? nil : .object(query.args))
-            return ("QUERY", zone, pushQuery, firesOn)
+            return ("QUERY", zone, pushQuery, firesOn, info)
         default:
             throw QueryError(.badRequest, "\(place).subscriptionType must be zone or query")
         }

@@ -44,6 +44,10 @@ enum UsersEndpoints {
 /// a person found by an email address or phone number. Canopy keeps no
 /// address books, so `GET users/discover` answers no one.
 enum DiscoveryEndpoints {
+    /// The most people one `users/lookup/id` asks for (the reference's
+    /// limit on the records of one request).
+    static let maximumLookups = 200
+
     static func identity(_ user: [String: JSONValue]) -> JSONValue {
         let (first, last) = UsersEndpoints.names(user["name"])
         return .object([
@@ -72,6 +76,46 @@ enum DiscoveryEndpoints {
             if let user = try await find(call, email: email, phone: phone) { users.append(identity(user)) }
         }
         return ["users": .array(users)]
+    }
+
+    /// `users/lookup/id`: `{users: [{userRecordName}]}`, each the person's
+    /// User Identity (their names; no contact of theirs) or NOT_FOUND.
+    static func lookupID(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        guard case .array(let asked)? = call.body["users"], !asked.isEmpty else {
+            throw QueryError(.badRequest, "users/lookup/id needs users, a list of {\"userRecordName\": …}")
+        }
+        guard asked.count <= maximumLookups else {
+            throw QueryError(.limitExceeded, "users/lookup/id takes at most \(maximumLookups) users, not \(asked.count)")
+        }
+        var users: [JSONValue] = []
+        for (index, item) in asked.enumerated() {
+            guard let name = item.objectValue?["userRecordName"]?.stringValue, !name.isEmpty else {
+                throw QueryError(.badRequest, "users[\(index)] needs a userRecordName")
+            }
+            let found = try await call.store.read(DiscoverUserPlan.statement(userRecordName: name)) { rows in
+                try rows.first.map { try $0.decode((String, String?).self) }
+            }
+            if let (recordName, displayName) = found {
+                let (first, last) = UsersEndpoints.names(displayName.map(JSONValue.string))
+                users.append(.object([
+                    "userRecordName": .string(recordName),
+                    "lookupInfo": .object(["userRecordName": .string(recordName)]),
+                    "nameComponents": .object(["givenName": first, "familyName": last]),
+                ]))
+            } else {
+                users.append(.object(["userRecordName": .string(name), "serverErrorCode": .string(WebServicesCode.notFound.rawValue),
+                                      "reason": .string("no user has that record name"), "uuid": .string(call.requestID)]))
+            }
+        }
+        return ["users": .array(users)]
+    }
+
+    /// `users/lookup/contacts` (CloudKit JS's `discoverAllContactUserInfos`):
+    /// the people of the caller's address book who use the app. Canopy
+    /// keeps no address books, so nobody: an empty list, so the call
+    /// resolves as it does for a person with no contacts on the app.
+    static func lookupContacts(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+        ["users": .array([])]
     }
 
     /// `users/lookup/email`: `{users: [{emailAddress}]}`, each found or NOT_FOUND.

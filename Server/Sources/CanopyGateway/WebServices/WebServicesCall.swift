@@ -67,7 +67,12 @@ struct WebServicesCall {
 
     /// The request's `desiredKeys` (nil: every field), checked.
     func desiredKeys(_ value: JSONValue? = nil) throws(QueryError) -> JSONValue {
-        switch value ?? body["desiredKeys"] {
+        try Self.checkedDesiredKeys(value ?? body["desiredKeys"])
+    }
+
+    /// A `desiredKeys` value, checked: a list of field names, or null.
+    static func checkedDesiredKeys(_ value: JSONValue?) throws(QueryError) -> JSONValue {
+        switch value {
         case nil, .null?: return .null
         case .array(let keys)?:
             for key in keys {

@@ -149,9 +149,17 @@ struct WebServicesController {
     /// token or an identity provider's JWT, as `Authorization: Bearer`
     /// takes), admitted as GraphQL's requests are; without one, nobody, at
     /// the address's rate.
+    ///
+    /// Signed out, CloudKit JS sends `ckWebAuthToken=null` (its session is
+    /// null): that, `undefined` and an empty value are no token, so a
+    /// signed-out public read answers as one without the parameter.
     func identify(webAuthToken: String?, request: Request, context: inout CanopyRequestContext) async throws {
-        try await authenticator.admit(token: webAuthToken, request: request, context: &context, allowingAnonymous: true)
+        let token = webAuthToken.flatMap { Self.signedOutSpellings.contains($0) ? nil : $0 }
+        try await authenticator.admit(token: token, request: request, context: &context, allowingAnonymous: true)
     }
+
+    /// What a client with no session puts in `ckWebAuthToken`.
+    static let signedOutSpellings: Set<String> = ["", "null", "undefined"]
 
     /// The body's bytes (empty for a GET), within the size limit.
     func rawBody(_ request: Request) async throws -> ByteBuffer {
@@ -197,8 +205,15 @@ struct WebServicesController {
         guard signature.isFresh(now: now) else {
             throw APIError(.notAuthenticated, "the request was signed at \(signature.dateText), more than \(Int(ServerKeySignature.window / 60)) minutes from the server's clock", status: .unauthorized)
         }
-        guard let use = body.withUnsafeReadableBytes({ signature.verifiedUse(publicKey: key.publicKey, body: $0, path: request.uri.path) }) else {
-            throw APIError(.notAuthenticated, "the signature does not verify: sign [date]:[base64 of the body's SHA-256]:[the URL's path] with the key's private key (ECDSA P-256, SHA-256)", status: .unauthorized)
+        // The reference signs the URL's path; CloudKit JS signs the path
+        // with its query string (`?ckjsBuildVersion=…&ckjsVersion=…`), as
+        // sent. Either verifies; the one use is the signature's either way.
+        let signedPaths = [request.uri.path] + (request.uri.query.map { ["\(request.uri.path)?\($0)"] } ?? [])
+        let use = body.withUnsafeReadableBytes { bytes in
+            signedPaths.lazy.compactMap { signature.verifiedUse(publicKey: key.publicKey, body: bytes, path: $0) }.first
+        }
+        guard let use else {
+            throw APIError(.notAuthenticated, "the signature does not verify: sign [date]:[base64 of the body's SHA-256]:[the URL's path, with its query string or without] with the key's private key (ECDSA P-256, SHA-256)", status: .unauthorized)
         }
         guard try await database.noteServerSignature(use, signedAt: signature.date,
                                                      oldest: now.addingTimeInterval(-ServerKeySignature.window), logger: context.logger) else {

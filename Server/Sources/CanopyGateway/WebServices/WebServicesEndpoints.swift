@@ -51,13 +51,13 @@ enum WebServicesEndpoints {
         "tokens/register": Endpoint(databases: [""], handler: SubscriptionsEndpoints.register, needsUser: true),
         "users/discover": Endpoint(databases: all, handler: DiscoveryEndpoints.discover, needsUser: true),
         "users/lookup/email": Endpoint(databases: all, handler: DiscoveryEndpoints.lookupEmail, needsUser: true),
+        "users/lookup/id": Endpoint(databases: all, handler: DiscoveryEndpoints.lookupID, needsUser: true),
+        "users/lookup/contacts": Endpoint(databases: all, handler: DiscoveryEndpoints.lookupContacts, needsUser: true),
         "assets/upload": Endpoint(databases: ["public", "private"], handler: WebServicesAssets.upload, needsUser: true),
     ]
 
     /// The reference's operations Canopy does not answer, and why (docs/WEB_SERVICES.md).
     static let notServed: [String: String] = [
-        "users/lookup/id": "Canopy finds people by email address or phone number only (users/lookup/email, users/discover), never by record name",
-        "users/lookup/contacts": "Canopy keeps no address books",
         "assets/rereference": "an asset is saved again by giving its receipt (or a new upload's) in the record",
         "tokens/create": "Canopy has no web courier to long-poll: web clients follow changes over WebSocket (/graphql) or Web Push (registerDevice)",
     ]

@@ -23,6 +23,21 @@ public struct CloudKitRecordStyle: Sendable {
     /// reference's code word and the request's id (`uuid`).
     public var missingCode: String
     public var requestID: String
+    /// Records whose own `desiredKeys` replace the request's
+    /// (`records/lookup`'s per record, `records/modify`'s per operation):
+    /// each group's record names and keys (nil: every field).
+    public var desiredKeysByRecord: [DesiredKeysGroup] = []
+
+    /// Records answered with their own `desiredKeys`.
+    public struct DesiredKeysGroup: Sendable, Equatable {
+        public var names: [String]
+        public var keys: [String]?
+
+        public init(names: [String], keys: [String]?) {
+            self.names = names
+            self.keys = keys
+        }
+    }
 
     public init(
         zoneID: JSONValue, desiredKeys: [String]?, numbersAsStrings: Bool, schema: RecordSchema? = nil,
@@ -44,6 +59,18 @@ extension Projection {
     /// reference leaves them out). Keys are constants; every value that
     /// comes from the request is bound.
     static func cloudKitRecord(_ style: CloudKitRecordStyle, _ builder: inout SQLBuilder) -> SQL {
+        if !style.desiredKeysByRecord.isEmpty {
+            // Each group of records with keys of its own, else the request's.
+            var base = style
+            base.desiredKeysByRecord = []
+            var choice: SQL = "CASE"
+            for group in style.desiredKeysByRecord {
+                var variant = base
+                variant.desiredKeys = group.keys
+                choice += " WHEN r.record_name = ANY(\(builder.bind(group.names))::text[]) THEN \(cloudKitRecord(variant, &builder))"
+            }
+            return choice + " ELSE \(cloudKitRecord(base, &builder)) END"
+        }
         let zoneID: SQL = "\(builder.bind(style.zoneID.jsonText))::text"
         let fields = cloudKitFields(style, &builder)
         // Text, not json_build_object: half the cost of the nested calls

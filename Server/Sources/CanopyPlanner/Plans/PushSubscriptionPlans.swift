@@ -108,10 +108,13 @@ public struct SaveSubscriptionPlan: Sendable {
     /// QUERY subscription from the planner's typed input (a query's filter
     /// as Canopy's predicate text, which the subscription stores), answered
     /// as `{subscriptionID, kind, scope, zone: {zoneName, ownerName},
-    /// recordType, filter, args, firesOn}` (``SubscriptionsPlan/typedStatement``'s).
+    /// recordType, filter, args, firesOn, notificationInfo}`
+    /// (``SubscriptionsPlan/typedStatement``'s).
+    /// `notificationInfo`: the Notification Info Dictionary, as the door
+    /// checked it, kept and answered back as saved.
     public init(
         subscriptionID: String, kind: String, scope: DatabaseScope, zone: ZoneReference?, query: PushQuery?, firesOn: [String]?,
-        schema: RecordSchema?
+        notificationInfo: JSONValue? = nil, schema: RecordSchema?
     ) throws {
         locations = []
         guard (1...255).contains(subscriptionID.unicodeScalars.count) else {
@@ -140,27 +143,32 @@ public struct SaveSubscriptionPlan: Sendable {
         hasZone = zone != nil
         var builder = SQLBuilder()
         statement = Self.statement(subscriptionID: subscriptionID, kind: kind, scope: scope, zone: zone, query: kind == "QUERY" ? query : nil,
-                                   firesOn: events, projection: Projection.typedPushSubscription(&builder), &builder)
+                                   firesOn: events, notificationInfo: notificationInfo,
+                                   projection: Projection.typedPushSubscription(&builder), &builder)
     }
 
     static func statement(
         subscriptionID: String, kind: String, scope: DatabaseScope, zone: ZoneReference?, query: PushQuery?, firesOn: [String],
-        projection: SQL, _ builder: inout SQLBuilder
+        notificationInfo: JSONValue? = nil, projection: SQL, _ builder: inout SQLBuilder
     ) -> SQLStatement {
         let zoneCTE: SQL = zone.map { "\($0.cte(&builder)), " } ?? ""
         let id = builder.bind(subscriptionID), kindBound = builder.bind(kind), scopeBound = builder.bind(scope.rawValue)
         let recordType = builder.bind(query?.recordType), filter = builder.bind(query?.filter)
         let args: SQL = query?.args.map { builder.bind(json: $0) } ?? "NULL::jsonb"
         let events = builder.bind(firesOn)
+        let info: SQL = notificationInfo.map { builder.bind(json: $0) } ?? "NULL::jsonb"
         let zoneID: SQL = zone == nil ? "NULL::bigint" : "(SELECT id FROM zone)"
         let guardZone: SQL = zone == nil ? "TRUE" : "EXISTS (SELECT 1 FROM zone)"
         builder.append("""
             WITH \(zoneCTE)saved AS (\
-            INSERT INTO canopy.push_subscriptions AS s (user_id, subscription_id, kind, scope, zone_id, record_type, filter, args, fires_on) \
-            SELECT canopy.current_user_id(), \(id), \(kindBound), \(scopeBound), \(zoneID), \(recordType), \(filter), \(args), \(events)::text[] \
+            INSERT INTO canopy.push_subscriptions AS s (user_id, subscription_id, kind, scope, zone_id, record_type, filter, args, fires_on, \
+            notification_info) \
+            SELECT canopy.current_user_id(), \(id), \(kindBound), \(scopeBound), \(zoneID), \(recordType), \(filter), \(args), \(events)::text[], \
+            \(info) \
             WHERE \(guardZone) \
             ON CONFLICT (user_id, subscription_id) DO UPDATE SET kind = EXCLUDED.kind, scope = EXCLUDED.scope, zone_id = EXCLUDED.zone_id, \
-            record_type = EXCLUDED.record_type, filter = EXCLUDED.filter, args = EXCLUDED.args, fires_on = EXCLUDED.fires_on \
+            record_type = EXCLUDED.record_type, filter = EXCLUDED.filter, args = EXCLUDED.args, fires_on = EXCLUDED.fires_on, \
+            notification_info = EXCLUDED.notification_info \
             RETURNING s.*) \
             SELECT \(projection)::text FROM saved s
             """)
@@ -258,7 +266,7 @@ extension Projection {
         let publicOwner = builder.bind(DatabaseScope.publicOwnerName)
         return """
             json_build_object('subscriptionID', s.subscription_id, 'kind', s.kind, 'scope', s.scope, 'recordType', s.record_type, \
-            'filter', s.filter, 'args', s.args, 'firesOn', to_json(s.fires_on), 'zone', \
+            'filter', s.filter, 'args', s.args, 'firesOn', to_json(s.fires_on), 'notificationInfo', s.notification_info, 'zone', \
             (SELECT json_build_object('zoneName', pz.name, 'ownerName', coalesce(pu.record_name, \(publicOwner)::text)) \
             FROM canopy.zones pz LEFT JOIN canopy.users pu ON pu.id = pz.owner_id \
             WHERE pz.id = s.zone_id AND (pu.id IS NOT NULL OR pz.owner_id IS NULL)))

@@ -126,6 +126,18 @@ extension DiscoverUserPlan {
     }
 }
 
+extension DiscoverUserPlan {
+    /// Web Services' `users/lookup/id`: the person with this user record
+    /// name, as (userRecordName, name); no row: nobody. No contact of
+    /// theirs is read.
+    public static func statement(userRecordName: String) -> SQLStatement {
+        var builder = SQLBuilder()
+        let bound = builder.bind(userRecordName)
+        builder.append("SELECT d.record_name, coalesce(d.display_name, d.name) FROM canopy.discover_user_by_record_name(\(bound)::text) d")
+        return builder.query
+    }
+}
+
 /// `GET /share/<token>` in a browser before anyone signs in: the page
 /// shows what a stranger may know only of a share whose public permission
 /// is not NONE (`share_view` has no row for anything else).

@@ -170,7 +170,7 @@ struct ChangeFeedRangesTests {
     @Test("range tokens: forged or another user's are INVALID_ARGUMENTS, as is one given to changes/zone; a zone made again expires them; strangers get ZONE_NOT_FOUND")
     func tokens() async throws {
         let harness = try await GatewayHarness.make()
-        let apiToken = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let apiToken = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration()) { client in
             let alice = harness.aliceToken, bob = harness.bobToken
             _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Fasting\") { zoneName } }", token: alice)

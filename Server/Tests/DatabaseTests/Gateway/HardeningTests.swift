@@ -160,7 +160,7 @@ struct HardeningTests {
     @Test("Web Services: U+0000 in a STRING or REFERENCE value, or a name, is BAD_REQUEST naming where, never a 500")
     func nulOverWebServices() async throws {
         let harness = try await GatewayHarness.make()
-        let apiToken = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let apiToken = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration()) { client in
             let bodies = [
                 #"{"operations": [{"operationType": "create", "record": {"recordType": "Note", "recordName": "n1", "fields": {"text": {"value": "a\u0000b", "type": "STRING"}}}}]}"#,
@@ -230,7 +230,7 @@ struct HardeningTests {
     @Test("INT64's minimum and maximum are saved, read back and compared, over GraphQL (literal and variable) and Web Services")
     func int64Bounds() async throws {
         let harness = try await GatewayHarness.make()
-        let apiToken = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let apiToken = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration()) { client in
             let literal = try await Self.post(client, """
                 mutation { modifyRecords(scope: PRIVATE, zone: {zoneName: "_defaultZone"}, save: [{recordName: "lo", recordType: "Bound", fields: {n: -9223372036854775808}}, {recordName: "hi", recordType: "Bound", fields: {n: 9223372036854775807}}]) { saved { recordName fields } errors { code message } } }

@@ -17,7 +17,7 @@ struct WebServicesFidelityTests {
     @Test("zones/list and zones/lookup answer each zone's syncToken; changes/zone from it reports only what changed after")
     func zonesCarrySyncTokens() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func call(_ subpath: String, _ body: String? = nil, method: HTTPRequest.Method = .post) async throws -> WebServicesAnswer {
                 try await client.webServices(subpath, body, apiToken: token, webAuthToken: harness.aliceToken, method: method)
@@ -50,7 +50,7 @@ struct WebServicesFidelityTests {
     @Test("a record has one created and one modified stamp, whole milliseconds, the same in records/modify, lookup, query, changes and GraphQL")
     func stampsAreWholeMillisecondsEverywhere() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func call(_ subpath: String, _ body: String) async throws -> WebServicesAnswer {
                 try await client.webServices(subpath, body, apiToken: token, webAuthToken: harness.aliceToken)
@@ -90,7 +90,7 @@ struct WebServicesFidelityTests {
     @Test("INT64 at both bounds is saved and answered exactly; one past either is refused")
     func int64Bounds() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             let saved = try await client.webServices("private/records/modify", #"{"operations": [{"operationType": "create", "record": {"recordType": "Bounds", "recordName": "b", "fields": {"low": {"value": -9223372036854775808, "type": "INT64"}, "high": {"value": 9223372036854775807, "type": "INT64"}}}}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
             #expect(saved.status == .ok && saved.records.first?["serverErrorCode"] == nil, "\(saved.body)")
@@ -113,7 +113,7 @@ struct WebServicesFidelityTests {
     @Test("CONTAINS_ALL_TOKENS and CONTAINS_ANY_TOKENS without fieldName search all of a record's text fields")
     func tokensWithoutFieldName() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func call(_ subpath: String, _ body: String) async throws -> WebServicesAnswer {
                 try await client.webServices(subpath, body, apiToken: token, webAuthToken: harness.aliceToken)
@@ -142,7 +142,7 @@ struct WebServicesFidelityTests {
     @Test("a LOCATION keeps the Location Dictionary's eight keys, in Web Services and in GraphQL")
     func locationsKeepEightKeys() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             let fix = #"{"latitude": 37.3349, "longitude": -122.009, "horizontalAccuracy": 5, "verticalAccuracy": 3.5, "altitude": 42.25, "speed": 1.75, "course": 270, "timestamp": 1795707791164}"#
             let saved = try await client.webServices("private/records/modify", #"{"operations": [{"operationType": "create", "record": {"recordType": "Visit", "recordName": "v", "fields": {"where": {"value": \#(fix), "type": "LOCATION"}, "bare": {"value": {"latitude": 1, "longitude": 2}, "type": "LOCATION"}}}}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
@@ -167,7 +167,7 @@ struct WebServicesFidelityTests {
     @Test("sortBy relativeLocation: nearest first (farthest first descending), across continuation markers, and over GraphQL")
     func relativeLocationSort() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             // Distances from (0, 0): c 1°, a 2°, d 3°, b 5°; e has no location.
             let places = [("a", 2.0), ("b", 5.0), ("c", 1.0), ("d", 3.0)]
@@ -224,7 +224,7 @@ struct WebServicesFidelityTests {
         let (harness, assetConfiguration, _) = try await GatewayHarness.withAssets()
         var configuration = assetConfiguration
         configuration.webServices = WebServicesFixture.configuration().webServices
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: configuration, live: true) { client in
             let upload = try await client.execute(uri: "/assets", method: .post, headers: [.authorization: "Bearer \(harness.aliceToken)", .contentType: "text/plain"],
                                                   body: ByteBuffer(string: "the same bytes"))

@@ -17,7 +17,7 @@ struct WebServicesQueryTests {
     @Test("records/query: the reference's sample, every comparator Canopy serves, sorts and continuation markers")
     func query() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func call(_ subpath: String, _ body: String, as webToken: String? = harness.aliceToken) async throws -> WebServicesAnswer {
                 try await client.webServices(subpath, body, apiToken: token, webAuthToken: webToken)
@@ -129,7 +129,7 @@ struct WebServicesQueryTests {
     @Test("field values round-trip in the reference's typed form; numbersAsStrings; records/lookup")
     func values() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             let saved = try await client.webServices("private/records/modify", """
                 {"operations": [
@@ -186,7 +186,7 @@ struct WebServicesQueryTests {
     @Test("zones/list, zones/lookup, zones/modify; changes/database and changes/zone followed with sync tokens")
     func zonesAndChanges() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func call(_ subpath: String, _ body: String? = nil, method: HTTPRequest.Method = .post) async throws -> WebServicesAnswer {
                 try await client.webServices(subpath, body, apiToken: token, webAuthToken: harness.aliceToken, method: method)

@@ -17,8 +17,8 @@ struct WebServicesReferenceTests {
     @Test("the container, the environment and the API token are checked before anything runs")
     func credentials() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
-        let other = try WebServicesFixture.apiToken(on: harness.endpoint, container: "iCloud.com.example.other")
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
+        let other = try await WebServicesFixture.apiToken(on: harness.endpoint, container: "iCloud.com.example.other")
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             let wrongContainer = try await client.webServices("private/zones/list", apiToken: token, webAuthToken: harness.aliceToken, container: "iCloud.com.example.nope")
             #expect(wrongContainer.status == .notFound && wrongContainer.code == "NOT_FOUND", "\(wrongContainer.body)")
@@ -42,7 +42,7 @@ struct WebServicesReferenceTests {
     @Test("--access-log writes the path of every request but never the value of ckAPIToken, ckWebAuthToken or a URL's signature")
     func accessLogRedacts() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         var configuration = WebServicesFixture.configuration()
         configuration.accessLog = true
         try await harness.test(configuration: configuration, live: true) { client in
@@ -59,7 +59,7 @@ struct WebServicesReferenceTests {
     @Test("users/current without a web token is AUTHENTICATION_REQUIRED with a redirectURL, and with one names the user")
     func currentUser() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         var configuration = WebServicesFixture.configuration()
         configuration.publicURL = "https://canopy.example.com"
         try await harness.test(configuration: configuration, live: true) { client in
@@ -84,7 +84,7 @@ struct WebServicesReferenceTests {
     @Test("records/modify: create, update, forceUpdate, replace, forceReplace, delete and forceDelete with their tags")
     func modify() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func modify(_ body: String) async throws -> WebServicesAnswer {
                 try await client.webServices("private/records/modify", body, apiToken: token, webAuthToken: harness.aliceToken)

@@ -19,7 +19,7 @@ struct WebServicesSharingTests {
     func shareRecord() async throws {
         let harness = try await GatewayHarness.make()
         let (gkumar, gkumarToken) = try await addUser("gkumar", email: "gkumar@mac.com", on: harness.endpoint)
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func call(_ subpath: String, _ body: String, as webToken: String) async throws -> WebServicesAnswer {
                 try await client.webServices(subpath, body, apiToken: token, webAuthToken: webToken)
@@ -104,7 +104,7 @@ struct WebServicesSharingTests {
         try await TestDatabase.withConnection(harness.endpoint) { connection in
             _ = try await connection.query("UPDATE canopy.users SET display_name = 'Carol Ann Díaz' WHERE name = 'carol'", logger: TestDatabase.logger)
         }
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func call(_ subpath: String, _ body: String, as webToken: String) async throws -> WebServicesAnswer {
                 try await client.webServices(subpath, body, apiToken: token, webAuthToken: webToken)
@@ -164,7 +164,7 @@ struct WebServicesSharingTests {
     func shareOfAnotherOwnersZone() async throws {
         let harness = try await GatewayHarness.make()
         let (_, carolToken) = try await addUser("carol", email: "carol@example.com", on: harness.endpoint)
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func call(_ subpath: String, _ body: String, as webToken: String) async throws -> WebServicesAnswer {
                 try await client.webServices(subpath, body, apiToken: token, webAuthToken: webToken)
@@ -190,7 +190,7 @@ struct WebServicesSharingTests {
     @Test("assets/upload in two steps: upload URLs, the bytes posted, the receipt saved in a record, the download URL read back")
     func assetUpload() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-ws-assets-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = WebServicesFixture.configuration()

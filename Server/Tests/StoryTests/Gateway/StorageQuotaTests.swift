@@ -393,7 +393,7 @@ struct StorageQuotaTests {
     @Test("Web Services: records/modify past the quota is QUOTA_EXCEEDED for the record inside 200; an upload to a signed URL that cannot fit is 413 QUOTA_EXCEEDED")
     func webServices() async throws {
         let harness = try await GatewayHarness.make()
-        let token = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("canopy-ws-quota-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         var configuration = WebServicesFixture.configuration()

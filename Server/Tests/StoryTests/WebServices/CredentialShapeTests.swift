@@ -42,7 +42,7 @@ struct CredentialShapeTests {
         let harness = try await GatewayHarness.make()
         let url = harness.endpoint.url
         // canopy tokens api add
-        let apiToken = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let apiToken = try await WebServicesFixture.apiToken(on: harness.endpoint)
         #expect(CloudKitCredentialShape.isAPIToken(apiToken) && apiToken == apiToken.lowercased(), "\(apiToken)")
         // canopy keys add
         let key = try ServerToServerTests.register(on: harness.endpoint, as: "alice")

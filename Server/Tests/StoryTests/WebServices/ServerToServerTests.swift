@@ -41,15 +41,18 @@ struct ServerToServerTests {
         date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: false, timeZone: .gmt))
     }
 
-    /// Signs and sends; `sign` may change what is signed from what is sent.
+    /// Signs and sends; `signedBody`, `signedQuery` and `signature` may
+    /// change what is signed from what is sent. `query` is sent after the
+    /// path; the path alone is signed (the reference's form) unless
+    /// `signedQuery` names a query string to sign with it (CloudKit JS's).
     static func send(
         _ client: some TestClientProtocol, key: Key, subpath: String, body: String, date: Date = Date(),
-        signedBody: String? = nil, signature: String? = nil
+        signedBody: String? = nil, signature: String? = nil, query: String? = nil, signedQuery: String? = nil
     ) async throws -> WebServicesAnswer {
         let path = "/database/1/\(WebServicesFixture.container)/production/\(subpath)"
         let stamp = dateText(date)
         let digest = Data(SHA256.hash(data: Data((signedBody ?? body).utf8))).base64EncodedString()
-        let message = Data("\(stamp):\(digest):\(path)".utf8)
+        let message = Data("\(stamp):\(digest):\(path)\(signedQuery.map { "?\($0)" } ?? "")".utf8)
         let signed = try key.privateKey.signature(for: message).derRepresentation.base64EncodedString()
         let headers: HTTPFields = [
             .contentType: "text/plain",
@@ -57,9 +60,51 @@ struct ServerToServerTests {
             HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!: stamp,
             HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!: signature ?? signed,
         ]
-        let response = try await client.execute(uri: path, method: .post, headers: headers, body: ByteBuffer(string: body))
+        let response = try await client.execute(uri: path + (query.map { "?\($0)" } ?? ""), method: .post, headers: headers, body: ByteBuffer(string: body))
         let parsed = response.body.readableBytes == 0 ? [:] : (try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any] ?? [:])
         return WebServicesAnswer(status: response.status, body: parsed)
+    }
+
+    /// One signature, made once (over the path, with `query` when given),
+    /// sent twice: the second is a replay.
+    static func sendTwice(
+        _ client: some TestClientProtocol, key: Key, subpath: String, body: String, query: String? = nil
+    ) async throws -> [WebServicesAnswer] {
+        let path = "/database/1/\(WebServicesFixture.container)/production/\(subpath)\(query.map { "?\($0)" } ?? "")"
+        let stamp = dateText(Date())
+        let message = Data("\(stamp):\(Data(SHA256.hash(data: Data(body.utf8))).base64EncodedString()):\(path)".utf8)
+        let signature = try key.privateKey.signature(for: message).derRepresentation.base64EncodedString()
+        var answers: [WebServicesAnswer] = []
+        for _ in 0..<2 {
+            answers.append(try await send(client, key: key, subpath: subpath, body: body, date: parse(stamp), signature: signature, query: query))
+        }
+        return answers
+    }
+
+    /// Issue 66: CloudKit JS signs the request's path with the query string
+    /// it sends (`?ckjsBuildVersion=…&ckjsVersion=…`); the reference signs
+    /// the path alone. Both verify; the query signed must be the one sent,
+    /// and a signature is still used once.
+    @Test("a signature over the path with its query string (CloudKit JS's) verifies once, as one over the path alone does; over another query it is refused")
+    func pathWithQuery() async throws {
+        let harness = try await GatewayHarness.make()
+        let key = try Self.register(on: harness.endpoint, as: "alice")
+        try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
+            let query = #"{"query": {"recordType": "Notice"}}"#
+            let sent = "ckjsBuildVersion=2310ProjectDev27&ckjsVersion=1.2.0"
+            let withQuery = try await Self.send(client, key: key, subpath: "public/records/query", body: query, query: sent, signedQuery: sent)
+            #expect(withQuery.status == .ok, "path and query signed: \(withQuery.body)")
+            let pathAlone = try await Self.send(client, key: key, subpath: "public/records/query", body: query, query: sent)
+            #expect(pathAlone.status == .ok, "the path alone signed, a query sent: \(pathAlone.body)")
+            let otherQuery = try await Self.send(client, key: key, subpath: "public/records/query", body: query,
+                                                 query: "ckjsBuildVersion=1&ckjsVersion=9.9.9", signedQuery: sent)
+            #expect(otherQuery.status == .unauthorized && (otherQuery.body["reason"] as? String)?.contains("does not verify") == true, "\(otherQuery.body)")
+            let signedOnlyQuery = try await Self.send(client, key: key, subpath: "public/records/query", body: query, signedQuery: sent)
+            #expect(signedOnlyQuery.status == .unauthorized, "a query signed but not sent: \(signedOnlyQuery.body)")
+            // The same path-and-query signature twice: the second is a replay.
+            let answers = try await Self.sendTwice(client, key: key, subpath: "public/records/query", body: query, query: sent)
+            #expect(answers.map(\.status) == [.ok, .unauthorized], "\(answers.map(\.body))")
+        }
     }
 
     @Test("a signed request acts as the key's user in the public database; wrong, old, replayed, tampered and revoked signatures are refused")
@@ -90,17 +135,9 @@ struct ServerToServerTests {
             let tampered = try await Self.send(client, key: key, subpath: "public/records/query", body: #"{"query": {"recordType": "Secret"}}"#, signedBody: query)
             #expect(tampered.status == .unauthorized, "\(tampered.body)")
             // The same signature twice: the second is a replay.
-            let path = "/database/1/\(WebServicesFixture.container)/production/public/records/query"
-            let stamp = Self.dateText(Date())
-            let message = Data("\(stamp):\(Data(SHA256.hash(data: Data(query.utf8))).base64EncodedString()):\(path)".utf8)
-            let signature = try key.privateKey.signature(for: message).derRepresentation.base64EncodedString()
-            var statuses: [HTTPResponse.Status] = []
-            var reasons: [String] = []
-            for _ in 0..<2 {
-                let answer = try await Self.send(client, key: key, subpath: "public/records/query", body: query, date: Self.parse(stamp), signature: signature)
-                statuses.append(answer.status)
-                reasons.append(answer.body["reason"] as? String ?? "")
-            }
+            let answers = try await Self.sendTwice(client, key: key, subpath: "public/records/query", body: query)
+            let statuses = answers.map(\.status)
+            let reasons = answers.map { $0.body["reason"] as? String ?? "" }
             #expect(statuses == [.ok, .unauthorized] && reasons[1].contains("used before"), "\(statuses) \(reasons)")
             // CloudKit's rule: a key reaches the public database only.
             let privateRead = try await Self.send(client, key: key, subpath: "private/records/query", body: query)
@@ -182,7 +219,7 @@ struct ServerToServerTests {
     func grantedPrivate() async throws {
         let harness = try await GatewayHarness.make()
         let key = try Self.register(on: harness.endpoint, as: "bob", databases: ["public", "private"])
-        let aliceAPI = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let aliceAPI = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             _ = try await client.webServices("private/records/modify", #"{"operations": [{"operationType": "create", "record": {"recordType": "Diary", "recordName": "secret", "fields": {"text": {"value": "alice's"}}}}]}"#, apiToken: aliceAPI, webAuthToken: harness.aliceToken)
             let own = try await Self.send(client, key: key, subpath: "private/records/modify", body: #"{"operations": [{"operationType": "create", "record": {"recordType": "Diary", "recordName": "mine", "fields": {}}}]}"#)

@@ -18,7 +18,7 @@ struct WebServicesPermissionTests {
     @Test("the public database over Web Services: who × READ, CREATE, WRITE, DELETE × four types' grants")
     func publicMatrix() async throws {
         let world = try await PublicDatabaseTests.world()
-        let apiToken = try WebServicesFixture.apiToken(on: world.harness.endpoint)
+        let apiToken = try await WebServicesFixture.apiToken(on: world.harness.endpoint)
         try await world.harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func modify(_ body: String, as who: String) async throws -> WebServicesAnswer {
                 try await client.webServices("public/records/modify", body, apiToken: apiToken, webAuthToken: world.token(who))
@@ -83,7 +83,7 @@ struct WebServicesPermissionTests {
         let (_, carolToken) = try await addUser("carol", email: "carol@example.com", on: harness.endpoint)
         let (_, daveToken) = try await addUser("dave", email: "dave@example.com", on: harness.endpoint)
         let (_, erinToken) = try await addUser("erin", email: "erin@example.com", on: harness.endpoint)
-        let apiToken = try WebServicesFixture.apiToken(on: harness.endpoint)
+        let apiToken = try await WebServicesFixture.apiToken(on: harness.endpoint)
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
             func call(_ subpath: String, _ body: String, as token: String) async throws -> WebServicesAnswer {
                 try await client.webServices(subpath, body, apiToken: apiToken, webAuthToken: token)
