@@ -178,9 +178,10 @@ share = alice.modify("private", zone_id, [{"operationType": "create", "record": 
     "recordType": "cloudkit.share", "fields": {"cloudkit.title": {"value": "Our recipes"}}, "publicPermission": "NONE",
     "participants": [{"type": "USER", "permission": "READ_WRITE", "acceptanceStatus": "INVITED",
                       "userIdentity": {"lookupInfo": {"emailAddress": bob_email}}}]}}])[0]
-check(share.get("recordType") == "cloudkit.share" and share.get("shortGUID"), f"the share: {share}")
+check(share.get("recordType") == "cloudkit.share" and isinstance(share.get("shortGUID"), dict) and share["shortGUID"].get("value"),
+      f"the share, its shortGUID a ShortGUID Dictionary: {share}")
 bob = sign_in_by_popup("bob", bob_token)
-accepted = bob.accept(share["shortGUID"])
+accepted = bob.accept(share["shortGUID"]["value"])
 check(accepted.get("participantStatus") == "ACCEPTED", f"records/accept: {accepted}")
 shared_zone = {"zoneName": "Recipes", "ownerRecordName": seen["alice_user"]["userRecordName"]}
 check(any(z["zoneID"]["zoneName"] == "Recipes" for z in bob.list_zones("shared")), "the zone is in bob's shared database")

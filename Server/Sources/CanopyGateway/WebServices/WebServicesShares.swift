@@ -14,9 +14,11 @@ enum WebServicesShares {
     static let zoneShareName = "cloudkit.zoneshare"
     static let hierarchyPrefix = "cloudkit.share."
 
-    /// Whether an operation is on a share record.
+    /// Whether an operation is on a share record. The reference writes the
+    /// type `cloudKit.share` in places, CloudKit itself `cloudkit.share`:
+    /// either is a share (answered as CloudKit spells it).
     static func isShare(recordType: String?, recordName: String) -> Bool {
-        recordType == Self.recordType || recordName == zoneShareName || recordName.hasPrefix(hierarchyPrefix)
+        recordType?.lowercased() == Self.recordType || recordName == zoneShareName || recordName.hasPrefix(hierarchyPrefix)
     }
 
     /// The share's record name for a root (nil: the zone's share).
@@ -220,8 +222,24 @@ enum WebServicesShares {
                 throw QueryError(.badRequest, "shortGUIDs[\(index)] needs a value")
             }
             let token = shortGUID(ofURL: value) ?? value
+            // shouldFetchRootRecord (default false) and rootRecordDesiredKeys.
+            var rootRecord: CloudKitShareMetadataStyle.RootRecord?
+            switch guid["shouldFetchRootRecord"] {
+            case nil, .null?, .bool(false)?: break
+            case .bool(true)?:
+                let keys: JSONValue
+                do {
+                    keys = try WebServicesCall.checkedDesiredKeys(guid["rootRecordDesiredKeys"])
+                } catch {
+                    throw QueryError(.badRequest, "shortGUIDs[\(index)].rootRecordDesiredKeys: \(error.message)")
+                }
+                let names: [String]? = if case .array(let list) = keys { list.compactMap(\.stringValue) } else { nil }
+                rootRecord = .init(desiredKeys: names, numbersAsStrings: call.numbersAsStrings)
+            case let other?:
+                throw QueryError(.badRequest, "shortGUIDs[\(index)].shouldFetchRootRecord must be true or false, not \(other.typeName)")
+            }
             do {
-                let plan = try ShareMetadataPlan(url: token, cloudKit: style)
+                let plan = try ShareMetadataPlan(url: token, cloudKit: style, rootRecord: rootRecord)
                 results.append(try await run(plan, userID) ?? "null")
             } catch {
                 results.append(call.itemError("shortGUID", .string(token), error: error).jsonText)

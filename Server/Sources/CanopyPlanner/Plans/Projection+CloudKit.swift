@@ -79,11 +79,14 @@ extension Projection {
             "'{\"timestamp\":' || floor(extract(epoch FROM \(time)) * 1000)::int8::text || ',\"userRecordName\":' || to_json(coalesce(\(user), ''))::text || ',\"deviceID\":\"canopy\"}'"
         }
         // Only a record in a record-rooted share's hierarchy (share_id set)
-        // can be a share's root: the probe is skipped for every other.
+        // can be a share's root: the probe is skipped for every other. A
+        // root carries its share and the share's short GUID (issue 66: a
+        // record's shortGUID is its share's).
         let s = builder.alias("cs")
         let share: SQL = """
             CASE WHEN r.share_id IS NOT NULL THEN (SELECT ',"share":{"recordName":' || to_json('cloudkit.share.' || r.record_name)::text \
-            || ',"zoneID":' || \(zoneID) || '}' FROM canopy.shares \(s) WHERE \(s).root_record_id = r.id LIMIT 1) END
+            || ',"zoneID":' || \(zoneID) || '},"shortGUID":{"value":' || to_json(\(s).url_token)::text || '}' \
+            FROM canopy.shares \(s) WHERE \(s).root_record_id = r.id LIMIT 1) END
             """
         return """
             ('{"recordName":' || to_json(r.record_name)::text || ',"recordType":' || to_json(r.record_type)::text \

@@ -17,6 +17,19 @@ public struct CloudKitShareMetadataStyle: Sendable {
     public var environment: String
     public var shareURLPrefix: String
 
+    /// A result's root record, asked for (`shouldFetchRootRecord`): its
+    /// keys (`rootRecordDesiredKeys`; nil: every field) and how numbers
+    /// are written.
+    public struct RootRecord: Sendable, Equatable {
+        public var desiredKeys: [String]?
+        public var numbersAsStrings: Bool
+
+        public init(desiredKeys: [String]?, numbersAsStrings: Bool) {
+            self.desiredKeys = desiredKeys
+            self.numbersAsStrings = numbersAsStrings
+        }
+    }
+
     public init(container: String, environment: String, shareURLPrefix: String) {
         self.container = container
         self.environment = environment
@@ -39,10 +52,12 @@ extension Projection {
     /// A share as the reference's share record: `recordName`
     /// (`cloudkit.zoneshare` for a zone's, `cloudkit.share.<root>` for a
     /// hierarchy's), `recordType` `cloudkit.share`, `publicPermission`,
-    /// `owner` and `participants` (the reference's participant
-    /// dictionaries; row-level security decides whom the caller sees, as
-    /// for GraphQL's `Share`), the title as the `cloudkit.title` field,
-    /// `shortGUID` and `url`, and for a hierarchy the root as `share`.
+    /// `owner`, `participants` and `currentUserParticipant` (the caller's
+    /// own; the reference's participant dictionaries; row-level security
+    /// decides whom the caller sees, as for GraphQL's `Share`), the title
+    /// as the `cloudkit.title` field, `shortGUID` (the reference's ShortGUID
+    /// Dictionary, `{value}`) and `url`, and for a hierarchy the root as
+    /// `share`.
     static func cloudKitShare(zoneID: JSONValue, shareURLPrefix: String, _ builder: inout SQLBuilder, where condition: (SQL) -> SQL) -> SQL {
         let s = builder.alias("s"), root = builder.alias("sr"), p = builder.alias("p"), user = builder.alias("pu")
         let zone = builder.bind(json: zoneID), prefix = builder.bind(shareURLPrefix)
@@ -55,9 +70,10 @@ extension Projection {
             'owner', (SELECT \(participant) \(participants) AND \(p).role = 'OWNER'), \
             'participants', (SELECT coalesce(jsonb_agg(\(participant) ORDER BY \(p).role <> 'OWNER', \(p).id), '[]') \
             \(participants) AND \(p).status <> 'REMOVED'), \
+            'currentUserParticipant', (SELECT \(participant) \(participants) AND \(p).user_id = canopy.current_user_id() LIMIT 1), \
             'fields', CASE WHEN \(s).title IS NULL THEN '{}'::jsonb \
             ELSE jsonb_build_object('cloudkit.title', jsonb_build_object('value', \(s).title, 'type', 'STRING')) END, \
-            'shortGUID', \(s).url_token, 'url', \(prefix)::text || \(s).url_token) \
+            'shortGUID', jsonb_build_object('value', \(s).url_token), 'url', \(prefix)::text || \(s).url_token) \
             || CASE WHEN \(root).record_name IS NULL THEN '{}'::jsonb \
             ELSE jsonb_build_object('share', jsonb_build_object('recordName', \(root).record_name, 'zoneID', \(zone))) END) \
             FROM canopy.shares \(s) LEFT JOIN canopy.records \(root) ON \(root).id = \(s).root_record_id WHERE \(condition(s)))
@@ -95,9 +111,16 @@ extension Projection {
     /// `canopy.share_view`'s row `m` as the reference's Share Metadata
     /// Dictionary, for `records/resolve` and `records/accept`: the zone in
     /// the shared database (the caller's view of it), the owner's identity,
-    /// the caller's permission, status and type in the share, its URL, and
-    /// with a title the share record's `cloudkit.title`.
-    static func cloudKitShareMetadata(_ style: CloudKitShareMetadataStyle, shortGUID: String, _ builder: inout SQLBuilder) -> SQL {
+    /// the caller's permission, status and type in the share, its URL,
+    /// `shortGUID` as the ShortGUID Dictionary, the share record (`share`:
+    /// its title and type fields, public permission and the caller's own
+    /// participant), and with `rootRecord` the hierarchy's root as a record
+    /// dictionary with only `rootRecord`'s keys (nil: every field), read
+    /// through `canopy.share_root_preview` (for whoever may open the share).
+    static func cloudKitShareMetadata(
+        _ style: CloudKitShareMetadataStyle, shortGUID: String, rootRecord: CloudKitShareMetadataStyle.RootRecord?,
+        _ builder: inout SQLBuilder
+    ) -> SQL {
         let container = builder.bind(style.container), environment = builder.bind(style.environment)
         let prefix = builder.bind(style.shareURLPrefix), guid = builder.bind(shortGUID)
         let zoneID: SQL = """
@@ -105,21 +128,50 @@ extension Projection {
             'zoneType', CASE WHEN m.zone_name = '_defaultZone' THEN 'DEFAULT_ZONE' ELSE 'REGULAR_CUSTOM_ZONE' END, \
             'ownerRecordName', m.owner_name))
             """
+        let participantType: SQL = """
+            CASE m.role WHEN 'OWNER' THEN 'OWNER' WHEN 'ADMINISTRATOR' THEN 'ADMINISTRATOR' \
+            WHEN 'PUBLIC_USER' THEN 'PUBLIC_USER' WHEN 'PRIVATE_USER' THEN 'USER' END
+            """
+        let participantStatus: SQL = "CASE m.status WHEN 'PENDING' THEN 'INVITED' WHEN 'ACCEPTED' THEN 'ACCEPTED' WHEN 'REMOVED' THEN 'REMOVED' END"
+        // The share record's fields: its title, type and thumbnail, as a
+        // share record carries them (each only when set).
+        let shareFields: SQL = """
+            jsonb_strip_nulls(jsonb_build_object(\
+            'cloudkit.title', CASE WHEN m.title IS NOT NULL THEN jsonb_build_object('value', m.title, 'type', 'STRING') END, \
+            'cloudkit.type', CASE WHEN m.share_type IS NOT NULL THEN jsonb_build_object('value', m.share_type, 'type', 'STRING') END, \
+            'cloudkit.thumbnailImageData', CASE WHEN m.thumbnail IS NOT NULL THEN jsonb_build_object('value', \(base64("m.thumbnail")), 'type', 'BYTES') END))
+            """
+        let me: SQL = """
+            CASE WHEN m.role IS NOT NULL THEN jsonb_build_object('type', \(participantType), 'permission', m.permission, \
+            'acceptanceStatus', \(participantStatus), 'userIdentity', jsonb_build_object('userRecordName', \
+            (SELECT u.record_name FROM canopy.users u WHERE u.id = canopy.current_user_id()))) END
+            """
+        var root: SQL = "'{}'::jsonb"
+        if let rootRecord {
+            // Rendered with the record style, then given the zone as the caller sees it.
+            let record = cloudKitRecord(CloudKitRecordStyle(zoneID: .null, desiredKeys: nil, numbersAsStrings: rootRecord.numbersAsStrings), &builder)
+            let keys = builder.bind(rootRecord.desiredKeys)
+            root = """
+                coalesce((SELECT jsonb_build_object('rootRecord', (\(record))::jsonb || jsonb_build_object('zoneID', \(zoneID))) \
+                FROM canopy.share_root_preview(m.url_token, \(keys)::text[]) r), '{}'::jsonb)
+                """
+        }
         return """
             (jsonb_build_object('containerIdentifier', \(container)::text, 'environment', \(environment)::text, \
             'databaseScope', CASE WHEN m.role = 'OWNER' THEN 'PRIVATE' ELSE 'SHARED' END, \
-            'shortGUID', \(guid)::text, 'zoneID', \(zoneID), \
+            'shortGUID', jsonb_build_object('value', \(guid)::text), 'zoneID', \(zoneID), \
             'ownerIdentity', jsonb_build_object('userRecordName', m.owner_name, 'nameComponents', \(cloudKitNameComponents("m.owner_display_name"))), \
             'participantPermission', m.permission, \
-            'participantStatus', CASE m.status WHEN 'PENDING' THEN 'INVITED' WHEN 'ACCEPTED' THEN 'ACCEPTED' WHEN 'REMOVED' THEN 'REMOVED' END, \
-            'participantType', CASE m.role WHEN 'OWNER' THEN 'OWNER' WHEN 'ADMINISTRATOR' THEN 'ADMINISTRATOR' \
-            WHEN 'PUBLIC_USER' THEN 'PUBLIC_USER' WHEN 'PRIVATE_USER' THEN 'USER' END, \
-            'webpageURL', \(prefix)::text || m.url_token) \
-            || CASE WHEN m.root_record_name IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('rootRecordName', m.root_record_name) END \
-            || CASE WHEN m.title IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('share', jsonb_build_object(\
+            'participantStatus', \(participantStatus), \
+            'participantType', \(participantType), \
+            'webpageURL', \(prefix)::text || m.url_token, \
+            'share', jsonb_strip_nulls(jsonb_build_object(\
             'recordName', coalesce('cloudkit.share.' || m.root_record_name, 'cloudkit.zoneshare'), 'recordType', 'cloudkit.share', \
-            'fields', jsonb_build_object('cloudkit.title', jsonb_build_object('value', m.title, 'type', 'STRING')), \
-            'shortGUID', \(guid)::text, 'zoneID', \(zoneID))) END)
+            'fields', \(shareFields), 'publicPermission', m.public_permission, \
+            'shortGUID', jsonb_build_object('value', \(guid)::text), 'url', \(prefix)::text || m.url_token, 'zoneID', \(zoneID), \
+            'currentUserParticipant', \(me)))) \
+            || CASE WHEN m.root_record_name IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('rootRecordName', m.root_record_name) END \
+            || \(root))
             """
     }
 }

@@ -59,7 +59,8 @@ public struct ShareMetadataPlan: Sendable {
     /// `records/resolve` and `records/accept` of Web Services: the share
     /// at `url` (a share URL or its bare token, the reference's
     /// `shortGUID`) as the reference's Share Metadata Dictionary.
-    public init(url: String, cloudKit style: CloudKitShareMetadataStyle) throws(QueryError) {
+    /// `rootRecord`: the root record is fetched too, with those keys.
+    public init(url: String, cloudKit style: CloudKitShareMetadataStyle, rootRecord: CloudKitShareMetadataStyle.RootRecord? = nil) throws(QueryError) {
         guard let token = Self.token(in: url) else {
             throw QueryError(.invalidArguments, "'\(url.prefix(200))' is not a share's shortGUID or URL (…/share/<token>)")
         }
@@ -67,7 +68,7 @@ public struct ShareMetadataPlan: Sendable {
         locations = []
         var builder = SQLBuilder()
         let bound = builder.bind(token)
-        let json = Projection.cloudKitShareMetadata(style, shortGUID: token, &builder)
+        let json = Projection.cloudKitShareMetadata(style, shortGUID: token, rootRecord: rootRecord, &builder)
         builder.append("SELECT \(json)::text FROM canopy.share_view(\(bound)) m")
         statement = builder.query
     }

@@ -131,6 +131,22 @@ struct WebServicesReferenceRestTests {
         }
     }
 
+    @Test("a share saved as cloudKit.share (the reference's spelling in places) is a share, answered as CloudKit spells it, cloudkit.share")
+    func shareTypeSpellings() async throws {
+        let harness = try await GatewayHarness.make()
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
+        try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
+            func call(_ subpath: String, _ body: String) async throws -> WebServicesAnswer {
+                try await client.webServices(subpath, body, apiToken: token, webAuthToken: harness.aliceToken)
+            }
+            _ = try await call("private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Album"}}}]}"#)
+            let made = try await call("private/records/modify", #"{"zoneID": {"zoneName": "Album"}, "operations": [{"operationType": "create", "record": {"recordType": "cloudKit.share", "publicPermission": "READ_ONLY"}}]}"#)
+            let share = try #require(made.records.first, "\(made.body)")
+            #expect(share["recordType"] as? String == "cloudkit.share" && share["recordName"] as? String == "cloudkit.zoneshare", "\(made.body)")
+            #expect((share["shortGUID"] as? [String: Any])?["value"] is String && share["publicPermission"] as? String == "READ_ONLY", "\(made.body)")
+        }
+    }
+
     @Test("signed out, CloudKit JS's ckWebAuthToken=null (or empty, or undefined) reads the public database as no parameter does; the private database still answers 421")
     func signedOutPublicReads() async throws {
         let harness = try await GatewayHarness.make()

@@ -60,7 +60,10 @@ struct WebServicesSharingTests {
             let share = try #require(shared.records.first, "\(shared.body)")
             #expect(share["recordType"] as? String == "cloudkit.share" && share["publicPermission"] as? String == "NONE", "\(share)")
             #expect((share["share"] as? [String: Any])?["recordName"] as? String == "RecordA", "\(share)")
-            let shortGUID = try #require(share["shortGUID"] as? String, "\(share)")
+            let shortGUID = try #require((share["shortGUID"] as? [String: Any])?["value"] as? String, "a ShortGUID Dictionary: \(share)")
+            let me = share["currentUserParticipant"] as? [String: Any]
+            #expect(me?["type"] as? String == "OWNER" && (me?["userIdentity"] as? [String: Any])?["userRecordName"] as? String == harness.alice.userRecordName,
+                    "the owner's own participant: \(share)")
             let participants = try #require(share["participants"] as? [[String: Any]], "\(share)")
             let invited = try #require(participants.first { (($0["userIdentity"] as? [String: Any])?["lookupInfo"] as? [String: Any])?["emailAddress"] as? String == "gkumar@mac.com" }, "\(participants)")
             #expect(invited["permission"] as? String == "READ_WRITE" && invited["acceptanceStatus"] as? String == "INVITED" && invited["type"] as? String == "USER", "\(invited)")
@@ -68,15 +71,30 @@ struct WebServicesSharingTests {
             // The root record now names its share.
             let root = try await call("private/records/lookup", #"{"zoneID": {"zoneName": "myCustomZone"}, "records": [{"recordName": "RecordA"}, {"recordName": "cloudkit.share.RecordA"}]}"#, as: harness.aliceToken)
             #expect((root.records.first?["share"] as? [String: Any])?["recordName"] as? String == "cloudkit.share.RecordA", "\(root.body)")
-            #expect(root.records.last?["shortGUID"] as? String == shortGUID, "\(root.body)")
+            #expect((root.records.first?["shortGUID"] as? [String: Any])?["value"] as? String == shortGUID, "a root's shortGUID is its share's: \(root.body)")
+            #expect((root.records.last?["shortGUID"] as? [String: Any])?["value"] as? String == shortGUID, "\(root.body)")
 
             // The invitee: resolve, then accept, then read it in the shared database.
             let resolved = try await call("public/records/resolve", #"{"shortGUIDs": [{"value": "\#(shortGUID)", "shouldFetchRootRecord": false}]}"#, as: gkumarToken.string)
             let result = try #require((resolved.body["results"] as? [[String: Any]])?.first, "\(resolved.body)")
             #expect(result["participantStatus"] as? String == "INVITED" && result["rootRecordName"] as? String == "RecordA", "\(result)")
+            #expect((result["shortGUID"] as? [String: Any])?["value"] as? String == shortGUID, "\(result)")
+            #expect(result["rootRecord"] == nil, "shouldFetchRootRecord false: \(result)")
+            let resultShare = result["share"] as? [String: Any]
+            #expect(resultShare?["recordName"] as? String == "cloudkit.share.RecordA" && resultShare?["recordType"] as? String == "cloudkit.share", "\(result)")
+            #expect(((resultShare?["currentUserParticipant"] as? [String: Any])?["acceptanceStatus"]) as? String == "INVITED", "\(result)")
+            // With shouldFetchRootRecord, the root record, with only rootRecordDesiredKeys.
+            let withRoot = try await call("public/records/resolve", #"{"shortGUIDs": [{"value": "\#(shortGUID)", "shouldFetchRootRecord": true, "rootRecordDesiredKeys": ["title"]}]}"#, as: gkumarToken.string)
+            let rootRecord = ((withRoot.body["results"] as? [[String: Any]])?.first)?["rootRecord"] as? [String: Any]
+            #expect(rootRecord?["recordName"] as? String == "RecordA" && rootRecord?["recordType"] as? String == "myType", "\(withRoot.body)")
+            #expect(((rootRecord?["fields"] as? [String: Any])?["title"] as? [String: Any])?["value"] as? String == "A", "\(withRoot.body)")
+            #expect(((rootRecord?["zoneID"] as? [String: Any])?["ownerRecordName"]) as? String == harness.alice.userRecordName, "\(withRoot.body)")
+            let noKeys = try await call("public/records/resolve", #"{"shortGUIDs": [{"value": "\#(shortGUID)", "shouldFetchRootRecord": true, "rootRecordDesiredKeys": []}]}"#, as: gkumarToken.string)
+            let bare = ((noKeys.body["results"] as? [[String: Any]])?.first)?["rootRecord"] as? [String: Any]
+            #expect(bare?["recordName"] as? String == "RecordA" && (bare?["fields"] as? [String: Any])?.isEmpty == true, "\(noKeys.body)")
             #expect((result["ownerIdentity"] as? [String: Any])?["userRecordName"] as? String == harness.alice.userRecordName, "\(result)")
             #expect(result["containerIdentifier"] as? String == WebServicesFixture.container, "\(result)")
-            let stranger = try await call("public/records/resolve", #"{"shortGUIDs": [{"value": "\#(shortGUID)", "shouldFetchRootRecord": false}]}"#, as: harness.bobToken)
+            let stranger = try await call("public/records/resolve", #"{"shortGUIDs": [{"value": "\#(shortGUID)", "shouldFetchRootRecord": true}]}"#, as: harness.bobToken)
             #expect(((stranger.body["results"] as? [[String: Any]])?.first)?["serverErrorCode"] as? String == "ACCESS_DENIED", "bob was not invited: \(stranger.body)")
             let accepted = try await call("public/records/accept", #"{"shortGUIDs": [{"value": "\#(shortGUID)"}]}"#, as: gkumarToken.string)
             #expect(((accepted.body["results"] as? [[String: Any]])?.first)?["participantStatus"] as? String == "ACCEPTED", "\(accepted.body)")
@@ -121,7 +139,7 @@ struct WebServicesSharingTests {
             #expect(record["publicPermission"] as? String == "READ_ONLY", "\(record)")
             let title = ((record["fields"] as? [String: Any])?["cloudkit.title"] as? [String: Any])
             #expect(title?["value"] as? String == "Trips" && title?["type"] as? String == "STRING", "\(record)")
-            let shortGUID = try #require(record["shortGUID"] as? String, "\(record)")
+            let shortGUID = try #require((record["shortGUID"] as? [String: Any])?["value"] as? String, "\(record)")
             #expect((record["url"] as? String)?.hasSuffix("/share/" + shortGUID) == true, "\(record)")
             #expect(((record["zoneID"] as? [String: Any])?["zoneName"]) as? String == "Trips", "\(record)")
             let participants = try #require(record["participants"] as? [[String: Any]], "\(record)")
@@ -140,7 +158,7 @@ struct WebServicesSharingTests {
             let looked = try await call("private/records/lookup", #"{"zoneID": {"zoneName": "Trips"}, "records": [{"recordName": "cloudkit.zoneshare"}]}"#, as: harness.aliceToken)
             let kept = ((looked.records.first?["fields"] as? [String: Any])?["cloudkit.title"] as? [String: Any])?["value"] as? String
             #expect(kept == "Trips", "\(looked.body)")
-            #expect(looked.records.first?["shortGUID"] as? String == shortGUID, "\(looked.body)")
+            #expect((looked.records.first?["shortGUID"] as? [String: Any])?["value"] as? String == shortGUID, "\(looked.body)")
 
             // The invitee resolves it: the metadata names the owner and carries the title.
             let resolved = try await call("shared/records/resolve", #"{"shortGUIDs": [{"value": "\#(shortGUID)"}]}"#, as: carolToken.string)

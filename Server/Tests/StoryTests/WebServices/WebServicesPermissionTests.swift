@@ -94,7 +94,7 @@ struct WebServicesPermissionTests {
                 #"{"type": "USER", "permission": "\#(permission)", "acceptanceStatus": "INVITED", "userIdentity": {"lookupInfo": {"emailAddress": "\#(email)"}}}"#
             }
             let shared = try await call("private/records/modify", #"{"zoneID": {"zoneName": "Team"}, "operations": [{"operationType": "create", "record": {"recordType": "cloudkit.share", "publicPermission": "NONE", "participants": [\#(participant("carol@example.com", "READ_WRITE")), \#(participant("dave@example.com", "READ_ONLY")), \#(participant("erin@example.com", "READ_ONLY"))]}}]}"#, as: harness.aliceToken)
-            let guid = try #require(shared.records.first?["shortGUID"] as? String, "\(shared.body)")
+            let guid = try #require((shared.records.first?["shortGUID"] as? [String: Any])?["value"] as? String, "\(shared.body)")
             for token in [carolToken.string, daveToken.string, erinToken.string] {
                 let accepted = try await call("public/records/accept", #"{"shortGUIDs": [{"value": "\#(guid)"}]}"#, as: token)
                 #expect(((accepted.body["results"] as? [[String: Any]])?.first)?["participantStatus"] as? String == "ACCEPTED", "\(accepted.body)")
