@@ -16,8 +16,13 @@ enum RecordsEndpoints {
     /// the answer is PostgreSQL's text with the envelope around it.
     static func query(_ call: WebServicesCall) async throws -> WebServicesBody {
         let zone = try call.zone(call.body["zoneID"])
-        if call.body["zoneWide"] == .bool(true), call.body["zoneID"] == nil || call.body["zoneID"]?.isNull == true {
-            throw QueryError(.badRequest, "zoneWide queries (every zone at once) are not served by Canopy: query each zone (zones/list lists them)")
+        // zoneWide: every zone of the database at once; ignored with a
+        // zoneID, as the reference says.
+        let zoneWide: Bool
+        switch call.body["zoneWide"] {
+        case nil, .null?, .bool(false)?: zoneWide = false
+        case .bool(true)?: zoneWide = call.body["zoneID"] == nil || call.body["zoneID"]?.isNull == true
+        case let other?: throw QueryError(.badRequest, "zoneWide must be true or false, not \(other.typeName)")
         }
         let query = try WebServicesQuery(call.body["query"])
         let asked = try call.integer("resultsLimit") ?? maximumResults
@@ -26,13 +31,14 @@ enum RecordsEndpoints {
         }
         let limit = min(asked, maximumResults)
         let records = RecordsQuery(
-            zone: try zone.reference, recordType: query.recordType, predicate: query.predicate, sort: query.sort,
+            zone: zoneWide ? ZoneReference.everyZone(of: call.databaseScope) : try zone.reference, recordType: query.recordType, predicate: query.predicate, sort: query.sort,
             limit: Int(limit), cursor: try call.string("continuationMarker"),
             // The filter's text and values name the query in its cursors
             // (describing the tree instead was 6% of W10's gateway CPU).
             filterText: (query.filter ?? "") + "\u{1F}" + JSONValue.object(query.args).jsonText
         )
-        let style = try call.recordStyle(zone: zone)
+        var style = try call.recordStyle(zone: zone)
+        style.zoneIDFromZone = zoneWide
         let secret = try await call.store.cursorKey()
         let plan = try await call.recordSchemas.planning(query.recordType, logger: call.logger) { schema in
             try RecordsPlan(records, rendering: .cloudKit(style), schema: schema, secret: secret)

@@ -14,6 +14,9 @@ public enum RecordRendering: Sendable {
 public struct CloudKitRecordStyle: Sendable {
     /// The zone ID dictionary each record carries.
     public var zoneID: JSONValue
+    /// Each record's zone ID written from its row of the plan's `zone` CTE
+    /// instead of ``zoneID``: a zone-wide query's records are of many zones.
+    public var zoneIDFromZone = false
     /// Only these fields (nil: all).
     public var desiredKeys: [String]?
     public var numbersAsStrings: Bool
@@ -71,7 +74,10 @@ extension Projection {
             }
             return choice + " ELSE \(cloudKitRecord(base, &builder)) END"
         }
-        let zoneID: SQL = "\(builder.bind(style.zoneID.jsonText))::text"
+        let zoneID: SQL = style.zoneIDFromZone ? """
+            (SELECT json_build_object('zoneName', zz.name, 'zoneType', CASE WHEN zz.name = '_defaultZone' THEN 'DEFAULT_ZONE' \
+            ELSE 'REGULAR_CUSTOM_ZONE' END, 'ownerRecordName', zz.owner_name)::text FROM zone zz WHERE zz.id = r.zone_id)
+            """ : "\(builder.bind(style.zoneID.jsonText))::text"
         let fields = cloudKitFields(style, &builder)
         // Text, not json_build_object: half the cost of the nested calls
         // (W10, docs/BENCHMARK_NOTES.md "Issue 49"); strings through to_json.

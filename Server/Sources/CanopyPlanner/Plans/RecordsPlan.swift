@@ -161,10 +161,12 @@ public struct RecordsPlan: Sendable {
         let fingerprint = Cursor.fingerprint([
             zone.scope.rawValue, zone.zoneName, zone.ownerName ?? "", query.recordType, query.filterText, query.args?.jsonText ?? "",
             sortKeys.map(\.fingerprintText).joined(separator: ","),
-        ])
+        ] + (zone.everyZone ? ["every zone"] : []))
         var after: Cursor?
         if let text = query.cursor {
-            guard let cursor = Cursor.decode(text, secret: secret, fingerprint: fingerprint), cursor.keys.count == sortKeys.count * 2 + 1 else {
+            // A zone-wide page's cursor ends with the zone of its last record.
+            let count = sortKeys.count * 2 + 1 + (zone.everyZone ? 1 : 0)
+            guard let cursor = Cursor.decode(text, secret: secret, fingerprint: fingerprint), cursor.keys.count == count else {
                 throw QueryError(.invalidArguments, "the cursor is not one this server issued for this query", locations: locations.cursor)
             }
             after = cursor
@@ -239,16 +241,20 @@ public struct RecordsPlan: Sendable {
         }
         // The record type is a literal (it matched the name grammar), so the
         // planner can match the partial indexes `canopy schema apply` builds.
-        let base: SQL = "FROM canopy.records r WHERE r.zone_id = (SELECT id FROM zone) AND r.record_type = \(SQL.literal(recordType)) AND \(filter)"
+        // Zone-wide (every zone of the scope): any of the zone CTE's rows,
+        // ordered by (sort keys, recordName, zone) so a cursor is exact.
+        let zones: SQL = zone.everyZone ? "r.zone_id IN (SELECT id FROM zone)" : "r.zone_id = (SELECT id FROM zone)"
+        let base: SQL = "FROM canopy.records r WHERE \(zones) AND r.record_type = \(SQL.literal(recordType)) AND \(filter)"
         let page: SQL
-        if sortKeys.count == 1 {
+        if sortKeys.count == 1 && !zone.everyZone {
             page = try Self.singleKeyPage(sortKeys[0], predicate: predicate, after: after?.keys, base: base, limit: limitBind, &builder)
         } else {
-            page = try Self.page(sortKeys, after: after?.keys, base: base, limit: limitBind, &builder)
+            page = try Self.page(sortKeys, after: after?.keys, base: base, limit: limitBind, byZone: zone.everyZone, &builder)
         }
+        let found: SQL = zone.everyZone ? "TRUE" : "EXISTS (SELECT 1 FROM zone)"
         builder.append("""
             WITH \(cte), page AS (\(page)) \
-            SELECT EXISTS (SELECT 1 FROM zone), \
+            SELECT \(found), \
             \(records), \
             (SELECT r.canopy_keys FROM page r WHERE r.canopy_ord = \(limitBind)::int8)::text, \
             (SELECT count(*) FROM page) > \(limitBind)::int8
@@ -303,8 +309,11 @@ public struct RecordsPlan: Sendable {
     }
 
     /// Any number of sort keys: one ORDER BY over every key (missing values
-    /// last), then recordName. Right for all; fast only without sort keys.
-    static func page(_ sortKeys: [SortKey], after keys: [JSONValue]?, base: SQL, limit: SQL, _ builder: inout SQLBuilder) throws -> SQL {
+    /// last), then recordName (and, `byZone`, the zone: a zone-wide query's
+    /// names repeat across zones). Right for all; fast only without sort keys.
+    static func page(
+        _ sortKeys: [SortKey], after keys: [JSONValue]?, base: SQL, limit: SQL, byZone: Bool = false, _ builder: inout SQLBuilder
+    ) throws -> SQL {
         var order: [SQL] = []
         var columns: [SQL] = []
         for key in sortKeys {
@@ -316,7 +325,11 @@ public struct RecordsPlan: Sendable {
         }
         order.append("r.record_name COLLATE \"C\" ASC")
         columns.append("r.record_name")
-        let keyset = try keys.map { try Self.keyset(sortKeys, after: $0, &builder) } ?? "TRUE"
+        if byZone {
+            order.append("r.zone_id ASC")
+            columns.append("r.zone_id")
+        }
+        let keyset = try keys.map { try Self.keyset(sortKeys, after: $0, byZone: byZone, &builder) } ?? "TRUE"
         let ordered = order.joined(separator: ", ")
         return "SELECT r.*, row_number() OVER (ORDER BY \(ordered)) AS canopy_ord, json_build_array(\(columns.joined(separator: ", "))) AS canopy_keys \(base) AND \(keyset) ORDER BY \(ordered) LIMIT \(limit)::int8 + 1"
     }
@@ -408,11 +421,17 @@ public struct RecordsPlan: Sendable {
         return name
     }
 
-    /// Rows strictly after the cursor's keys in the sort order.
-    static func keyset(_ sortKeys: [SortKey], after keys: [JSONValue], _ builder: inout SQLBuilder) throws -> SQL {
-        guard case .string(let lastName) = keys.last! else { throw QueryError(.invalidArguments, "the cursor is damaged") }
-        let lastIndex = keys.count - 1
-        var condition: SQL = "r.record_name COLLATE \"C\" > \(builder.bind(lastName, replaying: { try Self.cursorName(at: lastIndex, in: $0) }))::text"
+    /// Rows strictly after the cursor's keys in the sort order (`byZone`:
+    /// the last key is the zone, after the record name).
+    static func keyset(_ sortKeys: [SortKey], after keys: [JSONValue], byZone: Bool = false, _ builder: inout SQLBuilder) throws -> SQL {
+        let nameIndex = keys.count - (byZone ? 2 : 1)
+        guard nameIndex >= 0, case .string(let lastName) = keys[nameIndex] else { throw QueryError(.invalidArguments, "the cursor is damaged") }
+        let boundName: SQL = "\(builder.bind(lastName, replaying: { try Self.cursorName(at: nameIndex, in: $0) }))::text"
+        var condition: SQL = "r.record_name COLLATE \"C\" > \(boundName)"
+        if byZone {
+            guard case .int(let lastZone) = keys[keys.count - 1] else { throw QueryError(.invalidArguments, "the cursor is damaged") }
+            condition = "(r.record_name COLLATE \"C\", r.zone_id) > (\(boundName), \(builder.bind(lastZone))::int8)"
+        }
         for (index, key) in sortKeys.enumerated().reversed() {
             let expression = key.expression(&builder)
             guard case .bool(let wasNull) = keys[index * 2] else { throw QueryError(.invalidArguments, "the cursor is damaged") }

@@ -9,6 +9,19 @@ public struct ZoneReference: Sendable, Equatable {
     /// For managing a share by zone name and an optional owner: the
     /// caller's zone, or (with ownerName) any zone the caller can see.
     let visibleToCaller: Bool
+    /// Every zone of the scope the caller reaches, not one (Web Services'
+    /// `zoneWide` queries): the `zone` CTE has a row a zone, and none is
+    /// no zone to search rather than ZONE_NOT_FOUND.
+    public private(set) var everyZone = false
+
+    /// Every zone of `scope` the caller reaches: their own in the private
+    /// database, those shared with them (row-level security decides) in
+    /// the shared database, the one zone in the public database.
+    public static func everyZone(of scope: DatabaseScope) -> ZoneReference {
+        var zone = scope == .public ? publicZone : ZoneReference(scope: scope, zoneName: "", ownerName: nil, visibleToCaller: false)
+        zone.everyZone = scope != .public
+        return zone
+    }
 
     /// A zone named by `zoneName` and an optional `ownerName` argument (the
     /// sharing mutations): the caller's own zone unless another owner is named.
@@ -109,7 +122,7 @@ public struct ZoneReference: Sendable, Equatable {
 
     /// What of the zone shapes its SQL: the scope, and whether any owner's zone will do.
     var shapeText: String {
-        "\(scope.rawValue)\(visibleToCaller ? "+" : "")"
+        "\(scope.rawValue)\(visibleToCaller ? "+" : "")\(everyZone ? "*" : "")"
     }
 
     /// `zone AS (...)`, for a WITH clause.
@@ -123,6 +136,13 @@ public struct ZoneReference: Sendable, Equatable {
             return """
                 \(cteName) AS (SELECT z.id, z.name, \(builder.bind(DatabaseScope.publicOwnerName))::text AS owner_name \
                 FROM canopy.zones z WHERE z.owner_id IS NULL)
+                """
+        }
+        if everyZone {
+            let ownership: SQL = scope == .private ? "z.owner_id = canopy.current_user_id()" : "z.owner_id <> canopy.current_user_id()"
+            return """
+                \(cteName) AS (SELECT z.id, z.name, u.record_name AS owner_name FROM canopy.zones z \
+                JOIN canopy.users u ON u.id = z.owner_id WHERE \(ownership))
                 """
         }
         // Recording (the plan cache), another request binds its own zone.

@@ -147,6 +147,64 @@ struct WebServicesReferenceRestTests {
         }
     }
 
+    @Test("zoneWide: true queries every zone of the database at once: each record with its own zoneID, names repeated across zones each once, paged by continuationMarker; with a zoneID it is that zone; the shared database's zones are those shared with the caller")
+    func zoneWideQueries() async throws {
+        let harness = try await GatewayHarness.make()
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
+        try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
+            func call(_ subpath: String, _ body: String, as webToken: String? = nil) async throws -> WebServicesAnswer {
+                try await client.webServices(subpath, body, apiToken: token, webAuthToken: webToken ?? harness.aliceToken)
+            }
+            for zoneName in ["Home", "Work"] {
+                _ = try await call("private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "\#(zoneName)"}}}]}"#)
+            }
+            func note(_ name: String, _ rank: Int) -> String {
+                #"{"operationType": "create", "record": {"recordType": "Note", "recordName": "\#(name)", "fields": {"rank": {"value": \#(rank)}}}}"#
+            }
+            _ = try await call("private/records/modify", #"{"operations": [\#(note("same", 1)), \#(note("d1", 5))]}"#)
+            _ = try await call("private/records/modify", #"{"zoneID": {"zoneName": "Home"}, "operations": [\#(note("same", 1)), \#(note("h1", 3))]}"#)
+            _ = try await call("private/records/modify", #"{"zoneID": {"zoneName": "Work"}, "operations": [\#(note("same", 1)), \#(note("w1", 2))]}"#)
+            // Bob's zone, not shared: never in alice's answers.
+            _ = try await call("private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Bobs"}}}]}"#, as: harness.bobToken)
+            _ = try await call("private/records/modify", #"{"zoneID": {"zoneName": "Bobs"}, "operations": [\#(note("b1", 4))]}"#, as: harness.bobToken)
+
+            var seen: [(String, String)] = []
+            var marker: String?
+            var pages = 0
+            repeat {
+                var body = #"{"zoneWide": true, "query": {"recordType": "Note", "sortBy": [{"fieldName": "rank"}]}, "resultsLimit": 2"#
+                if let marker { body += #", "continuationMarker": "\#(marker)""# }
+                let page = try await call("private/records/query", body + "}")
+                #expect(page.status == .ok, "\(page.body)")
+                for record in page.records {
+                    let zone = (record["zoneID"] as? [String: Any])?["zoneName"] as? String ?? "?"
+                    #expect((record["zoneID"] as? [String: Any])?["ownerRecordName"] as? String == harness.alice.userRecordName, "\(record)")
+                    seen.append((zone, record["recordName"] as? String ?? "?"))
+                }
+                marker = page.body["continuationMarker"] as? String
+                pages += 1
+            } while marker != nil && pages < 10
+            #expect(seen.count == 6 && pages == 3, "\(seen) in \(pages) pages")
+            #expect(Set(seen.map { "\($0.0)/\($0.1)" }) == ["_defaultZone/same", "Home/same", "Work/same", "Work/w1", "Home/h1", "_defaultZone/d1"], "\(seen)")
+            #expect(seen.suffix(3).map(\.1) == ["w1", "h1", "d1"], "ranked across zones: \(seen)")
+
+            let oneZone = try await call("private/records/query", #"{"zoneWide": true, "zoneID": {"zoneName": "Home"}, "query": {"recordType": "Note"}}"#)
+            #expect(oneZone.records.compactMap { $0["recordName"] as? String }.sorted() == ["h1", "same"], "a zoneID wins: \(oneZone.body)")
+            let badFlag = try await call("private/records/query", #"{"zoneWide": "yes", "query": {"recordType": "Note"}}"#)
+            #expect(badFlag.status == .badRequest, "\(badFlag.body)")
+
+            // Bob shares his zone with alice; her shared database is zone-wide over it.
+            let shared = try await call("private/records/modify", #"{"zoneID": {"zoneName": "Bobs"}, "operations": [{"operationType": "create", "record": {"recordType": "cloudkit.share", "publicPermission": "READ_ONLY"}}]}"#, as: harness.bobToken)
+            let guid = try #require((shared.records.first?["shortGUID"] as? [String: Any])?["value"] as? String, "\(shared.body)")
+            _ = try await call("shared/records/accept", #"{"shortGUIDs": [{"value": "\#(guid)"}]}"#)
+            let sharedWide = try await call("shared/records/query", #"{"zoneWide": true, "query": {"recordType": "Note"}}"#)
+            #expect(sharedWide.records.compactMap { $0["recordName"] as? String } == ["b1"], "\(sharedWide.body)")
+            #expect((sharedWide.records.first?["zoneID"] as? [String: Any])?["ownerRecordName"] as? String == harness.bob.userRecordName, "\(sharedWide.body)")
+            let bobsOwn = try await call("private/records/query", #"{"zoneWide": true, "query": {"recordType": "Note"}}"#, as: harness.bobToken)
+            #expect(bobsOwn.records.compactMap { $0["recordName"] as? String } == ["b1"], "bob's private database: his zones only: \(bobsOwn.body)")
+        }
+    }
+
     @Test("signed out, CloudKit JS's ckWebAuthToken=null (or empty, or undefined) reads the public database as no parameter does; the private database still answers 421")
     func signedOutPublicReads() async throws {
         let harness = try await GatewayHarness.make()
