@@ -4,8 +4,9 @@
 -- canopy.push_covered, canopy.claim_push_outbox, canopy.push_candidates,
 -- canopy.finish_push_outbox, canopy.claim_push_deliveries,
 -- canopy.push_delivered, canopy.push_failed, canopy.push_device_gone,
--- canopy.push_backlog. The outbox's writer is canopy.touch_zone
--- (change_feeds.sql).
+-- canopy.push_backlog; the web courier's canopy.register_courier,
+-- canopy.courier_of_caller and canopy.courier_take (migrations/0036). The
+-- outbox's writer is canopy.touch_zone (change_feeds.sql).
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent.
@@ -173,6 +174,8 @@ AS $$
          WHERE q.device_id IN (
                SELECT c.device_id FROM canopy.push_deliveries c JOIN canopy.push_devices d ON d.id = c.device_id
                 WHERE c.next_attempt_at <= now() AND (c.claimed_until IS NULL OR c.claimed_until < now())
+                  -- A web courier's page takes its own (canopy.courier_take).
+                  AND d.kind <> 'COURIER'
                   AND (d.last_sent_at IS NULL OR d.last_sent_at <= now() - p_gap)
                 ORDER BY c.next_attempt_at LIMIT p_limit FOR UPDATE OF c SKIP LOCKED)
         RETURNING q.device_id, q.version, q.subscription_ids, q.attempts, q.first_queued_at, q.trace_parent
@@ -235,8 +238,84 @@ CREATE OR REPLACE FUNCTION canopy.push_backlog()
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT (SELECT count(*) FROM canopy.push_outbox),
-           (SELECT count(*) FROM canopy.push_deliveries),
-           coalesce(extract(epoch FROM now() - (SELECT min(first_queued_at) FROM canopy.push_deliveries))::double precision, 0)
+           (SELECT count(*) FROM canopy.push_deliveries q
+             WHERE NOT EXISTS (SELECT 1 FROM canopy.push_devices d WHERE d.id = q.device_id AND d.kind = 'COURIER')),
+           coalesce(extract(epoch FROM now() - (SELECT min(q.first_queued_at) FROM canopy.push_deliveries q
+             WHERE NOT EXISTS (SELECT 1 FROM canopy.push_devices d WHERE d.id = q.device_id AND d.kind = 'COURIER')))::double precision, 0)
+$$;
+
+-- Web Services' web courier (issue 66, migrations/0036): tokens/create
+-- makes the caller a COURIER device named by the SHA-256 of a token only
+-- the page holds. A user keeps at most 20: one not polled for a day goes,
+-- and beyond 20 the ones polled longest ago. The page's notifications wait
+-- in push_deliveries (fanned out as every device's are) until it polls.
+CREATE OR REPLACE FUNCTION canopy.register_courier(p_token_hash bytea) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    caller bigint := canopy.current_user_id();
+    device uuid;
+BEGIN
+    IF caller IS NULL THEN
+        RAISE EXCEPTION 'nobody is signed in' USING ERRCODE = 'CN005';
+    END IF;
+    DELETE FROM canopy.push_devices
+     WHERE kind = 'COURIER' AND user_id = caller AND coalesce(last_sent_at, created_at) < now() - interval '1 day';
+    DELETE FROM canopy.push_devices WHERE id IN (
+        SELECT id FROM canopy.push_devices WHERE kind = 'COURIER' AND user_id = caller
+         ORDER BY coalesce(last_sent_at, created_at) DESC, created_at DESC OFFSET 19);
+    INSERT INTO canopy.push_devices (user_id, kind, courier_token_hash) VALUES (caller, 'COURIER', p_token_hash)
+    RETURNING id INTO device;
+    RETURN device;
+END
+$$;
+
+-- The caller's courier of this token, else NULL: tokens/register of a
+-- token tokens/create made finds it registered already.
+CREATE OR REPLACE FUNCTION canopy.courier_of_caller(p_token_hash bytea) RETURNS uuid
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT id FROM canopy.push_devices
+     WHERE kind = 'COURIER' AND courier_token_hash = p_token_hash AND user_id = canopy.current_user_id()
+$$;
+
+-- One turn of a page's long poll. No row: no courier has this token (the
+-- page is told 404). Otherwise one row: the courier, noted as polled,
+-- and, when something waits, the first subscription its notification
+-- names, taken with its kind and scope (NULLs when that subscription was
+-- deleted meanwhile); the others stay for the next poll.
+CREATE OR REPLACE FUNCTION canopy.courier_take(p_token_hash bytea)
+    RETURNS TABLE (device_id uuid, version bigint, subscription_id text, kind text, scope text)
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    courier canopy.push_devices;
+    waiting canopy.push_deliveries;
+    taken text;
+BEGIN
+    UPDATE canopy.push_devices d SET last_sent_at = now()
+     WHERE d.kind = 'COURIER' AND d.courier_token_hash = p_token_hash
+    RETURNING * INTO courier;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT * INTO waiting FROM canopy.push_deliveries q WHERE q.device_id = courier.id FOR UPDATE SKIP LOCKED;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT courier.id, NULL::bigint, NULL::text, NULL::text, NULL::text;
+        RETURN;
+    END IF;
+    taken := waiting.subscription_ids[1];
+    IF cardinality(waiting.subscription_ids) > 1 THEN
+        UPDATE canopy.push_deliveries q SET subscription_ids = waiting.subscription_ids[2:], version = q.version + 1
+         WHERE q.device_id = courier.id;
+    ELSE
+        DELETE FROM canopy.push_deliveries q WHERE q.device_id = courier.id;
+    END IF;
+    RETURN QUERY
+        SELECT courier.id, waiting.version, taken, s.kind, s.scope
+          FROM (SELECT 1) one
+          LEFT JOIN canopy.push_subscriptions s ON s.user_id = courier.user_id AND s.subscription_id = taken;
+END
 $$;
 
 REVOKE ALL ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea) FROM PUBLIC;
@@ -249,6 +328,12 @@ REVOKE ALL ON FUNCTION canopy.push_delivered(uuid, bigint, interval) FROM PUBLIC
 REVOKE ALL ON FUNCTION canopy.push_failed(uuid, interval, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION canopy.push_device_gone(uuid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION canopy.push_backlog() FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.register_courier(bytea) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.courier_of_caller(bytea) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.courier_take(bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION canopy.register_courier(bytea) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.courier_of_caller(bytea) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.courier_take(bytea) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea) TO canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea, text) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea, text) TO canopy_gateway;

@@ -66,6 +66,12 @@ extension Authenticator {
 
     func noteIfRefused(_ error: any Error, of request: Request, context: CanopyRequestContext) {
         guard (error as? APIError)?.code == .notAuthenticated else { return }
+        noteRefusedCredential(of: request, context: context)
+    }
+
+    /// One refusal taken from the address's allowance: a credential that
+    /// named nothing (a web courier URL no courier has).
+    func noteRefusedCredential(of request: Request, context: CanopyRequestContext) {
         anonymous.noteRefusedCredential(from: anonymous.clientAddress(of: request, channel: context.channel))
     }
 

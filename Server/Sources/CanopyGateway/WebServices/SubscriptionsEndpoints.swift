@@ -146,6 +146,10 @@ enum SubscriptionsEndpoints {
     /// without `iCloud.` (its bundle ID, as CloudKit's containers are named).
     static func register(_ call: WebServicesCall) async throws -> [String: JSONValue] {
         guard case .string(let token)? = call.body["apnsToken"] else { throw QueryError(.badRequest, "tokens/register needs apnsToken") }
+        // A token tokens/create made: the caller's web courier, registered already.
+        if try await WebServicesCourier.isCallersCourier(call, token: token) {
+            return ["apnsToken": .string(token), "apnsEnvironment": call.body["apnsEnvironment"] ?? .string("production")]
+        }
         let environment: String
         switch call.body["apnsEnvironment"]?.stringValue {
         case "development"?: environment = "SANDBOX"

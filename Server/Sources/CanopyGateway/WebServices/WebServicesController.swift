@@ -75,6 +75,17 @@ struct WebServicesController {
                 try await signInSettings(apiToken: parameters["ckAPIToken"], context: context)
             }
         }
+        if path.database == nil && path.operation.hasPrefix(WebServicesCourier.pathPrefix) && request.method == .get {
+            // A web courier's long poll: its URL is its only credential.
+            try await authenticator.checkCredentialAllowance(of: request, context: context)
+            do {
+                return try await WebServicesCourier.poll(token: path.operation.dropFirst(WebServicesCourier.pathPrefix.count),
+                                                         database: database, settings: settings, logger: context.logger)
+            } catch is WebServicesCourier.UnknownCourier {
+                authenticator.noteRefusedCredential(of: request, context: context)
+                throw APIError(.unknownItem, "no web courier has this URL: tokens/create makes one", status: .notFound)
+            }
+        }
         if path.database == nil && path.operation == WebServicesAssets.receivePath && request.method == .post {
             return try await WebServicesAssets.receive(request, parameters: parameters, settings: configuration.assets,
                                                    database: database, signer: assetURLs, context: context)

@@ -49,6 +49,7 @@ enum WebServicesEndpoints {
         "subscriptions/lookup": Endpoint(databases: all.union([""]), handler: SubscriptionsEndpoints.lookup, needsUser: true),
         "subscriptions/modify": Endpoint(databases: all, handler: SubscriptionsEndpoints.modify, needsUser: true),
         "tokens/register": Endpoint(databases: [""], handler: SubscriptionsEndpoints.register, needsUser: true),
+        "tokens/create": Endpoint(databases: [""], handler: WebServicesCourier.create, needsUser: true),
         "users/discover": Endpoint(databases: all, handler: DiscoveryEndpoints.discover, needsUser: true),
         "users/lookup/email": Endpoint(databases: all, handler: DiscoveryEndpoints.lookupEmail, needsUser: true),
         "users/lookup/id": Endpoint(databases: all, handler: DiscoveryEndpoints.lookupID, needsUser: true),
@@ -59,6 +60,5 @@ enum WebServicesEndpoints {
     /// The reference's operations Canopy does not answer, and why (docs/WEB_SERVICES.md).
     static let notServed: [String: String] = [
         "assets/rereference": "an asset is saved again by giving its receipt (or a new upload's) in the record",
-        "tokens/create": "Canopy has no web courier to long-poll: web clients follow changes over WebSocket (/graphql) or Web Push (registerDevice)",
     ]
 }

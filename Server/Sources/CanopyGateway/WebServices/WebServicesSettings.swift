@@ -15,6 +15,11 @@ public struct WebServicesSettings: Sendable, Equatable {
     /// The container identifier, as clients write it (`iCloud.com.example.app`).
     public var container: String
     public var environment: Environment
+    /// How long a web courier's long poll waits for a notification before
+    /// it answers 204 and the page polls again (docs/WEB_SERVICES.md,
+    /// "Notifications"), and how often it looks meanwhile.
+    public var courierWait: Duration = .seconds(25)
+    public var courierInterval: Duration = .seconds(1)
 
     public init(container: String, environment: Environment = .production) {
         self.container = container

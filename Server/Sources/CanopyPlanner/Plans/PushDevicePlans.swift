@@ -183,7 +183,7 @@ public struct DevicesPlan: Sendable {
         }
         builder.append("""
             SELECT coalesce(json_agg(\(projection) ORDER BY d.created_at, d.id), '[]')::text \
-            FROM canopy.push_devices d WHERE d.user_id = canopy.current_user_id()
+            FROM canopy.push_devices d WHERE d.user_id = canopy.current_user_id() AND d.kind <> 'COURIER'
             """)
         statement = builder.query
     }
