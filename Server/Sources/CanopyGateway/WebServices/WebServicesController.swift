@@ -23,10 +23,23 @@ struct WebServicesController {
     let recordSchemas: RecordSchemas
     let assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
 
+    /// Each operation is a route of its own (`…/:database/records/query`,
+    /// `…/tokens/create`), so spans, `/metrics` and access logs name the
+    /// endpoint; anything else under the prefix is answered as the
+    /// reference answers an unknown operation.
     func register(on router: Router<CanopyRequestContext>) {
-        let path: RouterPath = "database/1/:container/:environment/**"
-        router.post(path) { request, context in await handle(request, context: context) }
-        router.get(path) { request, context in await handle(request, context: context) }
+        let group = router.group("database/1/:container/:environment")
+        // `:database/**`: an unknown operation, or a database-less one (the
+        // router falls back to it when `tokens/…` has no such operation).
+        var paths: Set<String> = ["courier/:token", "auth/sign-in.json", WebServicesAssets.receivePath, ":database/**"]
+        for (operation, endpoint) in WebServicesEndpoints.served {
+            if endpoint.databases.contains(where: { !$0.isEmpty }) { paths.insert(":database/\(operation)") }
+            if endpoint.databases.contains("") { paths.insert(operation) }
+        }
+        for path in paths.sorted() {
+            group.post(RouterPath(path)) { request, context in await handle(request, context: context) }
+            group.get(RouterPath(path)) { request, context in await handle(request, context: context) }
+        }
     }
 
     /// A request that needs a person and has none: the reference's 421,
@@ -56,8 +69,10 @@ struct WebServicesController {
     }
 
     func answer(_ request: Request, context: inout CanopyRequestContext) async throws -> Response {
+        // The operation's components: what follows /database/1/CONTAINER/ENVIRONMENT/.
+        let rest = Array(request.uri.path.split(separator: "/", omittingEmptySubsequences: true).dropFirst(4))
         guard let container = context.parameters.get("container"), let environment = context.parameters.get("environment"),
-              let path = WebServicesPath(container: container, environment: environment, rest: context.parameters.getCatchAll())
+              let path = WebServicesPath(container: container, environment: environment, rest: rest)
         else {
             throw APIError(.unknownItem, "not a Web Services path: /database/1/CONTAINER/ENVIRONMENT/DATABASE/OPERATION")
         }

@@ -284,6 +284,44 @@ struct TracingTests {
         await gateway.stop()
     }
 
+    @Test("issue 66: a Web Services request's span names its endpoint (…/{database}/records/query, …/tokens/create), not the door's catch-all; an unknown operation is still the reference's NOT_FOUND")
+    func webServicesEndpointNames() async throws {
+        let admin = try await TestDatabase.shared.migratedDatabase()
+        let (_, token) = try await addUser("webby", on: admin)
+        let apiToken = try await WebServicesFixture.apiToken(on: admin)
+        let receiver = try Receiver()
+        let port = try EmbeddedCluster.freePort()
+        let gateway = try CanopyBinary.serve(databaseURL: admin.url, port: port, ["--no-console", "--rate-limit", "0", "--container", WebServicesFixture.container], environment: [
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:\(receiver.port)", "OTEL_BSP_SCHEDULE_DELAY": "100",
+        ])
+        defer { kill(gateway.pid, SIGKILL); _ = gateway.waitBlocking(within: .seconds(5)) }
+        #expect(try await CanopyBinary.waitUntilServing(port: port), "canopy serve did not answer /health")
+        var traces: [String: String] = [:]
+        for (subpath, body) in [("private/records/query", #"{"query": {"recordType": "Note"}}"#), ("tokens/create", "{}"), ("private/records/frobnicate", "{}")] {
+            let trace = Self.randomHex(bytes: 16)
+            traces[subpath] = trace
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/database/1/\(WebServicesFixture.container)/production/\(subpath)?ckAPIToken=\(apiToken)&ckWebAuthToken=\(token.string)")
+            request.method = .POST
+            request.headers.add(name: "traceparent", value: "00-\(trace)-\(Self.randomHex(bytes: 8))-01")
+            request.body = .bytes(ByteBuffer(string: body))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
+            if subpath.hasSuffix("frobnicate") {
+                #expect(response.status.code == 404 && text.contains("NOT_FOUND"), "\(response.status) \(text)")
+            } else {
+                #expect(response.status.code == 200, "\(subpath): \(response.status) \(text)")
+            }
+        }
+        let spans = await receiver.spans { spans in traces.values.allSatisfy { trace in spans.contains { $0.traceID == trace && $0.kind == "SERVER" } } }
+        func route(_ subpath: String) -> String? {
+            spans.first { $0.traceID == traces[subpath] && $0.kind == "SERVER" }?.attributes["http.route"] as? String
+        }
+        #expect(route("private/records/query") == "/database/1/{container}/{environment}/{database}/records/query", "\(spans)")
+        #expect(route("tokens/create") == "/database/1/{container}/{environment}/tokens/create", "\(spans)")
+        #expect(route("private/records/frobnicate") == "/database/1/{container}/{environment}/{database}/**", "\(spans)")
+        await gateway.stop()
+    }
+
     @Test("a collector nobody answers at does not fail or hold requests, and canopy serve still stops cleanly")
     func collectorDown() async throws {
         let admin = try await TestDatabase.shared.migratedDatabase()
