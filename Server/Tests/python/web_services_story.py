@@ -11,7 +11,12 @@ written only from Apple's reference (cloudkit_ws_client.py):
 4. uploads an asset in two steps and reads its downloadURL back;
 5. shares the zone with a second person (a cloudkit.share record), who signs
    in the same way, accepts by the share's shortGUID and reads the record in
-   the shared database.
+   the shared database;
+6. does in a page what CloudKit JS does (issue 66): a signed-out public read
+   with ckWebAuthToken=null, its sign-in button (the message's ckSession),
+   private zones and a sync, and registerForNotifications (tokens/create,
+   tokens/register, a long poll of the webcourierURL, answered when
+   another device changes the zone).
 
 Usage: web_services_story.py BASE CONTAINER API_TOKEN POPUP_API_TOKEN APP_PORT ALICE_TOKEN BOB_TOKEN BOB_EMAIL ARTIFACTS
 (the people's Canopy tokens are what they type into the sign-in page).
@@ -188,5 +193,76 @@ check(any(z["zoneID"]["zoneName"] == "Recipes" for z in bob.list_zones("shared")
 read = bob.query("shared", shared_zone, "Recipe", sort_by=[{"fieldName": "title", "ascending": True}])
 seen["bob_reads"] = [r["recordName"] for r in read["records"]]
 check(set(seen["bob_reads"]) == {"soup", "salad", "soup-photo"}, f"bob reads the shared zone: {read}")
+
+# 6. What CloudKit JS does in a page (issue 66), every request from the
+#    app's own origin as its published behaviour describes: signed out it
+#    sends ckWebAuthToken=null and reads the public database; its sign-in
+#    button opens the 421's redirectURL and reads the message's ckSession;
+#    then private zones and a sync; then registerForNotifications:
+#    tokens/create, tokens/register, and a long poll of the webcourierURL.
+PAGE_CALL = """
+const [base, container, apiToken, subpath, body, session, method, done] = arguments;
+const url = `${base}/database/1/${container}/production/${subpath}?ckAPIToken=${apiToken}&ckWebAuthToken=${session}`;
+fetch(url, method === "GET" ? {} : {method: "POST", headers: {"Content-Type": "text/plain"}, body: JSON.stringify(body || {})})
+  .then(async (response) => done({status: response.status, body: await response.json().catch(() => null)}))
+  .catch((error) => done({status: 0, body: String(error)}));
+"""
+
+
+def page_call(driver, subpath, body, session, method="POST"):
+    """A request the page makes (fetch, text/plain as CloudKit JS sends it)."""
+    return driver.execute_async_script(PAGE_CALL, base, container, popup_api_token, subpath, body, session, method)
+
+
+alice.modify("public", {"zoneName": "_defaultZone"}, [{"operationType": "create", "record": {
+    "recordType": "Notice", "recordName": "open-day", "fields": {"text": {"value": "Open day on Saturday"}}}}])
+page = console.browser()
+try:
+    page.get(f"http://127.0.0.1:{app_port}/")
+    app_window = page.current_window_handle
+    signed_out = page_call(page, "public/records/query", {"zoneID": {"zoneName": "_defaultZone"}, "query": {"recordType": "Notice"}}, None)
+    check(signed_out["status"] == 200 and [r["recordName"] for r in signed_out["body"]["records"]] == ["open-day"],
+          f"a signed-out public read (ckWebAuthToken=null): {signed_out}")
+    denied = page_call(page, "private/users/current", None, None, method="GET")
+    check(denied["status"] == 421 and denied["body"].get("redirectURL"), f"signed out, users/current: {denied}")
+    page.execute_script("signIn(arguments[0])", denied["body"]["redirectURL"])
+    console.wait(page, lambda d: len(d.window_handles) == 2, "the sign-in window of the page")
+    page.switch_to.window([h for h in page.window_handles if h != app_window][0])
+    console.sign_in(page, bob_token)
+    console.click(page, "#web-services-continue", "the Continue button of the sign-in page")
+    page.switch_to.window(app_window)
+    session = console.wait(page, lambda d: (t := d.find_element(console.By.ID, "token").text) != "waiting" and t, "the ckSession posted to the page")
+    me = page_call(page, "private/users/current", None, session, method="GET")
+    check(me["status"] == 200 and me["body"]["userRecordName"] == seen["bob_user"]["userRecordName"], f"users/current with the session: {me}")
+    # Private zones and a sync.
+    made = page_call(page, "private/zones/modify", {"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Notes"}}}]}, session)
+    check(made["status"] == 200, f"zones/modify: {made}")
+    page_call(page, "private/records/modify", {"zoneID": {"zoneName": "Notes"}, "operations": [{"operationType": "create", "record": {
+        "recordType": "Note", "recordName": "first", "fields": {"text": {"value": "from the page"}}}}]}, session)
+    synced = page_call(page, "private/changes/zone", {"zones": [{"zoneID": {"zoneName": "Notes"}}]}, session)
+    check(synced["status"] == 200 and [r["recordName"] for r in synced["body"]["zones"][0]["records"]] == ["first"], f"changes/zone: {synced}")
+    # registerForNotifications.
+    courier = page_call(page, "tokens/create", {"apnsEnvironment": "production"}, session)
+    check(courier["status"] == 200 and courier["body"].get("webcourierURL"), f"tokens/create: {courier}")
+    registered = page_call(page, "tokens/register", {"apnsEnvironment": "production", "apnsToken": courier["body"]["apnsToken"]}, session)
+    check(registered["status"] == 200, f"tokens/register: {registered}")
+    subscribed = page_call(page, "private/subscriptions/modify", {"operations": [{"operationType": "create", "subscription": {
+        "subscriptionID": "notes", "subscriptionType": "zone", "zoneID": {"zoneName": "Notes"}}}]}, session)
+    check(subscribed["status"] == 200 and not subscribed["body"]["subscriptions"][0].get("serverErrorCode"), f"subscriptions/modify: {subscribed}")
+    # The page long-polls while another device of bob's changes the zone.
+    page.execute_script("""
+        window.notice = null;
+        const poll = () => fetch(arguments[0]).then((r) => r.status === 204 ? poll() : r.json().then((j) => { window.notice = j; }));
+        poll().catch((e) => { window.notice = {failed: String(e)}; });
+    """, courier["body"]["webcourierURL"])
+    bob_device = CloudKit(base, container, "production", popup_api_token, session)
+    bob_device.modify("private", {"zoneName": "Notes"}, [{"operationType": "create", "record": {
+        "recordType": "Note", "recordName": "second", "fields": {"text": {"value": "from another device"}}}}])
+    notice = console.wait(page, lambda d: d.execute_script("return window.notice"), "the notification the page long-polled for", 60)
+    check(notice.get("ck", {}).get("fet", {}).get("sid") == "notes", f"the notification: {notice}")
+    console.step(page, "cloudkit-js-page-notified")
+    seen["page_notice"] = notice["ck"]["fet"]["sid"]
+finally:
+    page.quit()
 
 print(json.dumps(seen, sort_keys=True))

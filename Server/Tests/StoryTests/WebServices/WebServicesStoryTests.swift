@@ -11,7 +11,7 @@ import Testing
 /// the person's sign-in: Server/Tests/python/web_services_story.py tells it.
 @Suite("Web Services: a web app's story")
 struct WebServicesStoryTests {
-    @Test("sign in by the 421 redirect (a callback, and a window posting back to the app's page), query, CONFLICT on a stale tag, changes/zone with a syncToken, an asset in two steps, a share accepted by another person")
+    @Test("sign in by the 421 redirect (a callback, and a window posting back to the app's page), query, CONFLICT on a stale tag, changes/zone with a syncToken, an asset in two steps, a share accepted by another person; a page doing what CloudKit JS does, notifications by the web courier included")
     func story() async throws {
         let endpoint = try await TestDatabase.shared.migratedDatabase()
         let (_, aliceToken) = try await addUser("alice", email: "alice@example.com", on: endpoint)
@@ -54,6 +54,7 @@ struct WebServicesStoryTests {
         let seen = try JSONSerialization.jsonObject(with: Data(story.utf8)) as? [String: Any] ?? [:]
         #expect(seen["conflict"] as? String == "CONFLICT" && seen["changes"] as? [String] == ["salad"] && seen["asset"] as? String == "ASSETID", "\(result.output)")
         #expect(Set(seen["bob_reads"] as? [String] ?? []) == ["soup", "salad", "soup-photo"], "\(result.output)")
+        #expect(seen["page_notice"] as? String == "notes", "the CloudKit JS page's notification: \(result.output)")
         kill(started.pid, SIGTERM)
         let served = try await started.exit()
         #expect(served.status == 0, "\(served.output.suffix(2000))")
