@@ -110,11 +110,11 @@ enum SubscriptionsEndpoints {
     /// subscription stores) and events.
     static func typedInput(
         _ subscription: [String: JSONValue], at place: String, call: WebServicesCall
-    ) throws -> (kind: String, zone: ZoneReference?, query: PushQuery?, firesOn: [String]?, notificationInfo: JSONValue?) {
+    ) throws -> (kind: PushSubscriptionKind, zone: ZoneReference?, query: PushQuery?, firesOn: [String]?, notificationInfo: JSONValue?) {
         let info = try WebServicesNotificationInfo.read(subscription["notificationInfo"], at: "\(place).notificationInfo")
         switch subscription["subscriptionType"]?.stringValue {
         case "zone"?:
-            return ("ZONE", try call.zone(subscription["zoneID"], at: "\(place).zoneID").reference, nil, nil, info)
+            return (.zone, try call.zone(subscription["zoneID"], at: "\(place).zoneID").reference, nil, nil, info)
         case "query"?:
             let query = try WebServicesQuery(subscription["query"])
             var zone: ZoneReference?
@@ -135,7 +135,7 @@ enum SubscriptionsEndpoints {
                 throw QueryError(.badRequest, "\(place): firesOnce subscriptions are not served by Canopy (docs/WEB_SERVICES.md)")
             }
             let pushQuery = PushQuery(recordType: query.recordType, filter: query.filter, args: query.args.isEmpty ? nil : .object(query.args))
-            return ("QUERY", zone, pushQuery, firesOn, info)
+            return (.query, zone, pushQuery, firesOn, info)
         default:
             throw QueryError(.badRequest, "\(place).subscriptionType must be zone or query")
         }

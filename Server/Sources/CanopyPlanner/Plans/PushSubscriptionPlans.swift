@@ -20,12 +20,21 @@ public struct PushQuery: Sendable, Equatable {
     }
 }
 
+/// What a subscription watches: every zone of its scope, one zone, or the
+/// records of one type matching a filter (CloudKit's database, zone and
+/// query subscriptions), as the planner and `push_subscriptions.kind` name
+/// them. Both doors read their words for it into this.
+public enum PushSubscriptionKind: String, Sendable, CaseIterable {
+    case database = "DATABASE"
+    case zone = "ZONE"
+    case query = "QUERY"
+}
+
 /// `saveSubscription`: creates or replaces (same subscriptionID) one of the
 /// caller's subscriptions. A ZONE or QUERY subscription's zone must be one
 /// the caller reaches in the scope (ZONE_NOT_FOUND otherwise; the policy
 /// checks it again).
 public struct SaveSubscriptionPlan: Sendable {
-    public static let kinds: Set<String> = ["DATABASE", "ZONE", "QUERY"]
     public static let events: Set<String> = ["CREATE", "UPDATE", "DELETE"]
 
     public let statement: SQLStatement
@@ -47,30 +56,32 @@ public struct SaveSubscriptionPlan: Sendable {
         guard (1...255).contains(subscriptionID.unicodeScalars.count) else {
             throw arguments.invalid("subscriptionID", "subscriptionID must be 1-255 characters")
         }
-        let kind = try arguments.requiredString("kind")
-        guard Self.kinds.contains(kind) else { throw arguments.invalid("kind", "kind must be DATABASE, ZONE or QUERY, not \(kind)") }
+        let kindText = try arguments.requiredString("kind")
+        guard let kind = PushSubscriptionKind(rawValue: kindText) else {
+            throw arguments.invalid("kind", "kind must be DATABASE, ZONE or QUERY, not \(kindText)")
+        }
         let scopeText = try arguments.string("scope") ?? "PRIVATE"
         guard let scope = DatabaseScope(rawValue: scopeText) else {
             throw arguments.invalid("scope", "scope must be PRIVATE, SHARED or PUBLIC, not \(scopeText)")
         }
-        if scope == .public && kind != "QUERY" {
+        if scope == .public && kind != .query {
             // CloudKit refuses database and zone subscriptions in its public database.
-            throw QueryError(.badDatabase, DatabaseScope.notInPublic("\(kind) subscriptions are refused there, as in CloudKit; use a QUERY subscription"),
+            throw QueryError(.badDatabase, DatabaseScope.notInPublic("\(kind.rawValue) subscriptions are refused there, as in CloudKit; use a QUERY subscription"),
                              locations: arguments.location("scope"))
         }
         let zonePresent = (try arguments.value("zone")).map { !$0.isNull } ?? false
         // The public database's query subscriptions are on its one zone, named or not.
         let zone = zonePresent ? try ZoneReference(scope: scope, in: arguments) : scope == .public ? ZoneReference.publicZone : nil
         switch kind {
-        case "DATABASE" where zone != nil:
+        case .database where zone != nil:
             throw arguments.invalid("zone", "a DATABASE subscription covers every zone of its scope: leave zone out, or use kind ZONE")
-        case "ZONE" where zone == nil:
+        case .zone where zone == nil:
             throw arguments.invalid("zone", "a ZONE subscription needs zone")
         default: break
         }
         var query: PushQuery?
         var firesOn = ["CREATE", "DELETE", "UPDATE"]
-        if kind == "QUERY" {
+        if kind == .query {
             let recordType = try RecordsPlan.recordType(of: field, request: request)
             let filter = try arguments.string("filter")
             if let filter, filter.utf8.count > 4096 {
@@ -113,21 +124,21 @@ public struct SaveSubscriptionPlan: Sendable {
     /// `notificationInfo`: the Notification Info Dictionary, as the door
     /// checked it, kept and answered back as saved.
     public init(
-        subscriptionID: String, kind: String, scope: DatabaseScope, zone: ZoneReference?, query: PushQuery?, firesOn: [String]?,
+        subscriptionID: String, kind: PushSubscriptionKind, scope: DatabaseScope, zone: ZoneReference?, query: PushQuery?, firesOn: [String]?,
         notificationInfo: JSONValue? = nil, schema: RecordSchema?
     ) throws {
         locations = []
         guard (1...255).contains(subscriptionID.unicodeScalars.count) else {
             throw QueryError(.badRequest, "subscriptionID must be 1-255 characters")
         }
-        guard kind == "ZONE" || kind == "QUERY" else { throw QueryError(.badRequest, "a subscription is of type zone or query") }
-        if scope == .public && kind != "QUERY" {
-            throw QueryError(.badDatabase, DatabaseScope.notInPublic("\(kind) subscriptions are refused there, as in CloudKit; use a QUERY subscription"))
+        guard kind == .zone || kind == .query else { throw QueryError(.badRequest, "a subscription is of type zone or query") }
+        if scope == .public && kind != .query {
+            throw QueryError(.badDatabase, DatabaseScope.notInPublic("\(kind.rawValue) subscriptions are refused there, as in CloudKit; use a QUERY subscription"))
         }
         let zone = zone ?? (scope == .public ? ZoneReference.publicZone : nil)
-        if kind == "ZONE" && zone == nil { throw QueryError(.badRequest, "a zone subscription needs zoneID") }
+        if kind == .zone && zone == nil { throw QueryError(.badRequest, "a zone subscription needs zoneID") }
         var events = ["CREATE", "DELETE", "UPDATE"]
-        if kind == "QUERY" {
+        if kind == .query {
             guard let query, Names.isRecordType(query.recordType) else { throw QueryError(.badRequest, "a query subscription needs query.recordType") }
             if let filter = query.filter, filter.utf8.count > 4096 {
                 throw QueryError(.badRequest, "the query's filter is \(filter.utf8.count) bytes as Canopy's predicate; at most 4096")
@@ -142,17 +153,17 @@ public struct SaveSubscriptionPlan: Sendable {
         }
         hasZone = zone != nil
         var builder = SQLBuilder()
-        statement = Self.statement(subscriptionID: subscriptionID, kind: kind, scope: scope, zone: zone, query: kind == "QUERY" ? query : nil,
+        statement = Self.statement(subscriptionID: subscriptionID, kind: kind, scope: scope, zone: zone, query: kind == .query ? query : nil,
                                    firesOn: events, notificationInfo: notificationInfo,
                                    projection: Projection.typedPushSubscription(&builder), &builder)
     }
 
     static func statement(
-        subscriptionID: String, kind: String, scope: DatabaseScope, zone: ZoneReference?, query: PushQuery?, firesOn: [String],
+        subscriptionID: String, kind: PushSubscriptionKind, scope: DatabaseScope, zone: ZoneReference?, query: PushQuery?, firesOn: [String],
         notificationInfo: JSONValue? = nil, projection: SQL, _ builder: inout SQLBuilder
     ) -> SQLStatement {
         let zoneCTE: SQL = zone.map { "\($0.cte(&builder)), " } ?? ""
-        let id = builder.bind(subscriptionID), kindBound = builder.bind(kind), scopeBound = builder.bind(scope.rawValue)
+        let id = builder.bind(subscriptionID), kindBound = builder.bind(kind.rawValue), scopeBound = builder.bind(scope.rawValue)
         let recordType = builder.bind(query?.recordType), filter = builder.bind(query?.filter)
         let args: SQL = query?.args.map { builder.bind(json: $0) } ?? "NULL::jsonb"
         let events = builder.bind(firesOn)
