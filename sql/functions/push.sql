@@ -5,7 +5,8 @@
 -- canopy.finish_push_outbox, canopy.claim_push_deliveries,
 -- canopy.push_delivered, canopy.push_failed, canopy.push_device_gone,
 -- canopy.push_backlog; the web courier's canopy.register_courier,
--- canopy.courier_of_caller and canopy.courier_take (migrations/0036). The
+-- canopy.courier_of_caller, canopy.courier_poll and canopy.courier_take
+-- (migrations/0036). The
 -- outbox's writer is canopy.touch_zone (change_feeds.sql).
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
@@ -279,11 +280,21 @@ AS $$
      WHERE kind = 'COURIER' AND courier_token_hash = p_token_hash AND user_id = canopy.current_user_id()
 $$;
 
--- One turn of a page's long poll. No row: no courier has this token (the
--- page is told 404). Otherwise one row: the courier, noted as polled,
--- and, when something waits, the first subscription its notification
--- names, taken with its kind and scope (NULLs when that subscription was
--- deleted meanwhile); the others stay for the next poll.
+-- A page's long poll begins: the courier of this token, noted as polled
+-- (once a poll, not once a turn), or NULL when no courier has it (404).
+CREATE OR REPLACE FUNCTION canopy.courier_poll(p_token_hash bytea) RETURNS uuid
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    UPDATE canopy.push_devices d SET last_sent_at = now()
+     WHERE d.kind = 'COURIER' AND d.courier_token_hash = p_token_hash
+    RETURNING d.id
+$$;
+
+-- One turn of a page's long poll. No row: no courier has this token.
+-- Otherwise one row: the courier and, when something waits, the first
+-- subscription its notification names, taken with its kind and scope
+-- (NULLs when that subscription was deleted meanwhile); the others stay
+-- for the next poll. A turn with nothing waiting writes nothing.
 CREATE OR REPLACE FUNCTION canopy.courier_take(p_token_hash bytea)
     RETURNS TABLE (device_id uuid, version bigint, subscription_id text, kind text, scope text)
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
@@ -293,9 +304,7 @@ DECLARE
     waiting canopy.push_deliveries;
     taken text;
 BEGIN
-    UPDATE canopy.push_devices d SET last_sent_at = now()
-     WHERE d.kind = 'COURIER' AND d.courier_token_hash = p_token_hash
-    RETURNING * INTO courier;
+    SELECT * INTO courier FROM canopy.push_devices d WHERE d.kind = 'COURIER' AND d.courier_token_hash = p_token_hash;
     IF NOT FOUND THEN
         RETURN;
     END IF;
@@ -331,6 +340,8 @@ REVOKE ALL ON FUNCTION canopy.push_backlog() FROM PUBLIC;
 REVOKE ALL ON FUNCTION canopy.register_courier(bytea) FROM PUBLIC;
 REVOKE ALL ON FUNCTION canopy.courier_of_caller(bytea) FROM PUBLIC;
 REVOKE ALL ON FUNCTION canopy.courier_take(bytea) FROM PUBLIC;
+REVOKE ALL ON FUNCTION canopy.courier_poll(bytea) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION canopy.courier_poll(bytea) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.register_courier(bytea) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.courier_of_caller(bytea) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.courier_take(bytea) TO canopy_gateway;

@@ -55,12 +55,15 @@ AS $$
 $$;
 
 -- users/lookup/id of Web Services (issue 66): the person with this user
--- record name, as discover_user answers one found by a contact, but
--- showing no contact at all: a record name and names, nothing to reach the
--- person by. Nobody signed in, or no such person: no row.
+-- record name, among those the caller may see (users_select: themselves,
+-- the owners of zones shared with them, the participants of shares they
+-- manage), so a record name seen on a public record is not a way to learn
+-- who its author is. Not a definer: row-level security decides. It shows
+-- no contact: the record name and names only. Nobody signed in, or no such
+-- person the caller may see: no row.
 CREATE OR REPLACE FUNCTION canopy.discover_user_by_record_name(p_record_name text)
     RETURNS TABLE (record_name text, name text, display_name text)
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT u.record_name, u.name, u.display_name
       FROM canopy.users u

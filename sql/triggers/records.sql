@@ -1,4 +1,5 @@
--- Triggers on canopy.records and their functions: records_before_write,
+-- Triggers on canopy.records and their functions: records_before_validate_references
+-- (records_validate_references, issue 66), records_before_write,
 -- records_after_insert / records_after_move / records_after_delete
 -- (records_after_write), records_after_zone_move, records_parent_exists (records_check_parent),
 -- records_delete_self_references, records_check_declared (updates),
@@ -40,42 +41,9 @@ DECLARE
     content_changed boolean;
     writer_name text;
     moved boolean;
-    unvalidated_field text;
-    unvalidated_target text;
 BEGIN
     IF TG_OP = 'UPDATE' AND NEW.record_name <> OLD.record_name THEN
         RAISE EXCEPTION 'a record''s recordName never changes' USING ERRCODE = 'CN004';
-    END IF;
-    -- A reference saved with "action":"VALIDATE" (issue 66; Web Services
-    -- and GraphQL alike): its target must be in the record's zone when the
-    -- record is saved (already, or saved before it in the same batch), else
-    -- CN001 (VALIDATING_REFERENCE_ERROR over Web Services). It is kept as
-    -- NONE: CloudKit stores NONE and DELETE_SELF, and clients read no other.
-    IF NEW.fields @? '$.* ? (@.type == "REFERENCE" && @.action == "VALIDATE")' THEN
-        SELECT f.key, v.value->>'recordName' INTO unvalidated_field, unvalidated_target
-          FROM jsonb_each(NEW.fields) f
-         CROSS JOIN LATERAL jsonb_array_elements(
-               CASE jsonb_typeof(f.value) WHEN 'array' THEN f.value ELSE jsonb_build_array(f.value) END) v
-         WHERE v.value->>'type' = 'REFERENCE' AND v.value->>'action' = 'VALIDATE'
-           AND v.value->>'recordName' IS DISTINCT FROM NEW.record_name
-           AND NOT EXISTS (SELECT 1 FROM canopy.records r
-                            WHERE r.zone_id = NEW.zone_id AND r.record_name = v.value->>'recordName')
-         ORDER BY f.key
-         LIMIT 1;
-        IF unvalidated_field IS NOT NULL THEN
-            RAISE EXCEPTION 'field % of record %: the referenced record % does not exist in the zone (the reference''s action is VALIDATE)',
-                unvalidated_field, NEW.record_name, coalesce(unvalidated_target, 'null') USING ERRCODE = 'CN001';
-        END IF;
-        NEW.fields := (
-            SELECT jsonb_object_agg(f.key, CASE
-                WHEN jsonb_typeof(f.value) = 'array' THEN (
-                    SELECT jsonb_agg(CASE WHEN e.value->>'type' = 'REFERENCE' AND e.value->>'action' = 'VALIDATE'
-                                          THEN jsonb_set(e.value, '{action}', '"NONE"') ELSE e.value END ORDER BY e.ordinality)
-                      FROM jsonb_array_elements(f.value) WITH ORDINALITY e)
-                WHEN f.value->>'type' = 'REFERENCE' AND f.value->>'action' = 'VALIDATE'
-                    THEN jsonb_set(f.value, '{action}', '"NONE"')
-                ELSE f.value END)
-              FROM jsonb_each(NEW.fields) f);
     END IF;
     -- A move (canopy.move_records, issue 38): only inside that function;
     -- both zones locked in id order, the order every move takes.
@@ -181,6 +149,56 @@ BEGIN
     RETURN NEW;
 END
 $$;
+
+-- A reference saved with "action":"VALIDATE" (issue 66; Web Services and
+-- GraphQL alike): its target must be a record of the record's zone *that
+-- the writer can see* when the record is saved (already, or saved before it
+-- in the same batch), else CN001 (VALIDATING_REFERENCE_ERROR over Web
+-- Services). Not a definer, unlike records_before_write: checked past
+-- row-level security, a VALIDATE reference would tell whether a record the
+-- writer may not read exists. It is kept as NONE: CloudKit stores NONE and
+-- DELETE_SELF, and clients read no other. Named to fire before
+-- records_before_write (before-row triggers fire in name order).
+CREATE OR REPLACE FUNCTION canopy.records_validate_references() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    unvalidated_field text;
+    unvalidated_target text;
+BEGIN
+    IF NEW.fields @? '$.* ? (@.type == "REFERENCE" && @.action == "VALIDATE")' THEN
+        SELECT f.key, v.value->>'recordName' INTO unvalidated_field, unvalidated_target
+          FROM jsonb_each(NEW.fields) f
+         CROSS JOIN LATERAL jsonb_array_elements(
+               CASE jsonb_typeof(f.value) WHEN 'array' THEN f.value ELSE jsonb_build_array(f.value) END) v
+         WHERE v.value->>'type' = 'REFERENCE' AND v.value->>'action' = 'VALIDATE'
+           AND v.value->>'recordName' IS DISTINCT FROM NEW.record_name
+           AND NOT EXISTS (SELECT 1 FROM canopy.records r
+                            WHERE r.zone_id = NEW.zone_id AND r.record_name = v.value->>'recordName')
+         ORDER BY f.key
+         LIMIT 1;
+        IF unvalidated_field IS NOT NULL THEN
+            RAISE EXCEPTION 'field % of record %: the referenced record % does not exist in the zone (the reference''s action is VALIDATE)',
+                unvalidated_field, NEW.record_name, coalesce(unvalidated_target, 'null') USING ERRCODE = 'CN001';
+        END IF;
+        NEW.fields := (
+            SELECT jsonb_object_agg(f.key, CASE
+                WHEN jsonb_typeof(f.value) = 'array' THEN coalesce((
+                    SELECT jsonb_agg(CASE WHEN e.value->>'type' = 'REFERENCE' AND e.value->>'action' = 'VALIDATE'
+                                          THEN jsonb_set(e.value, '{action}', '"NONE"') ELSE e.value END ORDER BY e.ordinality)
+                      FROM jsonb_array_elements(f.value) WITH ORDINALITY e), '[]'::jsonb)
+                WHEN f.value->>'type' = 'REFERENCE' AND f.value->>'action' = 'VALIDATE'
+                    THEN jsonb_set(f.value, '{action}', '"NONE"')
+                ELSE f.value END)
+              FROM jsonb_each(NEW.fields) f);
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+DROP TRIGGER IF EXISTS records_before_validate_references ON canopy.records;
+CREATE TRIGGER records_before_validate_references BEFORE INSERT OR UPDATE OF fields ON canopy.records
+    FOR EACH ROW EXECUTE FUNCTION canopy.records_validate_references();
 
 DROP TRIGGER IF EXISTS records_before_write ON canopy.records;
 CREATE TRIGGER records_before_write BEFORE INSERT OR UPDATE ON canopy.records
@@ -458,6 +476,7 @@ CREATE TRIGGER records_check_writers_updated AFTER UPDATE ON canopy.records
     FOR EACH STATEMENT EXECUTE FUNCTION canopy.records_check_writers();
 
 REVOKE ALL ON FUNCTION canopy.records_before_write() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.records_validate_references() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_after_write() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_after_zone_move() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.records_check_parent() FROM PUBLIC, canopy_gateway;

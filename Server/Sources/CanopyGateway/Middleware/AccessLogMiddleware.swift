@@ -5,7 +5,9 @@ import Logging
 /// writes it, but with the values of the query parameters that are
 /// credentials replaced by `***`: Web Services' `ckAPIToken` and
 /// `ckWebAuthToken`, and the `signature` of asset download and upload URLs
-/// (each a bearer's right on its own). The path and the other parameters stay.
+/// (each a bearer's right on its own), and the token of a web courier's URL,
+/// which is in its path (`…/courier/***`). The rest of the path and the
+/// other parameters stay.
 struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
     let logLevel: Logger.Level
 
@@ -22,6 +24,10 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
 
     /// The path and query with secret parameters' values as `***`.
     static func redacted(path: String, query: String?) -> String {
+        var path = path
+        if let courier = path.range(of: "/courier/") {
+            path = String(path[..<courier.upperBound]) + "***"
+        }
         guard let query, !query.isEmpty else { return path }
         let pairs = query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
             guard let equals = pair.firstIndex(of: "=") else { return String(pair) }

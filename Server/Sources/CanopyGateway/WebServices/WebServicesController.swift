@@ -36,6 +36,13 @@ struct WebServicesController {
             if endpoint.databases.contains(where: { !$0.isEmpty }) { paths.insert(":database/\(operation)") }
             if endpoint.databases.contains("") { paths.insert(operation) }
         }
+        // Every route's prefixes too (`…/private/records`, `…/tokens`): the
+        // router does not fall back to `**` from a node without a handler,
+        // and they are the reference's unknown operations.
+        for path in paths where !path.hasSuffix("**") {
+            let components = path.split(separator: "/")
+            for count in 1..<components.count { paths.insert(components.prefix(count).joined(separator: "/")) }
+        }
         for path in paths.sorted() {
             group.post(RouterPath(path)) { request, context in await handle(request, context: context) }
             group.get(RouterPath(path)) { request, context in await handle(request, context: context) }
@@ -91,11 +98,15 @@ struct WebServicesController {
             }
         }
         if path.database == nil && path.operation.hasPrefix(WebServicesCourier.pathPrefix) && request.method == .get {
-            // A web courier's long poll: its URL is its only credential.
+            // A web courier's long poll: its URL is its only credential. It
+            // takes from the address's rate, as a request without a token.
             try await authenticator.checkCredentialAllowance(of: request, context: context)
+            try await identify(webAuthToken: nil, request: request, context: &context)
+            let channel = context.channel
             do {
                 return try await WebServicesCourier.poll(token: path.operation.dropFirst(WebServicesCourier.pathPrefix.count),
-                                                         database: database, settings: settings, logger: context.logger)
+                                                         database: database, settings: settings, logger: context.logger,
+                                                         isConnected: { channel.isActive })
             } catch is WebServicesCourier.UnknownCourier {
                 authenticator.noteRefusedCredential(of: request, context: context)
                 throw APIError(.unknownItem, "no web courier has this URL: tokens/create makes one", status: .notFound)

@@ -60,12 +60,18 @@ enum WebServicesCourier {
     struct UnknownCourier: Error {}
 
     /// The long poll of `GET …/courier/<token>`: one notification, or 204.
-    static func poll(token: Substring, database: RequestDatabase, settings: WebServicesSettings, logger: Logger) async throws -> Response {
+    /// A turn takes a notification only while the page is still connected
+    /// (`isConnected`): one that left gets nothing taken for it.
+    static func poll(
+        token: Substring, database: RequestDatabase, settings: WebServicesSettings, logger: Logger, isConnected: @Sendable () -> Bool
+    ) async throws -> Response {
         guard isToken(token) else { throw UnknownCourier() }
         let hash = tokenHash(String(token))
+        guard try await database.courierPolled(tokenHash: hash, logger: logger) else { throw UnknownCourier() }
         let clock = ContinuousClock()
         let deadline = clock.now + settings.courierWait
         while true {
+            guard isConnected() else { return Response(status: .noContent) }
             switch try await database.courierTake(tokenHash: hash, logger: logger) {
             case .unknown:
                 throw UnknownCourier()

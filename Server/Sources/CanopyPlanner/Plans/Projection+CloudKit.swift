@@ -17,6 +17,9 @@ public struct CloudKitRecordStyle: Sendable {
     /// Each record's zone ID written from its row of the plan's `zone` CTE
     /// instead of ``zoneID``: a zone-wide query's records are of many zones.
     public var zoneIDFromZone = false
+    /// The zone ID as an expression of the plan's own (JSON text), where it
+    /// is known only in SQL (a resolved share's root record).
+    var zoneIDSQL: SQL?
     /// Only these fields (nil: all).
     public var desiredKeys: [String]?
     public var numbersAsStrings: Bool
@@ -74,10 +77,10 @@ extension Projection {
             }
             return choice + " ELSE \(cloudKitRecord(base, &builder)) END"
         }
-        let zoneID: SQL = style.zoneIDFromZone ? """
+        let zoneID: SQL = style.zoneIDSQL ?? (style.zoneIDFromZone ? """
             (SELECT json_build_object('zoneName', zz.name, 'zoneType', CASE WHEN zz.name = '_defaultZone' THEN 'DEFAULT_ZONE' \
             ELSE 'REGULAR_CUSTOM_ZONE' END, 'ownerRecordName', zz.owner_name)::text FROM zone zz WHERE zz.id = r.zone_id)
-            """ : "\(builder.bind(style.zoneID.jsonText))::text"
+            """ : "\(builder.bind(style.zoneID.jsonText))::text")
         let fields = cloudKitFields(style, &builder)
         // Text, not json_build_object: half the cost of the nested calls
         // (W10, docs/BENCHMARK_NOTES.md "Issue 49"); strings through to_json.

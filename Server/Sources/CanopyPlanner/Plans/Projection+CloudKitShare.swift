@@ -148,11 +148,13 @@ extension Projection {
             """
         var root: SQL = "'{}'::jsonb"
         if let rootRecord {
-            // Rendered with the record style, then given the zone as the caller sees it.
-            let record = cloudKitRecord(CloudKitRecordStyle(zoneID: .null, desiredKeys: nil, numbersAsStrings: rootRecord.numbersAsStrings), &builder)
+            // Rendered with the record style, in the zone as the caller sees it.
+            var recordStyle = CloudKitRecordStyle(zoneID: .null, desiredKeys: nil, numbersAsStrings: rootRecord.numbersAsStrings)
+            recordStyle.zoneIDSQL = "(\(zoneID))::text"
+            let record = cloudKitRecord(recordStyle, &builder)
             let keys = builder.bind(rootRecord.desiredKeys)
             root = """
-                coalesce((SELECT jsonb_build_object('rootRecord', (\(record))::jsonb || jsonb_build_object('zoneID', \(zoneID))) \
+                coalesce((SELECT jsonb_build_object('rootRecord', (\(record))::jsonb) \
                 FROM canopy.share_root_preview(m.url_token, \(keys)::text[]) r), '{}'::jsonb)
                 """
         }

@@ -430,7 +430,11 @@ public struct RecordsPlan: Sendable {
         var condition: SQL = "r.record_name COLLATE \"C\" > \(boundName)"
         if byZone {
             guard case .int(let lastZone) = keys[keys.count - 1] else { throw QueryError(.invalidArguments, "the cursor is damaged") }
-            condition = "(r.record_name COLLATE \"C\", r.zone_id) > (\(boundName), \(builder.bind(lastZone))::int8)"
+            let zone = builder.bind(lastZone, replaying: { values in
+                guard case .int(let zone)? = values.cursorKeys.last else { throw StatementTemplate.Mismatch() }
+                return zone
+            })
+            condition = "(r.record_name COLLATE \"C\", r.zone_id) > (\(boundName), \(zone)::int8)"
         }
         for (index, key) in sortKeys.enumerated().reversed() {
             let expression = key.expression(&builder)

@@ -129,12 +129,13 @@ extension DiscoverUserPlan {
 
 extension DiscoverUserPlan {
     /// Web Services' `users/lookup/id`: the person with this user record
-    /// name, as (userRecordName, name); no row: nobody. No contact of
-    /// theirs is read.
+    /// name, among those the caller may see, as (userRecordName, display
+    /// name); no row: nobody. No contact of theirs is read.
     public static func statement(userRecordName: String) -> SQLStatement {
         var builder = SQLBuilder()
         let bound = builder.bind(userRecordName)
-        builder.append("SELECT d.record_name, coalesce(d.display_name, d.name) FROM canopy.discover_user_by_record_name(\(bound)::text) d")
+        // The display name only: `name` is the account's handle, which may be an address.
+        builder.append("SELECT d.record_name, d.display_name FROM canopy.discover_user_by_record_name(\(bound)::text) d")
         return builder.query
     }
 }

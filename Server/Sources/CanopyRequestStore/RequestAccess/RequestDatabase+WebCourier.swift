@@ -15,6 +15,15 @@ public enum CourierTurn: Sendable, Equatable {
 }
 
 extension RequestDatabase {
+    /// A long poll begins: whether a web courier has the token whose
+    /// SHA-256 is `tokenHash`, noted as polled (once a poll).
+    public func courierPolled(tokenHash: Data, logger: Logger) async throws -> Bool {
+        let rows = try await primary.withConnection { connection in
+            try await connection.query("SELECT canopy.courier_poll(\(tokenHash))::text", logger: logger).collect()
+        }
+        return try rows.first?.decode(String?.self) != nil
+    }
+
     /// Takes what waits for the web courier whose token's SHA-256 is
     /// `tokenHash`, on the primary, as nobody: the token is the page's
     /// only credential, and the function reads just that courier's queue.

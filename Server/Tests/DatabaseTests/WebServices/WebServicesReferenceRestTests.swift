@@ -66,6 +66,14 @@ struct WebServicesReferenceRestTests {
                 """#)
             #expect(missingInList.records.first?["serverErrorCode"] as? String == "VALIDATING_REFERENCE_ERROR", "\(missingInList.body)")
 
+            // An empty list beside a VALIDATE reference stays an empty list.
+            let withEmptyList = try await modify(#"""
+                {"operations": [{"operationType": "create", "record": {"recordType": "Painting", "recordName": "bare", "fields": {
+                   "tags": {"type": "STRING_LIST", "value": []}, "artist": \#(Self.reference("monet", action: "VALIDATE"))}}}]}
+                """#)
+            let bare = withEmptyList.records.first?["fields"] as? [String: Any]
+            #expect(withEmptyList.records.first?["serverErrorCode"] == nil && (bare?["tags"] as? [String: Any])?["value"] as? [Any] != nil, "\(withEmptyList.body)")
+
             // An atomic batch: the failed record says why, the others ATOMIC_ERROR.
             let gallery = try await client.webServices("private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Gallery"}}}]}"#,
                                                        apiToken: token, webAuthToken: harness.aliceToken)
@@ -90,6 +98,30 @@ struct WebServicesReferenceRestTests {
             #expect(errors.count == 1 && errors.first?["code"] as? String == "REFERENCE_VIOLATION" && errors.first?["recordName"] as? String == "gq-lost", "\(graphQL.body)")
             let kept = answerList(graphQL.object["saved"]).first?["fields"] as? [String: Any]
             #expect((kept?["artist"] as? [String: Any])?["action"] as? String == "NONE", "\(graphQL.body)")
+        }
+    }
+
+    @Test("a VALIDATE reference to a record the writer cannot see is answered as one to a record that does not exist: no way to learn what exists past row-level security")
+    func validatingHiddenReferences() async throws {
+        let harness = try await GatewayHarness.make()
+        let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
+        try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
+            func call(_ subpath: String, _ body: String, as webToken: String) async throws -> WebServicesAnswer {
+                try await client.webServices(subpath, body, apiToken: token, webAuthToken: webToken)
+            }
+            _ = try await call("private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Studio"}}}]}"#, as: harness.aliceToken)
+            _ = try await call("private/records/modify", #"{"zoneID": {"zoneName": "Studio"}, "operations": [{"operationType": "create", "record": {"recordType": "Sketch", "recordName": "secret", "fields": {}}}, {"operationType": "create", "record": {"recordType": "Sketch", "recordName": "root", "fields": {}}}]}"#, as: harness.aliceToken)
+            let shared = try await call("private/records/modify", #"{"zoneID": {"zoneName": "Studio"}, "operations": [{"operationType": "create", "record": {"recordType": "cloudkit.share", "forRecord": {"recordName": "root"}, "publicPermission": "READ_WRITE"}}]}"#, as: harness.aliceToken)
+            let guid = try #require((shared.records.first?["shortGUID"] as? [String: Any])?["value"] as? String, "\(shared.body)")
+            _ = try await call("shared/records/accept", #"{"shortGUIDs": [{"value": "\#(guid)"}]}"#, as: harness.bobToken)
+            let zone = #"{"zoneName": "Studio", "ownerRecordName": "\#(harness.alice.userRecordName)"}"#
+            func child(_ name: String, _ target: String) -> String {
+                #"{"operationType": "create", "record": {"recordType": "Sketch", "recordName": "\#(name)", "parent": {"recordName": "root"}, "fields": {"about": \#(Self.reference(target, action: "VALIDATE"))}}}"#
+            }
+            let answers = try await call("shared/records/modify", #"{"zoneID": \#(zone), "atomic": false, "operations": [\#(child("c1", "secret")), \#(child("c2", "nothing")), \#(child("c3", "root"))]}"#, as: harness.bobToken)
+            #expect(answers.status == .ok && answers.records.count == 3, "\(answers.body)")
+            let codes = answers.records.map { $0["serverErrorCode"] as? String ?? "saved" }
+            #expect(codes == ["VALIDATING_REFERENCE_ERROR", "VALIDATING_REFERENCE_ERROR", "saved"], "a hidden record and a missing one look alike: \(answers.body)")
         }
     }
 
@@ -228,18 +260,32 @@ struct WebServicesReferenceRestTests {
         }
     }
 
-    @Test("users/lookup/id answers each person's identity (names, never a contact) or NOT_FOUND; users/lookup/contacts answers an empty list")
+    @Test("users/lookup/id answers each person the caller may see (names, never a contact; a stranger is NOT_FOUND); users/lookup/contacts answers an empty list")
     func usersByRecordName() async throws {
         let harness = try await GatewayHarness.make()
         let token = try await WebServicesFixture.apiToken(on: harness.endpoint)
+        // The name a sign-in provider gave her; her account's handle is an address.
+        try await TestDatabase.withConnection(harness.endpoint) { connection in
+            _ = try await connection.query("UPDATE canopy.users SET display_name = 'Alice Liddell' WHERE name = 'alice'", logger: TestDatabase.logger)
+        }
         try await harness.test(configuration: WebServicesFixture.configuration(), live: true) { client in
-            let byID = try await client.webServices("public/users/lookup/id", #"{"users": [{"userRecordName": "\#(harness.alice.userRecordName)"}, {"userRecordName": "_nobody"}]}"#,
-                                                    apiToken: token, webAuthToken: harness.bobToken)
+            let lookUpAlice = #"{"users": [{"userRecordName": "\#(harness.alice.userRecordName)"}, {"userRecordName": "_nobody"}]}"#
+            // Bob shares nothing with alice: her record name (on any public record) tells him nothing.
+            let stranger = try await client.webServices("public/users/lookup/id", lookUpAlice, apiToken: token, webAuthToken: harness.bobToken)
+            #expect(((stranger.body["users"] as? [[String: Any]])?.first?["serverErrorCode"]) as? String == "NOT_FOUND", "\(stranger.body)")
+            #expect(!"\(stranger.body)".contains("Alice"), "\(stranger.body)")
+            // Alice shares a zone with bob: now she is someone he may see.
+            _ = try await client.webServices("private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Tea"}}}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
+            let shared = try await client.webServices("private/records/modify", #"{"zoneID": {"zoneName": "Tea"}, "operations": [{"operationType": "create", "record": {"recordType": "cloudkit.share", "publicPermission": "READ_ONLY"}}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
+            let guid = try #require((shared.records.first?["shortGUID"] as? [String: Any])?["value"] as? String, "\(shared.body)")
+            _ = try await client.webServices("shared/records/accept", #"{"shortGUIDs": [{"value": "\#(guid)"}]}"#, apiToken: token, webAuthToken: harness.bobToken)
+            let byID = try await client.webServices("public/users/lookup/id", lookUpAlice, apiToken: token, webAuthToken: harness.bobToken)
             #expect(byID.status == .ok, "\(byID.body)")
             let users = byID.body["users"] as? [[String: Any]] ?? []
             #expect(users.count == 2, "\(byID.body)")
             #expect(users.first?["userRecordName"] as? String == harness.alice.userRecordName, "\(byID.body)")
-            #expect((users.first?["nameComponents"] as? [String: Any])?["givenName"] as? String == "alice", "\(byID.body)")
+            let names = users.first?["nameComponents"] as? [String: Any]
+            #expect(names?["givenName"] as? String == "Alice" && names?["familyName"] as? String == "Liddell", "\(byID.body)")
             let lookupInfo = users.first?["lookupInfo"] as? [String: Any] ?? [:]
             #expect(lookupInfo["emailAddress"] == nil && lookupInfo["phoneNumber"] == nil, "no contact of alice's: \(byID.body)")
             #expect(!"\(byID.body)".contains("alice@example.com"), "\(byID.body)")

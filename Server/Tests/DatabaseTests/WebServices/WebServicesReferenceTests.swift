@@ -36,6 +36,11 @@ struct WebServicesReferenceTests {
             #expect(good.zones.contains { ($0["zoneID"] as? [String: Any])?["zoneName"] as? String == "_defaultZone" }, "\(good.body)")
             let unknown = try await client.webServices("private/records/frobnicate", "{}", apiToken: token, webAuthToken: harness.aliceToken)
             #expect(unknown.status == .notFound && unknown.code == "NOT_FOUND", "\(unknown.body)")
+            // A route's prefix is an unknown operation too, in the reference's shape.
+            for prefix in ["private/records", "tokens", "private/users/lookup"] {
+                let partial = try await client.webServices(prefix, "{}", apiToken: token, webAuthToken: harness.aliceToken)
+                #expect(partial.status == .notFound && partial.code == "NOT_FOUND", "\(prefix): \(partial.status) \(partial.body)")
+            }
         }
     }
 
@@ -49,10 +54,14 @@ struct WebServicesReferenceTests {
             let answer = try await client.webServices("private/zones/list", apiToken: token, webAuthToken: harness.aliceToken, method: .get)
             #expect(answer.status == .ok)
             _ = try await client.execute(uri: "/assets/\(String(repeating: "0", count: 64))?type=image/png&expires=1&signature=deadbeef", method: .get, headers: [:], body: nil)
+            // A web courier's URL is its credential, in its path.
+            let courier = try await client.webServices("courier/\(String(repeating: "c", count: 64))", apiToken: nil, method: .get)
+            #expect(courier.status == .notFound && courier.code == "NOT_FOUND", "\(courier.body)")
         }
         let logs = harness.logs.text
         #expect(logs.contains("private/zones/list?ckAPIToken=***&ckWebAuthToken=***"), "\(logs.suffix(2000))")
         #expect(logs.contains("signature=***") && !logs.contains("deadbeef"))
+        #expect(logs.contains("/courier/***") && !logs.contains(String(repeating: "c", count: 64)), "\(logs.suffix(2000))")
         #expect(!logs.contains(token) && !logs.contains(harness.aliceToken), "no credential in the log")
     }
 

@@ -70,7 +70,7 @@ struct WebServicesSubscriptionTests {
             #expect(users.last?["serverErrorCode"] as? String == "NOT_FOUND", "\(byEmail.body)")
             let discovered = try await client.webServices("public/users/discover", #"{"lookupInfos": [{"emailAddress": "alice@example.com"}]}"#, apiToken: token, webAuthToken: harness.bobToken)
             #expect(((discovered.body["users"] as? [[String: Any]])?.first?["userRecordName"] as? String) == harness.alice.userRecordName, "\(discovered.body)")
-            let byID = try await client.webServices("public/users/lookup/id", #"{"users": [{"userRecordName": "\#(harness.alice.userRecordName)"}]}"#, apiToken: token, webAuthToken: harness.bobToken)
+            let byID = try await client.webServices("public/users/lookup/id", #"{"users": [{"userRecordName": "\#(harness.alice.userRecordName)"}]}"#, apiToken: token, webAuthToken: harness.aliceToken)
             #expect(byID.status == .ok && ((byID.body["users"] as? [[String: Any]])?.first?["userRecordName"] as? String) == harness.alice.userRecordName, "\(byID.body)")
         }
     }
