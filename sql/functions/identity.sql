@@ -1,6 +1,8 @@
 -- Who is asking: canopy.current_user_id(), the default of
 -- canopy.records.created_by / modified_by that calls it, bearer-token
--- lookup (canopy.token_for_selector, canopy.note_token_use) and sign-in with
+-- lookup (canopy.token_for_selector, canopy.token_secrets_for_selector,
+-- canopy.note_token_use), a web auth token's rotation (canopy.rotate_web_token,
+-- migrations/0037) and sign-in with
 -- an identity provider (canopy.sign_in, migrations/0013), and CloudKit Web
 -- Services' container API tokens and server-to-server keys
 -- (canopy.container_token_for_selector, canopy.server_key,
@@ -39,6 +41,56 @@ AS $$
     SELECT t.user_id, t.secret_hash FROM canopy.api_tokens t
      WHERE t.selector = p_selector AND t.revoked_at IS NULL
 $$;
+
+-- The same lookup with what a rotating web auth token needs (issue 66,
+-- migrations/0037): the secret it replaced while that still holds, and
+-- since when the current secret is the token's. canopy.token_for_selector
+-- stays for gateways of the release before.
+CREATE OR REPLACE FUNCTION canopy.token_secrets_for_selector(
+    p_selector text, OUT user_id bigint, OUT secret_hash bytea, OUT previous_secret_hash bytea, OUT secret_since timestamptz
+)
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT t.user_id, t.secret_hash,
+           CASE WHEN t.previous_valid_until > now() THEN t.previous_secret_hash END,
+           coalesce(t.rotated_at, t.created_at)
+      FROM canopy.api_tokens t
+     WHERE t.selector = p_selector AND t.revoked_at IS NULL
+$$;
+COMMENT ON FUNCTION canopy.token_secrets_for_selector(text) IS 'A live token''s user, secret hash, the hash its last rotation replaced while that still holds, and since when the secret is current.';
+
+-- A web auth token's rotation (issue 66; docs/WEB_SERVICES.md, "The web
+-- token rotates"): the presented secret, when it is still the current one
+-- and has been for p_age, becomes the previous one (valid for p_overlap
+-- more) and p_next_hash the current: ROTATED. A current secret younger
+-- than p_age stays: CURRENT. The gateway passes the SHA-256 of the secret
+-- it has just verified and of one it generated, never a secret. Of two
+-- requests racing with one secret, one rotates; the other, after the
+-- first commits, finds the secret replaced: REPLACED (its answer carries
+-- no new token: the first one's does). Each statement reads what the one
+-- before committed, so the answer is the row as it is now.
+CREATE OR REPLACE FUNCTION canopy.rotate_web_token(
+    p_selector text, p_presented_hash bytea, p_next_hash bytea, p_age interval, p_overlap interval
+) RETURNS text
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    UPDATE canopy.api_tokens
+       SET previous_secret_hash = secret_hash, previous_valid_until = now() + p_overlap,
+           secret_hash = p_next_hash, rotated_at = now()
+     WHERE selector = p_selector AND revoked_at IS NULL AND secret_hash = p_presented_hash
+       AND coalesce(rotated_at, created_at) <= now() - p_age;
+    IF FOUND THEN
+        RETURN 'ROTATED';
+    END IF;
+    IF EXISTS (SELECT FROM canopy.api_tokens
+                WHERE selector = p_selector AND revoked_at IS NULL AND secret_hash = p_presented_hash) THEN
+        RETURN 'CURRENT';
+    END IF;
+    RETURN 'REPLACED';
+END
+$$;
+COMMENT ON FUNCTION canopy.rotate_web_token(text, bytea, bytea, interval, interval) IS 'Replaces a live token''s current secret (when it is p_presented_hash and at least p_age old) by p_next_hash; the replaced one holds for p_overlap more. ROTATED, CURRENT (young, kept) or REPLACED (not the current secret).';
 
 -- The gateway calls this after a token it looked up matched: `canopy users
 -- tokens` shows when each was last used. At most one write a minute a token.
@@ -192,6 +244,8 @@ COMMENT ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz
 
 REVOKE ALL ON FUNCTION canopy.current_user_id() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_for_selector(text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.token_secrets_for_selector(text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.rotate_web_token(text, bytea, bytea, interval, interval) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.note_token_use(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.sign_in(text, text, text, text, text, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.issue_token(text, bytea) FROM PUBLIC, canopy_gateway;
@@ -202,6 +256,8 @@ REVOKE ALL ON FUNCTION canopy.container_sign_in_callback(text) FROM PUBLIC, cano
 REVOKE ALL ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.current_user_id() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.token_for_selector(text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.token_secrets_for_selector(text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.rotate_web_token(text, bytea, bytea, interval, interval) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.note_token_use(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.sign_in(text, text, text, text, text, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.issue_token(text, bytea) TO canopy_gateway;

@@ -36,6 +36,7 @@ enum WebServicesFixture {
 struct WebServicesAnswer: @unchecked Sendable {
     let status: HTTPResponse.Status
     let body: [String: Any]
+    var headers: HTTPFields = [:]
 
     var records: [[String: Any]] { body["records"] as? [[String: Any]] ?? [] }
     var zones: [[String: Any]] { body["zones"] as? [[String: Any]] ?? [] }
@@ -58,6 +59,6 @@ extension TestClientProtocol {
             body: body.map { ByteBuffer(string: $0) } ?? ByteBuffer()
         )
         let parsed = response.body.readableBytes == 0 ? [:] : (try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any] ?? [:])
-        return WebServicesAnswer(status: response.status, body: parsed)
+        return WebServicesAnswer(status: response.status, body: parsed, headers: response.headers)
     }
 }

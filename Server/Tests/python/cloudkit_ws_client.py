@@ -66,6 +66,11 @@ class CloudKit:
                                          headers={"Content-Type": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
+                # The web token rotates (docs/WEB_SERVICES.md): each answer
+                # carries the one to send next, as CloudKit's do.
+                fresh = response.headers.get("X-Apple-CloudKit-Web-Auth-Token")
+                if fresh and self.web_auth_token:
+                    self.web_auth_token = fresh
                 return json.loads(response.read() or b"{}")
         except urllib.error.HTTPError as error:
             raise CloudKitError(error.code, json.loads(error.read() or b"{}")) from None

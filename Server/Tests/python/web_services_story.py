@@ -204,7 +204,8 @@ PAGE_CALL = """
 const [base, container, apiToken, subpath, body, session, method, done] = arguments;
 const url = `${base}/database/1/${container}/production/${subpath}?ckAPIToken=${apiToken}&ckWebAuthToken=${session}`;
 fetch(url, method === "GET" ? {} : {method: "POST", headers: {"Content-Type": "text/plain"}, body: JSON.stringify(body || {})})
-  .then(async (response) => done({status: response.status, body: await response.json().catch(() => null)}))
+  .then(async (response) => done({status: response.status, next: response.headers.get("X-Apple-CloudKit-Web-Auth-Token"),
+                                   body: await response.json().catch(() => null)}))
   .catch((error) => done({status: 0, body: String(error)}));
 """
 
@@ -234,6 +235,10 @@ try:
     session = console.wait(page, lambda d: (t := d.find_element(console.By.ID, "token").text) != "waiting" and t, "the ckSession posted to the page")
     me = page_call(page, "private/users/current", None, session, method="GET")
     check(me["status"] == 200 and me["body"]["userRecordName"] == seen["bob_user"]["userRecordName"], f"users/current with the session: {me}")
+    # The answer's X-Apple-CloudKit-Web-Auth-Token, readable from the page's
+    # origin (Access-Control-Expose-Headers), as CloudKit JS reads it: a
+    # token younger than the rotation age is sent again as it is.
+    check(me["next"] == session, f"the answer hands the session back in X-Apple-CloudKit-Web-Auth-Token: {me.get('next')!r}")
     # Private zones and a sync.
     made = page_call(page, "private/zones/modify", {"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Notes"}}}]}, session)
     check(made["status"] == 200, f"zones/modify: {made}")

@@ -44,7 +44,7 @@ struct CrossOriginMiddleware: RouterMiddleware {
 
     static let allowedMethods = "GET, POST, OPTIONS"
     static let allowedHeaders = "Authorization, Content-Type, Accept, Canopy-Nonce, Canopy-Position, Canopy-Device"
-    static let exposedHeaders = "X-Request-ID, Canopy-Position"
+    static let exposedHeaders = "X-Request-ID, Canopy-Position, X-Apple-CloudKit-Web-Auth-Token"
     static let maxAge = "600"
 
     let policy: CrossOriginPolicy

@@ -157,7 +157,11 @@ struct WebServicesController {
             )
             var answer = try await endpoint.handler(call)
             answer.text = try await call.signingAssets(answer.text)
-            return WebServicesResponse.ok(answer)
+            var response = WebServicesResponse.ok(answer)
+            if !signedByKey, let next = try await nextWebAuthToken(parameters["ckWebAuthToken"], context: context) {
+                response.headers[.cloudKitWebAuthToken] = next
+            }
+            return response
         } catch let error as SignInRequired {
             throw error
         } catch {
@@ -193,6 +197,26 @@ struct WebServicesController {
     func identify(webAuthToken: String?, request: Request, context: inout CanopyRequestContext) async throws {
         let token = webAuthToken.flatMap { Self.signedOutSpellings.contains($0) ? nil : $0 }
         try await authenticator.admit(token: token, request: request, context: &context, allowingAnonymous: true)
+    }
+
+    /// The web auth token an answer hands back in
+    /// `X-Apple-CloudKit-Web-Auth-Token`, as CloudKit's do
+    /// (docs/WEB_SERVICES.md, "The web token rotates"): a secret older than
+    /// the rotation age is replaced and the new token sent; a younger one
+    /// is sent again. None when the request's secret was already replaced
+    /// (a request that raced another: that one's answer carries the new
+    /// token), or its token is a `cnp_…` token or a JWT, which never rotate.
+    func nextWebAuthToken(_ presented: String?, context: CanopyRequestContext) async throws -> String? {
+        guard context.userID != nil, let presented, let token = BearerToken(parsing: presented, as: .webAuth),
+              let state = try await database.presentedToken(presented, logger: context.logger), state.isCurrentSecret
+        else { return nil }
+        guard Date().timeIntervalSince(state.secretSince) >= settings.webTokenRotationAge.secondsValue else { return presented }
+        switch try await database.rotateWebToken(token, age: settings.webTokenRotationAge, overlap: settings.webTokenOverlap,
+                                                 logger: context.logger) {
+        case .rotated(let next): return next.string
+        case .current: return presented
+        case .replaced: return nil
+        }
     }
 
     /// What a client with no session puts in `ckWebAuthToken`.

@@ -1,6 +1,7 @@
 import CanopyRequestStore
 import CanopyPlanner
 import CanopyWebServices
+import HTTPTypes
 import Hummingbird
 
 /// Writes Web Services answers: a JSON object with HTTP 200, or a whole
@@ -43,4 +44,10 @@ enum WebServicesResponse {
     ) -> JSONValue {
         .object([key: value, "serverErrorCode": .string(code.rawValue), "reason": .string(reason), "uuid": .string(requestID)])
     }
+}
+
+extension HTTPField.Name {
+    /// Where a Web Services answer carries the web auth token to send next,
+    /// as CloudKit's do (docs/WEB_SERVICES.md, "The web token rotates").
+    static let cloudKitWebAuthToken = Self("X-Apple-CloudKit-Web-Auth-Token")!
 }

@@ -20,6 +20,11 @@ public struct WebServicesSettings: Sendable, Equatable {
     /// "Notifications"), and how often it looks meanwhile.
     public var courierWait: Duration = .seconds(25)
     public var courierInterval: Duration = .seconds(1)
+    /// How old a web auth token's secret gets before an answer replaces it,
+    /// and how long the replaced one still holds (docs/WEB_SERVICES.md,
+    /// "The web token rotates").
+    public var webTokenRotationAge: Duration = .seconds(60)
+    public var webTokenOverlap: Duration = .seconds(300)
 
     public init(container: String, environment: Environment = .production) {
         self.container = container

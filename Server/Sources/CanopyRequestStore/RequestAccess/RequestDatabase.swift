@@ -23,8 +23,8 @@ public final class RequestDatabase: Sendable {
     let logger: Logger
     /// How long a request waits for the database before it is 503.
     let availabilityTimeout: Duration
-    /// Looked-up tokens by selector: the user and the stored hash.
-    let tokens: ExpiringCache<String, (userID: Int64, hash: [UInt8])>
+    /// Looked-up tokens by selector: the user and the stored hashes.
+    let tokens: ExpiringCache<String, StoredToken>
     /// Selectors no live token has, remembered as long as found ones
     /// (issue 64): a bad token sent again costs no lookup.
     let unknownTokens: ExpiringCache<String, Bool>
@@ -99,27 +99,39 @@ public final class RequestDatabase: Sendable {
     /// Who a person's token (`cnp_…` or a web auth token) belongs to, or nil for an unknown or malformed
     /// token. The stored hash is compared here, in constant time.
     public func authenticate(token: String, logger: Logger) async throws -> Int64? {
+        try await presentedToken(token, logger: logger)?.userID
+    }
+
+    /// A person's token as presented: whose it is, and whether its secret
+    /// is the current one or the one a rotation replaced (issue 66: it
+    /// holds for the rotation's overlap). nil for an unknown, revoked or
+    /// malformed token, or a secret that is neither.
+    public func presentedToken(_ token: String, logger: Logger) async throws -> PresentedToken? {
         guard let presented = BearerToken(parsingPersonal: token) else { return nil }
-        if let cached = tokens.value(for: presented.selector) {
-            return BearerToken.constantTimeEqual(cached.hash, presented.secretHash) ? cached.userID : nil
-        }
-        if unknownTokens.value(for: presented.selector) != nil { return nil }
+        let cached = tokens.value(for: presented.selector)
+        if let cached, let match = cached.match(presented.secretHash) { return match }
+        // Not cached, or cached with other secrets: the token may have
+        // rotated on another gateway since, so the database says.
+        if cached == nil, unknownTokens.value(for: presented.selector) != nil { return nil }
         let rows = try await CanopySpan.run("db token lookup", ofKind: .client) { span in
             span?.describeDatabaseCall(server: try? primary.server(), deadlines: primary.deadlines)
             return try await primary.withConnection { connection in
                 try await connection.query(
-                    "SELECT user_id, secret_hash FROM canopy.token_for_selector(\(presented.selector)) WHERE user_id IS NOT NULL",
+                    """
+                    SELECT user_id, secret_hash, previous_secret_hash, secret_since
+                      FROM canopy.token_secrets_for_selector(\(presented.selector)) WHERE user_id IS NOT NULL
+                    """,
                     logger: logger
                 ).collect()
             }
         }
-        let stored = try rows.first?.decode((Int64, Data).self)
-        guard let (userID, storedHash) = stored else {
+        guard let (userID, storedHash, previousHash, since) = try rows.first?.decode((Int64, Data, Data?, Date).self) else {
             unknownTokens.store(true, for: presented.selector)
             return nil
         }
-        tokens.store((userID, Array(storedHash)), for: presented.selector)
-        guard BearerToken.constantTimeEqual(Array(storedHash), presented.secretHash) else { return nil }
+        let stored = StoredToken(userID: userID, hash: Array(storedHash), previousHash: previousHash.map(Array.init), secretSince: since)
+        tokens.store(stored, for: presented.selector)
+        guard let match = stored.match(presented.secretHash) else { return nil }
         // `canopy users tokens` shows when a token was last used; off the
         // request's path, and at most a write a minute (the function checks).
         Task { [primary, selector = presented.selector] in
@@ -127,7 +139,7 @@ public final class RequestDatabase: Sendable {
                 try await connection.query("SELECT canopy.note_token_use(\(selector))", logger: logger).collect()
             }
         }
-        return userID
+        return match
     }
 
     /// The user of a verified identity-provider token: found by (issuer,
