@@ -48,14 +48,17 @@ extension TestClientProtocol {
     /// to `/database/1/{container}/production/{subpath}`.
     func webServices(
         _ subpath: String, _ body: String? = nil, apiToken: String?, webAuthToken: String? = nil,
-        container: String = WebServicesFixture.container, environment: String = "production", method: HTTPRequest.Method = .post
+        container: String = WebServicesFixture.container, environment: String = "production", method: HTTPRequest.Method = .post,
+        headers extra: HTTPFields = [:]
     ) async throws -> WebServicesAnswer {
         var query: [String] = []
         if let apiToken { query.append("ckAPIToken=\(apiToken)") }
         if let webAuthToken { query.append("ckWebAuthToken=\(webAuthToken)") }
         let uri = "/database/1/\(container)/\(environment)/\(subpath)" + (query.isEmpty ? "" : "?" + query.joined(separator: "&"))
+        var headers: HTTPFields = [.contentType: "application/json"]
+        headers.append(contentsOf: extra)
         let response = try await execute(
-            uri: uri, method: method, headers: [.contentType: "application/json"],
+            uri: uri, method: method, headers: headers,
             body: body.map { ByteBuffer(string: $0) } ?? ByteBuffer()
         )
         let parsed = response.body.readableBytes == 0 ? [:] : (try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any] ?? [:])

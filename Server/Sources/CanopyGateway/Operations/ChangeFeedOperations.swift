@@ -49,8 +49,7 @@ extension OperationExecutor {
 
     /// The key change tokens are signed with, and the keys it replaced.
     func changeTokenKey() async throws -> SigningKey {
-        let keys = try await database.secrets.keys("change-token", logger: logger)
-        return SigningKey(keys.current, accepted: keys.accepted, retired: keys.retired)
+        try await runner.changeTokenKey()
     }
 
     /// One page of a zone's change feed (`zoneChanges`, or a `zoneChanged`

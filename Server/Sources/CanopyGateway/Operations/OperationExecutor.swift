@@ -49,43 +49,38 @@ struct OperationExecutor {
         }
     }
 
+    /// The runner of this request's plans, the one Web Services' endpoints
+    /// use too (``PlanRunner``): the caller, its device and position, the
+    /// plan cache and the spans' plan attributes.
+    var runner: PlanRunner {
+        PlanRunner(database: database, recordSchemas: recordSchemas, userID: userID, logger: logger, readAfter: readAfter, device: device)
+    }
+
     /// Runs a plan's statement (a read on the pool, a write in a transaction
     /// acting for the caller) and makes the field's JSON from its row.
     func run<Plan: FieldPlan>(_ plan: Plan, prepared: PreparedRead? = nil) async throws -> String? {
-        CanopySpan.current?.updateAttributes { attributes in
-            attributes["canopy.plan"] = "\(Plan.self)"
-            attributes["canopy.plan.writes"] = Plan.writes
-        }
-        let row: Plan.Row?
-        if let prepared, !Plan.writes {
-            let source: RequestDatabase.ReadSource = Plan.readsReplicas ? .replica(after: readAfter) : .primary
-            row = try await database.read(prepared, binds: plan.statement.binds, as: userID, from: source, logger: logger) { rows in
-                try rows.first.map(Plan.decode)
-            }
-        } else if Plan.writes {
-            let logger = self.logger
-            row = try await database.withUser(try signedInUser(), device: device, logger: logger) { connection in
-                try await connection.execute(plan.statement, logger: logger).first.map(Plan.decode)
-            }
-        } else {
-            let source: RequestDatabase.ReadSource = Plan.readsReplicas ? .replica(after: readAfter) : .primary
-            row = try await read(plan.statement, from: source) { rows in try rows.first.map(Plan.decode) }
-        }
-        return try plan.answer(row)
+        try await runner.run(plan, prepared: prepared)
     }
 
     /// The caller, for what only a signed-in caller may do (every write).
     func signedInUser() throws -> Int64 {
-        guard let userID else { throw APIError(.notAuthenticated, "sign in first: only the public database's reads are open without a token") }
-        return userID
+        try runner.signedInUser()
     }
 
-    /// Runs a read in one round trip on the pool, acting for the caller.
+    /// Runs a read in one round trip, acting for the caller.
     func read<T: Sendable>(
         _ statement: SQLStatement, from source: RequestDatabase.ReadSource = .primary,
         _ collect: @escaping @Sendable ([PostgresRow]) throws -> T
     ) async throws -> T {
-        try await database.read(statement, as: userID, from: source, logger: logger, collect)
+        try await runner.read(statement, from: source, collect)
+    }
+
+    /// Runs a checked request's plan through the plan cache (``PlanRunner/runCached(_:operation:recordType:replay:recording:cold:)``).
+    func runCached<Plan: TemplatedPlan>(
+        _ key: PlanCache.Key, operation: PlanCache.Operation, recordType: String?,
+        replay: (StatementTemplate) throws -> Plan, recording: () throws -> Plan, cold: () throws -> Plan
+    ) async throws -> String? {
+        try await runner.runCached(key, operation: operation, recordType: recordType, replay: replay, recording: recording, cold: cold)
     }
 
     /// Runs `body`, pointing a `QueryError` it throws at `field` (a token

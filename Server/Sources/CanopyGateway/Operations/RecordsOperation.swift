@@ -8,8 +8,7 @@ struct RecordsOperation: RootOperation {
     func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
         let request = executor.request
         let recordType = try RecordsPlan.recordType(of: field, request: request)
-        let keys = try await executor.database.secrets.keys("cursor", logger: executor.logger)
-        let secret = SigningKey(keys.current, accepted: keys.accepted)
+        let secret = try await executor.runner.cursorKey()
         let (checked, version) = try await executor.recordSchemas.planning(recordType, logger: executor.logger) { schema, version in
             (try RecordsPlan.check(field, request: request, schema: schema, secret: secret), version)
         }

@@ -153,8 +153,7 @@ struct GraphQLController {
         // What this client has seen, to send back (on any gateway).
         // (Not the stand-in for a position that could not be read: sent
         // back, it would keep this client on the primary for good.)
-        if let replicas = database.replicas, let position = readAfter.later(userID.flatMap(replicas.lastWrite(of:))),
-           position != ReplicaSet.unknownPosition {
+        if let position = executor.runner.positionSeen {
             response.headers[.canopyPosition] = position.description
         }
         return response

@@ -12,9 +12,9 @@ enum ChangesEndpoints {
         }
         guard let userID = call.userID else { throw QueryError(.notAuthenticated, "sign in first") }
         let limit = min(try call.integer("resultsLimit") ?? RecordsEndpoints.maximumResults, RecordsEndpoints.maximumResults)
-        let secret = try await call.store.changeTokenKey()
+        let secret = try await call.runner.changeTokenKey()
         let plan = try DatabaseChangesPlan(scope: call.databaseScope, since: syncToken, limit: Int(clamping: limit), userID: userID, secret: secret)
-        let page = try await call.store.read(plan.statement, from: .replica(after: plan.requiredPosition)) { rows in
+        let page = try await call.runner.read(plan.statement, from: .replica(after: plan.requiredPosition)) { rows in
             try rows.first.map(DatabaseChangesPlan.Page.decode)
         }
         guard let page else { throw APIError(.internalError, "changes/database returned no row") }

@@ -39,11 +39,11 @@ enum RecordsEndpoints {
         )
         var style = try call.recordStyle(zone: zone)
         style.zoneIDFromZone = zoneWide
-        let secret = try await call.store.cursorKey()
+        let secret = try await call.runner.cursorKey()
         let plan = try await call.recordSchemas.planning(query.recordType, logger: call.logger) { schema in
             try RecordsPlan(records, rendering: .cloudKit(style), schema: schema, secret: secret)
         }
-        let row = try await call.store.read(plan.statement, from: .replica(after: nil)) { rows in try rows.first.map(RecordsPlan.decode) }
+        let row = try await call.runner.row(plan)
         let page = try plan.page(row)
         var text = "{\"records\":"
         text += page.records
@@ -90,7 +90,7 @@ enum RecordsEndpoints {
         var style = try call.recordStyle(zone: zone)
         style.desiredKeysByRecord = ownKeys.groups
         let plan = try LookupPlan(zone: try zone.reference, names: names, style: style)
-        let row = try await call.store.read(plan.statement, from: .replica(after: nil)) { rows in try rows.first.map(LookupPlan.decode) }
+        let row = try await call.runner.row(plan)
         let records = try plan.answer(row) ?? "[]"
         guard !shares.isEmpty else { return WebServicesBody(text: "{\"records\":" + records + "}") }
         // Shares looked up among records: put them back in the order asked.
@@ -124,12 +124,12 @@ enum RecordsEndpoints {
     ) async throws -> (records: String, syncToken: JSONValue, moreComing: JSONValue) {
         var style = try call.recordStyle(zone: zone)
         if case .array(let names) = keys { style.desiredKeys = names.compactMap(\.stringValue) } else { style.desiredKeys = nil }
-        let secret = try await call.store.changeTokenKey()
+        let secret = try await call.runner.changeTokenKey()
         let plan = try ZoneChangesPlan(
             zone: try zone.reference, since: syncToken, limit: Int(clamping: min(limit ?? maximumResults, maximumResults)),
             userID: call.userID ?? ChangeToken.anonymousUser, secret: secret, style: style, recordTypes: recordTypes.map { $0.sorted() }
         )
-        let page = try await call.store.read(plan.statement, from: .replica(after: plan.requiredPosition)) { rows in
+        let page = try await call.runner.read(plan.statement, from: .replica(after: plan.requiredPosition)) { rows in
             try rows.first.map(ZoneChangesPlan.Page.decode)
         }
         guard let page, page.zoneID != nil else { throw QueryError(.zoneNotFound, "the zone does not exist") }

@@ -100,7 +100,7 @@ enum RecordsModifyEndpoint {
         let untyped = operations.filter { !$0.isDelete && $0.recordType == nil && $0.refusal == nil }.map(\.recordName)
         if !untyped.isEmpty {
             let statement = try LookupPlan.recordTypes(zone: try zone.reference, names: untyped)
-            let found = try await call.store.read(statement) { rows in try rows.map { try $0.decode((String, String).self) } }
+            let found = try await call.runner.read(statement) { rows in try rows.map { try $0.decode((String, String).self) } }
             let types = Dictionary(found, uniquingKeysWith: { first, _ in first })
             for index in operations.indices where !operations[index].isDelete && operations[index].recordType == nil && operations[index].refusal == nil {
                 if let type = types[operations[index].recordName] {
@@ -185,7 +185,7 @@ enum RecordsModifyEndpoint {
             )
             guard let userID = call.userID else { throw QueryError(.notAuthenticated, "sign in first: only the public database's reads are open without a token") }
             let (outcome, records) = try await ModifyRecordsRun.run(
-                plan, database: call.store.database, userID: userID, device: nil, requestID: call.requestID, logger: call.logger,
+                plan, database: call.runner.database, userID: userID, device: call.runner.device, requestID: call.requestID, logger: call.logger,
                 zoneMissing: QueryError(.zoneNotFound, "the zone does not exist")
             ) { outcome, records in (outcome, records) }
             for id in outcome.saved {

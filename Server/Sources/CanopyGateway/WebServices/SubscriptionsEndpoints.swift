@@ -37,7 +37,7 @@ enum SubscriptionsEndpoints {
 
     /// The caller's subscriptions in this database.
     static func mine(_ call: WebServicesCall) async throws -> [JSONValue] {
-        let text = try await call.store.read(SubscriptionsPlan.typedStatement) { rows in try rows.first.map { try $0.decode(String?.self) } ?? nil }
+        let text = try await call.runner.read(SubscriptionsPlan.typedStatement) { rows in try rows.first.map { try $0.decode(String?.self) } ?? nil }
         guard case .array(let all) = try JSONValue(parsing: text ?? "[]") else { return [] }
         let scope = call.scope
         return all.filter { item in
@@ -78,7 +78,7 @@ enum SubscriptionsEndpoints {
             do {
                 if type == "delete" {
                     let plan = DeleteSubscriptionPlan(subscriptionID: id)
-                    let count = try await call.store.write(plan.statement) { rows in try rows.first.map(DeleteSubscriptionPlan.decode) }
+                    let count = try await call.runner.write(plan.statement) { rows in try rows.first.map(DeleteSubscriptionPlan.decode) }
                     _ = try plan.answer(count)
                     out.append(.object(["subscriptionID": .string(id), "deleted": .bool(true)]))
                     continue
@@ -95,7 +95,7 @@ enum SubscriptionsEndpoints {
                 } else {
                     plan = try make(nil)
                 }
-                let saved = try await call.store.write(plan.statement) { rows in try rows.first.map(JSONRow.decode) }
+                let saved = try await call.runner.write(plan.statement) { rows in try rows.first.map(JSONRow.decode) }
                 guard let text = try plan.answer(saved) else { throw QueryError(.internalError, "the subscription was not saved") }
                 out.append(dictionary(try JSONValue(parsing: text), database: call.database))
             } catch {
@@ -159,7 +159,7 @@ enum SubscriptionsEndpoints {
         let topic = call.body["apnsTopic"]?.stringValue
             ?? (call.container.hasPrefix("iCloud.") ? String(call.container.dropFirst("iCloud.".count)) : call.container)
         let statement = try RegisterDevicePlan.apnsStatement(token: token, environment: environment, topic: topic)
-        _ = try await call.store.write(statement) { rows in rows.count }
+        _ = try await call.runner.write(statement) { rows in rows.count }
         return ["apnsToken": .string(token), "apnsEnvironment": .string(environment == "SANDBOX" ? "development" : "production")]
     }
 }

@@ -7,7 +7,7 @@ import CanopyWebServices
 enum UsersEndpoints {
     /// The caller as `me` answers it, from the plan's typed statement.
     static func me(_ call: WebServicesCall) async throws -> [String: JSONValue] {
-        guard let me = try await call.store.read(MePlan.userStatement, { rows in try rows.first.map(MePlan.decodeUser) }) else {
+        guard let me = try await call.runner.read(MePlan.userStatement, { rows in try rows.first.map(MePlan.decodeUser) }) else {
             throw QueryError(.notAuthenticated, "the token's user no longer exists")
         }
         func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
@@ -59,7 +59,7 @@ enum DiscoveryEndpoints {
 
     static func find(_ call: WebServicesCall, email: String?, phone: String?) async throws -> [String: JSONValue]? {
         let statement = try DiscoverUserPlan.statement(email: email, phone: phone)
-        let found = try await call.store.read(statement) { rows in try rows.first.map(MePlan.decodeUser) }
+        let found = try await call.runner.read(statement) { rows in try rows.first.map(MePlan.decodeUser) }
         guard let found else { return nil }
         func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
         return ["userRecordName": .string(found.userRecordName), "name": text(found.name), "email": text(found.email), "phone": text(found.phone)]
@@ -92,7 +92,7 @@ enum DiscoveryEndpoints {
             guard let name = item.objectValue?["userRecordName"]?.stringValue, !name.isEmpty else {
                 throw QueryError(.badRequest, "users[\(index)] needs a userRecordName")
             }
-            let found = try await call.store.read(DiscoverUserPlan.statement(userRecordName: name)) { rows in
+            let found = try await call.runner.read(DiscoverUserPlan.statement(userRecordName: name)) { rows in
                 try rows.first.map { try $0.decode((String, String?).self) }
             }
             if let (recordName, displayName) = found {

@@ -4,13 +4,15 @@ import CanopyWebServices
 import Logging
 
 /// One Web Services request on its way through an endpoint: the database
-/// its path names, its JSON body, and the caller's way to the database
-/// (``CallerDatabase``).
+/// its path names, its JSON body, and the runner of its plans
+/// (``PlanRunner``, the one GraphQL's fields run through too).
 struct WebServicesCall {
     /// `public`, `private` or `shared`, as the path names it.
     let database: String
     let body: [String: JSONValue]
-    let store: CallerDatabase
+    let runner: PlanRunner
+    /// Signs asset download URLs into answers that hold assets (nil: no asset store).
+    let assetURLs: (@Sendable (Logger) async throws -> AssetURLSigner)?
     let recordSchemas: RecordSchemas
     let requestID: String
     let logger: Logger
@@ -58,7 +60,7 @@ struct WebServicesCall {
     /// endpoint can forget it (issue 64).
     func signingAssets(_ json: String) async throws -> String {
         guard AssetURLSigner.mayHoldAssets(json) else { return json }
-        guard let signer = store.assetURLs else { return AssetURLSigner.removingMarks(from: json) }
+        guard let signer = assetURLs else { return AssetURLSigner.removingMarks(from: json) }
         return try await signer(logger).addingDownloadURLs(to: json)
     }
 

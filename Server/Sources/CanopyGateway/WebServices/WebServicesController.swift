@@ -150,7 +150,9 @@ struct WebServicesController {
             let body = try parseBody(raw)
             let call = WebServicesCall(
                 database: database, body: body,
-                store: CallerDatabase(database: self.database, userID: context.userID, logger: context.logger, assetURLs: assetURLs),
+                runner: PlanRunner(database: self.database, recordSchemas: recordSchemas, userID: context.userID, logger: context.logger,
+                                   readAfter: request.canopyPosition, device: request.canopyDevice),
+                assetURLs: assetURLs,
                 recordSchemas: recordSchemas, requestID: context.requestID, logger: context.logger,
                 container: settings.container, environment: settings.environment.rawValue, publicURL: configuration.publicURL,
                 userID: context.userID, uploadURL: path.operation == "assets/upload" ? uploadURL(logger: context.logger) : nil
@@ -158,6 +160,8 @@ struct WebServicesController {
             var answer = try await endpoint.handler(call)
             answer.text = try await call.signingAssets(answer.text)
             var response = WebServicesResponse.ok(answer)
+            // What this client has seen, to send back (on any gateway), as GraphQL's answers say it.
+            if let position = call.runner.positionSeen { response.headers[.canopyPosition] = position.description }
             if !signedByKey, let next = try await nextWebAuthToken(parameters["ckWebAuthToken"], context: context) {
                 response.headers[.cloudKitWebAuthToken] = next
             }

@@ -40,7 +40,7 @@ enum WebServicesCourier {
         }
         var random = SystemRandomNumberGenerator()
         let token = Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
-        _ = try await call.store.write(WebCourierPlans.register(tokenHash: tokenHash(token))) { rows in rows.count }
+        _ = try await call.runner.write(WebCourierPlans.register(tokenHash: tokenHash(token))) { rows in rows.count }
         let base = call.publicURL.hasSuffix("/") ? String(call.publicURL.dropLast()) : call.publicURL
         let url = "\(base)/database/1/\(call.container)/\(call.environment)/\(pathPrefix)\(token)"
         return ["apnsEnvironment": .string(environment), "apnsToken": .string(token), "webcourierURL": .string(url)]
@@ -50,7 +50,7 @@ enum WebServicesCourier {
     /// of a token `tokens/create` made: registered already).
     static func isCallersCourier(_ call: WebServicesCall, token: String) async throws -> Bool {
         guard isToken(token) else { return false }
-        let found = try await call.store.read(WebCourierPlans.ofCaller(tokenHash: tokenHash(token))) { rows in
+        let found = try await call.runner.read(WebCourierPlans.ofCaller(tokenHash: tokenHash(token))) { rows in
             try rows.first?.decode(String?.self) ?? nil
         }
         return found != nil

@@ -69,10 +69,10 @@ enum WebServicesShares {
             // share only its owner and administrators may change: RLS).
             let target = try ShareTarget(zone: try ZoneReference(sharingZoneName: zone.zoneName, ownerName: zone.ownerName), rootRecordName: root)
             let rendering = rendering(call, zone: zone)
-            let database = call.store.database, logger = call.logger
+            let database = call.runner.database, device = call.runner.device, logger = call.logger
             if type == "delete" || type == "forceDelete" {
                 let plan = ShareMutationPlan(target: target, action: .delete, rendering: rendering)
-                _ = try await ShareMutationRun.run([plan], database: database, userID: userID, device: nil, logger: logger)
+                _ = try await ShareMutationRun.run([plan], database: database, userID: userID, device: device, logger: logger)
                 return JSONValue.object(["recordName": shareName, "deleted": .bool(true), "zoneID": zone.dictionary]).jsonText
             }
             guard type == "create" || WebServicesShares.savingTypes.contains(type) else {
@@ -115,7 +115,7 @@ enum WebServicesShares {
             )
             let plans = [save] + removals.map { ShareMutationPlan(target: target, action: $0, rendering: rendering) }
             // The save and every removal in one transaction: all or none.
-            guard let share = try await ShareMutationRun.run(plans, database: database, userID: userID, device: nil, logger: logger) else {
+            guard let share = try await ShareMutationRun.run(plans, database: database, userID: userID, device: device, logger: logger) else {
                 throw APIError(.internalError, "the share was saved but not read back; quote request id \(call.requestID) when reporting it")
             }
             return share
@@ -182,7 +182,7 @@ enum WebServicesShares {
         do {
             let target = try ShareTarget(zone: try zone.reference, rootRecordName: root(ofShareRecord: name))
             let plan = try SharePlan(target: target, rendering: rendering(call, zone: zone))
-            let row = try await call.store.read(plan.statement) { rows in try rows.first.map(SharePlan.decode) }
+            let row = try await call.runner.read(plan.statement) { rows in try rows.first.map(SharePlan.decode) }
             guard let share = try plan.answer(row) else {
                 return call.itemError("recordName", .string(name), code: .notFound, reason: "there is no share \(name) in this zone").jsonText
             }
@@ -195,14 +195,14 @@ enum WebServicesShares {
     /// `records/resolve`: what a share URL's short GUID leads to.
     static func resolve(_ call: WebServicesCall) async throws -> WebServicesBody {
         try await results(call) { plan, _ in
-            try plan.answer(try await call.store.read(plan.statement) { rows in try rows.first.map(ShareMetadataPlan.decode) })
+            try plan.answer(try await call.runner.read(plan.statement) { rows in try rows.first.map(ShareMetadataPlan.decode) })
         }
     }
 
     /// `records/accept`: the caller joins each share.
     static func accept(_ call: WebServicesCall) async throws -> WebServicesBody {
         try await results(call) { plan, userID in
-            try await ShareLinkOperation.accept.run(plan, database: call.store.database, userID: userID, device: nil, logger: call.logger)
+            try await ShareLinkOperation.accept.run(plan, database: call.runner.database, userID: userID, device: call.runner.device, logger: call.logger)
         }
     }
 

@@ -14,8 +14,8 @@ enum ZonesEndpoints {
         default: .private
         }
         let plan = ZoneSyncTokensPlan(scope: scope, userID: call.userID ?? ChangeToken.anonymousUser)
-        let secret = try await call.store.changeTokenKey()
-        let rows = try await call.store.read(plan.statement) { rows in try rows.map(ZoneSyncTokensPlan.decode) }
+        let secret = try await call.runner.changeTokenKey()
+        let rows = try await call.runner.read(plan.statement) { rows in try rows.map(ZoneSyncTokensPlan.decode) }
         return plan.zones(rows, secret: secret).map { zone in
             self.zone(zoneName: zone.name, owner: zone.ownerName, database: call.database, syncToken: zone.syncToken)
         }
@@ -84,12 +84,12 @@ enum ZonesEndpoints {
                         throw APIError(.badDatabase, "zones are created in the private database")
                     }
                     let statement = try SaveZonePlan.statement(zoneName: zone.zoneName)
-                    let saved = try await call.store.write(statement) { rows in try rows.first.map { try $0.decode((String, String).self) } }
+                    let saved = try await call.runner.write(statement) { rows in try rows.first.map { try $0.decode((String, String).self) } }
                     guard let (zoneName, owner) = saved else { throw QueryError(.notAuthenticated, "the token's user no longer exists") }
                     out.append(self.zone(zoneName: zoneName, owner: owner, database: call.database))
                 } else {
                     let plan = try DeleteZonePlan(zone: try zone.reference)
-                    let count = try await call.store.write(plan.statement) { rows in try rows.first.map { try $0.decode(Int.self) } ?? 0 }
+                    let count = try await call.runner.write(plan.statement) { rows in try rows.first.map { try $0.decode(Int.self) } ?? 0 }
                     guard count > 0 else { throw QueryError(.zoneNotFound, "the zone does not exist") }
                     out.append(.object(["zoneID": zone.dictionary, "deleted": .bool(true)]))
                 }

@@ -57,6 +57,43 @@ struct ReplicaReadTests {
         }
     }
 
+    @Test("Web Services run through the same runner: records/modify's answer carries Canopy-Position, and records/lookup through another gateway, which reads the late replica, returns the write when sent it back (20 times in 20)")
+    func webServicesReadYourWrites() async throws {
+        try await ReplicatedCluster.with { replicated in
+            let harness = replicated.harness, alice = harness.aliceToken
+            let apiToken = try await WebServicesFixture.apiToken(on: harness.endpoint)
+            let configuration = WebServicesFixture.configuration()
+            try await harness.test(configuration: configuration, replicas: [replicated.replica], replicaSettings: Self.settings) { a, database in
+                try await harness.test(configuration: configuration, replicas: [replicated.replica], replicaSettings: Self.settings) { b, other in
+                    try await waitUntilInRotation(database)
+                    try await waitUntilInRotation(other)
+                    let made = try await a.webServices("private/zones/modify", #"{"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Log"}}}]}"#,
+                                                       apiToken: apiToken, webAuthToken: alice)
+                    #expect(made.status == .ok, "\(made.body)")
+                    func lookup(_ client: some TestClientProtocol, position: String?) async throws -> Int? {
+                        let found = try await client.webServices(
+                            "private/records/lookup", #"{"zoneID": {"zoneName": "Log"}, "records": [{"recordName": "counter"}]}"#,
+                            apiToken: apiToken, webAuthToken: alice, headers: position.map { [HTTPField.Name("Canopy-Position")!: $0] } ?? [:])
+                        return ((found.records.first?["fields"] as? [String: Any])?["value"] as? [String: Any])?["value"] as? Int
+                    }
+                    var staleOnB = 0, freshWithHeader = 0
+                    for i in 0..<20 {
+                        let saved = try await a.webServices("private/records/modify", #"""
+                            {"zoneID": {"zoneName": "Log"}, "operations": [{"operationType": "forceReplace",
+                              "record": {"recordType": "Counter", "recordName": "counter", "fields": {"value": {"value": \#(i)}}}}]}
+                            """#, apiToken: apiToken, webAuthToken: alice)
+                        #expect(saved.records.first?["serverErrorCode"] == nil, "\(saved.body)")
+                        let position = try #require(saved.headers[HTTPField.Name("Canopy-Position")!], "the write's answer says where it is: \(saved.headers)")
+                        if try await lookup(b, position: nil) != i { staleOnB += 1 }
+                        if try await lookup(b, position: position) == i { freshWithHeader += 1 }
+                    }
+                    #expect(staleOnB > 0, "a lookup through B right after a write through A found the write every time: is the replica delayed, and read?")
+                    #expect(freshWithHeader == 20, "with Canopy-Position, B's records/lookup returned the write \(freshWithHeader) times in 20")
+                }
+            }
+        }
+    }
+
     @Test("change tokens carry their position: a database feed continued through a gateway that reads a late replica does not report a zone twice")
     func tokensCarryTheirPosition() async throws {
         try await ReplicatedCluster.with { replicated in

@@ -10,7 +10,7 @@ protocol TemplatedPlan: FieldPlan {
 extension RecordsPlan: TemplatedPlan {}
 extension LookupPlan: TemplatedPlan {}
 
-extension OperationExecutor {
+extension PlanRunner {
     /// Runs a checked request's plan through the plan cache: a hit binds
     /// the request's values into the statement made before (`replay`), a
     /// miss plans `recording` and keeps its template. `cold` plans anew
