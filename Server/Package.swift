@@ -386,6 +386,7 @@ let package = Package(
                 "CanopyRequestStore",
                 "CanopyTestSupport",
                 "CanopyWAL",
+                "CanopyWebServices",
                 .product(name: "CanopyKit", package: canopyKitPackage),
                 .product(name: "GraphQL", package: "GraphQL"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -2,9 +2,10 @@ import CanopyPlanner
 
 /// A `records/query` query dictionary (`recordType`, `filterBy`, `sortBy`)
 /// in the planner's terms: the filters become one predicate tree
-/// (``predicate``, what ``RecordsQuery`` takes: no text to parse), and the
-/// same predicate as Canopy's language (``filter`` with every value a
-/// `$placeholder` bound from ``args``), which a query subscription stores.
+/// (``predicate``, what ``RecordsQuery`` takes: no text to parse); the
+/// planner's ``PredicatePrinter`` writes the same tree as Canopy's language
+/// (``filter`` with every value a `$placeholder` bound from ``args``),
+/// which a query subscription stores.
 /// Field names are checked to be names first. Comparators Canopy cannot
 /// say are refused by name (docs/WEB_SERVICES.md, "records/query").
 public struct WebServicesQuery: Sendable {
@@ -22,7 +23,6 @@ public struct WebServicesQuery: Sendable {
             throw QueryError(.badRequest, "query.recordType must be a record type's name")
         }
         self.recordType = recordType
-        var clauses: [String] = []
         var trees: [PredicateSyntax] = []
         switch query["filterBy"] {
         case nil, .null?: break
@@ -31,16 +31,14 @@ public struct WebServicesQuery: Sendable {
                 throw QueryError(.limitExceeded, "query.filterBy holds \(filters.count) filters; at most \(Self.maximumFilters)")
             }
             for (index, filter) in filters.enumerated() {
-                let (text, tree) = try clause(filter, at: index)
-                clauses.append(text)
-                trees.append(tree)
+                trees.append(try clause(filter, at: index))
             }
         case let other?: throw QueryError(.badRequest, "query.filterBy must be a list of filter dictionaries, not \(other.typeName)")
         }
-        filter = clauses.isEmpty ? nil : clauses.joined(separator: " AND ")
         if let first = trees.first {
             predicate = trees.dropFirst().reduce(first) { .and($0, $1) }
         }
+        (filter, args) = PredicatePrinter.print(predicate)
         switch query["sortBy"] {
         case nil, .null?: break
         case .array(let sorts)?:
@@ -129,14 +127,7 @@ public struct WebServicesQuery: Sendable {
         }
     }
 
-    /// A new placeholder bound to `value`.
-    private mutating func placeholder(_ value: JSONValue) -> String {
-        let name = "v\(args.count)"
-        args[name] = value
-        return "$" + name
-    }
-
-    private mutating func clause(_ item: JSONValue, at index: Int) throws(QueryError) -> (String, PredicateSyntax) {
+    private mutating func clause(_ item: JSONValue, at index: Int) throws(QueryError) -> PredicateSyntax {
         let place = "query.filterBy[\(index)]"
         guard case .object(let filter) = item else { throw QueryError(.badRequest, "\(place) must be a filter dictionary") }
         guard case .string(let comparator)? = filter["comparator"] else {
@@ -170,60 +161,50 @@ public struct WebServicesQuery: Sendable {
             throw QueryError(.badRequest, "\(place): \(comparator) cannot test a field named self (self CONTAINS searches a record's text; use CONTAINS_ALL_TOKENS or CONTAINS_ANY_TOKENS)")
         }
         switch comparator {
-        case "EQUALS": return ("\(name) == \(placeholder(value))", test(.compare("==", literal(value))))
-        case "NOT_EQUALS": return ("\(name) != \(placeholder(value))", test(.compare("!=", literal(value))))
-        case "LESS_THAN": return ("\(name) < \(placeholder(value))", test(.compare("<", literal(value))))
-        case "LESS_THAN_OR_EQUALS": return ("\(name) <= \(placeholder(value))", test(.compare("<=", literal(value))))
-        case "GREATER_THAN": return ("\(name) > \(placeholder(value))", test(.compare(">", literal(value))))
-        case "GREATER_THAN_OR_EQUALS": return ("\(name) >= \(placeholder(value))", test(.compare(">=", literal(value))))
-        case "IN":
-            let list = JSONValue.array(try values())
-            return ("\(name) IN \(placeholder(list))", test(.in(literal(list))))
-        case "NOT_IN":
-            let list = JSONValue.array(try values())
-            return ("NOT (\(name) IN \(placeholder(list)))", .not(test(.in(literal(list)))))
-        case "BEGINS_WITH": return ("\(name) BEGINSWITH \(placeholder(value))", test(.beginsWith(literal(value))))
-        case "NOT_BEGINS_WITH": return ("NOT (\(name) BEGINSWITH \(placeholder(value)))", .not(test(.beginsWith(literal(value)))))
-        case "LIST_CONTAINS": return ("\(name) CONTAINS \(placeholder(value))", test(.contains(literal(value))))
-        case "NOT_LIST_CONTAINS": return ("NOT (\(name) CONTAINS \(placeholder(value)))", .not(test(.contains(literal(value)))))
+        case "EQUALS": return test(.compare("==", literal(value)))
+        case "NOT_EQUALS": return test(.compare("!=", literal(value)))
+        case "LESS_THAN": return test(.compare("<", literal(value)))
+        case "LESS_THAN_OR_EQUALS": return test(.compare("<=", literal(value)))
+        case "GREATER_THAN": return test(.compare(">", literal(value)))
+        case "GREATER_THAN_OR_EQUALS": return test(.compare(">=", literal(value)))
+        case "IN": return test(.in(literal(.array(try values()))))
+        case "NOT_IN": return .not(test(.in(literal(.array(try values())))))
+        case "BEGINS_WITH": return test(.beginsWith(literal(value)))
+        case "NOT_BEGINS_WITH": return .not(test(.beginsWith(literal(value))))
+        case "LIST_CONTAINS": return test(.contains(literal(value)))
+        case "NOT_LIST_CONTAINS": return .not(test(.contains(literal(value))))
         case "LIST_CONTAINS_ALL", "NOT_LIST_CONTAINS_ALL", "LIST_CONTAINS_ANY", "NOT_LIST_CONTAINS_ANY":
             let all = comparator.hasSuffix("ALL")
             let items = try values()
             try spend(items.count - 1, at: place)
-            var parts: [String] = []
             var tree: PredicateSyntax?
             for item in items {
-                parts.append("\(name) CONTAINS \(placeholder(item))")
                 let one = test(.contains(literal(item)))
                 tree = tree.map { all ? .and($0, one) : .or($0, one) } ?? one
             }
-            let text = "(" + parts.joined(separator: all ? " AND " : " OR ") + ")"
-            return comparator.hasPrefix("NOT_") ? ("NOT \(text)", .not(tree!)) : (text, tree!)
+            return comparator.hasPrefix("NOT_") ? .not(tree!) : tree!
         case "CONTAINS_ALL_TOKENS":
             guard case .string = value else { throw QueryError(.badRequest, "\(place): CONTAINS_ALL_TOKENS takes a STRING of tokens") }
-            return ("self CONTAINS \(placeholder(value))", test(.selfContains(literal(value)), key: "self"))
+            return test(.selfContains(literal(value)), key: "self")
         case "CONTAINS_ANY_TOKENS":
             guard case .string(let text) = value else { throw QueryError(.badRequest, "\(place): CONTAINS_ANY_TOKENS takes a STRING of tokens") }
             let tokens = text.split(whereSeparator: { $0.isWhitespace || $0.isPunctuation }).map(String.init)
             guard !tokens.isEmpty else { throw QueryError(.badRequest, "\(place): CONTAINS_ANY_TOKENS takes at least one token") }
             try spend(tokens.count - 1, at: place)
-            var parts: [String] = []
             var tree: PredicateSyntax?
             for token in tokens {
-                parts.append("self CONTAINS \(placeholder(.string(token)))")
                 let one = test(.selfContains(literal(.string(token))), key: "self")
                 tree = tree.map { .or($0, one) } ?? one
             }
-            return ("(" + parts.joined(separator: " OR ") + ")", tree!)
+            return tree!
         case "NEAR":
             guard let metres = PredicateChecker.number(filter["distance"]), metres >= 0 else {
                 throw QueryError(.badRequest, "\(place): NEAR needs distance, a radius in metres")
             }
             let kilometres = JSONValue.double(metres / 1000)
-            return ("distanceToLocation:fromLocation:(\(name), \(placeholder(value))) <= \(placeholder(kilometres))",
-                    test(.distance(location: literal(value), op: "<=", kilometres: literal(kilometres))))
-        case "LIST_MEMBER_BEGINS_WITH": return ("ANY \(name) BEGINSWITH \(placeholder(value))", test(.anyBeginsWith(literal(value))))
-        case "NOT_LIST_MEMBER_BEGINS_WITH": return ("NOT (ANY \(name) BEGINSWITH \(placeholder(value)))", .not(test(.anyBeginsWith(literal(value)))))
+            return test(.distance(location: literal(value), op: "<=", kilometres: literal(kilometres)))
+        case "LIST_MEMBER_BEGINS_WITH": return test(.anyBeginsWith(literal(value)))
+        case "NOT_LIST_MEMBER_BEGINS_WITH": return .not(test(.anyBeginsWith(literal(value))))
         default:
             throw QueryError(.badRequest, "\(place): unknown comparator '\(comparator.prefix(40))'")
         }
