@@ -13,7 +13,7 @@ public struct WebServicesQuery: Sendable {
     public var predicate: PredicateSyntax = .all
     public var filter: String?
     public var args: [String: JSONValue] = [:]
-    public var sort: [JSONValue] = []
+    public var sort: [SortRequest] = []
 
     public init(_ query: JSONValue?) throws(QueryError) {
         guard case .object(let query)? = query else {
@@ -49,14 +49,14 @@ public struct WebServicesQuery: Sendable {
                 let key = try Self.key(of: descriptor, at: "query.sortBy[\(index)]")
                 // relativeLocation: a Location Dictionary (or a field value
                 // holding one): the field sorted by distance from it.
-                var origin: JSONValue?
+                var origin: SortRequest.Point?
                 if var location = descriptor["relativeLocation"], !location.isNull {
                     if case .object(let wrapper) = location, let inner = wrapper["value"] { location = inner }
-                    guard case .object(let point) = location, let latitude = point["latitude"], let longitude = point["longitude"],
-                          PredicateChecker.number(latitude) != nil, PredicateChecker.number(longitude) != nil else {
+                    guard case .object(let point) = location,
+                          let latitude = PredicateChecker.number(point["latitude"]), let longitude = PredicateChecker.number(point["longitude"]) else {
                         throw QueryError(.badRequest, "query.sortBy[\(index)].relativeLocation must be a Location Dictionary, {\"latitude\": …, \"longitude\": …}")
                     }
-                    origin = .object(["latitude": latitude, "longitude": longitude])
+                    origin = SortRequest.Point(latitude: latitude, longitude: longitude)
                 }
                 let ascending: Bool
                 switch descriptor["ascending"] {
@@ -64,9 +64,7 @@ public struct WebServicesQuery: Sendable {
                 case .bool(let flag)?: ascending = flag
                 case let other?: throw QueryError(.badRequest, "query.sortBy[\(index)].ascending must be true or false, not \(other.typeName)")
                 }
-                var item: [String: JSONValue] = ["field": .string(key.name), "direction": .string(ascending ? "ASC" : "DESC")]
-                if let origin { item["relativeLocation"] = origin }
-                sort.append(.object(item))
+                sort.append(SortRequest(field: key.name, descending: !ascending, relativeLocation: origin))
             }
         case let other?: throw QueryError(.badRequest, "query.sortBy must be a list of sort descriptors, not \(other.typeName)")
         }

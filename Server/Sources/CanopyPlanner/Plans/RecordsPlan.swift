@@ -128,11 +128,19 @@ public struct RecordsPlan: Sendable {
             error.locations = arguments.location("filter")
             throw error
         }
-        let sort: [JSONValue]
+        let items: [JSONValue]
         switch try arguments.value("sort") {
-        case nil, .null?: sort = []
-        case .array(let list)?: sort = list
-        case let single?: sort = [single]
+        case nil, .null?: items = []
+        case .array(let list)?: items = list
+        case let single?: items = [single]
+        }
+        let sort: [SortRequest]
+        do {
+            sort = try items.map { item throws(QueryError) in try SortRequest(item) }
+        } catch {
+            var located = error
+            located.locations = arguments.location("sort")
+            throw located
         }
         let query = RecordsQuery(
             zone: zone, recordType: recordType, predicate: predicate, args: try arguments.value("args"), sort: sort,
@@ -263,7 +271,7 @@ public struct RecordsPlan: Sendable {
         template = builder.template
     }
 
-    static func sortKeys(_ items: [JSONValue], checker: PredicateChecker, locations: [QueryError.Location]) throws -> [SortKey] {
+    static func sortKeys(_ items: [SortRequest], checker: PredicateChecker, locations: [QueryError.Location]) throws -> [SortKey] {
         func invalid(_ message: String) -> QueryError { QueryError(.invalidArguments, message, locations: locations) }
         return try items.enumerated().map { index, item in
             var key = try sortKey(item, checker: checker, invalid: invalid)
@@ -272,14 +280,8 @@ public struct RecordsPlan: Sendable {
         }
     }
 
-    private static func sortKey(_ item: JSONValue, checker: PredicateChecker, invalid: (String) -> QueryError) throws -> SortKey {
-            guard case .object(let sort) = item, case .string(let name)? = sort["field"] else {
-                throw invalid("each sort is {field, direction}")
-            }
-            let direction = sort["direction"]?.stringValue ?? "ASC"
-            guard direction == "ASC" || direction == "DESC" else {
-                throw invalid("sort direction must be ASC or DESC")
-            }
+    private static func sortKey(_ sort: SortRequest, checker: PredicateChecker, invalid: (String) -> QueryError) throws -> SortKey {
+            let name = sort.field
             let target: CheckedPredicate.Target
             do {
                 target = try checker.target(name, column: 0)
@@ -291,20 +293,18 @@ public struct RecordsPlan: Sendable {
             } catch let error as QueryError {
                 throw invalid(error.message)
             }
-            if let relative = sort["relativeLocation"], !relative.isNull {
+            if let point = sort.relativeLocation {
                 guard target.valueType == .location else {
                     throw invalid("relativeLocation sorts a LOCATION field by distance; \(name) is \(target.valueType)")
                 }
-                guard case .object(let point) = relative,
-                      let latitude = PredicateChecker.number(point["latitude"]), let longitude = PredicateChecker.number(point["longitude"]),
-                      abs(latitude) <= 90, abs(longitude) <= 180 else {
+                guard abs(point.latitude) <= 90, abs(point.longitude) <= 180 else {
                     throw invalid("relativeLocation must be {latitude: -90..90, longitude: -180..180}")
                 }
-                return SortKey(target: target, descending: direction == "DESC", origin: (latitude, longitude))
+                return SortKey(target: target, descending: sort.descending, origin: (point.latitude, point.longitude))
             }
             switch target.valueType {
             case .list, .location, .bytes, .asset: throw invalid("cannot sort by \(name), \(Article.indefinite(target.valueType.description))")
-            default: return SortKey(target: target, descending: direction == "DESC")
+            default: return SortKey(target: target, descending: sort.descending)
             }
     }
 

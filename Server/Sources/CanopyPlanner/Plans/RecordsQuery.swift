@@ -8,8 +8,8 @@ public struct RecordsQuery: Sendable {
     public var predicate: PredicateSyntax
     /// The values of the predicate's placeholders (`$name`, `%@`).
     public var args: JSONValue?
-    /// Sort keys: `{field, direction: ASC|DESC, relativeLocation?: {latitude, longitude}}`.
-    public var sort: [JSONValue]
+    /// Sort keys, checked against the schema by the plan.
+    public var sort: [SortRequest]
     public var limit: Int
     /// Where the previous page ended (``RecordsPlan/page(_:)``'s cursor).
     public var cursor: String?
@@ -19,7 +19,7 @@ public struct RecordsQuery: Sendable {
     public var filterText: String
 
     public init(
-        zone: ZoneReference, recordType: String, predicate: PredicateSyntax, args: JSONValue? = nil, sort: [JSONValue] = [],
+        zone: ZoneReference, recordType: String, predicate: PredicateSyntax, args: JSONValue? = nil, sort: [SortRequest] = [],
         limit: Int, cursor: String? = nil, filterText: String? = nil
     ) {
         self.zone = zone
