@@ -37,12 +37,12 @@ enum RecordsModifyEndpoint {
 
         var isDelete: Bool { type == "delete" || type == "forceDelete" }
 
-        var savePolicy: String {
+        var savePolicy: ModifyRecordsPlan.SavePolicy {
             switch type {
-            case "update": return "IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS"
-            case "forceUpdate": return "CHANGED_KEYS"
-            case "forceReplace": return "ALL_KEYS"
-            default: return "IF_SERVER_RECORD_UNCHANGED"
+            case "update": return .ifServerRecordUnchangedChangedKeys
+            case "forceUpdate": return .changedKeys
+            case "forceReplace": return .allKeys
+            default: return .ifServerRecordUnchanged
             }
         }
     }
@@ -115,7 +115,7 @@ enum RecordsModifyEndpoint {
 
         // Field values in Canopy's form, typed by the schemas where JSON cannot say.
         let schemas = try await call.schemas(of: Set(operations.compactMap(\.recordType)))
-        var saves: [JSONValue] = []
+        var saves: [RecordSave] = []
         var deletes: [String] = []
         var versions: [(name: String, tag: String)] = []
         for index in operations.indices where operations[index].refusal == nil {
@@ -149,13 +149,11 @@ enum RecordsModifyEndpoint {
                 operations[index].refusal = (.badRequest, "record \(operation.recordName): \(error.message)")
                 continue
             }
-            var input: [String: JSONValue] = [
-                "recordName": .string(operation.recordName), "recordType": .string(operation.recordType ?? ""),
-                "fields": .object(fields), "savePolicy": .string(operation.savePolicy),
-            ]
-            if let tag = operation.tag, operation.type == "update" || operation.type == "replace" { input["recordChangeTag"] = .string(tag) }
-            if let parent = operation.parent { input["parent"] = .string(parent) }
-            saves.append(.object(input))
+            saves.append(RecordSave(
+                recordName: operation.recordName, recordType: operation.recordType ?? "", fields: fields,
+                recordChangeTag: operation.type == "update" || operation.type == "replace" ? operation.tag : nil,
+                parent: operation.parent, savePolicy: operation.savePolicy
+            ))
         }
 
         let refused = operations.contains { $0.refusal != nil }

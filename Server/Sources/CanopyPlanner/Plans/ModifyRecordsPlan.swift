@@ -110,7 +110,8 @@ public struct ModifyRecordsPlan: Sendable {
         case let single?: inputs = [single]
         }
         do {
-            try self.init(zone: zone, saves: inputs, deletes: try arguments.strings("delete"), deleteIfUnchanged: deleteTags,
+            let saves = try inputs.map { input throws(QueryError) in try RecordSave.read(input) }
+            try self.init(zone: zone, saves: saves, deletes: try arguments.strings("delete"), deleteIfUnchanged: deleteTags,
                           atomic: atomic, policy: policy, field: field, request: request, style: nil)
         } catch var error as QueryError where error.locations.isEmpty {
             error.locations = arguments.location("save")
@@ -118,19 +119,19 @@ public struct ModifyRecordsPlan: Sendable {
         }
     }
 
-    /// Web Services' `records/modify`: `saves` are RecordInputs (JSON, as
-    /// GraphQL's `save` takes them), `deleteIfUnchanged` the tag-checked
-    /// deletes by name; saved records are read back as `style` writes them.
+    /// Web Services' `records/modify`: typed saves, `deleteIfUnchanged` the
+    /// tag-checked deletes by name; saved records are read back as `style`
+    /// writes them.
     public init(
-        zone: ZoneReference, saves: [JSONValue], deletes: [String], deleteIfUnchanged: [(name: String, tag: String)], atomic: Bool,
+        zone: ZoneReference, saves: [RecordSave], deletes: [String], deleteIfUnchanged: [(name: String, tag: String)], atomic: Bool,
         policy: SavePolicy, style: CloudKitRecordStyle
     ) throws {
-        try self.init(zone: zone, saves: saves, deletes: deletes, deleteIfUnchanged: deleteIfUnchanged, atomic: atomic,
+        try self.init(zone: zone, saves: saves.map(RecordSave.Reading.save), deletes: deletes, deleteIfUnchanged: deleteIfUnchanged, atomic: atomic,
                       policy: policy, field: nil, request: nil, style: style)
     }
 
     init(
-        zone: ZoneReference, saves inputs: [JSONValue], deletes plain: [String], deleteIfUnchanged tagged: [(name: String, tag: String)],
+        zone: ZoneReference, saves inputs: [RecordSave.Reading], deletes plain: [String], deleteIfUnchanged tagged: [(name: String, tag: String)],
         atomic: Bool, policy: SavePolicy, field: SelectedField?, request: ParsedRequest?, style: CloudKitRecordStyle?
     ) throws {
         self.field = field
@@ -152,11 +153,18 @@ public struct ModifyRecordsPlan: Sendable {
         var seen = Set<String>()
         var allNames: [String] = []
         for input in inputs {
-            guard case .object(var record) = input, case .string(let name)? = record["recordName"] else {
-                throw QueryError(.invalidArguments, "each save needs recordName, recordType and fields")
+            let save: RecordSave
+            switch input {
+            case .refused(let name, let message):
+                allNames.append(name)
+                refused.append(RecordFailure(recordName: name, code: .invalidArguments, message: message))
+                continue
+            case .save(let read):
+                save = read
             }
+            let name = save.recordName
             allNames.append(name)
-            if let problem = Self.problem(with: record, policy: policy) {
+            if let problem = Self.problem(with: save) {
                 refused.append(RecordFailure(recordName: name, code: .invalidArguments, message: problem))
                 continue
             }
@@ -164,11 +172,11 @@ public struct ModifyRecordsPlan: Sendable {
                 refused.append(RecordFailure(recordName: name, code: .invalidArguments, message: "record \(name) appears twice in the batch"))
                 continue
             }
-            let recordPolicy = record["savePolicy"]?.stringValue.flatMap(SavePolicy.init(rawValue:)) ?? policy
-            if !recordPolicy.mergesKeys, case .object(let fields)? = record["fields"] {
-                record["fields"] = .object(fields.filter { !$0.value.isNull })
+            var record = save
+            if !(save.savePolicy ?? policy).mergesKeys {
+                record.fields = save.fields.filter { !$0.value.isNull }
             }
-            valid.append((name, record["parent"]?.stringValue, .object(record)))
+            valid.append((name, record.parent, record.json))
         }
         for name in deletes {
             allNames.append(name)
@@ -185,31 +193,25 @@ public struct ModifyRecordsPlan: Sendable {
         self.allNames = allNames
     }
 
-    /// Why a RecordInput cannot be saved, or nil.
-    static func problem(with record: [String: JSONValue], policy: SavePolicy) -> String? {
-        guard case .string(let name)? = record["recordName"], Names.isRecordName(name) else {
+    /// Why a save cannot be saved, or nil: the one check of a save's names,
+    /// parent and size, whichever door it came through.
+    static func problem(with save: RecordSave) -> String? {
+        let name = save.recordName
+        guard Names.isRecordName(name) else {
             return "recordName must be 1-255 characters"
         }
-        guard case .string(let type)? = record["recordType"], Names.isRecordType(type) else {
+        guard Names.isRecordType(save.recordType) else {
             return "record \(name): recordType must be a letter followed by letters, digits or _"
         }
-        guard case .object(let fields)? = record["fields"] else {
-            return "record \(name): fields must be a JSON object"
-        }
-        for key in fields.keys where !Names.isFieldName(key) {
+        for key in save.fields.keys where !Names.isFieldName(key) {
             return "record \(name): field name '\(key.prefix(100))' must be a letter followed by letters, digits or _ (at most 255)"
         }
-        if let parent = record["parent"], !parent.isNull {
-            guard case .string(let parentName) = parent, Names.isRecordName(parentName) else {
-                return "record \(name): parent must be a recordName"
-            }
-            if parentName == name { return "record \(name) cannot be its own parent" }
+        if let parent = save.parent {
+            guard Names.isRecordName(parent) else { return "record \(name): parent must be a recordName" }
+            if parent == name { return "record \(name) cannot be its own parent" }
         }
-        if let tag = record["recordChangeTag"], !tag.isNull, tag.stringValue == nil {
-            return "record \(name): recordChangeTag must be a string"
-        }
-        if let fieldsValue = record["fields"], JSONWriter.sizeBound(of: fieldsValue) > maximumFieldsBytes,
-           fieldsValue.jsonText.utf8.count > maximumFieldsBytes {
+        let fields = JSONValue.object(save.fields)
+        if JSONWriter.sizeBound(of: fields) > maximumFieldsBytes, fields.jsonText.utf8.count > maximumFieldsBytes {
             return "record \(name): fields are larger than the limit of 1 MB"
         }
         return nil

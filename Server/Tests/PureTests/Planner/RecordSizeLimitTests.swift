@@ -17,16 +17,16 @@ struct RecordSizeLimitTests {
 
     @Test("fields of exactly 1 MB are saved, one byte more is refused, escapes counted as written")
     func limit() {
-        func record(_ note: String) -> [String: JSONValue] {
-            ["recordName": .string("r"), "recordType": .string("Note"), "fields": .object(["note": .string(note)])]
+        func record(_ note: String) -> RecordSave {
+            RecordSave(recordName: "r", recordType: "Note", fields: ["note": .string(note)])
         }
         let overhead = #"{"note":""}"#.utf8.count
         let limit = ModifyRecordsPlan.maximumFieldsBytes
         // Control characters are written as \u00XX: six bytes each.
         let escaped = String(repeating: "\u{1}", count: 1000)
         let fill = limit - overhead - 6000
-        #expect(ModifyRecordsPlan.problem(with: record(escaped + String(repeating: "a", count: fill)), policy: .ifServerRecordUnchanged) == nil)
-        let refused = ModifyRecordsPlan.problem(with: record(escaped + String(repeating: "a", count: fill + 1)), policy: .ifServerRecordUnchanged)
+        #expect(ModifyRecordsPlan.problem(with: record(escaped + String(repeating: "a", count: fill))) == nil)
+        let refused = ModifyRecordsPlan.problem(with: record(escaped + String(repeating: "a", count: fill + 1)))
         #expect(refused?.contains("larger than the limit of 1 MB") == true)
     }
 }
