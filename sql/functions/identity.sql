@@ -47,17 +47,17 @@ $$;
 -- since when the current secret is the token's. canopy.token_for_selector
 -- stays for gateways of the release before.
 CREATE OR REPLACE FUNCTION canopy.token_secrets_for_selector(
-    p_selector text, OUT user_id bigint, OUT secret_hash bytea, OUT previous_secret_hash bytea, OUT secret_since timestamptz
+    p_selector text, OUT user_id bigint, OUT secret_hash bytea, OUT previous_secret_hash bytea, OUT secret_age double precision
 )
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT t.user_id, t.secret_hash,
            CASE WHEN t.previous_valid_until > now() THEN t.previous_secret_hash END,
-           coalesce(t.rotated_at, t.created_at)
+           extract(epoch FROM now() - coalesce(t.rotated_at, t.created_at))::double precision
       FROM canopy.api_tokens t
      WHERE t.selector = p_selector AND t.revoked_at IS NULL
 $$;
-COMMENT ON FUNCTION canopy.token_secrets_for_selector(text) IS 'A live token''s user, secret hash, the hash its last rotation replaced while that still holds, and since when the secret is current.';
+COMMENT ON FUNCTION canopy.token_secrets_for_selector(text) IS 'A live token''s user, secret hash, the hash its last rotation replaced while that still holds, and the current secret''s age in seconds.';
 
 -- A web auth token's rotation (issue 66; docs/WEB_SERVICES.md, "The web
 -- token rotates"): the presented secret, when it is still the current one

@@ -70,6 +70,21 @@ public struct WebServicesQuery: Sendable {
         }
     }
 
+    /// The filter's text for a query subscription to keep, read back once:
+    /// a field whose name is a word of Canopy's filter language (`not`,
+    /// `truepredicate`, …) can be queried (the query runs the tree) but not
+    /// kept as text, and is refused here naming it, not by a parse error in
+    /// a text the client never wrote.
+    public func storableFilter(at place: String) throws(QueryError) -> String? {
+        guard let filter else { return nil }
+        do {
+            _ = try PredicateParser.parse(filter)
+        } catch {
+            throw QueryError(.badRequest, "\(place).filterBy: a query subscription cannot keep this filter (a field named like a word of Canopy's filter language, such as not or truepredicate, cannot be written in its text)")
+        }
+        return filter
+    }
+
     /// A field a filter or sort names: a record field (`fieldName`) or a
     /// system field (`systemFieldName`, or its `___` name as a fieldName),
     /// by the name Canopy's predicates give it.

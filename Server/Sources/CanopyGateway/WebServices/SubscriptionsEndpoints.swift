@@ -134,7 +134,8 @@ enum SubscriptionsEndpoints {
             if subscription["firesOnce"] == .bool(true) {
                 throw QueryError(.badRequest, "\(place): firesOnce subscriptions are not served by Canopy (docs/WEB_SERVICES.md)")
             }
-            let pushQuery = PushQuery(recordType: query.recordType, filter: query.filter, args: query.args.isEmpty ? nil : .object(query.args))
+            let pushQuery = PushQuery(recordType: query.recordType, filter: try query.storableFilter(at: "\(place).query"),
+                                      args: query.args.isEmpty ? nil : .object(query.args))
             return (.query, zone, pushQuery, firesOn, info)
         default:
             throw QueryError(.badRequest, "\(place).subscriptionType must be zone or query")

@@ -10,12 +10,42 @@ public struct PredicatePrinter: Sendable {
 
     public init() {}
 
+    /// Placeholder names the tree already uses (`$name` operands): a value
+    /// is never bound under one of them.
+    private var taken: Set<String> = []
+
     /// The tree as text and its placeholders' values; nil text for `.all`.
+    /// A `$name` or `%@` already in the tree is written as it is, its value
+    /// the caller's to bind.
     public static func print(_ predicate: PredicateSyntax) -> (filter: String?, args: [String: JSONValue]) {
         if predicate == .all { return (nil, [:]) }
         var printer = PredicatePrinter()
+        printer.taken = Self.names(in: predicate)
         let text = printer.text(predicate)
         return (text, printer.args)
+    }
+
+    private static func names(in predicate: PredicateSyntax) -> Set<String> {
+        func names(_ operand: PredicateSyntax.OperandSyntax) -> Set<String> {
+            switch operand {
+            case .named(let name, _): return [name]
+            case .list(let items, _): return items.reduce(into: []) { $0.formUnion(names($1)) }
+            default: return []
+            }
+        }
+        switch predicate {
+        case .all: return []
+        case .and(let left, let right), .or(let left, let right): return Self.names(in: left).union(Self.names(in: right))
+        case .not(let inner): return Self.names(in: inner)
+        case .test(let test):
+            switch test.kind {
+            case .compare(_, let value), .in(let value), .contains(let value), .beginsWith(let value), .anyBeginsWith(let value),
+                 .selfContains(let value):
+                return names(value)
+            case .between(let low, let high): return names(low).union(names(high))
+            case .distance(let location, _, let kilometres): return names(location).union(names(kilometres))
+            }
+        }
     }
 
     /// `predicate` as text, which the parser reads back as this very tree:
@@ -67,8 +97,11 @@ public struct PredicatePrinter: Sendable {
     private mutating func operand(_ operand: PredicateSyntax.OperandSyntax) -> String {
         switch operand {
         case .literal(let value, _):
-            let name = "v\(args.count)"
+            var number = args.count
+            while taken.contains("v\(number)") { number += 1 }
+            let name = "v\(number)"
             args[name] = value
+            taken.insert(name)
             return "$" + name
         case .list(let items, _):
             var written: [String] = []

@@ -29,7 +29,8 @@ struct StoredToken: Sendable {
 public struct PresentedToken: Sendable, Equatable {
     public var userID: Int64
     public var isCurrentSecret: Bool
-    /// Since when the current secret is the token's (its issue, or its last rotation).
+    /// Since when the current secret is the token's (its issue, or its last
+    /// rotation), on this gateway's clock.
     public var secretSince: Date
 }
 

@@ -118,18 +118,21 @@ public final class RequestDatabase: Sendable {
             return try await primary.withConnection { connection in
                 try await connection.query(
                     """
-                    SELECT user_id, secret_hash, previous_secret_hash, secret_since
+                    SELECT user_id, secret_hash, previous_secret_hash, secret_age
                       FROM canopy.token_secrets_for_selector(\(presented.selector)) WHERE user_id IS NOT NULL
                     """,
                     logger: logger
                 ).collect()
             }
         }
-        guard let (userID, storedHash, previousHash, since) = try rows.first?.decode((Int64, Data, Data?, Date).self) else {
+        guard let (userID, storedHash, previousHash, age) = try rows.first?.decode((Int64, Data, Data?, Double).self) else {
             unknownTokens.store(true, for: presented.selector)
             return nil
         }
-        let stored = StoredToken(userID: userID, hash: Array(storedHash), previousHash: previousHash.map(Array.init), secretSince: since)
+        // The database's age on this gateway's clock, which the rotation's
+        // check reads (the two clocks need not agree).
+        let stored = StoredToken(userID: userID, hash: Array(storedHash), previousHash: previousHash.map(Array.init),
+                                 secretSince: Date().addingTimeInterval(-age))
         tokens.store(stored, for: presented.selector)
         guard let match = stored.match(presented.secretHash) else { return nil }
         // `canopy users tokens` shows when a token was last used; off the

@@ -94,5 +94,20 @@ struct PredicatePrinterTests {
             #expect(Self.normalized(reread, args: args) == Self.normalized(tree, args: [:]), "\(text) printed as \(printed ?? "nil")")
         }
         #expect(PredicatePrinter.print(.all).filter == nil)
+        // A $name already in the tree keeps its name; values never take it.
+        let mixed = try PredicateParser.parse("a == $v0 AND b == 2")
+        let (text, values) = PredicatePrinter.print(mixed)
+        #expect(text == "a == $v0 AND b == $v1" && values == ["v1": .int(2)], "\(text ?? "nil") \(values)")
+    }
+
+    @Test("a field named like a word of the language (not, truepredicate) is queried by its tree, and a query subscription refuses to keep its text, naming why")
+    func keywordFieldNames() throws {
+        for name in ["not", "truepredicate"] {
+            let query = try WebServicesQuery(try JSONValue(parsing: #"{"recordType": "Book", "filterBy": [{"comparator": "EQUALS", "fieldName": "\#(name)", "fieldValue": {"value": 1}}]}"#))
+            #expect(query.predicate != .all)
+            #expect(throws: QueryError.self) { try query.storableFilter(at: "subscriptions[0].query") }
+        }
+        let plain = try WebServicesQuery(try JSONValue(parsing: #"{"recordType": "Book", "filterBy": [{"comparator": "EQUALS", "fieldName": "title", "fieldValue": {"value": "x"}}]}"#))
+        #expect(try plain.storableFilter(at: "q") == "title == $v0")
     }
 }
