@@ -488,6 +488,26 @@ def ws_bodies(tokens):
         "users/lookup/email": st.fixed_dictionaries({"users": st.lists(st.fixed_dictionaries({"emailAddress": texts}), max_size=3)}),
         "subscriptions/lookup": st.fixed_dictionaries({"subscriptions": st.lists(st.fixed_dictionaries({"subscriptionID": texts}), max_size=3)}),
         "records/resolve": st.fixed_dictionaries({"shortGUIDs": st.lists(st.fixed_dictionaries({"value": texts}), max_size=3)}),
+        # Issue 66's endpoints: users by record name, the contacts' empty
+        # list, subscriptions with notificationInfo and query filters (kept
+        # as printed text), and CloudKit JS's tokens/create and register.
+        "users/lookup/id": st.fixed_dictionaries({"users": st.lists(st.fixed_dictionaries({"userRecordName": texts}), max_size=3)}),
+        "users/lookup/contacts": st.fixed_dictionaries({}, optional={"continuationMarker": texts}),
+        "subscriptions/modify": st.fixed_dictionaries({"operations": st.lists(st.fixed_dictionaries({
+            "operationType": st.one_of(st.sampled_from(["create", "update", "delete"]), texts),
+            "subscription": st.fixed_dictionaries({"subscriptionID": texts}, optional={
+                "subscriptionType": st.one_of(st.sampled_from(["zone", "query"]), texts),
+                "zoneID": WS_ZONE_ID, "zoneWide": st.booleans(),
+                "query": st.fixed_dictionaries({"recordType": RECORD_TYPES}, optional={
+                    "filterBy": st.lists(FILTER, max_size=3), "sortBy": st.lists(SORT, max_size=2)}),
+                "firesOn": st.lists(st.one_of(st.sampled_from(["create", "update", "delete"]), texts), max_size=3),
+                "notificationInfo": st.one_of(st.fixed_dictionaries({}, optional={
+                    "alertBody": texts, "shouldBadge": st.one_of(st.booleans(), simple_values),
+                    "shouldSendContentAvailable": st.booleans(), "soundName": texts}), simple_values)})}),
+            min_size=1, max_size=3)}),
+        "tokens/create": st.fixed_dictionaries({}, optional={"apnsEnvironment": st.one_of(st.sampled_from(["development", "production"]), texts)}),
+        "tokens/register": st.fixed_dictionaries({}, optional={
+            "apnsEnvironment": st.one_of(st.sampled_from(["development", "production"]), texts), "apnsToken": texts}),
     }
     shaped = weighted(*((1, body.map(lambda b, op=op: (op, b))) for op, body in shapes.items()))
     # Sometimes a body that is not the operation's shape at all.
@@ -498,8 +518,9 @@ def ws_bodies(tokens):
 
 def ws_requests(container, tokens):
     prefix = f"/database/1/{container}/production/"
+    # tokens/… name no database (the reference's /device/… path, served here).
     return st.tuples(st.sampled_from(["public", "private", "shared"]), ws_bodies(tokens)).map(
-        lambda t: ("POST", prefix + t[0] + "/" + t[1][0], t[1][1]))
+        lambda t: ("POST", prefix + (t[1][0] if t[1][0].startswith("tokens/") else t[0] + "/" + t[1][0]), t[1][1]))
 
 
 # ---------------------------------------------------------------------------
