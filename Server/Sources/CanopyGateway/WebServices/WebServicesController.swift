@@ -26,9 +26,23 @@ struct WebServicesController {
     /// Each operation is a route of its own (`…/:database/records/query`,
     /// `…/tokens/create`), so spans, `/metrics` and access logs name the
     /// endpoint; anything else under the prefix is answered as the
-    /// reference answers an unknown operation.
+    /// reference answers an unknown operation. The group's middleware
+    /// renders every failure as the reference's error
+    /// (``WebServicesErrorMiddleware``) and checks the container
+    /// (``WebServicesContainerMiddleware``); the endpoints' group checks the
+    /// credentials (``WebServicesCredentialMiddleware``). A web courier's
+    /// long poll, the sign-in page's settings and the asset upload carry
+    /// credentials of their own.
     func register(on router: Router<CanopyRequestContext>) {
         let group = router.group("database/1/:container/:environment")
+            .add(middleware: WebServicesErrorMiddleware())
+            .add(middleware: WebServicesContainerMiddleware(settings: settings))
+        group.get("courier/:token") { request, context in try await courier(request, context: context) }
+        group.get("auth/sign-in.json") { request, context in try await signInSettings(request, context: context) }
+        group.post(RouterPath(WebServicesAssets.receivePath)) { request, context in try await receiveAsset(request, context: context) }
+        let special: Set<String> = ["GET courier/:token", "GET auth/sign-in.json", "POST \(WebServicesAssets.receivePath)"]
+
+        let endpoints = group.group().add(middleware: WebServicesCredentialMiddleware(controller: self))
         // `:database/**`: an unknown operation, or a database-less one (the
         // router falls back to it when `tokens/…` has no such operation).
         var paths: Set<String> = ["courier/:token", "auth/sign-in.json", WebServicesAssets.receivePath, ":database/**"]
@@ -44,8 +58,8 @@ struct WebServicesController {
             for count in 1..<components.count { paths.insert(components.prefix(count).joined(separator: "/")) }
         }
         for path in paths.sorted() {
-            group.post(RouterPath(path)) { request, context in await handle(request, context: context) }
-            group.get(RouterPath(path)) { request, context in await handle(request, context: context) }
+            if !special.contains("POST \(path)") { endpoints.post(RouterPath(path)) { request, context in try await answer(request, context: context) } }
+            if !special.contains("GET \(path)") { endpoints.get(RouterPath(path)) { request, context in try await answer(request, context: context) } }
         }
     }
 
@@ -56,135 +70,93 @@ struct WebServicesController {
         let redirectURL: String
     }
 
-    /// Every answer of the door: the endpoint's, or the one failure its
-    /// request met, mapped once (``failure(_:requestID:)``).
-    func handle(_ request: Request, context: CanopyRequestContext) async -> Response {
-        var context = context
-        do {
-            return try await answer(request, context: &context)
-        } catch {
-            return failure(error, requestID: context.requestID, logger: context.logger)
-        }
-    }
-
-    /// The one place a failure becomes the reference's error answer.
-    func failure(_ error: any Error, requestID: String, logger: Logger) -> Response {
-        if let signIn = error as? SignInRequired {
-            return WebServicesResponse.failure(signIn.error, code: .authenticationRequired, requestID: requestID, redirectURL: signIn.redirectURL)
-        }
-        return WebServicesResponse.failure(APIError(error, requestID: requestID, logger: logger), requestID: requestID)
-    }
-
-    func answer(_ request: Request, context: inout CanopyRequestContext) async throws -> Response {
-        // The operation's components: what follows /database/1/CONTAINER/ENVIRONMENT/.
+    /// The operation's path: what follows /database/1/CONTAINER/ENVIRONMENT/
+    /// (the container and environment checked by ``WebServicesContainerMiddleware``).
+    static func path(of request: Request, context: CanopyRequestContext) throws -> WebServicesPath {
         let rest = Array(request.uri.path.split(separator: "/", omittingEmptySubsequences: true).dropFirst(4))
         guard let container = context.parameters.get("container"), let environment = context.parameters.get("environment"),
               let path = WebServicesPath(container: container, environment: environment, rest: rest)
         else {
             throw APIError(.unknownItem, "not a Web Services path: /database/1/CONTAINER/ENVIRONMENT/DATABASE/OPERATION")
         }
-        guard path.container == settings.container, path.environment == settings.environment.rawValue else {
-            throw APIError(.unknownItem, "this server answers for container \(settings.container) in its \(settings.environment.rawValue) environment, not \(path.container.prefix(80)) in \(path.environment.prefix(40))")
-        }
-        let parameters: FormEncodedQuery
+        return path
+    }
+
+    /// The URL's query as a form (`ckAPIToken`, `ckWebAuthToken`, …).
+    static func parameters(of request: Request) throws -> FormEncodedQuery {
         do {
-            parameters = try FormEncodedQuery(request.uri.query.map { Substring($0) } ?? "")
+            return try FormEncodedQuery(request.uri.query.map { Substring($0) } ?? "")
         } catch {
             throw APIError(.badRequest, error.message)
         }
-        if path.database == nil && path.operation == "auth/sign-in.json" && request.method == .get {
-            return try await authenticator.meteringCredential(of: request, context: context) {
-                try await signInSettings(apiToken: parameters["ckAPIToken"], context: context)
-            }
+    }
+
+    /// `GET …/auth/sign-in.json`: the sign-in page's settings, for a live API token.
+    func signInSettings(_ request: Request, context: CanopyRequestContext) async throws -> Response {
+        let parameters = try Self.parameters(of: request)
+        return try await authenticator.meteringCredential(of: request, context: context) {
+            try await signInSettings(apiToken: parameters["ckAPIToken"], context: context)
         }
-        if path.database == nil && path.operation.hasPrefix(WebServicesCourier.pathPrefix) && request.method == .get {
-            // A web courier's long poll: its URL is its only credential. It
-            // takes from the address's rate, as a request without a token.
-            try await authenticator.checkCredentialAllowance(of: request, context: context)
-            try await identify(webAuthToken: nil, request: request, context: &context)
-            let channel = context.channel
-            do {
-                return try await WebServicesCourier.poll(token: path.operation.dropFirst(WebServicesCourier.pathPrefix.count),
-                                                         database: database, settings: settings, logger: context.logger,
-                                                         isConnected: { channel.isActive })
-            } catch is WebServicesCourier.UnknownCourier {
-                authenticator.noteRefusedCredential(of: request, context: context)
-                throw APIError(.unknownItem, "no web courier has this URL: tokens/create makes one", status: .notFound)
-            }
-        }
-        if path.database == nil && path.operation == WebServicesAssets.receivePath && request.method == .post {
-            return try await WebServicesAssets.receive(request, parameters: parameters, settings: configuration.assets,
-                                                   database: database, signer: assetURLs, context: context)
-        }
-        let signInRequired = { (error: APIError) in SignInRequired(error: error, redirectURL: signInURL(path: path, apiToken: parameters["ckAPIToken"])) }
-        var signedByKey = false
+    }
+
+    /// `GET …/courier/<token>`: a web courier's long poll. Its URL is its
+    /// only credential; it takes from the address's rate, as a request
+    /// without a token.
+    func courier(_ request: Request, context: CanopyRequestContext) async throws -> Response {
+        var context = context
+        let path = try Self.path(of: request, context: context)
+        try await authenticator.checkCredentialAllowance(of: request, context: context)
+        try await identify(webAuthToken: nil, request: request, context: &context)
+        let channel = context.channel
         do {
-            let raw = try await rawBody(request)
-            if let signature = try ServerToServerSignature.read(request.headers) {
-                try await authenticator.checkCredentialAllowance(of: request, context: context)
-                do {
-                    try await verify(signature, path: path, body: raw, request: request, context: &context)
-                } catch {
-                    authenticator.noteIfRefused(error, of: request, context: context)
-                    throw error
-                }
-                signedByKey = true
-            } else {
-                let apiToken = parameters["ckAPIToken"]
-                try await authenticator.meteringCredential(of: request, context: context) {
-                    try await checkAPIToken(apiToken, path: path, context: context)
-                }
-                try await identify(webAuthToken: parameters["ckWebAuthToken"], request: request, context: &context)
-            }
-            let database = path.database ?? ""
-            guard let endpoint = WebServicesEndpoints.served[path.operation] else {
-                throw notServed(path.operation)
-            }
-            guard endpoint.databases.contains(database) else {
-                throw database.isEmpty ? notServed(path.operation)
-                    : APIError(.badDatabase, "\(path.operation) is not an operation of the \(database) database")
-            }
-            if context.userID == nil && (endpoint.needsUser || database != "public") {
-                throw signInRequired(APIError(.notAuthenticated, "request needs authorization: sign in at redirectURL and send the ckWebAuthToken it returns"))
-            }
-            let body = try parseBody(raw)
-            let call = WebServicesCall(
-                database: database, body: body,
-                runner: PlanRunner(database: self.database, recordSchemas: recordSchemas, userID: context.userID, logger: context.logger,
-                                   readAfter: request.canopyPosition, device: request.canopyDevice),
-                assetURLs: assetURLs,
-                recordSchemas: recordSchemas, requestID: context.requestID, logger: context.logger,
-                container: settings.container, environment: settings.environment.rawValue, publicURL: configuration.publicURL,
-                userID: context.userID, uploadURL: path.operation == "assets/upload" ? uploadURL(logger: context.logger) : nil
-            )
-            var answer = try await endpoint.handler(call)
-            answer.text = try await call.signingAssets(answer.text)
-            var response = WebServicesResponse.ok(answer)
-            // What this client has seen, to send back (on any gateway), as GraphQL's answers say it.
-            if let position = call.runner.positionSeen { response.headers[.canopyPosition] = position.description }
-            if !signedByKey {
-                // The answer stands whatever the rotation meets: a write has
-                // committed by now. Without a new token the client keeps its own.
-                do {
-                    if let next = try await nextWebAuthToken(parameters["ckWebAuthToken"], context: context) {
-                        response.headers[.cloudKitWebAuthToken] = next
-                    }
-                } catch {
-                    context.logger.warning("the web auth token was not rotated", metadata: ["canopy.error": "\(String(describing: error).prefix(300))"])
-                }
-            }
-            return response
-        } catch let error as SignInRequired {
-            throw error
-        } catch {
-            let apiError = APIError(error, requestID: context.requestID, logger: context.logger)
-            // Nobody signed in, asked for something that needs a person: sign in.
-            if apiError.code == .notAuthenticated && context.userID == nil && !signedByKey && parameters["ckAPIToken"] != nil
-                && apiError.statusOverride == nil {
-                throw signInRequired(apiError)
-            }
-            throw apiError
+            return try await WebServicesCourier.poll(token: path.operation.dropFirst(WebServicesCourier.pathPrefix.count),
+                                                     database: database, settings: settings, logger: context.logger,
+                                                     isConnected: { channel.isActive })
+        } catch is WebServicesCourier.UnknownCourier {
+            authenticator.noteRefusedCredential(of: request, context: context)
+            throw APIError(.unknownItem, "no web courier has this URL: tokens/create makes one", status: .notFound)
         }
+    }
+
+    /// `POST …/assets/receive`: an upload URL's bytes (the URL signed by `assets/upload`).
+    func receiveAsset(_ request: Request, context: CanopyRequestContext) async throws -> Response {
+        try await WebServicesAssets.receive(request, parameters: try Self.parameters(of: request), settings: configuration.assets,
+                                            database: database, signer: assetURLs, context: context)
+    }
+
+    /// An endpoint's answer, its caller admitted by
+    /// ``WebServicesCredentialMiddleware`` (which hands on the body it read).
+    func answer(_ request: Request, context: CanopyRequestContext) async throws -> Response {
+        let path = try Self.path(of: request, context: context)
+        let database = path.database ?? ""
+        guard let endpoint = WebServicesEndpoints.served[path.operation] else {
+            throw notServed(path.operation)
+        }
+        guard endpoint.databases.contains(database) else {
+            throw database.isEmpty ? notServed(path.operation)
+                : APIError(.badDatabase, "\(path.operation) is not an operation of the \(database) database")
+        }
+        if context.userID == nil && (endpoint.needsUser || database != "public") {
+            throw SignInRequired(
+                error: APIError(.notAuthenticated, "request needs authorization: sign in at redirectURL and send the ckWebAuthToken it returns"),
+                redirectURL: signInURL(path: path, apiToken: try Self.parameters(of: request)["ckAPIToken"]))
+        }
+        let body = try parseBody(try await rawBody(request))
+        let call = WebServicesCall(
+            database: database, body: body,
+            runner: PlanRunner(database: self.database, recordSchemas: recordSchemas, userID: context.userID, logger: context.logger,
+                               readAfter: request.canopyPosition, device: request.canopyDevice),
+            assetURLs: assetURLs,
+            recordSchemas: recordSchemas, requestID: context.requestID, logger: context.logger,
+            container: settings.container, environment: settings.environment.rawValue, publicURL: configuration.publicURL,
+            userID: context.userID, uploadURL: path.operation == "assets/upload" ? uploadURL(logger: context.logger) : nil
+        )
+        var answer = try await endpoint.handler(call)
+        answer.text = try await call.signingAssets(answer.text)
+        var response = WebServicesResponse.ok(answer)
+        // What this client has seen, to send back (on any gateway), as GraphQL's answers say it.
+        if let position = call.runner.positionSeen { response.headers[.canopyPosition] = position.description }
+        return response
     }
 
     /// The container's API token, or AUTHENTICATION_FAILED.
