@@ -105,6 +105,7 @@ struct WebServicesController {
     func courier(_ request: Request, context: CanopyRequestContext) async throws -> Response {
         var context = context
         let path = try Self.path(of: request, context: context)
+        _ = try Self.parameters(of: request)  // a malformed query is 400, as on every route
         try await authenticator.checkCredentialAllowance(of: request, context: context)
         try await identify(webAuthToken: nil, request: request, context: &context)
         let channel = context.channel

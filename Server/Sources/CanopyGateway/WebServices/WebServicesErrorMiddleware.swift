@@ -1,8 +1,10 @@
 import Hummingbird
 
 /// Every failure under `/database/1/…` becomes a ``WebServicesError``,
-/// the reference's error answer, whatever threw it; outer middleware (CORS,
-/// the request's span) see it as a response that renders itself.
+/// the reference's error answer, whatever threw it, rendered here: outer
+/// middleware see an answer, as they did before the route group (the
+/// request metrics count a refusal by its status and time it, rather than
+/// as a thrown error).
 struct WebServicesErrorMiddleware: RouterMiddleware {
     typealias Context = CanopyRequestContext
 
@@ -10,7 +12,7 @@ struct WebServicesErrorMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch {
-            throw WebServicesError(error, requestID: context.requestID, logger: context.logger)
+            return WebServicesError(error, requestID: context.requestID, logger: context.logger).response
         }
     }
 }
