@@ -5,38 +5,28 @@ import CanopyPlanner
 /// and tamper-evident, and expire as they do (`CHANGE_TOKEN_EXPIRED`,
 /// Canopy's own code: start again without one).
 enum ChangesEndpoints {
-    /// One page of the database's zone feed, from the plan's typed input.
-    static func databaseChanges(_ call: WebServicesCall, syncToken: String?) async throws -> (zones: [JSONValue], syncToken: JSONValue, moreComing: JSONValue) {
+    /// One page of the database's zone feed: the zones changed, then those
+    /// deleted, as one JSON list of the reference's zone dictionaries the
+    /// plan wrote in SQL (``DatabaseChangesPlan/cloudKitPage(_:secret:)``).
+    static func databaseChanges(_ call: WebServicesCall, syncToken: String?) async throws -> (zones: String, syncToken: String, moreComing: Bool) {
         if call.database == "public" {
             throw APIError(.badDatabase, "the public database has one zone, _defaultZone: follow it with changes/zone")
         }
         guard let userID = call.userID else { throw QueryError(.notAuthenticated, "sign in first") }
-        let limit = min(try call.integer("resultsLimit") ?? RecordsEndpoints.maximumResults, RecordsEndpoints.maximumResults)
+        let limit = min(try call.body.integer("resultsLimit") ?? RecordsEndpoints.maximumResults, RecordsEndpoints.maximumResults)
         let secret = try await call.runner.changeTokenKey()
         let plan = try DatabaseChangesPlan(scope: call.databaseScope, since: syncToken, limit: Int(clamping: limit), userID: userID, secret: secret)
         let page = try await call.runner.read(plan.statement, from: .replica(after: plan.requiredPosition)) { rows in
             try rows.first.map(DatabaseChangesPlan.Page.decode)
         }
         guard let page else { throw APIError(.internalError, "changes/database returned no row") }
-        let answer = try plan.typedPage(page, secret: secret)
-        var zones: [JSONValue] = []
-        for (text, deleted) in [(answer.changed, false), (answer.deleted, true)] {
-            guard case .array(let items) = try JSONValue(parsing: text) else { continue }
-            for case .object(let zone) in items {
-                guard case .string(let name)? = zone["zoneName"] else { continue }
-                var dictionary: [String: JSONValue] = [
-                    "zoneID": WebServicesCall.zoneID(zoneName: name, owner: zone["ownerName"]?.stringValue, database: call.database),
-                ]
-                if deleted { dictionary["deleted"] = .bool(true) }
-                zones.append(.object(dictionary))
-            }
-        }
-        return (zones, .string(answer.token), .bool(answer.moreComing))
+        return try plan.cloudKitPage(page, secret: secret)
     }
 
-    static func database(_ call: WebServicesCall) async throws -> [String: JSONValue] {
-        let feed = try await databaseChanges(call, syncToken: try call.string("syncToken"))
-        return ["zones": .array(feed.zones), "syncToken": feed.syncToken, "moreComing": feed.moreComing]
+    static func database(_ call: WebServicesCall) async throws -> WebServicesBody {
+        let feed = try await databaseChanges(call, syncToken: try call.body.string("syncToken"))
+        return WebServicesBody(text: "{\"zones\":" + feed.zones + ",\"syncToken\":" + JSONValue.string(feed.syncToken).jsonText
+                               + ",\"moreComing\":\(feed.moreComing)}")
     }
 
     /// Each zone asked for, on its own: one zone's failure (not found, an
@@ -57,12 +47,12 @@ enum ChangesEndpoints {
             let limit: Int64?
             switch request["resultsLimit"] {
             case .int(let number)?: limit = number
-            default: limit = try call.integer("resultsLimit")
+            default: limit = try call.body.integer("resultsLimit")
             }
             do {
                 let feed = try await RecordsEndpoints.zoneChanges(
-                    call, zone: zone, syncToken: try call.string("syncToken", in: request), limit: limit,
-                    keys: try call.desiredKeys(request["desiredKeys"] ?? call.body["desiredKeys"]), recordTypes: recordTypes
+                    call, zone: zone, syncToken: try call.body.string("syncToken", in: request), limit: limit,
+                    keys: try call.body.desiredKeys(request["desiredKeys"] ?? call.body["desiredKeys"]), recordTypes: recordTypes
                 )
                 text += "{\"zoneID\":"
                 zone.dictionary.appendJSON(to: &text)

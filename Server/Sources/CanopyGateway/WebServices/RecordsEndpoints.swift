@@ -25,14 +25,14 @@ enum RecordsEndpoints {
         case let other?: throw QueryError(.badRequest, "zoneWide must be true or false, not \(other.typeName)")
         }
         let query = try WebServicesQuery(call.body["query"])
-        let asked = try call.integer("resultsLimit") ?? maximumResults
+        let asked = try call.body.integer("resultsLimit") ?? maximumResults
         guard asked >= 1 else {
             throw QueryError(.badRequest, "resultsLimit must be at least 1, not \(asked)")
         }
         let limit = min(asked, maximumResults)
         let records = RecordsQuery(
             zone: zoneWide ? ZoneReference.everyZone(of: call.databaseScope) : try zone.reference, recordType: query.recordType, predicate: query.predicate, sort: query.sort,
-            limit: Int(limit), cursor: try call.string("continuationMarker"),
+            limit: Int(limit), cursor: try call.body.string("continuationMarker"),
             // The filter's text and values name the query in its cursors
             // (describing the tree instead was 6% of W10's gateway CPU).
             filterText: (query.filter ?? "") + "\u{1F}" + JSONValue.object(query.args).jsonText
@@ -77,7 +77,7 @@ enum RecordsEndpoints {
                 // A record's own desiredKeys replace the request's.
                 if let keys = record["desiredKeys"] {
                     do {
-                        ownKeys.add(name, keys: try WebServicesCall.checkedDesiredKeys(keys))
+                        ownKeys.add(name, keys: try WebServicesRequestBody.desiredKeys(keys))
                     } catch {
                         throw QueryError(.badRequest, "records[\(index)].desiredKeys: \(error.message)")
                     }
@@ -105,8 +105,7 @@ enum RecordsEndpoints {
     struct KeysGroups {
         private(set) var groups: [CloudKitRecordStyle.DesiredKeysGroup] = []
 
-        mutating func add(_ name: String, keys: JSONValue) {
-            let list: [String]? = if case .array(let names) = keys { names.compactMap(\.stringValue) } else { nil }
+        mutating func add(_ name: String, keys list: [String]?) {
             if let index = groups.firstIndex(where: { $0.keys == list }) {
                 groups[index].names.append(name)
             } else {
@@ -119,11 +118,11 @@ enum RecordsEndpoints {
     /// records/changes answer them: `(records, syncToken, moreComing)`,
     /// the records written by the plan.
     static func zoneChanges(
-        _ call: WebServicesCall, zone: WebServicesCall.Zone, syncToken: String?, limit: Int64?, keys: JSONValue,
+        _ call: WebServicesCall, zone: WebServicesCall.Zone, syncToken: String?, limit: Int64?, keys: [String]?,
         recordTypes: Set<String>?
     ) async throws -> (records: String, syncToken: JSONValue, moreComing: JSONValue) {
         var style = try call.recordStyle(zone: zone)
-        if case .array(let names) = keys { style.desiredKeys = names.compactMap(\.stringValue) } else { style.desiredKeys = nil }
+        style.desiredKeys = keys
         let secret = try await call.runner.changeTokenKey()
         let plan = try ZoneChangesPlan(
             zone: try zone.reference, since: syncToken, limit: Int(clamping: min(limit ?? maximumResults, maximumResults)),
@@ -140,9 +139,9 @@ enum RecordsEndpoints {
     /// `records/changes`: the reference's older one-zone feed.
     static func changes(_ call: WebServicesCall) async throws -> WebServicesBody {
         let zone = try call.zone(call.body["zoneID"])
-        let limit = try call.integer("resultsLimit")
-        let feed = try await zoneChanges(call, zone: zone, syncToken: try call.string("syncToken"), limit: limit,
-                                         keys: try call.desiredKeys(), recordTypes: nil)
+        let limit = try call.body.integer("resultsLimit")
+        let feed = try await zoneChanges(call, zone: zone, syncToken: try call.body.string("syncToken"), limit: limit,
+                                         keys: try call.body.desiredKeys(), recordTypes: nil)
         var text = "{\"records\":" + feed.records + ",\"syncToken\":"
         feed.syncToken.appendJSON(to: &text)
         text += ",\"moreComing\":"

@@ -30,8 +30,8 @@ enum RecordsModifyEndpoint {
         var fields: [String: JSONValue]
         var parent: String?
         /// The operation's own `desiredKeys`, which replace the request's
-        /// for its record's answer (nil: the request's).
-        var desiredKeys: JSONValue?
+        /// for its record's answer (nil: the request's; `.some(nil)`: every field).
+        var desiredKeys: [String]??
         /// Why it cannot run, found before the batch does (BAD_REQUEST).
         var refusal: (code: WebServicesCode, reason: String)?
 
@@ -230,7 +230,7 @@ enum RecordsModifyEndpoint {
         var operation = Operation(type: type, recordName: recordName, recordType: nil, tag: nil, fields: [:], parent: nil, desiredKeys: nil, refusal: nil)
         if let keys = dictionary["desiredKeys"] {
             do {
-                operation.desiredKeys = try WebServicesCall.checkedDesiredKeys(keys)
+                operation.desiredKeys = .some(try WebServicesRequestBody.desiredKeys(keys))
             } catch {
                 throw QueryError(.badRequest, "\(place).desiredKeys: \(error.message)")
             }

@@ -144,7 +144,7 @@ struct WebServicesController {
         }
         let body = try parseBody(try await rawBody(request))
         let call = WebServicesCall(
-            database: database, body: body,
+            database: database, body: WebServicesRequestBody(body),
             runner: PlanRunner(database: self.database, recordSchemas: recordSchemas, userID: context.userID, logger: context.logger,
                                readAfter: request.canopyPosition, device: request.canopyDevice),
             assetURLs: assetURLs,

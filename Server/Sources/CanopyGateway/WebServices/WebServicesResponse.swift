@@ -6,8 +6,8 @@ import Hummingbird
 
 /// Writes Web Services answers: a JSON object with HTTP 200, or a whole
 /// request's error as the reference gives it (`{uuid, serverErrorCode,
-/// reason, redirectURL?, retryAfter?}` with the code's status), and the
-/// per-item errors that sit inside 200 answers.
+/// reason, redirectURL?, retryAfter?}` with the code's status). The
+/// per-item errors inside 200 answers are `WebServicesAnswer`'s.
 enum WebServicesResponse {
     static func ok(_ body: [String: JSONValue]) -> Response {
         ok(WebServicesBody(body))
@@ -35,14 +35,6 @@ enum WebServicesResponse {
         var response = GraphQLResponse.json(JSONValue.object(body).jsonText, status: status)
         if let seconds = error.retryAfter { response.headers[.retryAfter] = String(seconds) }
         return response
-    }
-
-    /// One item's error inside a 200 answer: `{recordName | zoneID | …,
-    /// reason, serverErrorCode, uuid}` (`key` and `value` name the item).
-    static func itemError(
-        _ key: String, _ value: JSONValue, code: WebServicesCode, reason: String, requestID: String
-    ) -> JSONValue {
-        .object([key: value, "serverErrorCode": .string(code.rawValue), "reason": .string(reason), "uuid": .string(requestID)])
     }
 }
 

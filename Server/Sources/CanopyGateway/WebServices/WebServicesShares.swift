@@ -1,4 +1,5 @@
 import CanopyPlanner
+import CanopyWebServices
 
 /// Shares as the reference shows them: records of type `cloudkit.share`,
 /// saved and deleted through `records/modify`, read with `records/lookup`,
@@ -227,13 +228,12 @@ enum WebServicesShares {
             switch guid["shouldFetchRootRecord"] {
             case nil, .null?, .bool(false)?: break
             case .bool(true)?:
-                let keys: JSONValue
+                let names: [String]?
                 do {
-                    keys = try WebServicesCall.checkedDesiredKeys(guid["rootRecordDesiredKeys"])
+                    names = try WebServicesRequestBody.desiredKeys(guid["rootRecordDesiredKeys"])
                 } catch {
                     throw QueryError(.badRequest, "shortGUIDs[\(index)].rootRecordDesiredKeys: \(error.message)")
                 }
-                let names: [String]? = if case .array(let list) = keys { list.compactMap(\.stringValue) } else { nil }
                 rootRecord = .init(desiredKeys: names, numbersAsStrings: call.numbersAsStrings)
             case let other?:
                 throw QueryError(.badRequest, "shortGUIDs[\(index)].shouldFetchRootRecord must be true or false, not \(other.typeName)")

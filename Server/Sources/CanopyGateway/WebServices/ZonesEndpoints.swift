@@ -1,109 +1,93 @@
 import CanopyPlanner
+import CanopyWebServices
 
 /// `zones/list`, `zones/lookup`, `zones/modify` and `zones/changes`, over
-/// Canopy's `zones`, `saveZone`, `deleteZone` and `databaseChanges`. The
-/// public database has one zone, `_defaultZone`, answered without asking
-/// the database (Canopy's `zones` refuses PUBLIC as CloudKit's clients do).
+/// Canopy's zone plans. The zone ID dictionaries are written by the plans
+/// in SQL; the gateway adds only the sync tokens, which it seals with its
+/// own key (``ZoneSyncTokensPlan``). The public database has one zone,
+/// `_defaultZone`, which it lists; it has no custom zones to make.
 enum ZonesEndpoints {
-    /// The zones of the database, as the reference's zone dictionaries,
-    /// each with its sync token (``ZoneSyncTokensPlan``).
-    static func zones(_ call: WebServicesCall) async throws -> [JSONValue] {
-        let scope: DatabaseScope = switch call.database {
-        case "public": .public
-        case "shared": .shared
-        default: .private
-        }
-        let plan = ZoneSyncTokensPlan(scope: scope, userID: call.userID ?? ChangeToken.anonymousUser)
+    /// The zones of the database, each with its zone ID dictionary (JSON
+    /// text) and sync token.
+    static func zones(_ call: WebServicesCall) async throws -> [ZoneSyncTokensPlan.Zone] {
+        let plan = ZoneSyncTokensPlan(scope: call.databaseScope, userID: call.userID ?? ChangeToken.anonymousUser)
         let secret = try await call.runner.changeTokenKey()
         let rows = try await call.runner.read(plan.statement) { rows in try rows.map(ZoneSyncTokensPlan.decode) }
-        return plan.zones(rows, secret: secret).map { zone in
-            self.zone(zoneName: zone.name, owner: zone.ownerName, database: call.database, syncToken: zone.syncToken)
-        }
+        return plan.zones(rows, secret: secret)
     }
 
-    static func zone(zoneName: String, owner: String?, database: String, syncToken: String? = nil) -> JSONValue {
-        var zone: [String: JSONValue] = ["zoneID": WebServicesCall.zoneID(zoneName: zoneName, owner: owner, database: database), "atomic": .bool(true)]
-        if let syncToken { zone["syncToken"] = .string(syncToken) }
-        return .object(zone)
+    static func list(_ call: WebServicesCall) async throws -> WebServicesBody {
+        let zones = try await zones(call).map { WebServicesWriter.zone(zoneIDText: $0.zoneID, syncToken: $0.syncToken) }
+        return WebServicesBody(text: "{\"zones\":[" + zones.joined(separator: ",") + "]}")
     }
 
-    static func list(_ call: WebServicesCall) async throws -> [String: JSONValue] {
-        ["zones": .array(try await zones(call))]
-    }
-
-    static func lookup(_ call: WebServicesCall) async throws -> [String: JSONValue] {
+    /// Each zone asked for, in order: its dictionary, or ZONE_NOT_FOUND in
+    /// its place. A zone ID without `ownerRecordName` names the first zone
+    /// of that name the caller reaches (its own, in the private database).
+    static func lookup(_ call: WebServicesCall) async throws -> WebServicesBody {
         guard case .array(let requested)? = call.body["zones"], !requested.isEmpty else {
             throw QueryError(.badRequest, "zones/lookup needs zones, a list of zone ID dictionaries ({\"zoneName\": …})")
         }
-        let known = try await zones(call)
-        var byName: [String: JSONValue] = [:]
-        for case .object(let zone) in known {
-            if case .object(let zoneID)? = zone["zoneID"], case .string(let name)? = zoneID["zoneName"] {
-                let owner = zoneID["ownerRecordName"]?.stringValue ?? ""
-                byName[name + "\u{0}" + owner] = .object(zone)
-                if byName[name] == nil { byName[name] = .object(zone) }
-            }
-        }
-        var out: [JSONValue] = []
-        for (index, item) in requested.enumerated() {
+        // Read every zone ID first: a malformed one refuses the request.
+        let asked = try requested.enumerated().map { index, item throws(QueryError) in
             // The reference's zones/lookup lists zone IDs; some clients wrap them in {"zoneID": …}.
             var zoneID = item
             if case .object(let wrapper) = item, let inner = wrapper["zoneID"] { zoneID = inner }
-            let zone = try call.zone(zoneID, at: "zones[\(index)]")
-            guard case .object(let asked) = zone.dictionary, case .string(let name)? = asked["zoneName"] else { continue }
-            let owner = asked["ownerRecordName"]?.stringValue
-            if let found = owner.map({ byName[name + "\u{0}" + $0] }) ?? byName[name] {
-                out.append(found)
-            } else {
-                out.append(call.itemError("zoneID", zone.dictionary, code: .zoneNotFound, reason: "zone \(name) does not exist or is not shared with you"))
-            }
+            return try call.zone(zoneID, at: "zones[\(index)]")
         }
-        return ["zones": .array(out)]
+        let known = try await zones(call)
+        let answers: [String] = asked.map { zone in
+            let found = known.first { $0.name == zone.zoneName && (zone.ownerName == nil || $0.ownerName == zone.ownerName) }
+            if let found { return WebServicesWriter.zone(zoneIDText: found.zoneID, syncToken: found.syncToken) }
+            return call.itemError("zoneID", zone.dictionary, code: .zoneNotFound,
+                                  reason: "zone \(zone.zoneName) does not exist or is not shared with you").jsonText
+        }
+        return WebServicesBody(text: "{\"zones\":[" + answers.joined(separator: ",") + "]}")
     }
 
     /// Each operation on its own, in order, as the reference says.
-    static func modify(_ call: WebServicesCall) async throws -> [String: JSONValue] {
-        guard case .array(let operations)? = call.body["operations"], !operations.isEmpty else {
+    static func modify(_ call: WebServicesCall) async throws -> WebServicesBody {
+        guard case .array(let items)? = call.body["operations"], !items.isEmpty else {
             throw QueryError(.badRequest, "zones/modify needs operations, a list of {\"operationType\": \"create\" | \"delete\", \"zone\": {\"zoneID\": …}}")
         }
-        var out: [JSONValue] = []
-        for (index, item) in operations.enumerated() {
-            guard case .object(let operation) = item, case .string(let type)? = operation["operationType"], type == "create" || type == "delete" else {
-                throw QueryError(.badRequest, "operations[\(index)].operationType must be create or delete")
-            }
-            var zoneID: JSONValue? = nil
-            if case .object(let zone)? = operation["zone"] { zoneID = zone["zoneID"] }
-            guard zoneID != nil else { throw QueryError(.badRequest, "operations[\(index)] needs zone: {\"zoneID\": {\"zoneName\": …}}") }
-            let zone = try call.zone(zoneID, at: "operations[\(index)].zone.zoneID")
+        let operations = try items.enumerated().map { index, item throws(QueryError) in
+            try WebServicesZoneOperation(item, at: "operations[\(index)]", scope: call.databaseScope)
+        }
+        var out: [String] = []
+        for operation in operations {
+            let zone = operation.zone
             do {
                 if call.database == "public" {
                     throw APIError(.badDatabase, "the public database has one zone, _defaultZone, and no custom zones")
                 }
-                if type == "create" {
+                switch operation.action {
+                case .create:
                     guard call.database == "private" else {
                         throw APIError(.badDatabase, "zones are created in the private database")
                     }
                     let statement = try SaveZonePlan.statement(zoneName: zone.zoneName)
                     let saved = try await call.runner.write(statement) { rows in try rows.first.map { try $0.decode((String, String).self) } }
                     guard let (zoneName, owner) = saved else { throw QueryError(.notAuthenticated, "the token's user no longer exists") }
-                    out.append(self.zone(zoneName: zoneName, owner: owner, database: call.database))
-                } else {
+                    let made = WebServicesZoneID(zoneName: zoneName, ownerName: owner, scope: call.databaseScope)
+                    out.append(WebServicesWriter.zone(zoneIDText: made.dictionary.jsonText, syncToken: nil))
+                case .delete:
                     let plan = try DeleteZonePlan(zone: try zone.reference)
                     let count = try await call.runner.write(plan.statement) { rows in try rows.first.map { try $0.decode(Int.self) } ?? 0 }
                     guard count > 0 else { throw QueryError(.zoneNotFound, "the zone does not exist") }
-                    out.append(.object(["zoneID": zone.dictionary, "deleted": .bool(true)]))
+                    out.append(JSONValue.object(["zoneID": zone.dictionary, "deleted": .bool(true)]).jsonText)
                 }
             } catch {
-                out.append(call.itemError("zoneID", zone.dictionary, error: error))
+                out.append(call.itemError("zoneID", zone.dictionary, error: error).jsonText)
             }
         }
-        return ["zones": .array(out)]
+        return WebServicesBody(text: "{\"zones\":[" + out.joined(separator: ",") + "]}")
     }
 
-    /// `zones/changes`: the zones changed since `metaSyncToken` (Canopy's
-    /// `databaseChanges`, whose token it is).
-    static func changes(_ call: WebServicesCall) async throws -> [String: JSONValue] {
-        let feed = try await ChangesEndpoints.databaseChanges(call, syncToken: try call.string("metaSyncToken"))
-        return ["zones": .array(feed.zones), "metaSyncToken": feed.syncToken, "moreComing": feed.moreComing]
+    /// `zones/changes`: the zones changed since `metaSyncToken` (the
+    /// database feed's token, as `changes/database` gives it).
+    static func changes(_ call: WebServicesCall) async throws -> WebServicesBody {
+        let feed = try await ChangesEndpoints.databaseChanges(call, syncToken: try call.body.string("metaSyncToken"))
+        return WebServicesBody(text: "{\"zones\":" + feed.zones + ",\"metaSyncToken\":" + JSONValue.string(feed.syncToken).jsonText
+                               + ",\"moreComing\":\(feed.moreComing)}")
     }
 }

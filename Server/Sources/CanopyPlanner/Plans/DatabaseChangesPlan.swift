@@ -21,7 +21,7 @@ public struct DatabaseChangesPlan: Sendable {
 
     public let statement: SQLStatement
     /// GraphQL's selection under `DatabaseChanges`; nil for Web Services'
-    /// typed input, whose zones are `{zoneName, ownerName}`.
+    /// typed input, whose zones are the reference's zone dictionaries.
     let field: SelectedField?
     let scope: DatabaseScope
     let userID: Int64
@@ -129,8 +129,11 @@ public struct DatabaseChangesPlan: Sendable {
                 try Projection.zone($0.children, id: "c.id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
             } ?? "NULL::json"
         } else {
-            changedZones = "json_build_object('zoneName', c.name, 'ownerName', c.owner_name)"
-            deletedZones = changedZones
+            // Web Services: the reference's zone dictionaries, a deleted
+            // zone's marked so.
+            let zoneID = Projection.cloudKitZoneID(name: "c.name", owner: "c.owner_name")
+            changedZones = "jsonb_build_object('zoneID', \(zoneID))"
+            deletedZones = "jsonb_build_object('zoneID', \(zoneID), 'deleted', true)"
         }
         builder.append("""
             WITH seen AS (SELECT \(seen)::text::pg_snapshot AS snapshot), \
@@ -191,11 +194,13 @@ public struct DatabaseChangesPlan: Sendable {
         return (json, token)
     }
 
-    /// Web Services' page: the changed and the deleted zones, each
-    /// `[{zoneName, ownerName}]` (JSON text), the next sync token, and
-    /// whether more follow.
-    public func typedPage(_ page: Page, secret: SigningKey) throws -> (changed: String, deleted: String, token: String, moreComing: Bool) {
-        (page.changed ?? "[]", page.deleted ?? "[]", try nextToken(page, secret: secret), page.moreComing)
+    /// Web Services' page: the zones changed, then the zones deleted, as
+    /// one JSON list of the reference's zone dictionaries written by the
+    /// statement; the next sync token; and whether more follow.
+    public func cloudKitPage(_ page: Page, secret: SigningKey) throws -> (zones: String, syncToken: String, moreComing: Bool) {
+        let changed = page.changed ?? "[]", deleted = page.deleted ?? "[]"
+        let zones = changed == "[]" ? deleted : deleted == "[]" ? changed : changed.dropLast() + "," + deleted.dropFirst()
+        return (zones, try nextToken(page, secret: secret), page.moreComing)
     }
 
     /// The token the page ends at, once `since` is checked against what was purged.

@@ -118,9 +118,8 @@ public struct SaveSubscriptionPlan: Sendable {
     /// Web Services' `subscriptions/modify` create and update: a ZONE or
     /// QUERY subscription from the planner's typed input (a query's filter
     /// as Canopy's predicate text, which the subscription stores), answered
-    /// as `{subscriptionID, kind, scope, zone: {zoneName, ownerName},
-    /// recordType, filter, args, firesOn, notificationInfo}`
-    /// (``SubscriptionsPlan/typedStatement``'s).
+    /// as the reference's subscription dictionary, written in SQL
+    /// (``Projection/cloudKitSubscription(_:)``).
     /// `notificationInfo`: the Notification Info Dictionary, as the door
     /// checked it, kept and answered back as saved.
     public init(
@@ -155,7 +154,7 @@ public struct SaveSubscriptionPlan: Sendable {
         var builder = SQLBuilder()
         statement = Self.statement(subscriptionID: subscriptionID, kind: kind, scope: scope, zone: zone, query: kind == .query ? query : nil,
                                    firesOn: events, notificationInfo: notificationInfo,
-                                   projection: Projection.typedPushSubscription(&builder), &builder)
+                                   projection: Projection.cloudKitSubscription(&builder), &builder)
     }
 
     static func statement(
@@ -214,14 +213,36 @@ public struct SubscriptionsPlan: Sendable {
 }
 
 extension SubscriptionsPlan {
-    /// Web Services' `subscriptions/list` and `/lookup`: the caller's own,
-    /// as a JSON list of ``Projection/typedPushSubscription(_:)``'s objects.
-    public static var typedStatement: SQLStatement {
+    /// Web Services' `subscriptions/list`: the caller's own in one database
+    /// (nil: every database, for a path without one), as a JSON list of
+    /// the reference's subscription dictionaries
+    /// (``Projection/cloudKitSubscription(_:)``).
+    public static func cloudKitStatement(scope: DatabaseScope?) -> SQLStatement {
         var builder = SQLBuilder()
-        let projection = Projection.typedPushSubscription(&builder)
+        let projection = Projection.cloudKitSubscription(&builder)
+        let inScope: SQL = scope.map { "s.scope = \(builder.bind($0.rawValue))" } ?? "TRUE"
         builder.append("""
-            SELECT coalesce(json_agg(\(projection) ORDER BY s.subscription_id), '[]')::text \
-            FROM canopy.push_subscriptions s WHERE s.user_id = canopy.current_user_id()
+            SELECT coalesce(jsonb_agg(\(projection) ORDER BY s.subscription_id), '[]')::text \
+            FROM canopy.push_subscriptions s WHERE s.user_id = canopy.current_user_id() AND \(inScope)
+            """)
+        return builder.query
+    }
+
+    /// Web Services' `subscriptions/lookup`: the caller's subscriptions
+    /// `ids`, in that order, each as its dictionary or, where the caller has
+    /// none of that ID, the reference's item error with `missingCode` and
+    /// the request's id.
+    public static func cloudKitLookup(scope: DatabaseScope?, ids: [String], missingCode: String, requestID: String) -> SQLStatement {
+        var builder = SQLBuilder()
+        let projection = Projection.cloudKitSubscription(&builder)
+        let inScope: SQL = scope.map { "s.scope = \(builder.bind($0.rawValue))" } ?? "TRUE"
+        let code = builder.bind(missingCode), request = builder.bind(requestID)
+        builder.append("""
+            SELECT coalesce(jsonb_agg(coalesce((SELECT \(projection) FROM canopy.push_subscriptions s \
+            WHERE s.user_id = canopy.current_user_id() AND \(inScope) AND s.subscription_id = a.id), \
+            jsonb_build_object('subscriptionID', a.id, 'serverErrorCode', \(code)::text, \
+            'reason', 'you have no subscription ' || left(a.id, 80), 'uuid', \(request)::text)) ORDER BY a.n), '[]')::text \
+            FROM unnest(\(builder.bind(ids))::text[]) WITH ORDINALITY a(id, n)
             """)
         return builder.query
     }
@@ -271,19 +292,6 @@ extension DeleteSubscriptionPlan: FieldPlan {
 }
 
 extension Projection {
-    /// A subscription as the typed paths answer it: every field of
-    /// `PushSubscription`, its zone as `{zoneName, ownerName}`.
-    static func typedPushSubscription(_ builder: inout SQLBuilder) -> SQL {
-        let publicOwner = builder.bind(DatabaseScope.publicOwnerName)
-        return """
-            json_build_object('subscriptionID', s.subscription_id, 'kind', s.kind, 'scope', s.scope, 'recordType', s.record_type, \
-            'filter', s.filter, 'args', s.args, 'firesOn', to_json(s.fires_on), 'notificationInfo', s.notification_info, 'zone', \
-            (SELECT json_build_object('zoneName', pz.name, 'ownerName', coalesce(pu.record_name, \(publicOwner)::text)) \
-            FROM canopy.zones pz LEFT JOIN canopy.users pu ON pu.id = pz.owner_id \
-            WHERE pz.id = s.zone_id AND (pu.id IS NOT NULL OR pz.owner_id IS NULL)))
-            """
-    }
-
     /// A `PushSubscription` from `canopy.push_subscriptions` aliased `s`.
     static func pushSubscription(_ fields: [SelectedField], request: ParsedRequest, _ builder: inout SQLBuilder) throws -> SQL {
         try object(fields, &builder) { field, builder in
