@@ -180,6 +180,8 @@ public final class PlanCache: Sendable {
 
         static let records = Operation("records")
         static let lookup = Operation("lookup")
+        /// Web Services' `records/lookup` (W9's path).
+        static let webServicesLookup = Operation("records/lookup")
     }
 
     static let capacityEvictions = Counter(label: "canopy_plan_cache_evictions_total", dimensions: [("reason", "capacity")])

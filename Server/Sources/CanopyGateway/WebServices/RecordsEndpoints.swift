@@ -89,15 +89,31 @@ enum RecordsEndpoints {
         }
         var style = try call.recordStyle(zone: zone)
         style.desiredKeysByRecord = ownKeys.groups
-        let plan = try LookupPlan(zone: try zone.reference, names: names, style: style)
-        let row = try await call.runner.row(plan)
-        let records = try plan.answer(row) ?? "[]"
+        let records = try await lookupRecords(call, zone: try zone.reference, names: names, style: style)
         guard !shares.isEmpty else { return WebServicesBody(text: "{\"records\":" + records + "}") }
         // Shares looked up among records: put them back in the order asked.
         guard case .array(var found) = try JSONValue(parsing: records) else { return WebServicesBody(text: "{\"records\":" + records + "}") }
         found.reverse()
         let ordered: [String] = items.indices.map { index in shares[index] ?? (found.popLast() ?? .null).jsonText }
         return WebServicesBody(text: "{\"records\":[" + ordered.joined(separator: ",") + "]}")
+    }
+
+    /// The records of `names` as the plan writes them (JSON text), its
+    /// statement from the plan cache when one of its shape was made before
+    /// (``LookupPlan/CloudKitLookup/shape``), as GraphQL's `lookup`'s is.
+    static func lookupRecords(_ call: WebServicesCall, zone: ZoneReference, names: [String], style: CloudKitRecordStyle) async throws -> String {
+        let lookup = try LookupPlan.check(zone: zone, names: names, style: style)
+        guard let shape = lookup.shape else {
+            let plan = LookupPlan(lookup)
+            return try plan.answer(try await call.runner.row(plan)) ?? "[]"
+        }
+        let key = PlanCache.Key(document: 0, field: "records/lookup", variables: "", shape: shape, schemaVersion: 0)
+        return try await call.runner.runCached(
+            key, operation: .webServicesLookup, recordType: nil,
+            replay: { try LookupPlan(lookup, template: $0) },
+            recording: { LookupPlan(lookup, recording: true) },
+            cold: { LookupPlan(lookup) }
+        ) ?? "[]"
     }
 
     /// Records (or operations) with `desiredKeys` of their own, grouped by

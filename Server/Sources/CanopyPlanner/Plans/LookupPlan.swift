@@ -95,24 +95,67 @@ public struct LookupPlan: Sendable {
 }
 
 extension LookupPlan {
+    /// What one Web Services `records/lookup` asks, read and checked: the
+    /// zone, the names and how its records are written. The plan cache
+    /// keeps its statement by ``shape`` as it keeps GraphQL's `lookup`'s.
+    public struct CloudKitLookup: Sendable {
+        let zone: ZoneReference
+        let style: CloudKitRecordStyle
+        /// The values a template binds again: the zone, the names, the
+        /// zone ID dictionary and the request's id.
+        let values: PlanValues
+
+        /// What of the request the statement's text depends on: the zone's
+        /// shape, `numbersAsStrings`, the missing records' code and the
+        /// request's `desiredKeys` (bound once, so part of the key); nil
+        /// when records have `desiredKeys` of their own (planned each time).
+        public var shape: String? {
+            guard style.desiredKeysByRecord.isEmpty else { return nil }
+            let keys = style.desiredKeys.map { $0.joined(separator: "\u{1F}") } ?? "*"
+            return "ck-lookup|\(zone.shapeText)|\(style.numbersAsStrings)|\(style.missingCode)|\(keys)"
+        }
+    }
+
+    /// Web Services' `records/lookup`, checked: the records of `names` in
+    /// `zone`, written in `style`.
+    public static func check(zone: ZoneReference, names: [String], style: CloudKitRecordStyle) throws(QueryError) -> CloudKitLookup {
+        guard names.count <= Self.maximumNames else {
+            throw QueryError(.limitExceeded, "records/lookup takes at most \(Self.maximumNames) records, got \(names.count)")
+        }
+        var values = PlanValues(zone: zone, names: names)
+        values.cloudKitZoneID = style.zoneID.jsonText
+        values.requestID = style.requestID
+        return CloudKitLookup(zone: zone, style: style, values: values)
+    }
+
     /// Web Services' `records/lookup`: the records of `names` in `zone`, in
     /// the order asked, as CloudKit's record dictionaries, a name without a
     /// record (or one the caller cannot see) as its item's error. The
     /// answer is the `records` list's JSON text.
     public init(zone: ZoneReference, names: [String], style: CloudKitRecordStyle) throws(QueryError) {
-        guard names.count <= Self.maximumNames else {
-            throw QueryError(.limitExceeded, "records/lookup takes at most \(Self.maximumNames) records, got \(names.count)")
-        }
+        self.init(try Self.check(zone: zone, names: names, style: style))
+    }
+
+    /// A checked `records/lookup`'s plan from a template made for its shape.
+    public init(_ lookup: CloudKitLookup, template: StatementTemplate) throws {
         locations = []
-        template = nil
-        var builder = SQLBuilder()
-        let cte = zone.cte(&builder)
+        statement = try template.statement(for: lookup.values)
+        self.template = nil
+    }
+
+    /// A checked `records/lookup`'s plan, its SQL written; `recording`,
+    /// with the ``template`` the plan cache keeps.
+    public init(_ lookup: CloudKitLookup, recording: Bool = false) {
+        let style = lookup.style
+        locations = []
+        var builder = SQLBuilder(recording: recording)
+        let cte = lookup.zone.cte(&builder)
         let record = Projection.cloudKitRecord(style, &builder)
         let missing: SQL = """
             json_build_object('recordName', n.name, 'serverErrorCode', \(builder.bind(style.missingCode))::text, \
-            'reason', 'record ' || n.name || ' does not exist', 'uuid', \(builder.bind(style.requestID))::text)::text
+            'reason', 'record ' || n.name || ' does not exist', 'uuid', \(builder.bind(style.requestID, replaying: { $0.requestID }))::text)::text
             """
-        let bound = builder.bind(names)
+        let bound = builder.bind(lookup.values.names, replaying: { $0.names })
         // The same probe of the (zone_id, record_name) index as GraphQL's lookup.
         builder.append("""
             WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
@@ -122,6 +165,7 @@ extension LookupPlan {
             WHERE found.zone_id = (SELECT id FROM zone) AND found.record_name = n.name LIMIT 1) r ON true)
             """)
         statement = builder.query
+        template = builder.template
     }
 }
 

@@ -80,7 +80,7 @@ extension Projection {
         let zoneID: SQL = style.zoneIDSQL ?? (style.zoneIDFromZone ? """
             (SELECT json_build_object('zoneName', zz.name, 'zoneType', CASE WHEN zz.name = '_defaultZone' THEN 'DEFAULT_ZONE' \
             ELSE 'REGULAR_CUSTOM_ZONE' END, 'ownerRecordName', zz.owner_name)::text FROM zone zz WHERE zz.id = r.zone_id)
-            """ : "\(builder.bind(style.zoneID.jsonText))::text")
+            """ : "\(builder.bind(style.zoneID.jsonText, replaying: { $0.cloudKitZoneID }))::text")
         let fields = cloudKitFields(style, &builder)
         // Text, not json_build_object: half the cost of the nested calls
         // (W10, docs/BENCHMARK_NOTES.md "Issue 49"); strings through to_json.

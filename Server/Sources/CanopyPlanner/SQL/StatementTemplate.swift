@@ -38,4 +38,8 @@ public struct PlanValues: Sendable {
     var sortKeys: [RecordsPlan.SortKey] = []
     var cursorKeys: [JSONValue] = []
     var names: [String] = []
+    /// Web Services' answers: the zone ID dictionary the records carry
+    /// (JSON text) and the request's id, in every missing record's error.
+    var cloudKitZoneID = ""
+    var requestID = ""
 }
