@@ -6,9 +6,8 @@ import Foundation
 struct ModifyRecordsOperation: RootOperation {
     func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
         let plan = try ModifyRecordsPlan(field, request: executor.request)
-        return try await ModifyRecordsRun.run(
-            plan, database: executor.database, userID: try executor.signedInUser(), device: executor.device,
-            requestID: executor.requestID, logger: executor.logger, zoneMissing: QueryError.zoneNotFound(at: executor.request.location(of: field.field))
+        return try await executor.runner.modify(
+            plan, requestID: executor.requestID, zoneMissing: QueryError.zoneNotFound(at: executor.request.location(of: field.field))
         ) { outcome, records in
             try plan.response(outcome, records: records)
         }

@@ -9,7 +9,8 @@ import Logging
 /// can (``ModifyRecordsPlan/rendersInWrite``), else read back in the same
 /// transaction; the answer is made after COMMIT, and an atomic batch with a
 /// failure rolls back and still answers. One path
-/// for GraphQL's `modifyRecords` and Web Services' `records/modify`.
+/// for GraphQL's `modifyRecords` and Web Services' `records/modify`, both
+/// through ``PlanRunner/modify(_:requestID:zoneMissing:answer:)``.
 enum ModifyRecordsRun {
     /// Thrown inside the transaction to roll it back and still answer.
     struct RollbackAndAnswer<Answer: Sendable>: Error {
@@ -23,7 +24,10 @@ enum ModifyRecordsRun {
         logger: Logger, zoneMissing: QueryError,
         answer: @escaping @Sendable (ModifyRecordsPlan.Outcome, [Int64: ModifyRecordsPlan.ReadBack]) throws -> Answer
     ) async throws -> Answer {
-        CanopySpan.current?.attributes["canopy.plan"] = "ModifyRecordsPlan"
+        CanopySpan.current?.updateAttributes { attributes in
+            attributes["canopy.plan"] = "ModifyRecordsPlan"
+            attributes["canopy.plan.writes"] = true
+        }
         if plan.refusesWholeBatch {
             return try answer(plan.outcome(written: nil), [:])
         }

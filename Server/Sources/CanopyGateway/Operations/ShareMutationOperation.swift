@@ -5,9 +5,6 @@ import CanopyPlanner
 struct ShareMutationOperation: RootOperation {
     func resolve(_ field: SelectedField, _ executor: OperationExecutor) async throws -> String? {
         let plan = try ShareMutationPlan(field, request: executor.request)
-        return try await ShareMutationRun.run(
-            [plan], database: executor.database, userID: try executor.signedInUser(), device: executor.device,
-            logger: executor.logger, locations: executor.request.location(of: field.field)
-        )
+        return try await executor.runner.mutateShares([plan], locations: executor.request.location(of: field.field))
     }
 }

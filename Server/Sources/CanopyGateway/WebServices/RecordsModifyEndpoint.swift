@@ -181,10 +181,8 @@ enum RecordsModifyEndpoint {
                 zone: try zone.reference, saves: saves, deletes: deletes, deleteIfUnchanged: versions, atomic: atomic,
                 policy: .ifServerRecordUnchanged, style: style
             )
-            guard let userID = call.userID else { throw QueryError(.notAuthenticated, "sign in first: only the public database's reads are open without a token") }
-            let (outcome, records) = try await ModifyRecordsRun.run(
-                plan, database: call.runner.database, userID: userID, device: call.runner.device, requestID: call.requestID, logger: call.logger,
-                zoneMissing: QueryError(.zoneNotFound, "the zone does not exist")
+            let (outcome, records) = try await call.runner.modify(
+                plan, requestID: call.requestID, zoneMissing: QueryError(.zoneNotFound, "the zone does not exist")
             ) { outcome, records in (outcome, records) }
             for id in outcome.saved {
                 if let record = records[id], let text = record.saved { saved[record.name] = text }

@@ -62,7 +62,7 @@ enum WebServicesShares {
             guard call.database == "private" || call.database == "shared" else {
                 throw APIError(.badDatabase, "shares are made and changed by their owner in the private database, or by an administrator in the shared database")
             }
-            guard let userID = call.userID else {
+            guard call.userID != nil else {
                 throw APIError(.notAuthenticated, "sign in first: a share is changed by its owner")
             }
             // The zone the request names, as saveShare's zoneName and
@@ -70,10 +70,9 @@ enum WebServicesShares {
             // share only its owner and administrators may change: RLS).
             let target = try ShareTarget(zone: try ZoneReference(sharingZoneName: zone.zoneName, ownerName: zone.ownerName), rootRecordName: root)
             let rendering = rendering(call, zone: zone)
-            let database = call.runner.database, device = call.runner.device, logger = call.logger
             if type == "delete" || type == "forceDelete" {
                 let plan = ShareMutationPlan(target: target, action: .delete, rendering: rendering)
-                _ = try await ShareMutationRun.run([plan], database: database, userID: userID, device: device, logger: logger)
+                _ = try await call.runner.mutateShares([plan])
                 return JSONValue.object(["recordName": shareName, "deleted": .bool(true), "zoneID": zone.dictionary]).jsonText
             }
             guard type == "create" || WebServicesShares.savingTypes.contains(type) else {
@@ -116,7 +115,7 @@ enum WebServicesShares {
             )
             let plans = [save] + removals.map { ShareMutationPlan(target: target, action: $0, rendering: rendering) }
             // The save and every removal in one transaction: all or none.
-            guard let share = try await ShareMutationRun.run(plans, database: database, userID: userID, device: device, logger: logger) else {
+            guard let share = try await call.runner.mutateShares(plans) else {
                 throw APIError(.internalError, "the share was saved but not read back; quote request id \(call.requestID) when reporting it")
             }
             return share
