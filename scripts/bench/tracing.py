@@ -25,7 +25,7 @@ class Collector:
     """The OTLP/HTTP receiver on loopback, discarding what it gets."""
 
     def __enter__(self):
-        self.process = subprocess.Popen([sys.executable, str(ROOT / "Tests" / "python" / "otlp_receiver.py"), "--discard"],
+        self.process = subprocess.Popen([sys.executable, str(ROOT / "Server" / "Tests" / "python" / "otlp_receiver.py"), "--discard"],
                                         stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
         if '"listening"' not in line:

@@ -1,3 +1,4 @@
+import CanopyWebServices
 import Hummingbird
 import NIOCore
 import HummingbirdWebSocket
@@ -14,6 +15,10 @@ public struct CanopyRequestContext: RequestContext, WebSocketRequestContext {
     /// The connection, for its remote address (read only where needed:
     /// the console's transport check).
     let channel: any Channel
+    /// A Web Services request's path, read once by
+    /// ``WebServicesContainerMiddleware`` for the middleware and the
+    /// endpoint after it.
+    var webServicesPath: WebServicesPath?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -70,7 +70,7 @@ enum RecordsEndpoints {
             guard case .object(let record) = item, case .string(let name)? = record["recordName"] else {
                 throw QueryError(.badRequest, "records[\(index)] needs a recordName")
             }
-            if WebServicesShares.isShare(recordType: nil, recordName: name) {
+            if WebServicesShareRecord.isShare(recordType: nil, recordName: name) {
                 shares[index] = await WebServicesShares.lookup(call, name: name, zone: zone)
             } else {
                 names.append(name)

@@ -21,33 +21,8 @@ import Foundation
 /// zone, as the caller.
 enum RecordsModifyEndpoint {
 
-    /// One operation of the request, read.
-    struct Operation {
-        var type: String
-        var recordName: String
-        var recordType: String?
-        var tag: String?
-        var fields: [String: JSONValue]
-        var parent: String?
-        /// The operation's own `desiredKeys`, which replace the request's
-        /// for its record's answer (nil: the request's; `.some(nil)`: every field).
-        var desiredKeys: [String]??
-        /// Why it cannot run, found before the batch does (BAD_REQUEST).
-        var refusal: (code: WebServicesCode, reason: String)?
-
-        var isDelete: Bool { type == "delete" || type == "forceDelete" }
-
-        var savePolicy: ModifyRecordsPlan.SavePolicy {
-            switch type {
-            case "update": return .ifServerRecordUnchangedChangedKeys
-            case "forceUpdate": return .changedKeys
-            case "forceReplace": return .allKeys
-            default: return .ifServerRecordUnchanged
-            }
-        }
-    }
-
-    static let operationTypes: Set<String> = ["create", "update", "forceUpdate", "replace", "forceReplace", "delete", "forceDelete"]
+    /// One operation of the request, read (CanopyWebServices).
+    typealias Operation = WebServicesRecordOperation
 
     static func modify(_ call: WebServicesCall) async throws -> WebServicesBody {
         let zone = try call.zone(call.body["zoneID"])
@@ -69,13 +44,15 @@ enum RecordsModifyEndpoint {
         var recordItems: [(index: Int, item: JSONValue)] = []
         for (index, item) in items.enumerated() {
             if case .object(let operation) = item, case .object(let record)? = operation["record"],
-               WebServicesShares.isShare(recordType: record["recordType"]?.stringValue, recordName: record["recordName"]?.stringValue ?? "") {
+               WebServicesShareRecord.isShare(recordType: record["recordType"]?.stringValue, recordName: record["recordName"]?.stringValue ?? "") {
                 shareAnswers[index] = "null"
             } else {
                 recordItems.append((index, item))
             }
         }
-        var operations = try recordItems.map { entry throws(QueryError) in try read(entry.item, at: entry.index) }
+        var operations = try recordItems.map { entry throws(QueryError) in
+            try Operation(entry.item, at: entry.index) { UUID().uuidString }
+        }
         let answered = try await answer(call, operations: &operations, zone: zone, atomic: atomic)
         for index in shareAnswers.keys.sorted() {
             shareAnswers[index] = await WebServicesShares.modify(call, operation: items[index], zone: zone)
@@ -105,7 +82,7 @@ enum RecordsModifyEndpoint {
             for index in operations.indices where !operations[index].isDelete && operations[index].recordType == nil && operations[index].refusal == nil {
                 if let type = types[operations[index].recordName] {
                     operations[index].recordType = type
-                } else if operations[index].type == "update" || operations[index].type == "replace" {
+                } else if operations[index].type == .update || operations[index].type == .replace {
                     operations[index].refusal = (.notFound, "record \(operations[index].recordName) does not exist")
                 } else {
                     operations[index].refusal = (.badRequest, "record \(operations[index].recordName) does not exist: give its recordType to create it")
@@ -121,7 +98,7 @@ enum RecordsModifyEndpoint {
         for index in operations.indices where operations[index].refusal == nil {
             let operation = operations[index]
             if operation.isDelete {
-                if operation.type == "delete" {
+                if operation.type == .delete {
                     guard let tag = operation.tag else {
                         operations[index].refusal = (.badRequest, "record \(operation.recordName): delete needs the record's recordChangeTag (forceDelete does not)")
                         continue
@@ -132,8 +109,9 @@ enum RecordsModifyEndpoint {
                 }
                 continue
             }
-            if operation.tag == nil && (operation.type == "update" || operation.type == "replace") {
-                operations[index].refusal = (.badRequest, "record \(operation.recordName): \(operation.type) needs the record's recordChangeTag (force\(operation.type.prefix(1).uppercased())\(operation.type.dropFirst()) does not)")
+            if operation.tag == nil && (operation.type == .update || operation.type == .replace) {
+                let type = operation.type.rawValue
+                operations[index].refusal = (.badRequest, "record \(operation.recordName): \(type) needs the record's recordChangeTag (force\(type.prefix(1).uppercased())\(type.dropFirst()) does not)")
                 continue
             }
             let schema = operation.recordType.flatMap { schemas[$0] }
@@ -151,7 +129,7 @@ enum RecordsModifyEndpoint {
             }
             saves.append(RecordSave(
                 recordName: operation.recordName, recordType: operation.recordType ?? "", fields: fields,
-                recordChangeTag: operation.type == "update" || operation.type == "replace" ? operation.tag : nil,
+                recordChangeTag: operation.type == .update || operation.type == .replace ? operation.tag : nil,
                 parent: operation.parent, savePolicy: operation.savePolicy
             ))
         }
@@ -197,7 +175,7 @@ enum RecordsModifyEndpoint {
             }
             if let failure = failures[operation.recordName] {
                 var code = WebServicesCode(failure.code)
-                if failure.code == .serverRecordChanged && operation.type == "create" { code = .exists }
+                if failure.code == .serverRecordChanged && operation.type == .create { code = .exists }
                 return call.itemError("recordName", name, code: code, reason: failure.message).jsonText
             }
             if operation.isDelete {
@@ -208,55 +186,5 @@ enum RecordsModifyEndpoint {
             return saved[operation.recordName]
                 ?? call.itemError("recordName", name, code: .internalError, reason: "record \(operation.recordName) was neither saved nor refused").jsonText
         }
-    }
-
-    /// An operation dictionary, read; what is wrong with one record is its
-    /// refusal, what is wrong with the request's shape is thrown.
-    static func read(_ item: JSONValue, at index: Int) throws(QueryError) -> Operation {
-        let place = "operations[\(index)]"
-        guard case .object(let dictionary) = item else { throw QueryError(.badRequest, "\(place) must be an operation dictionary") }
-        guard case .string(let type)? = dictionary["operationType"], operationTypes.contains(type) else {
-            throw QueryError(.badRequest, "\(place).operationType must be create, update, forceUpdate, replace, forceReplace, delete or forceDelete")
-        }
-        guard case .object(let record)? = dictionary["record"] else { throw QueryError(.badRequest, "\(place) needs a record dictionary") }
-        let recordName: String
-        switch record["recordName"] {
-        case .string(let name)?: recordName = name
-        case nil where type == "create", .null? where type == "create": recordName = UUID().uuidString
-        default: throw QueryError(.badRequest, "\(place).record needs a recordName")
-        }
-        var operation = Operation(type: type, recordName: recordName, recordType: nil, tag: nil, fields: [:], parent: nil, desiredKeys: nil, refusal: nil)
-        if let keys = dictionary["desiredKeys"] {
-            do {
-                operation.desiredKeys = .some(try WebServicesRequestBody.desiredKeys(keys))
-            } catch {
-                throw QueryError(.badRequest, "\(place).desiredKeys: \(error.message)")
-            }
-        }
-        switch record["recordType"] {
-        case nil, .null?:
-            // update, replace and the force forms of an existing record may leave it out; create may not.
-            if type == "create" { operation.refusal = (.badRequest, "record \(recordName): create needs a recordType") }
-        case .string(let recordType)?: operation.recordType = recordType
-        case let other?: throw QueryError(.badRequest, "\(place).record.recordType must be a string, not \(other.typeName)")
-        }
-        switch record["recordChangeTag"] {
-        case nil, .null?: break
-        case .string(let tag)?: operation.tag = tag
-        case let other?: throw QueryError(.badRequest, "\(place).record.recordChangeTag must be a string, not \(other.typeName)")
-        }
-        switch record["fields"] {
-        case nil, .null?: break
-        case .object(let fields)?: operation.fields = fields
-        case let other?: throw QueryError(.badRequest, "\(place).record.fields must be a dictionary of fields, not \(other.typeName)")
-        }
-        switch record["parent"] {
-        case nil, .null?: break
-        case .object(let parent)?:
-            guard case .string(let name)? = parent["recordName"] else { throw QueryError(.badRequest, "\(place).record.parent needs a recordName") }
-            operation.parent = name
-        case let other?: throw QueryError(.badRequest, "\(place).record.parent must be {\"recordName\": …}, not \(other.typeName)")
-        }
-        return operation
     }
 }

@@ -71,8 +71,10 @@ struct WebServicesController {
     }
 
     /// The operation's path: what follows /database/1/CONTAINER/ENVIRONMENT/
-    /// (the container and environment checked by ``WebServicesContainerMiddleware``).
+    /// (the container and environment checked by ``WebServicesContainerMiddleware``,
+    /// which read it once for every step after it).
     static func path(of request: Request, context: CanopyRequestContext) throws -> WebServicesPath {
+        if let path = context.webServicesPath { return path }
         let rest = Array(request.uri.path.split(separator: "/", omittingEmptySubsequences: true).dropFirst(4))
         guard let container = context.parameters.get("container"), let environment = context.parameters.get("environment"),
               let path = WebServicesPath(container: container, environment: environment, rest: rest)

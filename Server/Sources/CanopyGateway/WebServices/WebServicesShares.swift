@@ -10,28 +10,8 @@ import CanopyWebServices
 /// A share's record name: `cloudkit.zoneshare` for a zone's (CloudKit's
 /// own name for it), `cloudkit.share.<root record name>` for a record
 /// hierarchy's. Its `shortGUID` is the token of its URL (`/share/<token>`).
+/// The names and the operations are read by `WebServicesShareRecord`.
 enum WebServicesShares {
-    static let recordType = "cloudkit.share"
-    static let zoneShareName = "cloudkit.zoneshare"
-    static let hierarchyPrefix = "cloudkit.share."
-
-    /// Whether an operation is on a share record. The reference writes the
-    /// type `cloudKit.share` in places, CloudKit itself `cloudkit.share`:
-    /// either is a share (answered as CloudKit spells it).
-    static func isShare(recordType: String?, recordName: String) -> Bool {
-        recordType?.lowercased() == Self.recordType || recordName == zoneShareName || recordName.hasPrefix(hierarchyPrefix)
-    }
-
-    /// The share's record name for a root (nil: the zone's share).
-    static func recordName(root: String?) -> String {
-        root.map { hierarchyPrefix + $0 } ?? zoneShareName
-    }
-
-    /// The root a share record's name stands for (nil: the zone's share).
-    static func root(ofShareRecord name: String) -> String? {
-        name.hasPrefix(hierarchyPrefix) ? String(name.dropFirst(hierarchyPrefix.count)) : nil
-    }
-
     /// How the plans write a share record: the reference's dictionary, in
     /// the zone the request names, with its URL under the public URL.
     static func rendering(_ call: WebServicesCall, zone: WebServicesCall.Zone) -> ShareRendering {
@@ -42,22 +22,14 @@ enum WebServicesShares {
         (call.publicURL.hasSuffix("/") ? String(call.publicURL.dropLast()) : call.publicURL) + "/share/"
     }
 
-    /// One share operation of records/modify: the share record (JSON text,
-    /// as the plan wrote it), or the item's error.
+    /// One share operation of records/modify (read by
+    /// ``WebServicesShareRecord``): the share record (JSON text, as the
+    /// plan wrote it), or the item's error.
     static func modify(_ call: WebServicesCall, operation: JSONValue, zone: WebServicesCall.Zone) async -> String {
-        guard case .object(let dictionary) = operation, case .string(let type)? = dictionary["operationType"],
-              case .object(let record)? = dictionary["record"] else {
+        guard let share = WebServicesShareRecord(operation: operation) else {
             return call.itemError("recordName", .null, code: .badRequest, reason: "a share operation needs operationType and record").jsonText
         }
-        var name = record["recordName"]?.stringValue
-        var root: String?
-        if case .object(let forRecord)? = record["forRecord"], case .string(let rootName)? = forRecord["recordName"] {
-            root = rootName
-        } else if let name {
-            root = Self.root(ofShareRecord: name)
-        }
-        if name == nil || (type == "create" && record["recordName"] == nil) { name = Self.recordName(root: root) }
-        let shareName = JSONValue.string(name ?? Self.recordName(root: root))
+        let shareName = JSONValue.string(share.recordName)
         do {
             guard call.database == "private" || call.database == "shared" else {
                 throw APIError(.badDatabase, "shares are made and changed by their owner in the private database, or by an administrator in the shared database")
@@ -68,119 +40,31 @@ enum WebServicesShares {
             // The zone the request names, as saveShare's zoneName and
             // ownerName do: the caller's own, or the named owner's (whose
             // share only its owner and administrators may change: RLS).
-            let target = try ShareTarget(zone: try ZoneReference(sharingZoneName: zone.zoneName, ownerName: zone.ownerName), rootRecordName: root)
+            let target = try ShareTarget(zone: try ZoneReference(sharingZoneName: zone.zoneName, ownerName: zone.ownerName), rootRecordName: share.root)
             let rendering = rendering(call, zone: zone)
-            if type == "delete" || type == "forceDelete" {
+            switch try share.change() {
+            case .delete:
                 let plan = ShareMutationPlan(target: target, action: .delete, rendering: rendering)
                 _ = try await call.runner.mutateShares([plan])
                 return JSONValue.object(["recordName": shareName, "deleted": .bool(true), "zoneID": zone.dictionary]).jsonText
-            }
-            guard type == "create" || WebServicesShares.savingTypes.contains(type) else {
-                throw QueryError(.badRequest, "a share record's operationType is create, update, forceUpdate, replace, forceReplace, delete or forceDelete, not \(type.prefix(40))")
-            }
-            var participants: [ParticipantInput] = []
-            var removals: [ShareMutationPlan.Action] = []
-            if case .array(let given)? = record["participants"] {
-                for (index, participant) in given.enumerated() {
-                    switch try participantChange(participant, at: index) {
-                    case .add(let input): participants.append(input)
-                    case .remove(let removal): removals.append(removal)
-                    }
+            case .save(let save, let removals):
+                let plans = ([save] + removals).map { ShareMutationPlan(target: target, action: $0, rendering: rendering) }
+                // The save and every removal in one transaction: all or none.
+                guard let saved = try await call.runner.mutateShares(plans) else {
+                    throw APIError(.internalError, "the share was saved but not read back; quote request id \(call.requestID) when reporting it")
                 }
-            } else if let given = record["participants"], !given.isNull {
-                throw QueryError(.badRequest, "participants must be a list of share participant dictionaries, not \(given.typeName)")
+                return saved
             }
-            var title: String?
-            var setsTitle = false
-            if case .object(let fields)? = record["fields"], case .object(let field)? = fields["cloudkit.title"] {
-                setsTitle = true
-                switch field["value"] {
-                case nil, .null?: title = nil
-                case .string(let text)?:
-                    guard text.unicodeScalars.count <= 1024 else { throw QueryError(.badRequest, "cloudkit.title is at most 1024 characters") }
-                    title = text
-                case let other?: throw QueryError(.badRequest, "cloudkit.title's value must be a string, not \(other.typeName)")
-                }
-            }
-            var permission: String?
-            switch record["publicPermission"] {
-            case nil, .null?: permission = nil
-            case .string(let given)? where ["NONE", "READ_ONLY", "READ_WRITE"].contains(given): permission = given
-            case let other?: throw QueryError(.badRequest, "publicPermission is NONE, READ_ONLY or READ_WRITE, not \(other.jsonText.prefix(40))")
-            }
-            let save = ShareMutationPlan(
-                target: target,
-                action: .save(setsTitle: setsTitle, title: title, publicPermission: permission, participants: participants, display: ShareDisplayInput()),
-                rendering: rendering
-            )
-            let plans = [save] + removals.map { ShareMutationPlan(target: target, action: $0, rendering: rendering) }
-            // The save and every removal in one transaction: all or none.
-            guard let share = try await call.runner.mutateShares(plans) else {
-                throw APIError(.internalError, "the share was saved but not read back; quote request id \(call.requestID) when reporting it")
-            }
-            return share
         } catch {
             return call.itemError("recordName", shareName, error: error).jsonText
         }
-    }
-
-    /// The operation types that save a share record.
-    static let savingTypes: Set<String> = ["update", "forceUpdate", "replace", "forceReplace"]
-
-    /// What a share record's participant asks: to be added or changed, or
-    /// (`acceptanceStatus: REMOVED`) to be removed.
-    enum ParticipantChange {
-        case add(ParticipantInput)
-        case remove(ShareMutationPlan.Action)
-    }
-
-    /// A reference participant (`{type, permission, acceptanceStatus,
-    /// userIdentity: {lookupInfo: {emailAddress | phoneNumber | userRecordName}}}`)
-    /// as the planner's ``ParticipantInput``, or, with `acceptanceStatus:
-    /// REMOVED`, as a removal.
-    static func participantChange(_ participant: JSONValue, at index: Int) throws -> ParticipantChange {
-        guard case .object(let given) = participant else { throw QueryError(.badRequest, "participants[\(index)] is a dictionary") }
-        var lookup: [String: JSONValue] = [:]
-        if case .object(let identity)? = given["userIdentity"] {
-            if case .object(let info)? = identity["lookupInfo"] { lookup = info }
-            if lookup["userRecordName"] == nil, let name = identity["userRecordName"] { lookup["userRecordName"] = name }
-        }
-        let email = lookup["emailAddress"]?.stringValue, phone = lookup["phoneNumber"]?.stringValue
-        let user = lookup["userRecordName"]?.stringValue
-        guard email != nil || phone != nil || user != nil else {
-            throw QueryError(.badRequest, "participants[\(index)] needs userIdentity.lookupInfo with emailAddress, phoneNumber or userRecordName")
-        }
-        // One name for the person: the record name where the reference
-        // gives several (an identity it answered earlier), else the address.
-        let named = (user: user, email: user == nil ? email : nil, phone: user == nil && email == nil ? phone : nil)
-        if given["acceptanceStatus"]?.stringValue == "REMOVED" {
-            return .remove(.removeParticipant(userRecordName: named.user, email: named.email?.lowercased(), phone: named.phone))
-        }
-        let permission = given["permission"]?.stringValue ?? "READ_ONLY"
-        guard ["READ_ONLY", "READ_WRITE"].contains(permission) else {
-            throw QueryError(.badRequest, "participants[\(index)]'s permission is READ_ONLY or READ_WRITE, not \(permission.prefix(20))")
-        }
-        do {
-            return .add(try ParticipantInput(
-                userRecordName: named.user, email: named.email, phone: named.phone, permission: permission,
-                role: given["type"]?.stringValue == "ADMINISTRATOR" ? "ADMINISTRATOR" : "PRIVATE_USER"
-            ))
-        } catch {
-            throw QueryError(.badRequest, "participants[\(index)]: \(error.message)")
-        }
-    }
-
-    /// The token of a share URL (its shortGUID).
-    static func shortGUID(ofURL url: String) -> String? {
-        guard let range = url.range(of: "/share/") else { return nil }
-        return String(url[range.upperBound...])
     }
 
     /// records/lookup of a share record by its name: the share record as
     /// the plan wrote it, or the item's error.
     static func lookup(_ call: WebServicesCall, name: String, zone: WebServicesCall.Zone) async -> String {
         do {
-            let target = try ShareTarget(zone: try zone.reference, rootRecordName: root(ofShareRecord: name))
+            let target = try ShareTarget(zone: try zone.reference, rootRecordName: WebServicesShareRecord.root(ofShareRecord: name))
             let plan = try SharePlan(target: target, rendering: rendering(call, zone: zone))
             let row = try await call.runner.read(plan.statement) { rows in try rows.first.map(SharePlan.decode) }
             guard let share = try plan.answer(row) else {
@@ -221,7 +105,7 @@ enum WebServicesShares {
             guard case .object(let guid) = item, case .string(let value)? = guid["value"], !value.isEmpty else {
                 throw QueryError(.badRequest, "shortGUIDs[\(index)] needs a value")
             }
-            let token = shortGUID(ofURL: value) ?? value
+            let token = WebServicesShareRecord.shortGUID(ofURL: value) ?? value
             // shouldFetchRootRecord (default false) and rootRecordDesiredKeys.
             var rootRecord: CloudKitShareMetadataStyle.RootRecord?
             switch guid["shouldFetchRootRecord"] {

@@ -112,6 +112,81 @@ struct WebServicesRequestReaderTests {
             == "operations[6].subscription.subscriptionID must be a string, not a number")
     }
 
+    @Test("a records/modify operation: each of the seven types with its save policy; a record's own fault is its refusal, a malformed operation is thrown naming where")
+    func recordOperation() throws {
+        func read(_ text: String, at index: Int = 0) throws -> WebServicesRecordOperation {
+            try WebServicesRecordOperation(try json(text), at: index) { "generated" }
+        }
+        let update = try read(#"{"operationType": "update", "desiredKeys": ["title"], "record": {"recordName": "n1", "recordType": "Note", "recordChangeTag": "t1", "fields": {"title": {"value": "x"}}, "parent": {"recordName": "p"}}}"#)
+        #expect(update.type == .update && update.recordName == "n1" && update.recordType == "Note" && update.tag == "t1" && update.parent == "p")
+        #expect(update.savePolicy == .ifServerRecordUnchangedChangedKeys && update.desiredKeys == .some(["title"]) && update.refusal == nil)
+        #expect(try read(#"{"operationType": "forceUpdate", "record": {"recordName": "n"}}"#).savePolicy == .changedKeys)
+        #expect(try read(#"{"operationType": "replace", "record": {"recordName": "n"}}"#).savePolicy == .ifServerRecordUnchanged)
+        #expect(try read(#"{"operationType": "forceReplace", "record": {"recordName": "n"}}"#).savePolicy == .allKeys)
+        #expect(try read(#"{"operationType": "forceDelete", "record": {"recordName": "n"}}"#).isDelete)
+        #expect(try read(#"{"operationType": "update", "desiredKeys": null, "record": {"recordName": "n"}}"#).desiredKeys == .some(nil), "null: every field")
+
+        let unnamed = try read(#"{"operationType": "create", "record": {"recordType": "Note"}}"#)
+        #expect(unnamed.recordName == "generated" && unnamed.refusal == nil)
+        let untyped = try read(#"{"operationType": "create", "record": {"recordName": "n9"}}"#)
+        #expect(untyped.refusal?.reason == "record n9: create needs a recordType", "the record's own fault: refused in its place")
+
+        #expect(refusal { _ = try read(#"{"operationType": "upsert", "record": {}}"#, at: 3) }
+            == "operations[3].operationType must be create, update, forceUpdate, replace, forceReplace, delete or forceDelete")
+        #expect(refusal { _ = try read(#"{"operationType": "update", "record": {}}"#, at: 1) } == "operations[1].record needs a recordName")
+        #expect(refusal { _ = try read(#"{"operationType": "update", "record": {"recordName": "n", "fields": []}}"#) }
+            == "operations[0].record.fields must be a dictionary of fields, not a list")
+        #expect(refusal { _ = try read(#"{"operationType": "update", "record": {"recordName": "n", "recordChangeTag": 4}}"#) }
+            == "operations[0].record.recordChangeTag must be a string, not a number")
+        #expect(refusal { _ = try read(#"{"operationType": "update", "record": {"recordName": "n", "parent": {}}}"#) }
+            == "operations[0].record.parent needs a recordName")
+        #expect(refusal { _ = try read(#"{"operationType": "update", "desiredKeys": "title", "record": {"recordName": "n"}}"#) }
+            == "operations[0].desiredKeys: desiredKeys must be a list of field names, not a string")
+    }
+
+    @Test("a share record: its names (both spellings of the type), its root from forRecord or its name, and a records/modify operation on it read into the sharing plan's change; a wrong member is that operation's error")
+    func shareRecord() throws {
+        #expect(WebServicesShareRecord.isShare(recordType: "cloudKit.share", recordName: "x"))
+        #expect(WebServicesShareRecord.isShare(recordType: nil, recordName: "cloudkit.zoneshare"))
+        #expect(WebServicesShareRecord.isShare(recordType: nil, recordName: "cloudkit.share.Trip1"))
+        #expect(!WebServicesShareRecord.isShare(recordType: "Note", recordName: "n1"))
+        #expect(WebServicesShareRecord.recordName(root: "Trip1") == "cloudkit.share.Trip1" && WebServicesShareRecord.recordName(root: nil) == "cloudkit.zoneshare")
+        #expect(WebServicesShareRecord.shortGUID(ofURL: "https://canopy.example/share/abc123") == "abc123")
+        #expect(WebServicesShareRecord.shortGUID(ofURL: "abc123") == nil)
+
+        #expect(WebServicesShareRecord(operation: try json(#"{"record": {}}"#)) == nil)
+        let created = try #require(WebServicesShareRecord(operation: try json(#"""
+            {"operationType": "create", "record": {"recordType": "cloudkit.share", "forRecord": {"recordName": "Trip1"},
+             "fields": {"cloudkit.title": {"value": "Trip"}}, "publicPermission": "READ_ONLY",
+             "participants": [
+               {"type": "USER", "permission": "READ_WRITE", "userIdentity": {"lookupInfo": {"emailAddress": "Bob@Example.com"}}},
+               {"acceptanceStatus": "REMOVED", "userIdentity": {"lookupInfo": {"userRecordName": "_carol"}}}]}}
+            """#)))
+        #expect(created.recordName == "cloudkit.share.Trip1" && created.root == "Trip1")
+        guard case .save(let save, let removals) = try created.change(),
+              case .save(let setsTitle, let title, let permission, let participants, _) = save else {
+            Issue.record("not a save")
+            return
+        }
+        #expect(setsTitle && title == "Trip" && permission == "READ_ONLY")
+        #expect(participants.map(\.email) == ["bob@example.com"] && participants.map(\.permission) == ["READ_WRITE"])
+        #expect(removals == [.removeParticipant(userRecordName: "_carol", email: nil, phone: nil)])
+
+        let deleted = try #require(WebServicesShareRecord(operation: try json(#"{"operationType": "forceDelete", "record": {"recordName": "cloudkit.zoneshare"}}"#)))
+        #expect(deleted.root == nil)
+        #expect(try deleted.change() == .delete)
+
+        func refused(_ record: String, type: String = "update") -> String? {
+            refusal { _ = try WebServicesShareRecord(operation: try json(#"{"operationType": "\#(type)", "record": \#(record)}"#))?.change() }
+        }
+        #expect(refused(#"{"recordName": "cloudkit.zoneshare"}"#, type: "upsert")?.hasPrefix("a share record's operationType is create, update") == true)
+        #expect(refused(#"{"recordName": "cloudkit.zoneshare", "publicPermission": "ALL"}"#) == #"publicPermission is NONE, READ_ONLY or READ_WRITE, not "ALL""#)
+        #expect(refused(#"{"recordName": "cloudkit.zoneshare", "participants": {}}"#) == "participants must be a list of share participant dictionaries, not an object")
+        #expect(refused(#"{"recordName": "cloudkit.zoneshare", "participants": [{"userIdentity": {}}]}"#)
+            == "participants[0] needs userIdentity.lookupInfo with emailAddress, phoneNumber or userRecordName")
+        #expect(refused(#"{"recordName": "cloudkit.zoneshare", "fields": {"cloudkit.title": {"value": 3}}}"#) == "cloudkit.title's value must be a string, not a number")
+    }
+
     @Test("the writers: an item's error, and a zone's dictionary around a plan's zone ID text with the sealed sync token")
     func writers() throws {
         let error = WebServicesWriter.itemError("zoneID", .string("z"), code: .zoneNotFound, reason: "gone", requestID: "r1")
