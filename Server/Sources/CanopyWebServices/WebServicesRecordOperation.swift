@@ -56,18 +56,10 @@ public struct WebServicesRecordOperation: Sendable {
                 throw QueryError(.badRequest, "\(place).desiredKeys: \(error.message)")
             }
         }
-        switch record["recordType"] {
-        case nil, .null?:
-            // update, replace and the force forms of an existing record may leave it out; create may not.
-            if type == .create { refusal = (.badRequest, "record \(recordName): create needs a recordType") }
-        case .string(let name)?: recordType = name
-        case let other?: throw QueryError(.badRequest, "\(place).record.recordType must be a string, not \(other.typeName)")
-        }
-        switch record["recordChangeTag"] {
-        case nil, .null?: break
-        case .string(let given)?: tag = given
-        case let other?: throw QueryError(.badRequest, "\(place).record.recordChangeTag must be a string, not \(other.typeName)")
-        }
+        recordType = try WebServicesRequestBody.string(record["recordType"], at: "\(place).record.recordType")
+        // update, replace and the force forms of an existing record may leave it out; create may not.
+        if recordType == nil && type == .create { refusal = (.badRequest, "record \(recordName): create needs a recordType") }
+        tag = try WebServicesRequestBody.string(record["recordChangeTag"], at: "\(place).record.recordChangeTag")
         switch record["fields"] {
         case nil, .null?: break
         case .object(let given)?: fields = given

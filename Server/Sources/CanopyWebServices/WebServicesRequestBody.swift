@@ -28,10 +28,15 @@ public struct WebServicesRequestBody: Sendable {
     /// A string (`continuationMarker`, `syncToken`) of the body or of one
     /// of its dictionaries, checked; nil when absent or null.
     public func string(_ key: String, in dictionary: [String: JSONValue]? = nil) throws(QueryError) -> String? {
-        switch (dictionary ?? members)[key] {
+        try Self.string((dictionary ?? members)[key], at: key)
+    }
+
+    /// A string value at `place` in the request, checked; nil when absent or null.
+    public static func string(_ value: JSONValue?, at place: String) throws(QueryError) -> String? {
+        switch value {
         case nil, .null?: return nil
         case .string(let text)?: return text
-        case let other?: throw QueryError(.badRequest, "\(key) must be a string, not \(other.typeName)")
+        case let other?: throw QueryError(.badRequest, "\(place) must be a string, not \(other.typeName)")
         }
     }
 

@@ -25,16 +25,8 @@ public struct WebServicesZoneID: Sendable, Equatable {
         switch value {
         case nil, .null?: break
         case .object(let zoneID)?:
-            switch zoneID["zoneName"] {
-            case nil, .null?: break
-            case .string(let name)?: zoneName = name
-            case let other?: throw QueryError(.badRequest, "\(place).zoneName must be a string, not \(other.typeName)")
-            }
-            switch zoneID["ownerRecordName"] {
-            case nil, .null?: break
-            case .string(let name)?: owner = name
-            case let other?: throw QueryError(.badRequest, "\(place).ownerRecordName must be a string, not \(other.typeName)")
-            }
+            zoneName = try WebServicesRequestBody.string(zoneID["zoneName"], at: "\(place).zoneName") ?? zoneName
+            owner = try WebServicesRequestBody.string(zoneID["ownerRecordName"], at: "\(place).ownerRecordName")
         case let other?:
             throw QueryError(.badRequest, "\(place) must be a zone ID dictionary, {\"zoneName\": …}, not \(other.typeName)")
         }

@@ -80,7 +80,7 @@ extension Projection {
         let zoneID: SQL = style.zoneIDSQL ?? (style.zoneIDFromZone ? """
             (SELECT json_build_object('zoneName', zz.name, 'zoneType', CASE WHEN zz.name = '_defaultZone' THEN 'DEFAULT_ZONE' \
             ELSE 'REGULAR_CUSTOM_ZONE' END, 'ownerRecordName', zz.owner_name)::text FROM zone zz WHERE zz.id = r.zone_id)
-            """ : "\(builder.bind(style.zoneID.jsonText, replaying: { $0.cloudKitZoneID }))::text")
+            """ : "\(builder.bind(style.zoneID.jsonText, replaying: Self.cloudKitZoneID))::text")
         let fields = cloudKitFields(style, &builder)
         // Text, not json_build_object: half the cost of the nested calls
         // (W10, docs/BENCHMARK_NOTES.md "Issue 49"); strings through to_json.
@@ -104,6 +104,14 @@ extension Projection {
             || ',"modified":' || \(stamp("r.modified_at", "r.modified_by_name")) \
             || coalesce(\(share), '') || coalesce(',"parent":{"recordName":' || to_json(r.parent_name)::text || '}', '') || '}')
             """
+    }
+
+    /// The zone ID dictionary a cached plan binds again: a plan whose
+    /// check did not record one (a records query's, not cached today)
+    /// does not fit, and is planned anew rather than answer `"zoneID":`.
+    @Sendable static func cloudKitZoneID(_ values: PlanValues) throws -> String {
+        guard !values.cloudKitZoneID.isEmpty else { throw StatementTemplate.Mismatch() }
+        return values.cloudKitZoneID
     }
 
     /// A record's `fields` as CloudKit's typed field values, JSON text. With
