@@ -17,6 +17,16 @@ struct TokenRevocationTests {
         let admin = UserAdmin(logger: TestDatabase.logger)
         try await harness.test { client in
             #expect(try await client.call("me", "{ me { name } }", token: harness.aliceToken).code == nil)
+            // The use is recorded off the request's path: wait for it (on a
+            // loaded machine it may come after a revocation sent at once,
+            // and a revoked token's use is not recorded).
+            let recorded = try await eventually(timeout: .seconds(30)) {
+                let (_, tokens) = try await TestDatabase.withConnection(harness.endpoint) { connection in
+                    try await admin.tokens(of: "alice", connection: connection)
+                }
+                return tokens.first?.lastUsed != nil
+            }
+            #expect(recorded, "the use was recorded")
             let prefix = String(harness.aliceToken.prefix(12))   // cnp_ and 8 hex digits
             let (user, token) = try await TestDatabase.withConnection(harness.endpoint) { connection in
                 try await admin.revoke(prefix: prefix, connection: connection)
