@@ -3,7 +3,8 @@
 #               and print a first request
 #   make test   install PostgreSQL, pg_auto_failover, headless Chromium and Node
 #               if missing, build, run the test tiers one after another
-#               (docs/TESTING.md), build CanopyKit by URL, fuzz 10 s a target
+#               (docs/TESTING.md); beside the stories tier, build CanopyKit
+#               by URL and fuzz 10 s a target
 #   make bench  release build; the gateway against pgbench; BENCHMARKS.md
 #   make soak   release build; 30 minutes of mixed traffic from 20 users;
 #               docs/soak/SOAK.md and soak.png (not part of make test)
@@ -44,20 +45,23 @@ test: postgres
 	@scripts/ensure-netns.sh
 	python3 -m pip install -q -r Server/Tests/python/requirements.txt
 	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
+	# The fuzz build too, now: into .build (DECISIONS 132), which a running
+	# swift test keeps locked, and the tests are linked already.
+	$(MAKE) fuzz-build
 	# The tiers (docs/TESTING.md), one after another, each on a fresh
 	# PostgreSQL cluster that scripts/test-tier.sh makes and removes. A
 	# test's tier is the target it lives in (Server/Tests/<Tier>Tests).
-	# --skip-build: the build above made everything.
+	# --skip-build: the builds above made everything. The latency tier runs
+	# alone, before the stories; the stories tier, serial and mostly waiting,
+	# has beside it the two steps that are not tests: CanopyKit added by the
+	# repository's URL (a build, at nice 19) and every parser of outside
+	# input under libFuzzer for 10 s after the regression inputs of crashes
+	# found before (docs/FUZZING.md; DECISIONS 147).
 	scripts/test-tier.sh pure --skip-build
 	scripts/test-tier.sh database --skip-build
-	scripts/test-tier.sh stories --skip-build
 	scripts/test-tier.sh latency --skip-build
-	# CanopyKit added by the repository's URL: a build, not a test.
-	scripts/canopykit-by-url.sh
-	# Every parser of outside input under libFuzzer for 10 s, after the
-	# regression inputs of crashes found before (docs/FUZZING.md).
-	$(MAKE) fuzz-build
-	python3 scripts/fuzz/fuzz.py --seconds 10
+	scripts/beside.sh 'nice -n 19 scripts/canopykit-by-url.sh && python3 scripts/fuzz/fuzz.py --seconds 10' \
+		scripts/test-tier.sh stories --skip-build
 
 # Benchmarks: the release gateway (wrk) against the same SQL (pgbench);
 # writes BENCHMARKS.md. bench: 200,000 records (W6 at 20,000 and 200,000), 3 runs
