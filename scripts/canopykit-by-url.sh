@@ -4,8 +4,8 @@
 # tree depends on a file:// bare clone of this repository at HEAD, by URL,
 # and builds a small program using CanopyKit. The app must fetch
 # CanopyKit's dependencies only, never the server's (the root Package.swift
-# is CanopyKit's alone: DECISIONS 99 and 127). A build, not a test: it runs
-# as a step of its own, so its minutes of both cores stretch no test's wait.
+# is CanopyKit's alone: DECISIONS 99 and 127). A build, not a test: make test
+# runs it at nice 19 beside the stories tier (DECISIONS 147).
 #   scripts/canopykit-by-url.sh
 # Exits non-zero, saying what was wrong, when the build fails or the app
 # fetched anything but CanopyKit's dependencies.

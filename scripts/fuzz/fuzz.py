@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # kept apart, in .build-fuzz, so a clean of one leaves the other.
 BINARY = ROOT / ".build" / "debug" / "canopy-fuzz"
 WORK = ROOT / ".build-fuzz"
+# The committed seeds and the regression inputs (crashes found before).
+FUZZ = ROOT / "Server" / "Fuzz"
 # Swift's own backtracer catches a trap before libFuzzer's handler does, and
 # then libFuzzer never writes the input that crashed: turn it off.
 ENV = {**os.environ, "SWIFT_BACKTRACE": "enable=no"}
@@ -53,7 +55,7 @@ def targets():
 
 
 def regressions(target):
-    folder = ROOT / "Fuzz" / "Regressions" / target
+    folder = FUZZ / "Regressions" / target
     files = sorted(p for p in folder.glob("*") if p.is_file()) if folder.is_dir() else []
     if not files:
         return 0, None
@@ -68,7 +70,7 @@ def fuzz(target, seconds):
     corpus.mkdir(parents=True, exist_ok=True)
     crashes = WORK / "crashes"
     crashes.mkdir(parents=True, exist_ok=True)
-    seeds = ROOT / "Fuzz" / "Corpus" / target
+    seeds = FUZZ / "Corpus" / target
     limits = PER_INPUT.get(target, PER_INPUT_DEFAULT)
     command = [str(BINARY), target, f"-max_total_time={seconds}", "-print_final_stats=1", f"-timeout={limits['timeout']}",
                "-rss_limit_mb=4096", f"-max_len={limits['max_len']}", f"-artifact_prefix={crashes}/{target}-", str(corpus)]
@@ -140,6 +142,11 @@ def main():
     args = parser.parse_args()
     if not BINARY.exists():
         sys.exit(f"{BINARY} is missing: build it with `CANOPY_FUZZ=1 swift build --package-path Server --scratch-path .build --product canopy-fuzz` (make fuzz-build does)")
+    # The folders were once at the root, and a wrong path read no input
+    # without a word: say so instead.
+    for folder in (FUZZ / "Regressions", FUZZ / "Corpus"):
+        if not folder.is_dir():
+            sys.exit(f"{folder} is missing: the regression inputs and seeds live there")
     chosen = [t for t in args.targets.split(",") if t] or targets()
     rows, failed = [], []
     for index, target in enumerate(chosen, 1):
