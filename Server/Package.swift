@@ -413,6 +413,15 @@ let package = Package(
             ] + gatewayTestDependencies,
             swiftSettings: swiftSettings
         ),
+        // Citus: a coordinator and two workers (issue 67, docs/CITUS.md),
+        // started by scripts/test-tier.sh citus. Serial.
+        .testTarget(
+            name: "CitusTests",
+            dependencies: [
+                "CanopyGatewayTestSupport",
+            ] + gatewayTestDependencies,
+            swiftSettings: swiftSettings
+        ),
         // Latency: every test that asserts how fast something happens, run
         // alone in a step of its own. Serial.
         .testTarget(

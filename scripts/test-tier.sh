@@ -11,6 +11,9 @@
 #   stories   Server/Tests/StoryTests: whatever starts a process (canopy serve,
 #             Chromium, Node, Python, pg_auto_failover, namespaces); serial
 #   latency   Server/Tests/LatencyTests: every latency bound, alone; serial
+#   citus     Server/Tests/CitusTests: a Citus coordinator and two workers
+#             (canopy cluster start --citus --workers 2; Citus must be
+#             installed: scripts/ensure-citus.sh); serial
 # FILTER (optional) narrows the tier to the tests whose `Suite/test` name
 # matches it, a regular expression: scripts/test-tier.sh database SubscriptionTests
 # Further arguments go to swift test (make test passes --skip-build after
@@ -28,7 +31,8 @@ case "$tier" in
     database) target=DatabaseTests; order=() ;;
     stories) target=StoryTests; order=(--no-parallel) ;;
     latency) target=LatencyTests; order=(--no-parallel) ;;
-    *) echo "test-tier.sh: no tier \"$tier\" (pure, database, stories or latency)" >&2; usage; exit 2 ;;
+    citus) target=CitusTests; order=(--no-parallel) ;;
+    *) echo "test-tier.sh: no tier \"$tier\" (pure, database, stories, latency or citus)" >&2; usage; exit 2 ;;
 esac
 filter="^$target\\."
 if [ $# -ge 1 ] && [ "${1#-}" = "$1" ]; then
@@ -50,6 +54,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 started=$(date +%s)
 echo "==> tier $tier: $target, a fresh cluster in $CANOPY_TEST_DATA_DIR"
+if [ "$tier" = citus ]; then
+    # The coordinator and its workers first: the tests find them running.
+    "$canopy" cluster start --citus --workers 2 --data-dir "$CANOPY_TEST_DATA_DIR" || exit 1
+fi
 "$root/scripts/swift-test.sh" "${order[@]}" --filter "$filter" "$@"
 status=$?
 echo "==> tier $tier: exit $status after $(( $(date +%s) - started )) s"

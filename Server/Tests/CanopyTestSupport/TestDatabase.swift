@@ -33,10 +33,7 @@ public actor TestDatabase {
     public func server() async throws -> DatabaseEndpoint {
         if let cluster { return try await cluster.value }
         let task = Task {
-            guard let directory = ProcessInfo.processInfo.environment["CANOPY_TEST_DATA_DIR"], !directory.isEmpty else {
-                throw TestClusterMissing()
-            }
-            let running = try await EmbeddedCluster(dataDirectory: directory).start(logger: Self.logger)
+            let running = try await Self.cluster().start(logger: Self.logger)
             return running.adminEndpoint.database("postgres")
         }
         cluster = task
@@ -52,6 +49,28 @@ public actor TestDatabase {
             try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Self.logger)
         }
         return server.database(name)
+    }
+
+    /// An empty database made a Citus database on every node of the tier's
+    /// Citus cluster (`scripts/test-tier.sh citus`): the extension in it on
+    /// each node, the coordinator and workers registered in it.
+    public func citusDatabase() async throws -> DatabaseEndpoint {
+        let cluster = try Self.cluster()
+        guard try cluster.citusWorkerCount() != nil else { throw CitusClusterMissing() }
+        // Finds it running; its answer carries the workers' ports.
+        let running = try await cluster.start(logger: Self.logger)
+        counter += 1
+        let name = "canopy_c\(getpid())_\(counter)"
+        try await cluster.prepareCitusDatabase(name, coordinator: running, logger: Self.logger)
+        return running.adminEndpoint.database(name)
+    }
+
+    /// The tier's cluster, from `$CANOPY_TEST_DATA_DIR`.
+    public static func cluster() throws -> EmbeddedCluster {
+        guard let directory = ProcessInfo.processInfo.environment["CANOPY_TEST_DATA_DIR"], !directory.isEmpty else {
+            throw TestClusterMissing()
+        }
+        return EmbeddedCluster(dataDirectory: directory)
     }
 
     /// A migrated database of its own; returns the administrator endpoint.
@@ -146,3 +165,11 @@ public struct TestClusterMissing: Error, CustomStringConvertible {
     }
 }
 
+
+/// A Citus test run on a cluster that is not one: the Citus tier starts its
+/// own (`scripts/test-tier.sh citus`).
+public struct CitusClusterMissing: Error, CustomStringConvertible {
+    public var description: String {
+        "the cluster in CANOPY_TEST_DATA_DIR is not a Citus cluster: run the Citus tests with scripts/test-tier.sh citus, which starts a coordinator and two workers"
+    }
+}

@@ -60,6 +60,8 @@ public struct EmbeddedCluster: Sendable {
         public let adminEndpoint: DatabaseEndpoint
         public let startedNow: Bool
         public let port: Int
+        /// A Citus coordinator's workers, running too (empty for a single node).
+        public var citusWorkers: [CitusWorker] = []
     }
 
     /// Initialises the cluster if needed, starts it if it is not running,
@@ -83,7 +85,12 @@ public struct EmbeddedCluster: Sendable {
                 username: Self.adminUser, password: nil, database: Self.databaseName
             )
             try await createDatabaseIfMissing(endpoint: endpoint, logger: logger)
-            return Running(adminEndpoint: endpoint, startedNow: startedNow, port: port!)
+            var running = Running(adminEndpoint: endpoint, startedNow: startedNow, port: port!)
+            if let workerCount = try citusWorkerCount() {
+                running.citusWorkers = try await startCitusWorkers(workerCount, logger: logger)
+                try await prepareCitusDatabase(Self.databaseName, coordinator: running, logger: logger)
+            }
+            return running
         }
     }
 
@@ -119,6 +126,11 @@ public struct EmbeddedCluster: Sendable {
             }
             logger.info("stopped the embedded PostgreSQL cluster", metadata: ["canopy.cluster.data_dir": "\(pgData)", "canopy.cluster.stop_mode": "\(mode.rawValue)"])
         }
+        // A Citus coordinator's workers after it, so no distributed
+        // transaction is left waiting on a worker that went first.
+        for worker in citusWorkerClusters() {
+            try await worker.stop(logger: logger, mode: mode)
+        }
     }
 
     private func initialise(programs: ServerPrograms, account: ServerAccount, logger: Logger) async throws {
@@ -136,20 +148,21 @@ public struct EmbeddedCluster: Sendable {
         guard result.succeeded else {
             throw StoreError(.clusterFailed, "initdb failed for \(pgData):\n\(result.output)" + account.reachabilityHint(for: pgData))
         }
+        let role = citusRole
         let settings = """
 
             # Added by canopy: the embedded cluster listens on a Unix socket in
             # its data directory and on loopback; the port is chosen at start.
             # 400 connections: the test suite, all suites at once, opened up
             # to 165 of the former 200.
-            listen_addresses = '127.0.0.1'
+            listen_addresses = '\(role == .worker ? "" : "127.0.0.1")'
             unix_socket_directories = '\(socketDirectory)'
             max_connections = 400
-            shared_buffers = 256MB
+            shared_buffers = \(role == .worker ? "128MB" : "256MB")
             log_min_messages = warning
             log_line_prefix = '%m [%p] %q%u@%d '
 
-            """
+            """ + (role.map { Self.citusSettings($0, socketDirectory: socketDirectory) } ?? "")
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(pgData)/postgresql.conf"))
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(settings.utf8))

@@ -13,16 +13,39 @@ struct Cluster: AsyncParsableCommand {
 
 /// `canopy cluster start`.
 struct ClusterStart: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "start", abstract: "Initialise (first time) and start the cluster.")
+    static let configuration = CommandConfiguration(
+        commandName: "start", abstract: "Initialise (first time) and start the cluster.",
+        discussion: """
+            With --citus, a fresh --data-dir becomes a Citus cluster: this cluster as the coordinator and             --workers more under workers/<n>/, all on Unix sockets only between them (docs/CITUS.md).             Every later start, by any command, starts the workers too.
+            """
+    )
     @OptionGroup var database: DatabaseOptions
+
+    @Flag(help: "Make a fresh data directory a Citus cluster: a coordinator and --workers workers (Citus 13 must be installed).")
+    var citus = false
+
+    @Option(help: "With --citus: how many workers (1-16; default 2). A cluster may grow; the new workers join at this start.")
+    var workers: Int?
+
+    func validate() throws {
+        if workers != nil && !citus {
+            throw ValidationError("--workers is for a Citus cluster: add --citus")
+        }
+    }
 
     func run() async throws {
         CommandLogging.bootstrap(verbose: database.verbose)
         do {
             let cluster = EmbeddedCluster(dataDirectory: database.setup.dataDirectory)
+            if citus {
+                try cluster.makeCitus(workers: workers ?? 2)
+            }
             let running = try await cluster.start(logger: database.logger("canopy.cluster"))
             print("running on port \(running.port), socket in \(cluster.socketDirectory), log \(cluster.logFile)")
             print("admin: \(running.adminEndpoint.displayURL)")
+            for worker in running.citusWorkers {
+                print("citus worker \(worker.number): port \(worker.port), socket in \(worker.socketDirectory)")
+            }
         } catch {
             throw fail(error)
         }
@@ -39,6 +62,9 @@ struct ClusterStatus: AsyncParsableCommand {
             let cluster = EmbeddedCluster(dataDirectory: database.setup.dataDirectory)
             if let port = try cluster.status() {
                 print("running on port \(port), socket in \(cluster.socketDirectory), log \(cluster.logFile)")
+                for worker in try cluster.citusWorkerStatus() {
+                    print("citus worker \(worker.number): " + (worker.port.map { "port \($0), socket in \(worker.socketDirectory)" } ?? "not running"))
+                }
             } else {
                 print("not running (\(cluster.pgData))")
                 throw ExitCode(3)
@@ -53,7 +79,7 @@ struct ClusterStatus: AsyncParsableCommand {
 
 /// `canopy cluster stop`.
 struct ClusterStop: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the cluster and its replicas (fast shutdown).")
+    static let configuration = CommandConfiguration(commandName: "stop", abstract: "Stop the cluster, its replicas and its Citus workers (fast shutdown).")
     @OptionGroup var database: DatabaseOptions
 
     @Flag(help: "Stop the primary as a power cut would (pg_ctl's immediate mode: no checkpoint, the next start replays the WAL), for crash drills; replicas keep running.")
