@@ -1,8 +1,8 @@
 # Canopy: the commands the README names.
 #   make run    build, start the embedded PostgreSQL cluster, migrate, serve,
 #               and print a first request
-#   make test   install PostgreSQL, pg_auto_failover, headless Chromium and Node
-#               if missing, build, run the test tiers one after another
+#   make test   install PostgreSQL, Citus, pg_auto_failover, headless Chromium
+#               and Node if missing, build, run the test tiers one after another
 #               (docs/TESTING.md); beside the stories tier, build CanopyKit
 #               by URL and fuzz 10 s a target
 #   make bench  release build; the gateway against pgbench; BENCHMARKS.md
@@ -39,6 +39,7 @@ build:
 	$(SWIFT) build $(SERVER_PACKAGE) --product canopy
 
 test: postgres
+	@scripts/ensure-citus.sh
 	@scripts/ensure-browser.sh
 	@scripts/ensure-node.sh
 	@scripts/ensure-auto-failover.sh
@@ -59,6 +60,7 @@ test: postgres
 	# found before (docs/FUZZING.md; DECISIONS 147).
 	scripts/test-tier.sh pure --skip-build
 	scripts/test-tier.sh database --skip-build
+	scripts/test-tier.sh citus --skip-build
 	scripts/test-tier.sh latency --skip-build
 	scripts/beside.sh 'nice -n 19 scripts/canopykit-by-url.sh && python3 scripts/fuzz/fuzz.py --seconds 10' \
 		scripts/test-tier.sh stories --skip-build
