@@ -1,4 +1,4 @@
--- Who is asking: canopy.current_user_id(), the default of
+-- Who is asking: canopy.current_user_id(), canopy.act_as (Citus), the default of
 -- canopy.records.created_by / modified_by that calls it, bearer-token
 -- lookup (canopy.token_for_selector, canopy.token_secrets_for_selector,
 -- canopy.note_token_use), a web auth token's rotation (canopy.rotate_web_token,
@@ -23,6 +23,35 @@ CREATE OR REPLACE FUNCTION canopy.current_user_id() RETURNS bigint
     LANGUAGE sql STABLE PARALLEL SAFE
 AS $$ SELECT nullif(current_setting('canopy.user_id', true), '')::bigint $$;
 COMMENT ON FUNCTION canopy.current_user_id() IS 'The canopy.users.id the current transaction acts for, from set_config(''canopy.user_id'', …, true); NULL for nobody.';
+
+-- Who is asking, on Citus (issue 67, DECISIONS 154): set_config is not
+-- carried to the workers, where the shards' policies run; SET LOCAL is,
+-- with citus.propagate_set_commands = 'local' (set here when Citus is
+-- loaded). SET takes no parameters, so the gateway binds the values to this
+-- function, which quotes them (%L) into its SET LOCALs: nothing is spliced
+-- by the gateway. In the request's transaction, first. A NULL leaves its
+-- setting alone. On a single PostgreSQL the gateway keeps set_config
+-- (one statement for a read), so this is Citus's path only.
+CREATE OR REPLACE FUNCTION canopy.act_as(p_user_id bigint, p_schema_mode text, p_device_id text, p_trace_parent text)
+    RETURNS void LANGUAGE plpgsql VOLATILE
+AS $$
+BEGIN
+    IF pg_catalog.current_setting('citus.propagate_set_commands', true) IS NOT NULL THEN
+        SET LOCAL citus.propagate_set_commands = 'local';
+    END IF;
+    EXECUTE pg_catalog.format('SET LOCAL canopy.user_id = %L', coalesce(p_user_id::text, ''));
+    IF p_schema_mode IS NOT NULL THEN
+        EXECUTE pg_catalog.format('SET LOCAL canopy.schema_mode = %L', p_schema_mode);
+    END IF;
+    IF p_device_id IS NOT NULL THEN
+        EXECUTE pg_catalog.format('SET LOCAL canopy.device_id = %L', p_device_id);
+    END IF;
+    IF p_trace_parent IS NOT NULL THEN
+        EXECUTE pg_catalog.format('SET LOCAL canopy.trace_parent = %L', p_trace_parent);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION canopy.act_as(bigint, text, text, text) IS 'Says who the transaction acts for by SET LOCAL, which Citus carries to its workers (set_config is not); the gateway''s path on Citus.';
 
 -- The column defaults that call it (the tables, in the baseline and
 -- migrations/0017, are created without them because they are code).
@@ -243,6 +272,7 @@ $$;
 COMMENT ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz) IS 'Notes a server-to-server signature; false when it was used before (a replay). Purges signatures older than the window.';
 
 REVOKE ALL ON FUNCTION canopy.current_user_id() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.act_as(bigint, text, text, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_for_selector(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_secrets_for_selector(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.rotate_web_token(text, bytea, bytea, interval, interval) FROM PUBLIC, canopy_gateway;
@@ -255,6 +285,7 @@ REVOKE ALL ON FUNCTION canopy.server_key(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.container_sign_in_callback(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.current_user_id() TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.act_as(bigint, text, text, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.token_for_selector(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.token_secrets_for_selector(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.rotate_web_token(text, bytea, bytea, interval, interval) TO canopy_gateway;

@@ -66,18 +66,21 @@ public struct Migrator: Sendable {
         let layout = try MigrationLayout(directory: directory)
         let code = try RepeatableFile.load(directory: codeDirectory)
         try await verify(connection: connection, layout: layout)
+        let citus = try await DatabaseEngine.detect(on: connection, logger: logger) == .citus
         var applied: [String] = []
         let steps = layout.archive.map { ($0, Need.upgradingFromArchive(layout)) }
             + (layout.baseline.map { [($0, Need.newDatabase(layout))] } ?? [])
             + layout.versioned.map { ($0, Need.always) }
         for (file, need) in steps {
             let start = ContinuousClock.now
+            if citus { try await CitusSwitch.letOwnerLogIn(connection, logger: logger) }
             if try await apply(file, need: need, connection: connection) {
                 applied.append(file.name)
                 progress("applied \(file.name) in \(Self.format(ContinuousClock.now - start))")
                 logger.info("applied migration", metadata: ["canopy.migration": "\(file.name)"])
             }
         }
+        if citus { try await CitusSwitch.letOwnerLogIn(connection, logger: logger) }
         for (path, duration) in try await apply(code, connection: connection) {
             applied.append("sql/\(path)")
             progress("applied sql/\(path) in \(Self.format(duration))")

@@ -12,6 +12,10 @@ public struct PreparedRead: Sendable {
     /// The read's parameter types, then the user's (text).
     public let parameterTypes: [PostgresDataType]
     let number: Number
+    /// The read alone and its parameters' types: what runs on Citus, after
+    /// `canopy.act_as` in the same transaction (``DatabaseEngine``).
+    let read: String
+    let readTypes: [PostgresDataType]
 
     enum Number: Sendable {
         /// Not looked up yet: found by the text when run.
@@ -24,6 +28,8 @@ public struct PreparedRead: Sendable {
     /// `numbered`: find the shape's number now (kept for every run).
     public init(sql read: String, parameterTypes readTypes: [PostgresDataType], numbered: Bool = true) {
         let user = readTypes.count + 1
+        self.read = read
+        self.readTypes = readTypes
         sql = """
             SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', $\(user)::text, true) AS canopy_identity OFFSET 0) canopy_s \
             CROSS JOIN LATERAL (SELECT * FROM (\(read)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q

@@ -50,6 +50,9 @@ public final class RequestDatabase: Sendable {
     /// The tracer when tracing is on (`canopy serve` with `OTEL_*` set,
     /// docs/TRACING.md): requests carry it to every span below them.
     public let tracing: CanopyTracing?
+    /// One PostgreSQL or a Citus coordinator: how a transaction says who
+    /// it acts for (``DatabaseEngine``).
+    public let engine: DatabaseEngine
 
     /// - Parameters:
     ///   - statementTimeout: every statement's limit (`statement_timeout`, set per connection)
@@ -59,12 +62,21 @@ public final class RequestDatabase: Sendable {
     ///   - schemaCacheTime: how long a record type's fields are remembered (0: never)
     ///   - schemaMode: `development` or `production`
     ///   - replicas: streaming replicas of the same database, reached as the same role
+    ///   - engine: what `endpoint` is (``DatabaseEngine/detect(on:logger:)``)
     public init(
         endpoint: DatabaseEndpoint, maximumConnections: Int = 20, availabilityTimeout: Duration = .seconds(5),
         statementTimeout: Duration = .seconds(10), listenerHeartbeat: Duration = .seconds(5), tokenCacheTime: Duration = .seconds(4),
         schemaCacheTime: Duration = .seconds(1), schemaMode: String = "development",
-        replicas: [DatabaseEndpoint] = [], replicaSettings: ReplicaSet.Settings = .init(), tracing: CanopyTracing? = nil, logger: Logger
+        replicas: [DatabaseEndpoint] = [], replicaSettings: ReplicaSet.Settings = .init(), tracing: CanopyTracing? = nil,
+        engine: DatabaseEngine = .postgres, logger: Logger
     ) throws {
+        if engine == .citus && !replicas.isEmpty {
+            throw StoreError(
+                .invalidConfiguration,
+                "read replicas are not supported on Citus yet: each worker would need its own (docs/CITUS.md); remove --replica-url"
+            )
+        }
+        self.engine = engine
         self.tracing = tracing
         let milliseconds = statementTimeout.components.seconds * 1000 + statementTimeout.components.attoseconds / 1_000_000_000_000_000
         // The asset marker (sql/functions/asset_marks.sql): what the SQL marks
@@ -215,6 +227,13 @@ public final class RequestDatabase: Sendable {
             let result = try await connection.inTransaction(logger: logger) { connection in
                 // A traced write names its trace to the push outbox, so
                 // webhooks for it carry the trace on (docs/TRACING.md).
+                if self.engine == .citus {
+                    // Carried to the workers (DatabaseEngine).
+                    try await connection.query(
+                        "SELECT canopy.act_as(\(userID), \(self.schemaMode), \(device), \(CanopySpan.traceParent))", logger: logger
+                    )
+                    return try await body(connection)
+                }
                 if let traceParent = CanopySpan.traceParent {
                     try await connection.query("SELECT set_config('canopy.trace_parent', \(traceParent), true)", logger: logger)
                 }
@@ -272,6 +291,14 @@ public final class RequestDatabase: Sendable {
         _ prepared: PreparedRead, binds statementBinds: PostgresBindings, as userID: Int64?, from source: ReadSource = .primary,
         logger: Logger, _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
     ) async throws -> Result {
+        if engine == .citus {
+            return try await CanopySpan.run("db read", ofKind: .client) { span in
+                span?.describeDatabaseCall(server: try? primary.server(), deadlines: primary.deadlines, source: "primary")
+                let rows = try await citusRead(prepared, binds: statementBinds, as: userID, logger: logger)
+                span?.attributes["db.response.returned_rows"] = rows.count
+                return try collect(rows)
+            }
+        }
         var binds = statementBinds
         binds.append(userID.map(String.init) ?? "")
         let query = PostgresQuery(unsafeSQL: prepared.sql, binds: binds)
@@ -317,6 +344,28 @@ public final class RequestDatabase: Sendable {
         }
         span?.attributes["db.response.returned_rows"] = rows.count
         return try collect(rows)
+    }
+
+    /// A read on Citus: the read alone, in a transaction that says who it
+    /// acts for first by `canopy.act_as` (SET LOCAL, which Citus carries to
+    /// the workers that hold the shards; ``DatabaseEngine``). Read only, so
+    /// a failure after it is no unknown commit.
+    private func citusRead(
+        _ prepared: PreparedRead, binds: PostgresBindings, as userID: Int64?, logger: Logger
+    ) async throws -> [PostgresRow] {
+        let read = PostgresQuery(unsafeSQL: prepared.read, binds: binds)
+        return try await primary.withConnection { connection in
+            try await connection.query("BEGIN READ ONLY", logger: logger)
+            do {
+                try await connection.query("SELECT canopy.act_as(\(userID), NULL, NULL, NULL)", logger: logger)
+                let rows = try await connection.executeShaped(read, parameterTypes: prepared.readTypes, logger: logger)
+                try await connection.query("COMMIT", logger: logger)
+                return rows
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: logger)
+                throw error
+            }
+        }
     }
 
     /// A record type's fields with their indexes; `refresh` reads them anew,

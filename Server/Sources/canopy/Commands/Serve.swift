@@ -174,6 +174,7 @@ struct Serve: AsyncParsableCommand {
             }
         }
         let resolved: DatabaseSetup.Resolved
+        let engine: DatabaseEngine
         do {
             let migrator = migrations.migrator(logger: logger)
             let setup = database.setup
@@ -187,7 +188,16 @@ struct Serve: AsyncParsableCommand {
             // Probe as the gateway role before serving: a bad password or
             // host must fail now, with words, not hang a request later.
             let probe = try await DatabaseSetup.connect(resolved.gateway, logger: logger)
+            do {
+                engine = try await DatabaseEngine.detect(on: probe, logger: logger)
+            } catch {
+                try? await probe.close()
+                throw error
+            }
             try? await probe.close()
+            if engine == .citus {
+                logger.info("the database is a Citus coordinator: each request says who it acts for by SET LOCAL (docs/CITUS.md)")
+            }
         } catch {
             throw fail(error)
         }
@@ -233,7 +243,7 @@ struct Serve: AsyncParsableCommand {
             availabilityTimeout: .milliseconds(Int64(pool.availabilityTimeout * 1000)),
             statementTimeout: configuration.statementTimeout, listenerHeartbeat: .milliseconds(Int64(pool.listenerHeartbeat * 1000)),
             schemaMode: mode.mode.rawValue,
-            replicas: replicaEndpoints, replicaSettings: replicas.settings, tracing: traceExport?.tracing, logger: logger
+            replicas: replicaEndpoints, replicaSettings: replicas.settings, tracing: traceExport?.tracing, engine: engine, logger: logger
         )
         if !replicaEndpoints.isEmpty {
             logger.info("read replicas", metadata: ["canopy.replicas": "\(replicaEndpoints.map(\.displayURL))"])
