@@ -72,7 +72,7 @@ struct CitusClusterTests {
         var running = try await cluster.start(logger: TestDatabase.logger)
         // In the cluster's own database: prepared at every start.
         let canopy = running.adminEndpoint
-        try await Self.explained { try await TestDatabase.withConnection(canopy) { connection in
+        try await explained { try await TestDatabase.withConnection(canopy) { connection in
             try await connection.query("DROP TABLE IF EXISTS port_probe", logger: TestDatabase.logger)
             try await connection.query("CREATE TABLE port_probe (owner_id bigint PRIMARY KEY)", logger: TestDatabase.logger)
             try await connection.query("SELECT create_distributed_table('port_probe', 'owner_id')", logger: TestDatabase.logger)
@@ -87,21 +87,11 @@ struct CitusClusterTests {
 
         running = try await cluster.start(logger: TestDatabase.logger)
         #expect(running.citusWorkers.first?.port == newPort)
-        try await Self.explained { try await TestDatabase.withConnection(canopy) { connection in
+        try await explained { try await TestDatabase.withConnection(canopy) { connection in
             let registered = try await connection.texts("SELECT nodeport::text FROM pg_dist_node WHERE nodename = \(worker.socketDirectory)")
             #expect(registered == [String(newPort)])
             #expect(try await connection.texts("SELECT count(*)::text FROM port_probe") == ["50"])
             try await connection.query("DROP TABLE port_probe", logger: TestDatabase.logger)
         } }
-    }
-
-    /// Runs `body`, and names PostgreSQL's own message when it fails.
-    static func explained(_ body: () async throws -> Void) async throws {
-        do {
-            try await body()
-        } catch let error as PSQLError {
-            Issue.record("PostgreSQL: \(error.serverInfo?[.message] ?? String(reflecting: error))")
-            throw error
-        }
     }
 }

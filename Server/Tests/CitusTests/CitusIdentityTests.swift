@@ -56,7 +56,7 @@ struct CitusIdentityTests {
     @Test("a read acts for its caller on every shard: all of reader 2's rows, from both workers, and no one else's")
     func reads() async throws {
         let endpoint = try await Self.notesDatabase()
-        try await Self.withGateway(endpoint) { database in
+        try await explained { try await Self.withGateway(endpoint) { database in
             let answers = try await [Int64(2), 3, 99].asyncMap { reader in
                 try await database.read(
                     PostgresQuery(unsafeSQL: "SELECT count(*), count(DISTINCT owner_id) FROM notes", binds: PostgresBindings()),
@@ -69,13 +69,13 @@ struct CitusIdentityTests {
                 PostgresQuery(unsafeSQL: "SELECT count(*) FROM notes", binds: PostgresBindings()), parameterTypes: [], as: nil, logger: TestDatabase.logger
             ) { rows in try rows.first!.decode(Int64.self) }
             #expect(nobody == 0)
-        }
+        } }
     }
 
     @Test("a write acts for its caller on every worker: its rows on two workers commit together; another reader's row is refused")
     func writes() async throws {
         let endpoint = try await Self.notesDatabase()
-        try await Self.withGateway(endpoint) { database in
+        try await explained { try await Self.withGateway(endpoint) { database in
             // Owners on different workers, so the write is a two-phase commit.
             let owners = try await TestDatabase.withConnection(endpoint) { connection in
                 try await connection.texts("""
@@ -99,7 +99,7 @@ struct CitusIdentityTests {
                 try await connection.texts("SELECT string_agg(owner_id || ':' || reader, ',' ORDER BY owner_id) FROM notes WHERE body IN ('written', 'not yours')")
             }
             #expect(written == [owners.map { "\($0):2" }.joined(separator: ",")])
-        }
+        } }
     }
 }
 
