@@ -94,4 +94,58 @@ struct CitusClusterTests {
             try await connection.query("DROP TABLE port_probe", logger: TestDatabase.logger)
         } }
     }
+
+    @Test("a heavy owner isolated to a shard of its own: its rows alone in that shard, every answer the same")
+    func isolateOwner() async throws {
+        let endpoint = try await TestDatabase.shared.citusDatabase()
+        try await explained { try await TestDatabase.withConnection(endpoint) { connection in
+            for statement in [
+                "CREATE TABLE notes (owner_id bigint, id int, body text, PRIMARY KEY (owner_id, id))",
+                "SELECT create_distributed_table('notes', 'owner_id')",
+                "INSERT INTO notes SELECT o, n, 'note ' || n FROM generate_series(1, 40) o, generate_series(1, 5) n",
+                "SELECT isolate_tenant_to_new_shard('notes', 7, shard_transfer_mode => 'block_writes')",
+            ] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger)
+            }
+            let owners = try await connection.texts("""
+                SELECT string_agg(DISTINCT n.owner_id::text, ',')
+                  FROM notes n WHERE get_shard_id_for_distribution_column('notes', n.owner_id) = get_shard_id_for_distribution_column('notes', 7)
+                """)
+            #expect(owners == ["7"], "owner 7's shard holds only owner 7: \(owners)")
+            #expect(try await connection.texts("SELECT count(*)::text FROM notes") == ["200"])
+            #expect(try await connection.texts("SELECT count(*)::text FROM notes WHERE owner_id = 7") == ["5"])
+        } }
+    }
+
+    @Test("a cluster grown by a worker: it joins at the next start, a rebalance moves shards onto it, nothing is lost")
+    func grow() async throws {
+        // A cluster of its own: the tier's keeps its two workers.
+        let directory = try TestDatabase.cluster().dataDirectory + "-grow"
+        let cluster = EmbeddedCluster(dataDirectory: directory)
+        try cluster.makeCitus(workers: 1)
+        do {
+            var running = try await cluster.start(logger: TestDatabase.logger)
+            #expect(running.citusWorkers.count == 1)
+            try await explained { try await TestDatabase.withConnection(running.adminEndpoint) { connection in
+                try await connection.query("CREATE TABLE notes (owner_id bigint PRIMARY KEY, body text)", logger: TestDatabase.logger)
+                try await connection.query("SELECT create_distributed_table('notes', 'owner_id')", logger: TestDatabase.logger)
+                try await connection.query("INSERT INTO notes SELECT o, 'note' FROM generate_series(1, 100) o", logger: TestDatabase.logger)
+            } }
+            try cluster.makeCitus(workers: 2)
+            #expect(throws: StoreError.self, "a cluster does not shrink by --workers") { try cluster.makeCitus(workers: 1) }
+            running = try await cluster.start(logger: TestDatabase.logger)
+            let newcomer = try #require(running.citusWorkers.last)
+            #expect(running.citusWorkers.count == 2)
+            try await explained { try await TestDatabase.withConnection(running.adminEndpoint) { connection in
+                try await connection.query("SELECT rebalance_table_shards('notes', shard_transfer_mode => 'block_writes')", logger: TestDatabase.logger)
+                let onNewcomer = try await connection.texts("SELECT count(*)::text FROM citus_shards WHERE table_name = 'notes'::regclass AND nodename = \(newcomer.socketDirectory)")
+                #expect(onNewcomer != ["0"], "the rebalance moved shards to the new worker")
+                #expect(try await connection.texts("SELECT count(*)::text FROM notes") == ["100"])
+            } }
+        } catch {
+            try? await cluster.stop(logger: TestDatabase.logger)
+            throw error
+        }
+        try await cluster.stop(logger: TestDatabase.logger)
+    }
 }
