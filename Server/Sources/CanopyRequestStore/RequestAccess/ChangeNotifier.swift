@@ -41,14 +41,28 @@ public final class ChangeNotifier: Service, Sendable {
     }
 
     private let primary: PrimaryPool
+    /// On Citus, how to reach every node (the gateway's endpoint, its host
+    /// and port replaced by each worker's): nil on one PostgreSQL.
+    private let citusEndpoint: DatabaseEndpoint?
+    /// On Citus, how often the list of workers is read again.
+    let nodeRefresh: Duration
     private let logger: Logger
     private let state = Mutex(State())
     private let demand: AsyncStream<Void>
     /// How often the listening connection is checked, and how long its answer may take.
     public let heartbeat: Duration
 
-    public init(primary: PrimaryPool, heartbeat: Duration = .seconds(5), logger: Logger) {
+    /// - Parameter citusEndpoint: on a Citus coordinator, the endpoint the
+    ///   gateway connects with: the listener then listens on every worker
+    ///   too (DECISIONS 150), reading the workers from `pg_dist_node` again
+    ///   every `nodeRefresh`.
+    public init(
+        primary: PrimaryPool, heartbeat: Duration = .seconds(5), citusEndpoint: DatabaseEndpoint? = nil,
+        nodeRefresh: Duration = .seconds(30), logger: Logger
+    ) {
         self.primary = primary
+        self.citusEndpoint = citusEndpoint
+        self.nodeRefresh = nodeRefresh
         self.heartbeat = heartbeat
         self.logger = logger
         let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -94,9 +108,13 @@ public final class ChangeNotifier: Service, Sendable {
             self.state.withLock { $0.listening = true }
             while !Task.isCancelled {
                 do {
-                    // The primary now: after a failover, the new one.
-                    try await self.primary.client().withConnection { connection in
-                        try await self.listen(on: connection)
+                    if let citusEndpoint = self.citusEndpoint {
+                        try await self.listenOnEveryNode(citusEndpoint)
+                    } else {
+                        // The primary now: after a failover, the new one.
+                        try await self.primary.client().withConnection { connection in
+                            try await self.listen(on: connection)
+                        }
                     }
                 } catch where !Task.isCancelled {
                     self.logger.warning("change notifications interrupted; reconnecting", metadata: ["canopy.error": "\(String(reflecting: error))"])
@@ -145,6 +163,91 @@ public final class ChangeNotifier: Service, Sendable {
                 group.cancelAll()
             }
         }
+    }
+
+    /// On Citus (DECISIONS 150): a trigger's NOTIFY is heard only on the
+    /// node whose shard it fired on, so the listener keeps a connection to
+    /// the coordinator and one to each worker. Each node's listener
+    /// reconnects on its own when it fails (a new connection tells every
+    /// subscriber to read again, as on one PostgreSQL), so a worker that is
+    /// down leaves the others heard. Every `nodeRefresh` the worker list is
+    /// read again; a change (a worker added, moved or removed) restarts them
+    /// all on the new list.
+    private func listenOnEveryNode(_ endpoint: DatabaseEndpoint) async throws {
+        let workers = try await primary.withConnection { connection in
+            try await Self.workers(on: connection, logger: self.logger)
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try await self.keepListening(node: "the coordinator") {
+                    try await self.primary.client().withConnection { connection in
+                        try await self.listen(on: connection)
+                    }
+                }
+            }
+            for transport in workers {
+                var node = endpoint
+                node.transport = transport
+                node.otherHosts = []
+                let worker = node
+                group.addTask {
+                    try await self.keepListening(node: worker.displayURL) {
+                        let connection = try await PostgresConnection.connect(
+                            configuration: try worker.connectionConfiguration(), id: 0, logger: self.logger
+                        )
+                        do {
+                            try await self.listen(on: connection)
+                        } catch {
+                            try? await connection.close()
+                            throw error
+                        }
+                    }
+                }
+            }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: self.nodeRefresh)
+                    let now = try? await self.primary.withConnection { connection in
+                        try await Self.workers(on: connection, logger: self.logger)
+                    }
+                    if let now, now != workers {
+                        throw StoreError(.databaseUnavailable, "the Citus workers changed; listening on the new list")
+                    }
+                }
+            }
+            _ = try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Runs `listen` again a second after each failure, until cancelled.
+    private func keepListening(node: String, _ listen: @escaping @Sendable () async throws -> Void) async throws {
+        while !Task.isCancelled {
+            do {
+                try await listen()
+            } catch where !Task.isCancelled {
+                logger.warning("change notifications from a Citus node interrupted; reconnecting", metadata: [
+                    "canopy.node": "\(node)", "canopy.error": "\(String(reflecting: error))",
+                ])
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
+        throw CancellationError()
+    }
+
+    /// The Citus workers a notification may come from: every active
+    /// primary but the coordinator, as `pg_dist_node` names them (a host, or
+    /// a socket directory in the development cluster).
+    static func workers(on connection: PostgresConnection, logger: Logger) async throws -> [DatabaseEndpoint.Transport] {
+        let rows = try await connection.query(
+            "SELECT nodename, nodeport FROM pg_dist_node WHERE isactive AND noderole = 'primary' AND groupid <> 0 ORDER BY nodename, nodeport",
+            logger: logger
+        )
+        var workers: [DatabaseEndpoint.Transport] = []
+        for try await (name, port) in rows.decode((String, Int32).self) {
+            workers.append(name.hasPrefix("/") ? .unixSocket(directory: name, port: Int(port)) : .tcp(host: name, port: Int(port)))
+        }
+        return workers
     }
 
     /// `'<zone id> <owner id>'` or `'push'`, as canopy.touch_zone sends them.

@@ -96,7 +96,9 @@ public final class RequestDatabase: Sendable {
             availabilityTimeout: availabilityTimeout, statementTimeout: statementTimeout, logger: logger
         )
         self.secrets = ServerSecrets(primary: primary)
-        self.notifier = ChangeNotifier(primary: primary, heartbeat: listenerHeartbeat, logger: logger)
+        self.notifier = ChangeNotifier(
+            primary: primary, heartbeat: listenerHeartbeat, citusEndpoint: engine == .citus ? endpoint : nil, logger: logger
+        )
         self.recordTypes = RecordTypeFields(primary: primary, maximumAge: schemaCacheTime)
         self.schemaCacheTime = schemaCacheTime
         self.schemaMode = schemaMode
