@@ -54,6 +54,9 @@ struct GatewayHarness: Sendable {
     let aliceToken: String
     let bob: UserSummary
     let bobToken: String
+    /// How the gateway says who it acts for: `.citus` for a harness on the
+    /// Citus tier's cluster (``makeOnCitus()``).
+    var engine: DatabaseEngine = .postgres
     let logs = CapturedLogs()
 
     static func make() async throws -> GatewayHarness {
@@ -61,6 +64,21 @@ struct GatewayHarness: Sendable {
         let (alice, aliceToken) = try await addUser("alice", email: "alice@example.com", on: endpoint)
         let (bob, bobToken) = try await addUser("bob", on: endpoint)
         return GatewayHarness(endpoint: endpoint, alice: alice, aliceToken: aliceToken.string, bob: bob, bobToken: bobToken.string)
+    }
+
+    /// The same on the Citus tier's cluster: a database of its own made a
+    /// Citus database on every node and migrated there, the gateway on the
+    /// Citus engine (identity by `canopy.act_as`, a listener on every node).
+    static func makeOnCitus() async throws -> GatewayHarness {
+        let endpoint = try await TestDatabase.shared.citusDatabase()
+        try await TestDatabase.withConnection(endpoint) { connection in
+            try await Migrator(directory: TestDatabase.migrationsDirectory, logger: TestDatabase.logger).up(connection: connection)
+        }
+        let (alice, aliceToken) = try await addUser("alice", email: "alice@example.com", on: endpoint)
+        let (bob, bobToken) = try await addUser("bob", on: endpoint)
+        var harness = GatewayHarness(endpoint: endpoint, alice: alice, aliceToken: aliceToken.string, bob: bob, bobToken: bobToken.string)
+        harness.engine = .citus
+        return harness
     }
 
     func test<T: Sendable>(
@@ -114,7 +132,7 @@ struct GatewayHarness: Sendable {
             endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),
             maximumConnections: 4, availabilityTimeout: availabilityTimeout,
             statementTimeout: configuration.statementTimeout, schemaCacheTime: schemaCacheTime, schemaMode: schemaMode,
-            replicas: replicas, replicaSettings: replicaSettings, logger: logger
+            replicas: replicas, replicaSettings: replicaSettings, engine: engine, logger: logger
         )
         let app = buildApplication(configuration: configuration, database: database, identity: identity, logger: logger)
         return try await app.test(live ? .live : .router) { client in try await body(client, database) }
