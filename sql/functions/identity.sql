@@ -1,4 +1,4 @@
--- Who is asking: canopy.current_user_id(), canopy.act_as (Citus), the default of
+-- Who is asking: canopy.current_user_id(), canopy.act_as (Citus), canopy.create_user, the default of
 -- canopy.records.created_by / modified_by that calls it, bearer-token
 -- lookup (canopy.token_for_selector, canopy.token_secrets_for_selector,
 -- canopy.note_token_use), a web auth token's rotation (canopy.rotate_web_token,
@@ -60,6 +60,23 @@ ALTER TABLE canopy.records
     ALTER COLUMN modified_by SET DEFAULT canopy.current_user_id();
 ALTER TABLE canopy.uploads
     ALTER COLUMN user_id SET DEFAULT canopy.current_user_id();
+
+-- A new user and their _defaultZone (every user has one), in the
+-- caller's transaction: for `canopy users add` and canopy.sign_in. It was an
+-- AFTER INSERT trigger on canopy.users (users_default_zone, archive/0003,
+-- sql/triggers/users.sql); canopy.users becomes a reference table on Citus,
+-- where a trigger fires on every node (issue 67, docs/CITUS.md), so the work
+-- is the creating function's. Not the gateway's.
+CREATE OR REPLACE FUNCTION canopy.create_user(p_name text, p_email text, p_phone text, p_display_name text, OUT id bigint, OUT record_name text)
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    INSERT INTO canopy.users (name, email, phone, display_name) VALUES (p_name, p_email, p_phone, p_display_name)
+    RETURNING users.id, users.record_name INTO id, record_name;
+    INSERT INTO canopy.zones (owner_id, name) VALUES (id, '_defaultZone');
+END
+$$;
+COMMENT ON FUNCTION canopy.create_user(text, text, text, text) IS 'Creates a user and their _defaultZone; returns the id and userRecordName.';
 
 -- Authentication: the gateway looks a bearer token up by its public selector
 -- and compares the secret's SHA-256 itself, in constant time. It cannot read
@@ -187,9 +204,9 @@ BEGIN
     IF found_user IS NULL THEN
         -- The handle the CLI finds the user by: the provider and a hash of
         -- who they are there (stable, and no personal data in it).
-        INSERT INTO canopy.users (name, display_name)
-        VALUES (p_provider || '.' || left(encode(sha256(convert_to(person, 'UTF8')), 'hex'), 16), p_display_name)
-        RETURNING id INTO found_user;
+        SELECT u.id INTO found_user
+          FROM canopy.create_user(p_provider || '.' || left(encode(sha256(convert_to(person, 'UTF8')), 'hex'), 16),
+                                  NULL, NULL, p_display_name) u;
         INSERT INTO canopy.identities (user_id, issuer, subject, provider)
         VALUES (found_user, p_issuer, p_subject, p_provider);
     ELSE
@@ -273,6 +290,7 @@ COMMENT ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz
 
 REVOKE ALL ON FUNCTION canopy.current_user_id() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.act_as(bigint, text, text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.create_user(text, text, text, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_for_selector(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_secrets_for_selector(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.rotate_web_token(text, bytea, bytea, interval, interval) FROM PUBLIC, canopy_gateway;

@@ -1,5 +1,5 @@
--- Triggers on canopy.users: users_default_zone (users_after_insert),
--- users_forget_writer (users_after_delete).
+-- Triggers on canopy.users: users_forget_writer (users_after_delete). The
+-- default zone is canopy.create_user's (sql/functions/identity.sql).
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -7,19 +7,12 @@
 
 SET LOCAL ROLE canopy_owner;
 
--- Every user has an implicit _defaultZone.
-CREATE OR REPLACE FUNCTION canopy.users_after_insert() RETURNS trigger
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    INSERT INTO canopy.zones (owner_id, name) VALUES (NEW.id, '_defaultZone');
-    RETURN NULL;
-END
-$$;
-
+-- Every user has a _defaultZone: canopy.create_user makes it with the user
+-- (sql/functions/identity.sql). It was this file's AFTER INSERT trigger
+-- users_default_zone, removed: on Citus canopy.users is a reference table,
+-- where a trigger fires on every node (issue 67).
 DROP TRIGGER IF EXISTS users_default_zone ON canopy.users;
-CREATE TRIGGER users_default_zone AFTER INSERT ON canopy.users
-    FOR EACH ROW EXECUTE FUNCTION canopy.users_after_insert();
+DROP FUNCTION IF EXISTS canopy.users_after_insert();
 
 -- A deleted user no longer names the writer of the records they created or
 -- last changed (issue 51, migrations/0031): what `ON DELETE SET NULL` of the
@@ -45,5 +38,4 @@ DROP TRIGGER IF EXISTS users_forget_writer ON canopy.users;
 CREATE TRIGGER users_forget_writer AFTER DELETE ON canopy.users
     FOR EACH ROW EXECUTE FUNCTION canopy.users_after_delete();
 
-REVOKE ALL ON FUNCTION canopy.users_after_insert() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.users_after_delete() FROM PUBLIC, canopy_gateway;

@@ -30,8 +30,7 @@ public struct UserAdmin: Sendable {
             return try await connection.inTransaction(logger: logger) { connection in
                 let rows = try await connection.query(
                     """
-                    INSERT INTO canopy.users (name, email, phone) VALUES (\(name), \(email), \(phone))
-                    RETURNING id, record_name
+                    SELECT id, record_name FROM canopy.create_user(\(name), \(email), \(phone), NULL)
                     """,
                     logger: logger
                 )
