@@ -70,10 +70,7 @@ struct GatewayHarness: Sendable {
     /// Citus database on every node and migrated there, the gateway on the
     /// Citus engine (identity by `canopy.act_as`, a listener on every node).
     static func makeOnCitus() async throws -> GatewayHarness {
-        let endpoint = try await TestDatabase.shared.citusDatabase()
-        try await TestDatabase.withConnection(endpoint) { connection in
-            try await Migrator(directory: TestDatabase.migrationsDirectory, logger: TestDatabase.logger).up(connection: connection)
-        }
+        let endpoint = try await TestDatabase.shared.migratedCitusDatabase()
         let (alice, aliceToken) = try await addUser("alice", email: "alice@example.com", on: endpoint)
         let (bob, bobToken) = try await addUser("bob", on: endpoint)
         var harness = GatewayHarness(endpoint: endpoint, alice: alice, aliceToken: aliceToken.string, bob: bob, bobToken: bobToken.string)

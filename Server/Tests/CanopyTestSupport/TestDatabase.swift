@@ -65,6 +65,16 @@ public actor TestDatabase {
         return running.adminEndpoint.database(name)
     }
 
+    /// ``citusDatabase()`` with Canopy's migrations applied (every table
+    /// on the coordinator until the schema is distributed, issue 67).
+    public func migratedCitusDatabase() async throws -> DatabaseEndpoint {
+        let endpoint = try await citusDatabase()
+        try await Self.withConnection(endpoint) { connection in
+            try await Migrator(directory: Self.migrationsDirectory, logger: Self.logger).up(connection: connection)
+        }
+        return endpoint
+    }
+
     /// The tier's cluster, from `$CANOPY_TEST_DATA_DIR`.
     public static func cluster() throws -> EmbeddedCluster {
         guard let directory = ProcessInfo.processInfo.environment["CANOPY_TEST_DATA_DIR"], !directory.isEmpty else {

@@ -16,9 +16,8 @@ struct CitusIdentityTests {
     /// both workers' shards, each row readable and writable only by its
     /// `reader` (forced RLS, the policy on every shard).
     static func notesDatabase() async throws -> DatabaseEndpoint {
-        let endpoint = try await TestDatabase.shared.citusDatabase()
+        let endpoint = try await TestDatabase.shared.migratedCitusDatabase()
         try await TestDatabase.withConnection(endpoint) { connection in
-            try await Migrator(directory: TestDatabase.migrationsDirectory, logger: TestDatabase.logger).up(connection: connection)
             for statement in [
                 "CREATE TABLE notes (owner_id bigint, reader bigint, body text, PRIMARY KEY (owner_id, body))",
                 "SELECT create_distributed_table('notes', 'owner_id')",

@@ -17,10 +17,9 @@ struct CitusNotificationTests {
     /// owner standing for both) for each row inserted, from the worker
     /// holding the row; and an owner on each worker.
     static func bellsDatabase() async throws -> (DatabaseEndpoint, owners: [Int64]) {
-        let endpoint = try await TestDatabase.shared.citusDatabase()
+        let endpoint = try await TestDatabase.shared.migratedCitusDatabase()
         let owners = try await explained {
             try await TestDatabase.withConnection(endpoint) { connection in
-                try await Migrator(directory: TestDatabase.migrationsDirectory, logger: TestDatabase.logger).up(connection: connection)
                 for statement in [
                     // Triggers on distributed tables (the migrator sets this for Canopy's, step 1).
                     "SET citus.enable_unsafe_triggers = on",

@@ -178,15 +178,10 @@ extension EmbeddedCluster {
     }
 
     private static func createCitusDatabase(_ database: String, on node: DatabaseEndpoint, logger: Logger) async throws {
-        try await withAdminConnection(node.database("postgres"), logger: logger) { connection in
-            let rows = try await connection.query("SELECT 1 FROM pg_database WHERE datname = \(database)", logger: logger)
-            var exists = false
-            for try await _ in rows { exists = true }
-            if !exists {
-                // A name is an identifier here, not a value: quoted as one.
-                let quoted = "\"" + database.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-                try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(quoted)"), logger: logger)
-            }
+        do {
+            try await createDatabaseIfMissing(database, on: node, logger: logger)
+        } catch {
+            throw StoreError(.clusterFailed, "setting up Citus on \(node.displayURL) failed: \(String(reflecting: error))", underlying: error)
         }
         try await withAdminConnection(node.database(database), logger: logger) { connection in
             try await connection.query("CREATE EXTENSION IF NOT EXISTS citus", logger: logger)

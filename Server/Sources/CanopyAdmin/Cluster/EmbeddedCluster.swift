@@ -84,7 +84,7 @@ public struct EmbeddedCluster: Sendable {
                 transport: .unixSocket(directory: socketDirectory, port: port!),
                 username: Self.adminUser, password: nil, database: Self.databaseName
             )
-            try await createDatabaseIfMissing(endpoint: endpoint, logger: logger)
+            try await Self.createDatabaseIfMissing(Self.databaseName, on: endpoint, logger: logger)
             var running = Running(adminEndpoint: endpoint, startedNow: startedNow, port: port!)
             if let workerCount = try citusWorkerCount() {
                 running.citusWorkers = try await startCitusWorkers(workerCount, logger: logger)
@@ -220,16 +220,21 @@ public struct EmbeddedCluster: Sendable {
                          + account.reachabilityHint(for: pgData))
     }
 
-    private func createDatabaseIfMissing(endpoint: DatabaseEndpoint, logger: Logger) async throws {
+    /// Creates the database `name` on the server `endpoint` reaches (as its
+    /// administrator, through the `postgres` database) unless it exists:
+    /// the embedded cluster's own, and each Citus node's.
+    static func createDatabaseIfMissing(_ name: String, on endpoint: DatabaseEndpoint, logger: Logger) async throws {
         let connection = try await PostgresConnection.connect(
             configuration: endpoint.database("postgres").connectionConfiguration(), id: 0, logger: logger
         )
         do {
-            let rows = try await connection.query("SELECT 1 FROM pg_database WHERE datname = \(Self.databaseName)", logger: logger)
+            let rows = try await connection.query("SELECT 1 FROM pg_database WHERE datname = \(name)", logger: logger)
             var exists = false
             for try await _ in rows { exists = true }
             if !exists {
-                try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(Self.databaseName)"), logger: logger)
+                // A name is an identifier here, not a value: quoted as one.
+                let quoted = "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+                try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(quoted)"), logger: logger)
             }
             try await connection.close()
         } catch {
