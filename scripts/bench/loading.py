@@ -26,7 +26,7 @@ def seed(cluster, user, zone, records, public=False):
     `user` (W7, W8). Returns the zone's first and last change positions."""
     user_id = cluster.psql(f"SELECT id FROM canopy.users WHERE record_name = '{user['userRecordName']}'")
     if public:
-        zone_id = cluster.psql("SELECT id FROM canopy.zones WHERE owner_id IS NULL")
+        zone_id = cluster.psql("SELECT id FROM canopy.zones WHERE owner_id = 0")
     else:
         cluster.psql(f"INSERT INTO canopy.zones (owner_id, name) VALUES ({user_id}, '{zone}')")
         zone_id = cluster.psql(f"SELECT id FROM canopy.zones WHERE owner_id = {user_id} AND name = '{zone}'")

@@ -59,7 +59,7 @@ BEGIN
     END IF;
     IF NOT touched THEN
         UPDATE canopy.zones SET changed_xid = pg_current_xact_id() WHERE id = p_zone_id;
-        PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || coalesce(owner, 0));   -- 0: the public zone
+        PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || owner);   -- 0: the public zone (migrations/0038)
         -- Push (issue 23, push.sql): the outbox row, in this transaction,
         -- only when a push subscription could cover the zone. Positions
         -- are drawn after this lock, so they are above after_seq.
@@ -152,7 +152,7 @@ BEGIN
     IF EXISTS (SELECT 1 FROM canopy.memberships m
                 WHERE m.user_id = canopy.current_user_id() AND m.zone_id = p_zone_id AND m.can_write)
        OR (canopy.current_user_id() IS NOT NULL
-           AND EXISTS (SELECT 1 FROM canopy.zones z WHERE z.id = p_zone_id AND z.owner_id IS NULL)) THEN
+           AND EXISTS (SELECT 1 FROM canopy.zones z WHERE z.id = p_zone_id AND z.owner_id = 0)) THEN
         PERFORM 1 FROM canopy.zones WHERE id = p_zone_id FOR NO KEY UPDATE;
     END IF;
     RETURN true;
@@ -179,7 +179,7 @@ AS $$
         0)
       FROM canopy.zones z
      WHERE z.id = p_zone_id
-       AND (z.owner_id IS NULL   -- the public zone (migrations/0025): everyone's feed
+       AND (z.owner_id = 0   -- the public zone (migrations/0025, 0038): everyone's feed
             OR EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id))
 $$;
 
@@ -210,7 +210,7 @@ BEGIN
         RAISE EXCEPTION 'zone_range_cuts: count must be 1-64, not %', p_count USING ERRCODE = '22023';
     END IF;
     IF NOT EXISTS (SELECT 1 FROM canopy.zones z WHERE z.id = p_zone_id
-                   AND (z.owner_id IS NULL
+                   AND (z.owner_id = 0
                         OR EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id))) THEN
         RETURN NULL;
     END IF;

@@ -49,7 +49,7 @@ BEGIN
     IF p_from = p_to THEN
         RAISE EXCEPTION 'the records are already in that zone' USING ERRCODE = 'CN004';
     END IF;
-    IF EXISTS (SELECT 1 FROM canopy.zones z WHERE z.id IN (p_from, p_to) AND z.owner_id IS NULL) THEN
+    IF EXISTS (SELECT 1 FROM canopy.zones z WHERE z.id IN (p_from, p_to) AND z.owner_id = 0) THEN
         RAISE EXCEPTION 'records move between zones of the private and shared databases, not the public one' USING ERRCODE = 'CN004';
     END IF;
 

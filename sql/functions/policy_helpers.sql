@@ -27,7 +27,7 @@ CREATE OR REPLACE FUNCTION canopy.owned_zone_ids() RETURNS bigint[]
 AS $$
 BEGIN
     RETURN (
-        SELECT coalesce(array_agg(z.id), '{}') FROM canopy.zones z WHERE z.owner_id = canopy.current_user_id()
+        SELECT coalesce(array_agg(z.id), '{}') FROM canopy.zones z WHERE z.owner_id = canopy.current_user_id() AND z.owner_id <> 0
     );
 END
 $$;
@@ -40,7 +40,7 @@ BEGIN
     RETURN (
         SELECT coalesce(array_agg(s.id), '{}')
           FROM canopy.shares s JOIN canopy.zones z ON z.id = s.zone_id
-         WHERE z.owner_id = canopy.current_user_id()
+         WHERE z.owner_id = canopy.current_user_id() AND z.owner_id <> 0
     );
 END
 $$;

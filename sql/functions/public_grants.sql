@@ -13,15 +13,15 @@
 
 SET LOCAL ROLE canopy_owner;
 
--- The public database's one zone (no owner).
+-- The public database's one zone (owner 0, migrations/0038).
 CREATE OR REPLACE FUNCTION canopy.public_zone_id() RETURNS bigint
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    RETURN (SELECT z.id FROM canopy.zones z WHERE z.owner_id IS NULL);
+    RETURN (SELECT z.id FROM canopy.zones z WHERE z.owner_id = 0);
 END
 $$;
-COMMENT ON FUNCTION canopy.public_zone_id() IS 'The id of the public database''s zone (_defaultZone, no owner).';
+COMMENT ON FUNCTION canopy.public_zone_id() IS 'The id of the public database''s zone (_defaultZone of the reserved owner 0).';
 
 -- Record types that have grants of their own (the others get the defaults).
 CREATE OR REPLACE FUNCTION canopy.granted_record_types() RETURNS text[]

@@ -21,12 +21,13 @@
 SET LOCAL ROLE canopy_owner;
 
 -- The account a contact names (a userRecordName, else an email, else a
--- phone), or NULL. Only for a signed-in caller.
+-- phone), or NULL. Only for a signed-in caller; never user 0, the public
+-- zone's reserved owner (migrations/0038).
 CREATE OR REPLACE FUNCTION canopy.user_for_contact(p_record_name text, p_email text, p_phone text) RETURNS bigint
     LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT u.id FROM canopy.users u
-     WHERE canopy.current_user_id() IS NOT NULL
+     WHERE canopy.current_user_id() IS NOT NULL AND u.id <> 0
        AND CASE WHEN p_record_name IS NOT NULL THEN u.record_name = p_record_name
                 WHEN p_email IS NOT NULL THEN u.email = lower(p_email)
                 ELSE u.phone = p_phone END
@@ -47,7 +48,7 @@ AS $$
            CASE WHEN p_email IS NOT NULL THEN u.email END,
            CASE WHEN p_phone IS NOT NULL THEN u.phone END
       FROM canopy.users u
-     WHERE canopy.current_user_id() IS NOT NULL
+     WHERE canopy.current_user_id() IS NOT NULL AND u.id <> 0
        AND (p_email IS NOT NULL OR p_phone IS NOT NULL)
        AND (p_email IS NULL OR u.email = lower(p_email))
        AND (p_phone IS NULL OR u.phone = p_phone)

@@ -30,17 +30,18 @@ SET LOCAL ROLE canopy_owner;
 DROP POLICY IF EXISTS canopy_owner_all ON canopy.users;
 CREATE POLICY canopy_owner_all ON canopy.users TO canopy_owner USING (true) WITH CHECK (true);
 
--- users: yourself, the owners of zones whose shares you accepted (one probe
+-- users: never user 0, the public zone's reserved owner (migrations/0038);
+-- yourself, the owners of zones whose shares you accepted (one probe
 -- of canopy.memberships by owner), and everyone taking part in a share you
 -- own or administer (canopy.shares_managed_with). Accounts are created by
 -- `canopy users add` (an administrator) or by canopy.sign_in (SECURITY
 -- DEFINER), never by the gateway's own INSERT.
 DROP POLICY IF EXISTS users_select ON canopy.users;
 CREATE POLICY users_select ON canopy.users FOR SELECT TO canopy_gateway
-    USING (id = (SELECT canopy.current_user_id())
+    USING (id <> 0 AND (id = (SELECT canopy.current_user_id())
         OR EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.owner_id = users.id OFFSET 0)
-        OR canopy.shares_managed_with(id));
+        OR canopy.shares_managed_with(id)));
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.users FROM canopy_gateway;

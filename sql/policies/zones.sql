@@ -16,11 +16,11 @@ CREATE POLICY canopy_owner_all ON canopy.zones TO canopy_owner USING (true) WITH
 -- zones: owners do everything but delete their _defaultZone; accepted
 -- participants of any share in the zone see it (one probe of
 -- canopy.memberships, migrations/0014); everyone sees the public zone
--- (no owner, migrations/0025).
+-- (owner 0, migrations/0025 and 0038).
 DROP POLICY IF EXISTS zones_select ON canopy.zones;
 CREATE POLICY zones_select ON canopy.zones FOR SELECT TO canopy_gateway
     USING (owner_id = (SELECT canopy.current_user_id())
-        OR owner_id IS NULL
+        OR owner_id = 0
         OR EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = zones.id OFFSET 0));
 

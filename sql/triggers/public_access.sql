@@ -18,7 +18,7 @@ AS $$
 DECLARE
     zone bigint;
 BEGIN
-    SELECT id INTO zone FROM canopy.zones WHERE owner_id IS NULL FOR NO KEY UPDATE;
+    SELECT id INTO zone FROM canopy.zones WHERE owner_id = 0 FOR NO KEY UPDATE;
     IF zone IS NOT NULL THEN
         UPDATE canopy.zones SET access_changed_seq = nextval('canopy.change_seq'), changed_xid = pg_current_xact_id()
          WHERE id = zone;

@@ -19,10 +19,10 @@ DECLARE
 BEGIN
     IF TG_OP = 'INSERT' THEN
         FOR c IN
-            SELECT coalesce(z.owner_id, w.created_by) AS user_id, count(*)::bigint AS records,
+            SELECT coalesce(nullif(z.owner_id, 0), w.created_by) AS user_id, count(*)::bigint AS records,
                    sum(canopy.record_bytes(w.fields, w.record_name, w.record_type, w.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(w.fields))::bigint AS asset_bytes
               FROM written w JOIN canopy.zones z ON z.id = w.zone_id
-             WHERE coalesce(z.owner_id, w.created_by) IS NOT NULL
+             WHERE coalesce(nullif(z.owner_id, 0), w.created_by) IS NOT NULL
              GROUP BY 1 ORDER BY 1
         LOOP
             PERFORM canopy.charge_storage(c.user_id, c.records, c.field_bytes, c.asset_bytes);
@@ -31,10 +31,10 @@ BEGIN
         -- A zone being deleted is gone from canopy.zones here: its records
         -- were refunded by zones_refund_storage before the cascade.
         FOR c IN
-            SELECT coalesce(z.owner_id, o.created_by) AS user_id, count(*)::bigint AS records,
+            SELECT coalesce(nullif(z.owner_id, 0), o.created_by) AS user_id, count(*)::bigint AS records,
                    sum(canopy.record_bytes(o.fields, o.record_name, o.record_type, o.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(o.fields))::bigint AS asset_bytes
               FROM removed o JOIN canopy.zones z ON z.id = o.zone_id
-             WHERE coalesce(z.owner_id, o.created_by) IS NOT NULL
+             WHERE coalesce(nullif(z.owner_id, 0), o.created_by) IS NOT NULL
              GROUP BY 1 ORDER BY 1
         LOOP
             PERFORM canopy.charge_storage(c.user_id, -c.records, -c.field_bytes, -c.asset_bytes);
@@ -42,11 +42,11 @@ BEGIN
     ELSE
         FOR c IN
             SELECT d.user_id, sum(d.records)::bigint AS records, sum(d.field_bytes)::bigint AS field_bytes, sum(d.asset_bytes)::bigint AS asset_bytes
-              FROM (SELECT coalesce(z.owner_id, w.created_by) AS user_id, 1::bigint AS records,
+              FROM (SELECT coalesce(nullif(z.owner_id, 0), w.created_by) AS user_id, 1::bigint AS records,
                            canopy.record_bytes(w.fields, w.record_name, w.record_type, w.parent_name) AS field_bytes, canopy.record_asset_bytes(w.fields) AS asset_bytes
                       FROM written w JOIN canopy.zones z ON z.id = w.zone_id
                     UNION ALL
-                    SELECT coalesce(z.owner_id, o.created_by), -1::bigint,
+                    SELECT coalesce(nullif(z.owner_id, 0), o.created_by), -1::bigint,
                            -canopy.record_bytes(o.fields, o.record_name, o.record_type, o.parent_name), -canopy.record_asset_bytes(o.fields)
                       FROM removed o JOIN canopy.zones z ON z.id = o.zone_id) d
              WHERE d.user_id IS NOT NULL
@@ -86,20 +86,20 @@ BEGIN
     -- The owner being deleted (this zone goes in their cascade): their usage
     -- row goes with them, and locking it here while their other zones wait
     -- could deadlock with a participant writing in one of those.
-    IF OLD.owner_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM canopy.users WHERE id = OLD.owner_id) THEN
+    IF OLD.owner_id <> 0 AND NOT EXISTS (SELECT 1 FROM canopy.users WHERE id = OLD.owner_id) THEN
         RETURN OLD;
     END IF;
     FOR c IN
-        SELECT coalesce(OLD.owner_id, r.created_by) AS user_id, count(*)::bigint AS records,
+        SELECT coalesce(nullif(OLD.owner_id, 0), r.created_by) AS user_id, count(*)::bigint AS records,
                sum(canopy.record_bytes(r.fields, r.record_name, r.record_type, r.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(r.fields))::bigint AS asset_bytes
           FROM canopy.records r
-         WHERE r.zone_id = OLD.id AND coalesce(OLD.owner_id, r.created_by) IS NOT NULL
+         WHERE r.zone_id = OLD.id AND coalesce(nullif(OLD.owner_id, 0), r.created_by) IS NOT NULL
          GROUP BY 1 ORDER BY 1
     LOOP
         PERFORM canopy.charge_storage(c.user_id, -c.records, -c.field_bytes, -c.asset_bytes);
     END LOOP;
     -- The thumbnails of the zone's shares, which go in the same cascade.
-    IF OLD.owner_id IS NOT NULL THEN
+    IF OLD.owner_id <> 0 THEN
         PERFORM canopy.charge_storage(OLD.owner_id, 0, -t.bytes, 0)
            FROM (SELECT sum(octet_length(s.thumbnail))::bigint AS bytes FROM canopy.shares s
                   WHERE s.zone_id = OLD.id AND s.thumbnail IS NOT NULL) t
@@ -157,7 +157,7 @@ DECLARE
 BEGIN
     IF change <> 0 THEN
         SELECT z.owner_id INTO owner FROM canopy.zones z WHERE z.id = CASE WHEN TG_OP = 'DELETE' THEN OLD.zone_id ELSE NEW.zone_id END;
-        IF owner IS NOT NULL THEN
+        IF owner <> 0 THEN
             PERFORM canopy.charge_storage(owner, 0, change, 0);
         END IF;
     END IF;
@@ -184,7 +184,7 @@ INSERT INTO canopy.storage_usage AS s (user_id, record_count, field_bytes, asset
 SELECT c.charged, count(*), sum(canopy.record_bytes(r.fields, r.record_name, r.record_type, r.parent_name)), sum(canopy.record_asset_bytes(r.fields))
   FROM canopy.records r
   JOIN canopy.zones z ON z.id = r.zone_id
-  CROSS JOIN LATERAL (SELECT coalesce(z.owner_id, r.created_by) AS charged) c
+  CROSS JOIN LATERAL (SELECT coalesce(nullif(z.owner_id, 0), r.created_by) AS charged) c
   JOIN canopy.users u ON u.id = c.charged
  GROUP BY c.charged
 ON CONFLICT (user_id) DO UPDATE
@@ -195,6 +195,6 @@ SELECT z.owner_id, sum(octet_length(sh.thumbnail))
   FROM canopy.shares sh
   JOIN canopy.zones z ON z.id = sh.zone_id
   JOIN canopy.users u ON u.id = z.owner_id
- WHERE sh.thumbnail IS NOT NULL
+ WHERE sh.thumbnail IS NOT NULL AND z.owner_id <> 0
  GROUP BY z.owner_id
 ON CONFLICT (user_id) DO UPDATE SET field_bytes = s.field_bytes + EXCLUDED.field_bytes;

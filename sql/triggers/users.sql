@@ -1,5 +1,6 @@
--- Triggers on canopy.users: users_forget_writer (users_after_delete). The
--- default zone is canopy.create_user's (sql/functions/identity.sql).
+-- Triggers on canopy.users: users_forget_writer (users_after_delete) and
+-- users_keep_public_owner. The default zone is canopy.create_user's
+-- (sql/functions/identity.sql).
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -39,3 +40,23 @@ CREATE TRIGGER users_forget_writer AFTER DELETE ON canopy.users
     FOR EACH ROW EXECUTE FUNCTION canopy.users_after_delete();
 
 REVOKE ALL ON FUNCTION canopy.users_after_delete() FROM PUBLIC, canopy_gateway;
+
+-- User 0 (_public) owns the public database's zone (migrations/0038): it
+-- is neither changed nor deleted, whoever asks (deleting it would take the
+-- public zone and every public record with it). Only raises, so on Citus,
+-- where canopy.users is a reference table whose triggers fire on every
+-- node, it has no side effect to repeat.
+CREATE OR REPLACE FUNCTION canopy.users_keep_public_owner() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RAISE EXCEPTION 'user 0 (_public) owns the public database''s zone: it cannot be changed or deleted'
+        USING ERRCODE = 'CN004';
+END
+$$;
+
+DROP TRIGGER IF EXISTS users_keep_public_owner ON canopy.users;
+CREATE TRIGGER users_keep_public_owner BEFORE UPDATE OR DELETE ON canopy.users
+    FOR EACH ROW WHEN (OLD.id = 0) EXECUTE FUNCTION canopy.users_keep_public_owner();
+
+REVOKE ALL ON FUNCTION canopy.users_keep_public_owner() FROM PUBLIC, canopy_gateway;

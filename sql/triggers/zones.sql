@@ -25,7 +25,8 @@ BEGIN
             SELECT p.user_id, 'SHARED' FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id
              WHERE s.zone_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL) m
       JOIN canopy.users u ON u.id = OLD.owner_id          -- none when the owner is being deleted
-     WHERE EXISTS (SELECT 1 FROM canopy.users gone WHERE gone.id = m.user_id);
+     WHERE EXISTS (SELECT 1 FROM canopy.users gone WHERE gone.id = m.user_id)
+       AND OLD.owner_id <> 0;                               -- the public zone: nobody's (migrations/0038)
     PERFORM pg_notify('canopy_changes', OLD.id || ' ' || OLD.owner_id);
     RETURN OLD;
 END
@@ -41,7 +42,7 @@ CREATE OR REPLACE FUNCTION canopy.zones_after_insert() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM pg_notify('canopy_changes', NEW.id || ' ' || coalesce(NEW.owner_id, 0));
+    PERFORM pg_notify('canopy_changes', NEW.id || ' ' || NEW.owner_id);
     RETURN NULL;
 END
 $$;

@@ -37,7 +37,7 @@ public struct BackupCounts: Codable, Sendable, Equatable, CustomStringConvertibl
     public var uploads: Int64
 
     static let query = """
-        SELECT (SELECT count(*) FROM canopy.users), (SELECT count(*) FROM canopy.zones),
+        SELECT (SELECT count(*) FROM canopy.users WHERE id <> 0), (SELECT count(*) FROM canopy.zones),
                (SELECT count(*) FROM canopy.records), (SELECT count(*) FROM canopy.shares),
                (SELECT count(*) FROM canopy.participants), (SELECT count(*) FROM canopy.uploads)
         """

@@ -70,7 +70,7 @@ public struct StorageQuotaAdmin: Sendable {
                    canopy.pending_upload_bytes(u.id), canopy.storage_quota_of(u.id), coalesce(s.has_quota, false)
               FROM canopy.users u
               LEFT JOIN canopy.storage_usage s ON s.user_id = u.id
-             WHERE (\(userID)::bigint IS NULL OR u.id = \(userID))
+             WHERE u.id <> 0 AND (\(userID)::bigint IS NULL OR u.id = \(userID))
              ORDER BY coalesce(s.field_bytes + s.asset_bytes, 0) DESC, u.id
              LIMIT \(Int64(limit))
             """, logger: logger)

@@ -64,12 +64,13 @@ public struct UserAdmin: Sendable {
         }
     }
 
-    /// Finds a user by name or userRecordName.
+    /// Finds a user by name or userRecordName; never user 0, the public
+    /// zone's reserved owner (migrations/0038), which is nobody's account.
     public func find(_ nameOrRecordName: String, connection: PostgresConnection) async throws -> UserSummary {
         let rows = try await connection.query(
             """
             SELECT id, record_name, name, email, phone FROM canopy.users
-             WHERE name = \(nameOrRecordName) OR record_name = \(nameOrRecordName)
+             WHERE (name = \(nameOrRecordName) OR record_name = \(nameOrRecordName)) AND id <> 0
             """,
             logger: logger
         )

@@ -16,7 +16,8 @@ public enum ChangeToken: Sendable, Equatable {
     case database(DatabasePosition)
 
     /// The `user` of a token issued to a caller without a token (the
-    /// public database's feed); no account has id 0.
+    /// public database's feed). Id 0 is the public zone's reserved owner
+    /// (migrations/0038), which nobody can act as: no account's.
     public static let anonymousUser: Int64 = 0
 
     /// A position in one zone's feed, for one user and scope.

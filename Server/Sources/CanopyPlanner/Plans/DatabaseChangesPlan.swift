@@ -118,7 +118,7 @@ public struct DatabaseChangesPlan: Sendable {
         let limitBind = builder.bind(limit)
         let inScope: SQL = scope == .private
             ? "z.owner_id = canopy.current_user_id()"
-            : "z.owner_id <> canopy.current_user_id()"
+            : "z.owner_id <> canopy.current_user_id() AND z.owner_id <> 0"
         let changedZones: SQL
         let deletedZones: SQL
         if let field, let request {

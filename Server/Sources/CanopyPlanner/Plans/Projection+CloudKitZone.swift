@@ -27,8 +27,8 @@ extension Projection {
             (jsonb_build_object('subscriptionID', s.subscription_id, \
             'subscriptionType', CASE s.kind WHEN 'QUERY' THEN 'query' WHEN 'ZONE' THEN 'zone' ELSE 'database' END) \
             || coalesce((SELECT jsonb_build_object('zoneID', \(zoneID)) \
-            FROM canopy.zones pz LEFT JOIN canopy.users pu ON pu.id = pz.owner_id \
-            WHERE pz.id = s.zone_id AND (pu.id IS NOT NULL OR pz.owner_id IS NULL)), '{}'::jsonb) \
+            FROM canopy.zones pz LEFT JOIN canopy.users pu ON pu.id = pz.owner_id AND pz.owner_id <> 0 \
+            WHERE pz.id = s.zone_id AND (pu.id IS NOT NULL OR pz.owner_id = 0)), '{}'::jsonb) \
             || CASE WHEN s.kind = 'QUERY' THEN jsonb_build_object(\
             'query', jsonb_strip_nulls(jsonb_build_object('recordType', s.record_type, 'filter', s.filter)), \
             'zoneWide', s.zone_id IS NULL, \

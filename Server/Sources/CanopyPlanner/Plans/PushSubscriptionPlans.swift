@@ -309,8 +309,8 @@ extension Projection {
                                                ownerName: "coalesce(pu.record_name, \(builder.bind(DatabaseScope.publicOwnerName)))", request: request, &builder)
                 // The public zone has no owner: CloudKit's __defaultOwner__ (ZoneReference).
                 return """
-                    (SELECT \(zone) FROM canopy.zones pz LEFT JOIN canopy.users pu ON pu.id = pz.owner_id \
-                    WHERE pz.id = s.zone_id AND (pu.id IS NOT NULL OR pz.owner_id IS NULL))
+                    (SELECT \(zone) FROM canopy.zones pz LEFT JOIN canopy.users pu ON pu.id = pz.owner_id AND pz.owner_id <> 0 \
+                    WHERE pz.id = s.zone_id AND (pu.id IS NOT NULL OR pz.owner_id = 0))
                     """
             default: throw QueryError(.badRequest, "PushSubscription has no field \(field.name)")
             }

@@ -10,7 +10,7 @@ public struct ZonesPlan: Sendable {
         let zone = try Projection.zone(field.children, id: "z.id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
         let (filter, order): (SQL, SQL) = scope == .private
             ? ("z.owner_id = canopy.current_user_id()", "z.name")
-            : ("z.owner_id <> canopy.current_user_id()", "u.record_name, z.name")
+            : ("z.owner_id <> canopy.current_user_id() AND z.owner_id <> 0", "u.record_name, z.name")
         builder.append("""
             SELECT coalesce(json_agg(\(zone) ORDER BY \(order)), '[]')::text \
             FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id WHERE \(filter)

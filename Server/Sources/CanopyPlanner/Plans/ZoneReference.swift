@@ -135,11 +135,11 @@ public struct ZoneReference: Sendable, Equatable {
         if scope == .public {
             return """
                 \(cteName) AS (SELECT z.id, z.name, \(builder.bind(DatabaseScope.publicOwnerName))::text AS owner_name \
-                FROM canopy.zones z WHERE z.owner_id IS NULL)
+                FROM canopy.zones z WHERE z.owner_id = 0)
                 """
         }
         if everyZone {
-            let ownership: SQL = scope == .private ? "z.owner_id = canopy.current_user_id()" : "z.owner_id <> canopy.current_user_id()"
+            let ownership: SQL = scope == .private ? "z.owner_id = canopy.current_user_id()" : "z.owner_id <> canopy.current_user_id() AND z.owner_id <> 0"
             return """
                 \(cteName) AS (SELECT z.id, z.name, u.record_name AS owner_name FROM canopy.zones z \
                 JOIN canopy.users u ON u.id = z.owner_id WHERE \(ownership))
@@ -148,11 +148,12 @@ public struct ZoneReference: Sendable, Equatable {
         // Recording (the plan cache), another request binds its own zone.
         let name = builder.bind(zoneName, replaying: { try Self.zone(of: $0).zoneName })
         let owner = builder.bind(ownerName, replaying: { try Self.zone(of: $0).ownerName })
+        // The public zone's owner 0 (migrations/0038) is nobody's zone outside the public scope.
         let ownership: SQL = visibleToCaller
-            ? "u.record_name = \(owner)"
+            ? "z.owner_id <> 0 AND u.record_name = \(owner)"
             : scope == .private
             ? "z.owner_id = canopy.current_user_id() AND (\(owner)::text IS NULL OR u.record_name = \(owner))"
-            : "z.owner_id <> canopy.current_user_id() AND u.record_name = \(owner)"
+            : "z.owner_id <> canopy.current_user_id() AND z.owner_id <> 0 AND u.record_name = \(owner)"
         return """
             \(cteName) AS (SELECT z.id, z.name, u.record_name AS owner_name FROM canopy.zones z \
             JOIN canopy.users u ON u.id = z.owner_id WHERE z.name = \(name) AND \(ownership))

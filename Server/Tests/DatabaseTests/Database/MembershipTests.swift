@@ -26,7 +26,7 @@ struct MembershipTests {
           FROM (SELECT z.owner_id AS user_id, z.id AS zone_id, NULL::bigint AS share_id, NULL::bigint AS root_record_id,
                        z.owner_id, 'OWNER' AS role, true AS can_write
                   FROM canopy.zones z
-                 WHERE z.owner_id IS NOT NULL   -- the public zone (migrations/0025) has no owner
+                 WHERE z.owner_id <> 0   -- the public zone (migrations/0025, 0038): owner 0, no membership
                 UNION ALL
                 SELECT p.user_id, s.zone_id, s.id, s.root_record_id, z.owner_id, p.role, p.permission = 'READ_WRITE'
                   FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id JOIN canopy.zones z ON z.id = s.zone_id

@@ -97,15 +97,15 @@ let permissionCases: [PermissionCase] =
         ("alice", .denied), ("writer", .denied),
     ])
     // zones
-    + cases("zones: select", "SELECT name FROM canopy.zones WHERE owner_id IS NOT NULL ORDER BY 1", [
+    + cases("zones: select", "SELECT name FROM canopy.zones WHERE owner_id <> 0 ORDER BY 1", [
         ("alice", aliceZones), ("bob", .rows(["Bobs", "_defaultZone"])), ("pending", ownDefaultZone),
         ("reader", aliceZones), ("writer", aliceZones), ("admin", aliceZones), ("public", aliceZones),
         ("removed", ownDefaultZone), ("stranger", ownDefaultZone),
     ])
-    + cases("zones: the public zone, which everyone sees", "SELECT name FROM canopy.zones WHERE owner_id IS NULL", [
+    + cases("zones: the public zone, which everyone sees", "SELECT name FROM canopy.zones WHERE owner_id = 0", [
         ("alice", ownDefaultZone), ("bob", ownDefaultZone), ("pending", ownDefaultZone), ("stranger", ownDefaultZone),
     ])
-    + cases("zones: delete the public zone", count("DELETE FROM canopy.zones WHERE owner_id IS NULL"), [
+    + cases("zones: delete the public zone", count("DELETE FROM canopy.zones WHERE owner_id = 0"), [
         ("alice", .rows(["0"])), ("stranger", .rows(["0"])),
     ])
     + cases("zones: create one's own", "INSERT INTO canopy.zones (owner_id, name) VALUES ({me}, 'Mine') RETURNING name", [

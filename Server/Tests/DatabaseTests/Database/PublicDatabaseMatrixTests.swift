@@ -43,7 +43,7 @@ struct PublicDatabaseFixture: Sendable {
                 INSERT INTO canopy.records (zone_id, record_name, record_type)
                 SELECT z.id, t.type || n.n, t.type FROM canopy.zones z,
                        unnest(ARRAY['Post', 'Member', 'Flag', 'Secret']) t(type), unnest(ARRAY['1', 'gone']) n(n)
-                 WHERE z.owner_id IS NULL
+                 WHERE z.owner_id = 0
                 """)
             try await run("DELETE FROM canopy.records WHERE record_name LIKE '%gone'")
             try await run("SELECT set_config('canopy.user_id', '', false)")
@@ -152,15 +152,66 @@ struct PublicDatabaseMatrixTests {
     func accessPosition() async throws {
         let fixture = try await Self.fixture.get()
         let (before, after) = try await TestDatabase.withConnection(fixture.endpoint) { connection in
-            let before = try await connection.texts("SELECT access_changed_seq::text FROM canopy.zones WHERE owner_id IS NULL")
+            let before = try await connection.texts("SELECT access_changed_seq::text FROM canopy.zones WHERE owner_id = 0")
             try await connection.query("BEGIN", logger: TestDatabase.logger)
             try await connection.query("DELETE FROM canopy.role_members WHERE role_name = 'Editor'", logger: TestDatabase.logger)
-            let after = try await connection.texts("SELECT access_changed_seq::text FROM canopy.zones WHERE owner_id IS NULL")
+            let after = try await connection.texts("SELECT access_changed_seq::text FROM canopy.zones WHERE owner_id = 0")
             try await connection.query("ROLLBACK", logger: TestDatabase.logger)
             return (before, after)
         }
         #expect(Int64(before.first.flatMap { $0 } ?? "") != nil)
         #expect(before != after)
+    }
+
+    /// migrations/0038: user 0 owns the public zone (a distribution value
+    /// on Citus cannot be NULL) and is nobody's account.
+    @Test("user 0 owns the public zone: unseen, unfound, holds nothing, neither changed nor deleted")
+    func publicOwner() async throws {
+        let fixture = try await Self.fixture.get()
+        let creator = fixture.ids["creator"]!
+        let publicRecordName = "_00000000000000000000000000000000"
+        let seen = try await TestDatabase.withConnection(fixture.gateway) { connection in
+            try await connection.asUser(creator) { connection in
+                try await connection.texts("""
+                    SELECT (SELECT count(*) FROM canopy.users WHERE id = 0)::text
+                    UNION ALL SELECT coalesce(canopy.user_for_contact(\(publicRecordName), NULL, NULL)::text, 'none')
+                    UNION ALL SELECT (SELECT count(*) FROM canopy.zones WHERE owner_id = 0 AND name = '_defaultZone')::text
+                    """)
+            }
+        }
+        #expect(seen == ["0", "none", "1"])
+
+        let admin = UserAdmin(logger: TestDatabase.logger)
+        let refusals = try await TestDatabase.withConnection(fixture.endpoint) { connection in
+            var states: [String: String?] = [:]
+            for name in ["_public", publicRecordName] {
+                do {
+                    _ = try await admin.find(name, connection: connection)
+                    states["find \(name)"] = "found"
+                } catch let error as StoreError {
+                    states["find \(name)"] = "\(error.code)"
+                }
+            }
+            for statement in [
+                "DELETE FROM canopy.users WHERE id = 0",
+                "UPDATE canopy.users SET display_name = 'x' WHERE id = 0",
+                "INSERT INTO canopy.api_tokens (user_id, selector, secret_hash) VALUES (0, '0123456789abcdef', sha256('x'))",
+                "INSERT INTO canopy.role_members (role_name, user_id) VALUES ('Editor', 0)",
+            ] {
+                do {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger)
+                    states[statement] = "allowed"
+                } catch {
+                    states[statement] = PostgresErrors.sqlState(of: error)
+                }
+            }
+            return states
+        }
+        #expect(refusals["find _public"] == "\(StoreError.Code.notFound)")
+        #expect(refusals["find \(publicRecordName)"] == "\(StoreError.Code.notFound)")
+        #expect(refusals["DELETE FROM canopy.users WHERE id = 0"] == "CN004")
+        #expect(refusals["UPDATE canopy.users SET display_name = 'x' WHERE id = 0"] == "CN004")
+        #expect(refusals.filter { $0.key.hasPrefix("INSERT") }.values.allSatisfy { $0 == "23514" })
     }
 }
 

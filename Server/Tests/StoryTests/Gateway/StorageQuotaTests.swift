@@ -27,12 +27,12 @@ struct StorageQuotaTests {
                 SELECT (SELECT coalesce(sum(octet_length(r.fields::text) + 2 * octet_length(r.record_name) + octet_length(r.record_type)
                                             + coalesce(octet_length(r.parent_name), 0) + 200 + canopy.record_asset_bytes(r.fields)), 0)::bigint
                           FROM canopy.records r JOIN canopy.zones z ON z.id = r.zone_id
-                         WHERE coalesce(z.owner_id, r.created_by) = \(user))
+                         WHERE coalesce(nullif(z.owner_id, 0), r.created_by) = \(user))
                        + (SELECT coalesce(sum(octet_length(s.thumbnail)), 0)::bigint
                             FROM canopy.shares s JOIN canopy.zones z ON z.id = s.zone_id WHERE z.owner_id = \(user)),
                        (SELECT coalesce(field_bytes + asset_bytes, 0) FROM canopy.storage_usage WHERE user_id = \(user)),
                        (SELECT count(*) FROM canopy.records r JOIN canopy.zones z ON z.id = r.zone_id
-                         WHERE coalesce(z.owner_id, r.created_by) = \(user))
+                         WHERE coalesce(nullif(z.owner_id, 0), r.created_by) = \(user))
                 """, logger: TestDatabase.logger).collect()
             let (stored, kept, records) = try rows[0].decode((Int64, Int64?, Int64).self)
             return (stored, kept ?? 0, records)
