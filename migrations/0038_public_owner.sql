@@ -43,13 +43,17 @@ SELECT p.user_id, s.zone_id, z.owner_id, s.id, p.id, s.root_record_id, p.role, p
 COMMENT ON VIEW canopy.membership_derivation IS 'What canopy.memberships must hold: a row per owned zone for its owner (not the public zone''s owner 0), a row per ACCEPTED participant with an account.';
 
 -- As the administrator, as 0025 inserted the zone: on a new database
--- canopy_owner's policies come later, with the repeatable files. No trigger
--- of users or zones fires on these two statements (their triggers are on
--- INSERT of zones and DELETE of users).
+-- canopy_owner's policies come later, with the repeatable files. With
+-- triggers off: a database upgraded from before sql/ was repeatable still
+-- has the old users_default_zone trigger here (sql/triggers/users.sql
+-- drops it after the migrations), which would give user 0 a second
+-- _defaultZone; nothing else of users or zones fires on these statements.
 RESET ROLE;
+SET LOCAL session_replication_role = replica;
 INSERT INTO canopy.users (id, record_name, name) OVERRIDING SYSTEM VALUE
 VALUES (0, '_00000000000000000000000000000000', '_public');
 UPDATE canopy.zones SET owner_id = 0 WHERE owner_id IS NULL;
+SET LOCAL session_replication_role = origin;
 SET LOCAL ROLE canopy_owner;
 
 DROP INDEX canopy.zones_one_public_idx;

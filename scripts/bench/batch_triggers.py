@@ -24,8 +24,8 @@ MARK = "canopy-explain"
 
 def insert_sql(zone_id):
     """W3's batch as one INSERT, names unique per run."""
-    return (f"INSERT INTO canopy.records (zone_id, record_name, record_type, fields) "
-            f"SELECT {zone_id}, 'warm' || g || '_' || md5(random()::text), 'Fast', "
+    return (f"INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type, fields) "
+            f"SELECT {zone_id}, (SELECT owner_id FROM canopy.zones WHERE id = {zone_id}), 'warm' || g || '_' || md5(random()::text), 'Fast', "
             "jsonb_build_object('hours', g % 48, 'endDate', jsonb_build_object('type', 'TIMESTAMP', 'value', 1800000000000 + g * 60000), "
             "'note', 'bulk ' || g, 'tags', jsonb_build_array('t' || (g % 10))) "
             f"FROM generate_series(1, {BATCH}) g")

@@ -85,17 +85,17 @@ from workloads import RECORDS_ARGS
 
 def parse_options():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--records", type=int, default=200_000, help="records in the benchmark's own zone (W1-W4)")
     parser.add_argument("--scales", default="20000,200000", help="W6's table sizes, comma-separated")
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--seconds", type=int, default=10)
-    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=3, help="runs of each measure; the table shows their median")
+    parser.add_argument("--seconds", type=int, default=10, help="length of each run")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients of each run")
     parser.add_argument("--owners", type=int, default=1000, help="the background population's owners")
     parser.add_argument("--population", type=int, default=None,
                         help="records in the population's zones (default: half of --records)")
     parser.add_argument("--guest-shares", type=int, default=1000,
                         help="shares of the population the guest (W5, the membership comparison) accepted")
-    parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
+    parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"), help="the page the full run writes")
     parser.add_argument("--binary", metavar="PATH",
                         help="the canopy binary to benchmark (default: .build/release/canopy, or CANOPY_BENCH_BINARY)")
     parser.add_argument("--floor-binary", metavar="PATH",
@@ -110,7 +110,7 @@ def parse_options():
                              "js-sync: only issue 40's sync of 100,000 records by CanopyJS; "
                              "refusals: only issue 48's refused documents beside a small request; "
                              "writes: only W3 and what a batch pays for; "
-                             "tracing: only issue 53's W1 with tracing off, at 10 % and at 100 % (and --base-binary); "
+                             "tracing: only issue 53's W1 with tracing off, at 10 %% and at 100 %% (and --base-binary); "
                              "each prints its table and does not write --output")
     return parser.parse_args()
 

@@ -25,6 +25,7 @@ def seed(cluster, user, zone, records, public=False):
     `public`, the same records in the public database's zone, created by
     `user` (W7, W8). Returns the zone's first and last change positions."""
     user_id = cluster.psql(f"SELECT id FROM canopy.users WHERE record_name = '{user['userRecordName']}'")
+    owner_id = 0 if public else user_id      # the public zone's owner is user 0 (migrations/0038)
     if public:
         zone_id = cluster.psql("SELECT id FROM canopy.zones WHERE owner_id = 0")
     else:
@@ -39,14 +40,14 @@ def seed(cluster, user, zone, records, public=False):
         lines = []
         for g in range(1, records + 1):
             position = first + g - 1
-            lines.append(f"{zone_id}\tr{g}\tFast\t{population.fast_fields(g)}\t{position}\t{position:x}\t"
+            lines.append(f"{zone_id}\t{owner_id}\tr{g}\tFast\t{population.fast_fields(g)}\t{position}\t{position:x}\t"
                          f"{user_id}\t{user_id}\t{writer}\t{writer}\n")
             if len(lines) == 50_000:
                 yield "".join(lines)
                 lines = []
         yield "".join(lines)
 
-    cluster.copy_in("COPY canopy.records (zone_id, record_name, record_type, fields, change_seq, change_tag, "
+    cluster.copy_in("COPY canopy.records (zone_id, owner_id, record_name, record_type, fields, change_seq, change_tag, "
                     "created_by, modified_by, created_by_name, modified_by_name) FROM STDIN", rows())
     say(f"seeded {records:,} records in zone {zone} in {time.monotonic() - started:.1f} s")
     positions = cluster.psql(f"SELECT min(change_seq) || ' ' || max(change_seq) FROM canopy.records WHERE zone_id = {zone_id}").split()

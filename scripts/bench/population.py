@@ -99,14 +99,14 @@ def seed_population(psql, psql_stdin, owners, records, seed=7):
                 position += 1
                 parent = f"f{number - number % 10}" if number % 10 in (1, 2, 3) else "\\N"
                 fields = fast_fields(number)
-                buffer.write(f"{zone_id}\tf{number}\tFast\t{fields}\t{parent}\t{position}\t{position:x}\t"
+                buffer.write(f"{zone_id}\t{owner}\tf{number}\tFast\t{fields}\t{parent}\t{position}\t{position:x}\t"
                              f"{owner}\t{owner}\t{writer}\t{writer}\n")
                 if buffer.tell() > 8_000_000:
                     yield buffer.getvalue()
                     buffer = io.StringIO()
         yield buffer.getvalue()
 
-    psql_stdin("COPY canopy.records (zone_id, record_name, record_type, fields, parent_name, change_seq, change_tag, "
+    psql_stdin("COPY canopy.records (zone_id, owner_id, record_name, record_type, fields, parent_name, change_seq, change_tag, "
                "created_by, modified_by, created_by_name, modified_by_name) FROM STDIN", rows())
 
     # Shares: 25% of zones zone-wide, 12% record-hierarchy (rooted at f0,
@@ -119,13 +119,13 @@ def seed_population(psql, psql_stdin, owners, records, seed=7):
     share_rows = io.StringIO()
     for number, index in enumerate(zone_shared):
         public = "READ_ONLY" if number % 5 == 0 else "NONE"
-        share_rows.write(f"{zone_ids[index]}\t\\N\tShared zone {index}\t{public}\n")
-    psql_stdin("COPY canopy.shares (zone_id, root_record_id, title, public_permission) FROM STDIN", share_rows.getvalue())
+        share_rows.write(f"{zone_ids[index]}\t{zone_owner[index]}\t\\N\tShared zone {index}\t{public}\n")
+    psql_stdin("COPY canopy.shares (zone_id, owner_id, root_record_id, title, public_permission) FROM STDIN", share_rows.getvalue())
     zone_list = ",".join(str(zone_ids[index]) for index in record_shared) or "0"
     psql(f"""
         SET session_replication_role = replica;
-        INSERT INTO canopy.shares (zone_id, root_record_id, title, public_permission)
-        SELECT r.zone_id, r.id, 'Shared ' || r.record_name, 'NONE'
+        INSERT INTO canopy.shares (zone_id, owner_id, root_record_id, title, public_permission)
+        SELECT r.zone_id, r.owner_id, r.id, 'Shared ' || r.record_name, 'NONE'
           FROM canopy.records r WHERE r.zone_id IN ({zone_list}) AND r.record_name = 'f0';
         UPDATE canopy.records c SET share_id = s.id
           FROM canopy.shares s JOIN canopy.records root ON root.id = s.root_record_id
@@ -143,7 +143,7 @@ def seed_population(psql, psql_stdin, owners, records, seed=7):
     invitation = 0
     for share_id, owner, public in shares:
         share_id, owner = int(share_id), int(owner)
-        participant_rows.write(f"{share_id}\t{owner}\t\\N\tOWNER\tREAD_WRITE\tACCEPTED\n")
+        participant_rows.write(f"{share_id}\t{owner}\t{owner}\t\\N\tOWNER\tREAD_WRITE\tACCEPTED\n")
         # Guests come mostly from the first 200 owners: some users are in many shares.
         for guest in rng.sample([user for user in user_ids[:200] if user != owner], rng.randint(2, 5)):
             role, permission, status = INVITATIONS[invitation % len(INVITATIONS)]
@@ -151,11 +151,11 @@ def seed_population(psql, psql_stdin, owners, records, seed=7):
             if role == "PUBLIC_USER" and public == "NONE":
                 role = "PRIVATE_USER"     # only a public share has users who came by its URL alone
             if invitation % 11 == 0 and role != "PUBLIC_USER":
-                participant_rows.write(f"{share_id}\t\\N\tinvitee{invitation}@elsewhere.example\t{role}\t{permission}\tPENDING\n")
+                participant_rows.write(f"{share_id}\t{owner}\t\\N\tinvitee{invitation}@elsewhere.example\t{role}\t{permission}\tPENDING\n")
                 status = "PENDING"
             else:
-                participant_rows.write(f"{share_id}\t{guest}\t\\N\t{role}\t{permission}\t{status}\n")
-    psql_stdin("COPY canopy.participants (share_id, user_id, email, role, permission, status) FROM STDIN",
+                participant_rows.write(f"{share_id}\t{owner}\t{guest}\t\\N\t{role}\t{permission}\t{status}\n")
+    psql_stdin("COPY canopy.participants (share_id, owner_id, user_id, email, role, permission, status) FROM STDIN",
                participant_rows.getvalue())
     psql("SET session_replication_role = replica; UPDATE canopy.participants SET accepted_at = invited_at "
          "WHERE status = 'ACCEPTED' AND accepted_at IS NULL")
@@ -172,8 +172,8 @@ def join_shares(psql, user_id, count, seed=11):
     realistic list of shares."""
     psql(f"""
         SET session_replication_role = replica;
-        INSERT INTO canopy.participants (share_id, user_id, role, permission, status, accepted_at)
-        SELECT s.id, {user_id}, 'PRIVATE_USER', 'READ_ONLY', 'ACCEPTED', now()
+        INSERT INTO canopy.participants (share_id, owner_id, user_id, role, permission, status, accepted_at)
+        SELECT s.id, s.owner_id, {user_id}, 'PRIVATE_USER', 'READ_ONLY', 'ACCEPTED', now()
           FROM canopy.shares s JOIN canopy.zones z ON z.id = s.zone_id
          WHERE z.name LIKE 'Zone%' AND z.owner_id <> {user_id}
          ORDER BY hashint4(s.id::int + {seed}) LIMIT {count}

@@ -178,8 +178,8 @@ def batch_insert_ms(cluster, zone_id, user_id, before="", runs=15):
         SET LOCAL ROLE canopy_gateway;
         SELECT set_config('canopy.user_id', '{user_id}', true) \\g /dev/null
         \\timing on
-        INSERT INTO canopy.records (zone_id, record_name, record_type, fields)
-        SELECT {zone_id}, 'cost' || g || '_' || md5(random()::text), 'Fast',
+        INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type, fields)
+        SELECT {zone_id}, (SELECT owner_id FROM canopy.zones WHERE id = {zone_id}), 'cost' || g || '_' || md5(random()::text), 'Fast',
                jsonb_build_object('hours', g % 48, 'endDate', jsonb_build_object('type', 'TIMESTAMP', 'value', 1800000000000 + g * 60000),
                                   'note', 'bulk ' || g, 'tags', jsonb_build_array('t' || (g % 10)))
           FROM generate_series(1, {BATCH}) g;

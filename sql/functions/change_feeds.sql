@@ -42,7 +42,12 @@ SET LOCAL ROLE canopy_owner;
 --   it along with the lock). A session connected as canopy_gateway could
 --   set it by hand and skip the zone's lock, but such a session can already
 --   act as any user (canopy.user_id); this trusts it no further.
-CREATE OR REPLACE FUNCTION canopy.touch_zone(p_zone_id bigint) RETURNS boolean
+--
+-- * p_owner_id is the zone's owner (migrations/0039): with it the zone's
+--   row is found by its distribution value on Citus, on the shard of the
+--   trigger that calls this. The one-argument version is dropped.
+DROP FUNCTION IF EXISTS canopy.touch_zone(bigint);
+CREATE OR REPLACE FUNCTION canopy.touch_zone(p_zone_id bigint, p_owner_id bigint) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -53,19 +58,19 @@ BEGIN
         RETURN true;
     END IF;
     SELECT owner_id, changed_xid = pg_current_xact_id() INTO owner, touched
-      FROM canopy.zones WHERE id = p_zone_id FOR NO KEY UPDATE;
+      FROM canopy.zones WHERE id = p_zone_id AND owner_id = p_owner_id FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     IF NOT touched THEN
-        UPDATE canopy.zones SET changed_xid = pg_current_xact_id() WHERE id = p_zone_id;
+        UPDATE canopy.zones SET changed_xid = pg_current_xact_id() WHERE id = p_zone_id AND owner_id = p_owner_id;
         PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || owner);   -- 0: the public zone (migrations/0038)
         -- Push (issue 23, push.sql): the outbox row, in this transaction,
         -- only when a push subscription could cover the zone. Positions
         -- are drawn after this lock, so they are above after_seq.
         IF canopy.push_covered(p_zone_id) THEN
-            INSERT INTO canopy.push_outbox (zone_id, after_seq, origin_user, origin_device, trace_parent)
-            VALUES (p_zone_id, coalesce(pg_sequence_last_value('canopy.change_seq'), 0), canopy.current_user_id(),
+            INSERT INTO canopy.push_outbox (zone_id, owner_id, after_seq, origin_user, origin_device, trace_parent)
+            VALUES (p_zone_id, owner, coalesce(pg_sequence_last_value('canopy.change_seq'), 0), canopy.current_user_id(),
                     CASE WHEN current_setting('canopy.device_id', true) ~ '^[0-9a-f-]{36}$'
                          THEN current_setting('canopy.device_id', true)::uuid END,
                     -- A traced request's trace, for the webhooks (migrations/0033).
@@ -86,15 +91,16 @@ $$;
 -- its lock like a record write, so the user's zone tokens from before it
 -- are CHANGE_TOKEN_EXPIRED and the zone is fetched again from null.
 -- Nothing for a user being deleted.
-CREATE OR REPLACE FUNCTION canopy.record_departure(p_user_id bigint, p_scope text, p_zone_id bigint) RETURNS void
+DROP FUNCTION IF EXISTS canopy.record_departure(bigint, text, bigint);
+CREATE OR REPLACE FUNCTION canopy.record_departure(p_user_id bigint, p_scope text, p_zone_id bigint, p_owner_id bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF canopy.touch_zone(p_zone_id) AND EXISTS (SELECT 1 FROM canopy.users WHERE id = p_user_id) THEN
+    IF canopy.touch_zone(p_zone_id, p_owner_id) AND EXISTS (SELECT 1 FROM canopy.users WHERE id = p_user_id) THEN
         INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
         SELECT p_user_id, p_scope, z.id, z.name, z.owner_id, u.record_name, nextval('canopy.change_seq')
           FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id
-         WHERE z.id = p_zone_id;
+         WHERE z.id = p_zone_id AND z.owner_id = p_owner_id;
     END IF;
 END
 $$;
@@ -247,8 +253,8 @@ AS $$
     SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text
 $$;
 
-REVOKE ALL ON FUNCTION canopy.touch_zone(bigint) FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.record_departure(bigint, text, bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.touch_zone(bigint, bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.record_departure(bigint, text, bigint, bigint) FROM PUBLIC, canopy_gateway;
 -- Which gateway purges (issue 19): every gateway's timer asks, and only the
 -- first to ask in 90% of an interval is told yes, so the purge runs about
 -- once an interval however many gateways share the database. The row lock

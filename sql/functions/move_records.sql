@@ -42,6 +42,7 @@ DECLARE
     depth integer := 0;
     touched integer;
     total integer := 0;
+    to_owner bigint;
     refused boolean := false;
     one text;
     clashing text[] := '{}';
@@ -59,6 +60,10 @@ BEGIN
     -- moving set read next cannot change under the move.
     PERFORM canopy.lock_zone_for_write(least(p_from, p_to));
     PERFORM canopy.lock_zone_for_write(greatest(p_from, p_to));
+    -- The target's owner, which a moved record carries (migrations/0039).
+    -- A target the caller cannot see keeps the record's: the UPDATE is then
+    -- refused by the records policy, whatever owner it carries.
+    SELECT z.owner_id INTO to_owner FROM canopy.zones z WHERE z.id = p_to;
 
     -- The moving set, as the caller sees the source zone.
     WITH RECURSIVE below (name) AS (
@@ -103,14 +108,14 @@ BEGIN
         WHILE cardinality(level) > 0 LOOP
             BEGIN
                 UPDATE canopy.records r
-                   SET zone_id = p_to,
+                   SET zone_id = p_to, owner_id = coalesce(to_owner, r.owner_id),
                        parent_name = CASE WHEN depth = 0 THEN p_parent ELSE r.parent_name END
                  WHERE r.zone_id = p_from AND r.record_name = ANY (level);
             EXCEPTION WHEN unique_violation THEN
                 FOREACH one IN ARRAY level LOOP
                     BEGIN
                         UPDATE canopy.records r
-                           SET zone_id = p_to,
+                           SET zone_id = p_to, owner_id = coalesce(to_owner, r.owner_id),
                                parent_name = CASE WHEN depth = 0 THEN p_parent ELSE r.parent_name END
                          WHERE r.zone_id = p_from AND r.record_name = one;
                     EXCEPTION WHEN unique_violation THEN

@@ -25,8 +25,11 @@ SET LOCAL ROLE canopy_owner;
 
 -- Sets share_id := p_share_id on every record below (zone, name), stopping at
 -- roots of other shares. A share root can never end up inside another share:
--- that is ALREADY_SHARED.
-CREATE OR REPLACE FUNCTION canopy.propagate_share(p_zone_id bigint, p_record_name text, p_share_id bigint) RETURNS void
+-- that is ALREADY_SHARED. p_owner_id is the zone's owner (migrations/0039):
+-- every lookup carries it, so on Citus it stays on the zone's shard. The
+-- version without it is dropped.
+DROP FUNCTION IF EXISTS canopy.propagate_share(bigint, text, bigint);
+CREATE OR REPLACE FUNCTION canopy.propagate_share(p_zone_id bigint, p_owner_id bigint, p_record_name text, p_share_id bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -35,13 +38,13 @@ DECLARE
     nested text;
 BEGIN
     WITH RECURSIVE sub (id, record_name, is_root) AS (
-        SELECT r.id, r.record_name, EXISTS (SELECT 1 FROM canopy.shares s WHERE s.root_record_id = r.id)
+        SELECT r.id, r.record_name, EXISTS (SELECT 1 FROM canopy.shares s WHERE s.owner_id = p_owner_id AND s.root_record_id = r.id)
           FROM canopy.records r
-         WHERE r.zone_id = p_zone_id AND r.parent_name = p_record_name AND r.record_name <> p_record_name
+         WHERE r.owner_id = p_owner_id AND r.zone_id = p_zone_id AND r.parent_name = p_record_name AND r.record_name <> p_record_name
         UNION
-        SELECT r.id, r.record_name, EXISTS (SELECT 1 FROM canopy.shares s WHERE s.root_record_id = r.id)
+        SELECT r.id, r.record_name, EXISTS (SELECT 1 FROM canopy.shares s WHERE s.owner_id = p_owner_id AND s.root_record_id = r.id)
           FROM canopy.records r
-          JOIN sub ON r.zone_id = p_zone_id AND r.parent_name = sub.record_name AND NOT sub.is_root
+          JOIN sub ON r.owner_id = p_owner_id AND r.zone_id = p_zone_id AND r.parent_name = sub.record_name AND NOT sub.is_root
     )
     SELECT coalesce(array_agg(id), '{}'), coalesce(array_agg(record_name), '{}')
       INTO ids, names
@@ -50,8 +53,8 @@ BEGIN
     IF p_share_id IS NOT NULL THEN
         SELECT r.record_name INTO nested
           FROM canopy.records r
-          JOIN canopy.shares s ON s.root_record_id = r.id
-         WHERE r.zone_id = p_zone_id AND r.parent_name = ANY (names || p_record_name)
+          JOIN canopy.shares s ON s.owner_id = p_owner_id AND s.root_record_id = r.id
+         WHERE r.owner_id = p_owner_id AND r.zone_id = p_zone_id AND r.parent_name = ANY (names || p_record_name)
            AND s.id <> p_share_id
          LIMIT 1;
         IF nested IS NOT NULL THEN
@@ -61,8 +64,8 @@ BEGIN
     END IF;
 
     UPDATE canopy.records r SET share_id = p_share_id
-     WHERE r.id = ANY (ids) AND r.share_id IS DISTINCT FROM p_share_id;
+     WHERE r.owner_id = p_owner_id AND r.id = ANY (ids) AND r.share_id IS DISTINCT FROM p_share_id;
 END
 $$;
 
-REVOKE ALL ON FUNCTION canopy.propagate_share(bigint, text, bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.propagate_share(bigint, bigint, text, bigint) FROM PUBLIC, canopy_gateway;

@@ -45,7 +45,7 @@ BEGIN
     IF earlier.id IS NULL THEN
         -- A request is an invitation the other way round: the same daily cap.
         PERFORM canopy.use_daily_quota('invitation');
-        INSERT INTO canopy.share_requests (share_id, user_id) VALUES (target.id, caller.id);
+        INSERT INTO canopy.share_requests (share_id, owner_id, user_id) VALUES (target.id, target.owner_id, caller.id);
     ELSIF earlier.status <> 'PENDING' THEN
         PERFORM canopy.use_daily_quota('invitation');
         UPDATE canopy.share_requests

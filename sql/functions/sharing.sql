@@ -342,7 +342,7 @@ AS $$
            CASE WHEN p_keys IS NULL THEN r.fields
                 ELSE (SELECT coalesce(jsonb_object_agg(f.key, f.value), '{}') FROM jsonb_each(r.fields) f WHERE f.key = ANY (p_keys)) END,
            r.parent_name, r.share_id, r.change_tag, r.change_seq, r.created_at, r.created_by, r.modified_at, r.modified_by,
-           r.created_by_name, r.modified_by_name
+           r.created_by_name, r.modified_by_name, r.owner_id
       FROM canopy.share_view(p_token) v JOIN canopy.records r ON r.id = v.root_record_id
      WHERE v.may_open
 $$;
@@ -381,8 +381,8 @@ BEGIN
              WHERE id = invitation.id;
         END IF;
     ELSIF target.public_permission <> 'NONE' THEN
-        INSERT INTO canopy.participants (share_id, user_id, role, permission, status, accepted_at)
-        VALUES (target.id, caller.id, 'PUBLIC_USER', target.public_permission, 'ACCEPTED', now());
+        INSERT INTO canopy.participants (share_id, owner_id, user_id, role, permission, status, accepted_at)
+        VALUES (target.id, target.owner_id, caller.id, 'PUBLIC_USER', target.public_permission, 'ACCEPTED', now());
     ELSE
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
     END IF;

@@ -57,5 +57,5 @@ REVOKE ALL ON TABLE canopy.participants FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.participants TO canopy_gateway;
 -- is_approved_requester, accepted_at: approving an access request
 -- (canopy.decide_share_request), which only a share's managers may.
-GRANT INSERT (share_id, user_id, email, phone, role, permission, status, accepted_at, is_approved_requester) ON canopy.participants TO canopy_gateway;
+GRANT INSERT (share_id, owner_id, user_id, email, phone, role, permission, status, accepted_at, is_approved_requester) ON canopy.participants TO canopy_gateway;
 GRANT UPDATE (user_id, role, permission, status, accepted_at, is_approved_requester) ON canopy.participants TO canopy_gateway;

@@ -108,10 +108,12 @@ CREATE POLICY records_delete ON canopy.records FOR DELETE TO canopy_gateway
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.records FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.records TO canopy_gateway;
-GRANT INSERT (zone_id, record_name, record_type, fields, parent_name) ON canopy.records TO canopy_gateway;
+GRANT INSERT (zone_id, owner_id, record_name, record_type, fields, parent_name) ON canopy.records TO canopy_gateway;
 -- Not record_type (issue 36): a record never changes type (modify_records
 -- refuses it), and in the public database a type change would take a record
 -- past the new type's CREATE grant.
 -- zone_id: moveRecords (sql/functions/move_records.sql); the policy checks
 -- write access on both sides and records_before_write allows it only there.
-GRANT UPDATE (fields, parent_name, zone_id) ON canopy.records TO canopy_gateway;
+-- owner_id: the zone's owner, moved with zone_id; the reference (zone_id,
+-- owner_id) to zones keeps it the zone's (migrations/0039).
+GRANT UPDATE (fields, parent_name, zone_id, owner_id) ON canopy.records TO canopy_gateway;

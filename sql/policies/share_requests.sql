@@ -50,7 +50,7 @@ CREATE POLICY share_requests_delete ON canopy.share_requests FOR DELETE TO canop
 
 REVOKE ALL ON TABLE canopy.share_requests FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.share_requests TO canopy_gateway;
-GRANT INSERT (share_id, user_id, status, decided_at, decided_by) ON canopy.share_requests TO canopy_gateway;
+GRANT INSERT (share_id, owner_id, user_id, status, decided_at, decided_by) ON canopy.share_requests TO canopy_gateway;
 GRANT UPDATE (status, decided_at, decided_by) ON canopy.share_requests TO canopy_gateway;
 
 DROP POLICY IF EXISTS canopy_owner_all ON canopy.share_activity;

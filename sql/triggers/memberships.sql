@@ -17,7 +17,7 @@ AS $$
 BEGIN
     INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
     SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write
-      FROM canopy.membership_derivation WHERE zone_id = NEW.id AND share_id IS NULL;
+      FROM canopy.membership_derivation WHERE owner_id = NEW.owner_id AND zone_id = NEW.id AND share_id IS NULL;
     RETURN NULL;
 END
 $$;
@@ -35,11 +35,11 @@ BEGIN
     IF NEW.status = 'ACCEPTED' AND NEW.user_id IS NOT NULL THEN
         INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
         SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write
-          FROM canopy.membership_derivation WHERE participant_id = NEW.id
+          FROM canopy.membership_derivation WHERE owner_id = NEW.owner_id AND participant_id = NEW.id
         ON CONFLICT (participant_id) DO UPDATE
             SET user_id = EXCLUDED.user_id, role = EXCLUDED.role, can_write = EXCLUDED.can_write;
     ELSIF TG_OP = 'UPDATE' THEN
-        DELETE FROM canopy.memberships WHERE participant_id = NEW.id;
+        DELETE FROM canopy.memberships WHERE owner_id = NEW.owner_id AND participant_id = NEW.id;
     END IF;
     RETURN NULL;
 END

@@ -23,7 +23,7 @@ BEGIN
     END IF;
     IF delta <> 0 THEN
         UPDATE canopy.shares SET participant_count = participant_count + delta
-         WHERE id = coalesce(NEW.share_id, OLD.share_id);
+         WHERE id = coalesce(NEW.share_id, OLD.share_id) AND owner_id = coalesce(NEW.owner_id, OLD.owner_id);
     END IF;
     RETURN NULL;
 EXCEPTION WHEN check_violation THEN
@@ -76,16 +76,17 @@ DECLARE
     was_in boolean := TG_OP <> 'INSERT' AND OLD.status = 'ACCEPTED' AND OLD.role <> 'OWNER' AND OLD.user_id IS NOT NULL;
     is_in boolean := TG_OP <> 'DELETE' AND NEW.status = 'ACCEPTED' AND NEW.role <> 'OWNER' AND NEW.user_id IS NOT NULL;
 BEGIN
-    SELECT s.zone_id INTO zone FROM canopy.shares s WHERE s.id = coalesce(NEW.share_id, OLD.share_id);
+    SELECT s.zone_id INTO zone FROM canopy.shares s
+     WHERE s.id = coalesce(NEW.share_id, OLD.share_id) AND s.owner_id = coalesce(NEW.owner_id, OLD.owner_id);
     IF zone IS NULL THEN
         RETURN NULL;   -- the share is being deleted: shares_before_delete did this
     END IF;
-    PERFORM canopy.touch_zone(zone);
+    PERFORM canopy.touch_zone(zone, coalesce(NEW.owner_id, OLD.owner_id));
     IF was_in AND (NOT is_in OR NEW.user_id IS DISTINCT FROM OLD.user_id) THEN
-        PERFORM canopy.record_departure(OLD.user_id, 'SHARED', zone);
+        PERFORM canopy.record_departure(OLD.user_id, 'SHARED', zone, OLD.owner_id);
     END IF;
     IF is_in AND (NOT was_in OR NEW.user_id IS DISTINCT FROM OLD.user_id) THEN
-        PERFORM canopy.record_departure(NEW.user_id, 'SHARED', zone);
+        PERFORM canopy.record_departure(NEW.user_id, 'SHARED', zone, NEW.owner_id);
     END IF;
     RETURN NULL;
 END

@@ -52,14 +52,19 @@ BEGIN
         IF current_setting('canopy.moving_records', true) IS DISTINCT FROM 'y' THEN
             RAISE EXCEPTION 'a record changes zone only through moveRecords' USING ERRCODE = 'CN004';
         END IF;
-        PERFORM canopy.touch_zone(least(OLD.zone_id, NEW.zone_id));
-        PERFORM canopy.touch_zone(greatest(OLD.zone_id, NEW.zone_id));
+        IF OLD.zone_id < NEW.zone_id THEN
+            PERFORM canopy.touch_zone(OLD.zone_id, OLD.owner_id);
+            PERFORM canopy.touch_zone(NEW.zone_id, NEW.owner_id);
+        ELSE
+            PERFORM canopy.touch_zone(NEW.zone_id, NEW.owner_id);
+            PERFORM canopy.touch_zone(OLD.zone_id, OLD.owner_id);
+        END IF;
     END IF;
 
     -- Change positions within a zone follow commit order: take them under the
     -- zone's row lock, which a concurrent writer to the same zone waits for.
     IF current_setting('canopy.touched_zone_' || NEW.zone_id, true) IS DISTINCT FROM 'y' THEN
-        PERFORM canopy.touch_zone(NEW.zone_id);
+        PERFORM canopy.touch_zone(NEW.zone_id, NEW.owner_id);
     END IF;
     NEW.change_seq := nextval('canopy.change_seq');
 
@@ -111,7 +116,7 @@ BEGIN
                 SELECT NEW.parent_name, 1
                 UNION
                 SELECT r.parent_name, up.depth + 1
-                  FROM canopy.records r JOIN up ON r.zone_id = NEW.zone_id AND r.record_name = up.name
+                  FROM canopy.records r JOIN up ON r.owner_id = NEW.owner_id AND r.zone_id = NEW.zone_id AND r.record_name = up.name
                  WHERE r.parent_name IS NOT NULL AND up.depth < 10000
             )
             SELECT name INTO ancestor FROM up WHERE name = NEW.record_name LIMIT 1;
@@ -120,12 +125,12 @@ BEGIN
                     USING ERRCODE = 'CN001';
             END IF;
             SELECT r.share_id INTO parent_share FROM canopy.records r
-             WHERE r.zone_id = NEW.zone_id AND r.record_name = NEW.parent_name;
+             WHERE r.owner_id = NEW.owner_id AND r.zone_id = NEW.zone_id AND r.record_name = NEW.parent_name;
         END IF;
 
         -- A new record cannot be a share's root yet (shares reference it).
         IF TG_OP = 'UPDATE' THEN
-            SELECT s.id INTO root_share FROM canopy.shares s WHERE s.root_record_id = NEW.id;
+            SELECT s.id INTO root_share FROM canopy.shares s WHERE s.owner_id = OLD.owner_id AND s.root_record_id = NEW.id;
         END IF;
         IF root_share IS NOT NULL THEN
             IF parent_share IS NOT NULL AND parent_share <> root_share THEN
@@ -140,11 +145,11 @@ BEGIN
 
     IF moved THEN
         -- The source zone's feed shows a deletion; the target's, a new record.
-        INSERT INTO canopy.tombstones (zone_id, record_name, record_type, share_id, change_seq, deleted_by, created_by)
-        VALUES (OLD.zone_id, OLD.record_name, OLD.record_type, OLD.share_id, NEW.change_seq, canopy.current_user_id(), OLD.created_by);
+        INSERT INTO canopy.tombstones (zone_id, owner_id, record_name, record_type, share_id, change_seq, deleted_by, created_by)
+        VALUES (OLD.zone_id, OLD.owner_id, OLD.record_name, OLD.record_type, OLD.share_id, NEW.change_seq, canopy.current_user_id(), OLD.created_by);
     ELSIF TG_OP = 'UPDATE' AND OLD.share_id IS NOT NULL AND NEW.share_id IS DISTINCT FROM OLD.share_id THEN
-        INSERT INTO canopy.tombstones (zone_id, record_name, record_type, share_id, change_seq, deleted_by, kind)
-        VALUES (OLD.zone_id, OLD.record_name, OLD.record_type, OLD.share_id, NEW.change_seq, canopy.current_user_id(), 'left_share');
+        INSERT INTO canopy.tombstones (zone_id, owner_id, record_name, record_type, share_id, change_seq, deleted_by, kind)
+        VALUES (OLD.zone_id, OLD.owner_id, OLD.record_name, OLD.record_type, OLD.share_id, NEW.change_seq, canopy.current_user_id(), 'left_share');
     END IF;
     RETURN NEW;
 END
@@ -174,7 +179,7 @@ BEGIN
          WHERE v.value->>'type' = 'REFERENCE' AND v.value->>'action' = 'VALIDATE'
            AND v.value->>'recordName' IS DISTINCT FROM NEW.record_name
            AND NOT EXISTS (SELECT 1 FROM canopy.records r
-                            WHERE r.zone_id = NEW.zone_id AND r.record_name = v.value->>'recordName')
+                            WHERE r.owner_id = NEW.owner_id AND r.zone_id = NEW.zone_id AND r.record_name = v.value->>'recordName')
          ORDER BY f.key
          LIMIT 1;
         IF unvalidated_field IS NOT NULL THEN
@@ -213,16 +218,16 @@ DECLARE
 BEGIN
     IF TG_OP = 'DELETE' THEN
         -- Nothing to record when the whole zone goes (ON DELETE CASCADE).
-        IF canopy.touch_zone(OLD.zone_id) THEN
+        IF canopy.touch_zone(OLD.zone_id, OLD.owner_id) THEN
             seq := nextval('canopy.change_seq');
-            INSERT INTO canopy.tombstones (zone_id, record_name, record_type, share_id, change_seq, deleted_by, created_by)
-            VALUES (OLD.zone_id, OLD.record_name, OLD.record_type, OLD.share_id, seq, canopy.current_user_id(), OLD.created_by);
+            INSERT INTO canopy.tombstones (zone_id, owner_id, record_name, record_type, share_id, change_seq, deleted_by, created_by)
+            VALUES (OLD.zone_id, OLD.owner_id, OLD.record_name, OLD.record_type, OLD.share_id, seq, canopy.current_user_id(), OLD.created_by);
             -- Children keep their dangling parent_name but leave the share.
-            PERFORM canopy.propagate_share(OLD.zone_id, OLD.record_name, NULL);
+            PERFORM canopy.propagate_share(OLD.zone_id, OLD.owner_id, OLD.record_name, NULL);
         END IF;
         RETURN NULL;
     END IF;
-    PERFORM canopy.propagate_share(NEW.zone_id, NEW.record_name, NEW.share_id);
+    PERFORM canopy.propagate_share(NEW.zone_id, NEW.owner_id, NEW.record_name, NEW.share_id);
     RETURN NULL;
 END
 $$;
@@ -245,9 +250,9 @@ CREATE OR REPLACE FUNCTION canopy.records_after_zone_move() RETURNS trigger
 AS $$
 BEGIN
     IF current_setting('canopy.moving_subtrees', true) IS DISTINCT FROM 'y' THEN
-        PERFORM canopy.propagate_share(OLD.zone_id, OLD.record_name, NULL);
+        PERFORM canopy.propagate_share(OLD.zone_id, OLD.owner_id, OLD.record_name, NULL);
     END IF;
-    PERFORM canopy.propagate_share(NEW.zone_id, NEW.record_name, NEW.share_id);
+    PERFORM canopy.propagate_share(NEW.zone_id, NEW.owner_id, NEW.record_name, NEW.share_id);
     RETURN NULL;
 END
 $$;
@@ -268,8 +273,8 @@ CREATE OR REPLACE FUNCTION canopy.records_check_parent() RETURNS trigger
 AS $$
 BEGIN
     IF NEW.parent_name IS NOT NULL
-       AND EXISTS (SELECT 1 FROM canopy.records WHERE id = NEW.id AND parent_name = NEW.parent_name)
-       AND NOT EXISTS (SELECT 1 FROM canopy.records WHERE zone_id = NEW.zone_id AND record_name = NEW.parent_name) THEN
+       AND EXISTS (SELECT 1 FROM canopy.records WHERE owner_id = NEW.owner_id AND id = NEW.id AND parent_name = NEW.parent_name)
+       AND NOT EXISTS (SELECT 1 FROM canopy.records WHERE owner_id = NEW.owner_id AND zone_id = NEW.zone_id AND record_name = NEW.parent_name) THEN
         RAISE EXCEPTION 'parent % of record % does not exist in its zone', NEW.parent_name, NEW.record_name
             USING ERRCODE = 'CN001';
     END IF;
@@ -291,7 +296,7 @@ CREATE OR REPLACE FUNCTION canopy.records_delete_self_references() RETURNS trigg
 AS $$
 BEGIN
     DELETE FROM canopy.records r
-     WHERE r.zone_id = OLD.zone_id AND r.id <> OLD.id
+     WHERE r.owner_id = OLD.owner_id AND r.zone_id = OLD.zone_id AND r.id <> OLD.id
        AND EXISTS (
            SELECT 1 FROM jsonb_each(r.fields) f
             WHERE (f.value->>'type' = 'REFERENCE' AND f.value->>'recordName' = OLD.record_name AND f.value->>'action' = 'DELETE_SELF')

@@ -17,8 +17,12 @@ SET LOCAL ROLE canopy_owner;
 -- deleted in this transaction are not referenced (their foreign keys would
 -- refuse the row), and when the owner themself is gone nothing is written:
 -- their entries go with them.
+-- p_owner_id is the zone's owner (migrations/0039): the share, zone and
+-- root are found by it, on the zone's shard on Citus. The version without
+-- it is dropped.
+DROP FUNCTION IF EXISTS canopy.log_share_activity(bigint, bigint, text, bigint, text, jsonb);
 CREATE OR REPLACE FUNCTION canopy.log_share_activity(
-    p_share_id bigint, p_zone_id bigint, p_event text, p_subject_id bigint, p_subject text, p_detail jsonb
+    p_share_id bigint, p_zone_id bigint, p_owner_id bigint, p_event text, p_subject_id bigint, p_subject text, p_detail jsonb
 ) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -29,9 +33,10 @@ DECLARE
     actor bigint := canopy.current_user_id();
     actor_record_name text;
 BEGIN
-    SELECT z.owner_id, z.name INTO owner, zone_label FROM canopy.zones z WHERE z.id = p_zone_id;
+    SELECT z.owner_id, z.name INTO owner, zone_label FROM canopy.zones z WHERE z.id = p_zone_id AND z.owner_id = p_owner_id;
     SELECT r.record_name INTO root_label
-      FROM canopy.shares s JOIN canopy.records r ON r.id = s.root_record_id WHERE s.id = p_share_id;
+      FROM canopy.shares s JOIN canopy.records r ON r.owner_id = s.owner_id AND r.id = s.root_record_id
+     WHERE s.id = p_share_id AND s.owner_id = p_owner_id;
     IF owner IS NULL OR root_label IS NULL THEN
         -- A cascade: what the share's first entry knew (SELECT INTO a row
         -- that is not there would set every target to NULL).
@@ -75,25 +80,25 @@ DECLARE
     cause text;
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        SELECT record_name INTO root_name FROM canopy.records WHERE id = NEW.root_record_id;
-        PERFORM canopy.log_share_activity(NEW.id, NEW.zone_id, 'SHARE_CREATED', NULL, NULL,
+        SELECT record_name INTO root_name FROM canopy.records WHERE id = NEW.root_record_id AND owner_id = NEW.owner_id;
+        PERFORM canopy.log_share_activity(NEW.id, NEW.zone_id, NEW.owner_id, 'SHARE_CREATED', NULL, NULL,
             jsonb_build_object('kind', NEW.kind, 'rootRecordName', root_name, 'publicPermission', NEW.public_permission));
     ELSIF TG_OP = 'UPDATE' THEN
         IF NEW.public_permission IS DISTINCT FROM OLD.public_permission THEN
-            PERFORM canopy.log_share_activity(NEW.id, NEW.zone_id, 'PUBLIC_PERMISSION_CHANGED', NULL, NULL,
+            PERFORM canopy.log_share_activity(NEW.id, NEW.zone_id, NEW.owner_id, 'PUBLIC_PERMISSION_CHANGED', NULL, NULL,
                 jsonb_build_object('from', OLD.public_permission, 'to', NEW.public_permission));
         END IF;
         IF NEW.allows_access_requests IS DISTINCT FROM OLD.allows_access_requests THEN
-            PERFORM canopy.log_share_activity(NEW.id, NEW.zone_id, 'ACCESS_REQUESTS_CHANGED', NULL, NULL,
+            PERFORM canopy.log_share_activity(NEW.id, NEW.zone_id, NEW.owner_id, 'ACCESS_REQUESTS_CHANGED', NULL, NULL,
                 jsonb_build_object('from', OLD.allows_access_requests, 'to', NEW.allows_access_requests));
         END IF;
     ELSE
         cause := CASE
-            WHEN NOT EXISTS (SELECT 1 FROM canopy.zones WHERE id = OLD.zone_id) THEN 'ZONE_DELETED'
-            WHEN OLD.root_record_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM canopy.records WHERE id = OLD.root_record_id) THEN 'ROOT_DELETED'
+            WHEN NOT EXISTS (SELECT 1 FROM canopy.zones WHERE id = OLD.zone_id AND owner_id = OLD.owner_id) THEN 'ZONE_DELETED'
+            WHEN OLD.root_record_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM canopy.records WHERE id = OLD.root_record_id AND owner_id = OLD.owner_id) THEN 'ROOT_DELETED'
             ELSE 'SHARE_DELETED' END;
-        PERFORM canopy.log_share_activity(OLD.id, OLD.zone_id, cause, NULL, NULL, jsonb_build_object('kind', OLD.kind));
-        UPDATE canopy.share_activity SET share_gone_at = now() WHERE share_id = OLD.id AND share_gone_at IS NULL;
+        PERFORM canopy.log_share_activity(OLD.id, OLD.zone_id, OLD.owner_id, cause, NULL, NULL, jsonb_build_object('kind', OLD.kind));
+        UPDATE canopy.share_activity SET share_gone_at = now() WHERE owner_id = OLD.owner_id AND share_id = OLD.id AND share_gone_at IS NULL;
     END IF;
     RETURN NULL;
 END
@@ -120,7 +125,7 @@ BEGIN
     IF row_now.role = 'OWNER' THEN
         RETURN NULL;
     END IF;
-    SELECT s.zone_id INTO zone FROM canopy.shares s WHERE s.id = row_now.share_id;
+    SELECT s.zone_id INTO zone FROM canopy.shares s WHERE s.id = row_now.share_id AND s.owner_id = row_now.owner_id;
     IF zone IS NULL THEN
         RETURN NULL;
     END IF;
@@ -128,32 +133,32 @@ BEGIN
     self := row_now.user_id IS NOT NULL AND row_now.user_id = canopy.current_user_id();
     IF TG_OP = 'INSERT' THEN
         IF NEW.status = 'PENDING' THEN
-            PERFORM canopy.log_share_activity(NEW.share_id, zone, 'INVITED', NEW.user_id, who,
+            PERFORM canopy.log_share_activity(NEW.share_id, zone, NEW.owner_id, 'INVITED', NEW.user_id, who,
                 jsonb_build_object('role', NEW.role, 'permission', NEW.permission));
         ELSIF NEW.status = 'ACCEPTED' AND NOT NEW.is_approved_requester THEN
-            PERFORM canopy.log_share_activity(NEW.share_id, zone, 'ACCEPTED', NEW.user_id, who,
+            PERFORM canopy.log_share_activity(NEW.share_id, zone, NEW.owner_id, 'ACCEPTED', NEW.user_id, who,
                 jsonb_build_object('role', NEW.role, 'permission', NEW.permission));
         END IF;
     ELSIF TG_OP = 'UPDATE' THEN
         IF NEW.status = 'REMOVED' AND OLD.status <> 'REMOVED' THEN
-            PERFORM canopy.log_share_activity(NEW.share_id, zone, CASE WHEN self THEN 'LEFT' ELSE 'REMOVED' END,
+            PERFORM canopy.log_share_activity(NEW.share_id, zone, NEW.owner_id, CASE WHEN self THEN 'LEFT' ELSE 'REMOVED' END,
                 NEW.user_id, who, jsonb_build_object('role', OLD.role, 'permission', OLD.permission));
         ELSIF NEW.status = 'PENDING' AND OLD.status = 'REMOVED' THEN
-            PERFORM canopy.log_share_activity(NEW.share_id, zone, 'INVITED', NEW.user_id, who,
+            PERFORM canopy.log_share_activity(NEW.share_id, zone, NEW.owner_id, 'INVITED', NEW.user_id, who,
                 jsonb_build_object('role', NEW.role, 'permission', NEW.permission, 'again', true));
         ELSIF NEW.status = 'ACCEPTED' AND OLD.status <> 'ACCEPTED' THEN
             IF NOT (NEW.is_approved_requester AND OLD.status = 'REMOVED') THEN
-                PERFORM canopy.log_share_activity(NEW.share_id, zone, 'ACCEPTED', NEW.user_id, who,
+                PERFORM canopy.log_share_activity(NEW.share_id, zone, NEW.owner_id, 'ACCEPTED', NEW.user_id, who,
                     jsonb_build_object('role', NEW.role, 'permission', NEW.permission));
             END IF;
         ELSIF NEW.status <> 'REMOVED' AND NEW.role <> 'PUBLIC_USER'
               AND (NEW.role <> OLD.role OR NEW.permission <> OLD.permission) THEN
-            PERFORM canopy.log_share_activity(NEW.share_id, zone, 'PERMISSION_CHANGED', NEW.user_id, who,
+            PERFORM canopy.log_share_activity(NEW.share_id, zone, NEW.owner_id, 'PERMISSION_CHANGED', NEW.user_id, who,
                 jsonb_build_object('from', jsonb_build_object('role', OLD.role, 'permission', OLD.permission),
                                    'to', jsonb_build_object('role', NEW.role, 'permission', NEW.permission)));
         END IF;
     ELSIF OLD.status <> 'REMOVED' THEN
-        PERFORM canopy.log_share_activity(OLD.share_id, zone, CASE WHEN self THEN 'LEFT' ELSE 'REMOVED' END,
+        PERFORM canopy.log_share_activity(OLD.share_id, zone, OLD.owner_id, CASE WHEN self THEN 'LEFT' ELSE 'REMOVED' END,
             OLD.user_id, who, jsonb_build_object('role', OLD.role, 'permission', OLD.permission));
     END IF;
     RETURN NULL;
@@ -178,7 +183,7 @@ DECLARE
     event text;
     permission text;
 BEGIN
-    SELECT s.zone_id INTO zone FROM canopy.shares s WHERE s.id = row_now.share_id;
+    SELECT s.zone_id INTO zone FROM canopy.shares s WHERE s.id = row_now.share_id AND s.owner_id = row_now.owner_id;
     IF zone IS NULL THEN
         RETURN NULL;   -- the share is going: its own entry says so
     END IF;
@@ -194,11 +199,11 @@ BEGIN
     END IF;
     IF event = 'REQUEST_APPROVED' THEN
         SELECT p.permission INTO permission FROM canopy.participants p
-         WHERE p.share_id = NEW.share_id AND p.user_id = NEW.user_id;
+         WHERE p.owner_id = NEW.owner_id AND p.share_id = NEW.share_id AND p.user_id = NEW.user_id;
     END IF;
-    PERFORM canopy.log_share_activity(row_now.share_id, zone, event, row_now.user_id, who,
+    PERFORM canopy.log_share_activity(row_now.share_id, zone, row_now.owner_id, event, row_now.user_id, who,
         CASE WHEN permission IS NULL THEN '{}'::jsonb ELSE jsonb_build_object('permission', permission) END);
-    PERFORM canopy.touch_zone(zone);
+    PERFORM canopy.touch_zone(zone, row_now.owner_id);
     RETURN NULL;
 END
 $$;
@@ -219,7 +224,7 @@ AS $$
     SELECT count(*) FROM gone
 $$;
 
-REVOKE ALL ON FUNCTION canopy.log_share_activity(bigint, bigint, text, bigint, text, jsonb) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.log_share_activity(bigint, bigint, bigint, text, bigint, text, jsonb) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.participant_label(canopy.participants) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.shares_activity() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.participants_activity() FROM PUBLIC, canopy_gateway;

@@ -14,11 +14,11 @@ AS $$
 DECLARE
     root_in bigint;
 BEGIN
-    IF EXISTS (SELECT 1 FROM canopy.zones WHERE id = NEW.zone_id AND name = '_defaultZone') THEN
+    IF EXISTS (SELECT 1 FROM canopy.zones WHERE id = NEW.zone_id AND owner_id = NEW.owner_id AND name = '_defaultZone') THEN
         RAISE EXCEPTION 'the default zone can never be shared' USING ERRCODE = 'CN004';
     END IF;
     IF NEW.root_record_id IS NOT NULL THEN
-        SELECT share_id INTO root_in FROM canopy.records WHERE id = NEW.root_record_id;
+        SELECT share_id INTO root_in FROM canopy.records WHERE id = NEW.root_record_id AND owner_id = NEW.owner_id;
         IF root_in IS NOT NULL THEN
             RAISE EXCEPTION 'the record is already inside a share' USING ERRCODE = 'CN002';
         END IF;
@@ -37,13 +37,12 @@ AS $$
 DECLARE
     root record;
 BEGIN
-    INSERT INTO canopy.participants (share_id, user_id, role, permission, status, accepted_at)
-    SELECT NEW.id, z.owner_id, 'OWNER', 'READ_WRITE', 'ACCEPTED', now()
-      FROM canopy.zones z WHERE z.id = NEW.zone_id;
+    INSERT INTO canopy.participants (share_id, owner_id, user_id, role, permission, status, accepted_at)
+    VALUES (NEW.id, NEW.owner_id, NEW.owner_id, 'OWNER', 'READ_WRITE', 'ACCEPTED', now());
     IF NEW.root_record_id IS NOT NULL THEN
-        UPDATE canopy.records SET share_id = NEW.id WHERE id = NEW.root_record_id
+        UPDATE canopy.records SET share_id = NEW.id WHERE id = NEW.root_record_id AND owner_id = NEW.owner_id
         RETURNING zone_id, record_name INTO root;
-        PERFORM canopy.propagate_share(root.zone_id, root.record_name, NEW.id);
+        PERFORM canopy.propagate_share(root.zone_id, NEW.owner_id, root.record_name, NEW.id);
     END IF;
     RETURN NULL;
 END
@@ -60,10 +59,10 @@ CREATE OR REPLACE FUNCTION canopy.shares_after_public_change() RETURNS trigger
 AS $$
 BEGIN
     IF NEW.public_permission = 'NONE' THEN
-        DELETE FROM canopy.participants WHERE share_id = NEW.id AND role = 'PUBLIC_USER';
+        DELETE FROM canopy.participants WHERE owner_id = NEW.owner_id AND share_id = NEW.id AND role = 'PUBLIC_USER';
     ELSE
         UPDATE canopy.participants SET permission = NEW.public_permission
-         WHERE share_id = NEW.id AND role = 'PUBLIC_USER' AND permission <> NEW.public_permission;
+         WHERE owner_id = NEW.owner_id AND share_id = NEW.id AND role = 'PUBLIC_USER' AND permission <> NEW.public_permission;
     END IF;
     RETURN NULL;
 END
@@ -81,10 +80,10 @@ CREATE OR REPLACE FUNCTION canopy.shares_before_delete() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM canopy.touch_zone(OLD.zone_id);   -- the owner's feed: the share changed
-    PERFORM canopy.record_departure(p.user_id, 'SHARED', OLD.zone_id)
+    PERFORM canopy.touch_zone(OLD.zone_id, OLD.owner_id);   -- the owner's feed: the share changed
+    PERFORM canopy.record_departure(p.user_id, 'SHARED', OLD.zone_id, OLD.owner_id)
        FROM canopy.participants p
-      WHERE p.share_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL;
+      WHERE p.owner_id = OLD.owner_id AND p.share_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL;
     RETURN OLD;
 END
 $$;
@@ -99,7 +98,7 @@ CREATE OR REPLACE FUNCTION canopy.shares_touch_zone() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM canopy.touch_zone(NEW.zone_id);
+    PERFORM canopy.touch_zone(NEW.zone_id, NEW.owner_id);
     RETURN NULL;
 END
 $$;

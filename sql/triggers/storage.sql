@@ -21,7 +21,7 @@ BEGIN
         FOR c IN
             SELECT coalesce(nullif(z.owner_id, 0), w.created_by) AS user_id, count(*)::bigint AS records,
                    sum(canopy.record_bytes(w.fields, w.record_name, w.record_type, w.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(w.fields))::bigint AS asset_bytes
-              FROM written w JOIN canopy.zones z ON z.id = w.zone_id
+              FROM written w JOIN canopy.zones z ON z.id = w.zone_id AND z.owner_id = w.owner_id
              WHERE coalesce(nullif(z.owner_id, 0), w.created_by) IS NOT NULL
              GROUP BY 1 ORDER BY 1
         LOOP
@@ -33,7 +33,7 @@ BEGIN
         FOR c IN
             SELECT coalesce(nullif(z.owner_id, 0), o.created_by) AS user_id, count(*)::bigint AS records,
                    sum(canopy.record_bytes(o.fields, o.record_name, o.record_type, o.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(o.fields))::bigint AS asset_bytes
-              FROM removed o JOIN canopy.zones z ON z.id = o.zone_id
+              FROM removed o JOIN canopy.zones z ON z.id = o.zone_id AND z.owner_id = o.owner_id
              WHERE coalesce(nullif(z.owner_id, 0), o.created_by) IS NOT NULL
              GROUP BY 1 ORDER BY 1
         LOOP
@@ -44,11 +44,11 @@ BEGIN
             SELECT d.user_id, sum(d.records)::bigint AS records, sum(d.field_bytes)::bigint AS field_bytes, sum(d.asset_bytes)::bigint AS asset_bytes
               FROM (SELECT coalesce(nullif(z.owner_id, 0), w.created_by) AS user_id, 1::bigint AS records,
                            canopy.record_bytes(w.fields, w.record_name, w.record_type, w.parent_name) AS field_bytes, canopy.record_asset_bytes(w.fields) AS asset_bytes
-                      FROM written w JOIN canopy.zones z ON z.id = w.zone_id
+                      FROM written w JOIN canopy.zones z ON z.id = w.zone_id AND z.owner_id = w.owner_id
                     UNION ALL
                     SELECT coalesce(nullif(z.owner_id, 0), o.created_by), -1::bigint,
                            -canopy.record_bytes(o.fields, o.record_name, o.record_type, o.parent_name), -canopy.record_asset_bytes(o.fields)
-                      FROM removed o JOIN canopy.zones z ON z.id = o.zone_id) d
+                      FROM removed o JOIN canopy.zones z ON z.id = o.zone_id AND z.owner_id = o.owner_id) d
              WHERE d.user_id IS NOT NULL
              GROUP BY d.user_id
             HAVING sum(d.records) <> 0 OR sum(d.field_bytes) <> 0 OR sum(d.asset_bytes) <> 0
@@ -93,7 +93,7 @@ BEGIN
         SELECT coalesce(nullif(OLD.owner_id, 0), r.created_by) AS user_id, count(*)::bigint AS records,
                sum(canopy.record_bytes(r.fields, r.record_name, r.record_type, r.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(r.fields))::bigint AS asset_bytes
           FROM canopy.records r
-         WHERE r.zone_id = OLD.id AND coalesce(nullif(OLD.owner_id, 0), r.created_by) IS NOT NULL
+         WHERE r.owner_id = OLD.owner_id AND r.zone_id = OLD.id AND coalesce(nullif(OLD.owner_id, 0), r.created_by) IS NOT NULL
          GROUP BY 1 ORDER BY 1
     LOOP
         PERFORM canopy.charge_storage(c.user_id, -c.records, -c.field_bytes, -c.asset_bytes);
@@ -102,7 +102,7 @@ BEGIN
     IF OLD.owner_id <> 0 THEN
         PERFORM canopy.charge_storage(OLD.owner_id, 0, -t.bytes, 0)
            FROM (SELECT sum(octet_length(s.thumbnail))::bigint AS bytes FROM canopy.shares s
-                  WHERE s.zone_id = OLD.id AND s.thumbnail IS NOT NULL) t
+                  WHERE s.owner_id = OLD.owner_id AND s.zone_id = OLD.id AND s.thumbnail IS NOT NULL) t
           WHERE t.bytes > 0;
     END IF;
     RETURN OLD;
@@ -156,7 +156,9 @@ DECLARE
                    - coalesce(octet_length(CASE WHEN TG_OP <> 'INSERT' THEN OLD.thumbnail END), 0);
 BEGIN
     IF change <> 0 THEN
-        SELECT z.owner_id INTO owner FROM canopy.zones z WHERE z.id = CASE WHEN TG_OP = 'DELETE' THEN OLD.zone_id ELSE NEW.zone_id END;
+        SELECT z.owner_id INTO owner FROM canopy.zones z
+         WHERE z.id = CASE WHEN TG_OP = 'DELETE' THEN OLD.zone_id ELSE NEW.zone_id END
+           AND z.owner_id = CASE WHEN TG_OP = 'DELETE' THEN OLD.owner_id ELSE NEW.owner_id END;
         IF owner <> 0 THEN
             PERFORM canopy.charge_storage(owner, 0, change, 0);
         END IF;

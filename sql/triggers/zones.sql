@@ -22,8 +22,8 @@ BEGIN
     SELECT m.user_id, m.scope, OLD.id, OLD.name, OLD.owner_id, u.record_name, nextval('canopy.change_seq')
       FROM (SELECT OLD.owner_id AS user_id, 'PRIVATE' AS scope
             UNION
-            SELECT p.user_id, 'SHARED' FROM canopy.participants p JOIN canopy.shares s ON s.id = p.share_id
-             WHERE s.zone_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL) m
+            SELECT p.user_id, 'SHARED' FROM canopy.participants p JOIN canopy.shares s ON s.owner_id = p.owner_id AND s.id = p.share_id
+             WHERE s.owner_id = OLD.owner_id AND s.zone_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL) m
       JOIN canopy.users u ON u.id = OLD.owner_id          -- none when the owner is being deleted
      WHERE EXISTS (SELECT 1 FROM canopy.users gone WHERE gone.id = m.user_id)
        AND OLD.owner_id <> 0;                               -- the public zone: nobody's (migrations/0038)

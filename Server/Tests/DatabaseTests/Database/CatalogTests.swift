@@ -126,7 +126,7 @@ struct CatalogTests {
             "CREATE FUNCTION canopy.evil() RETURNS int LANGUAGE sql AS 'SELECT 1'",
             "ALTER TABLE canopy.records DISABLE ROW LEVEL SECURITY",
             "SET ROLE canopy_owner",
-            "SELECT canopy.propagate_share(1, 'x', NULL)",
+            "SELECT canopy.propagate_share(1, 1, 'x', NULL)",
         ] {
             await #expect(throws: (any Error).self, "\(statement)") {
                 try await TestDatabase.withConnection(gateway) { connection in

@@ -163,10 +163,10 @@ struct MembershipTests {
             try await connection.query("BEGIN", logger: TestDatabase.logger)
             try await connection.query("SET LOCAL session_replication_role = replica", logger: TestDatabase.logger)
             try await connection.query(PostgresQuery(unsafeSQL: """
-                WITH z AS (INSERT INTO canopy.zones (owner_id, name) VALUES (\(alice.id), 'Loaded') RETURNING id),
-                     s AS (INSERT INTO canopy.shares (zone_id) SELECT id FROM z RETURNING id)
-                INSERT INTO canopy.participants (share_id, user_id, role, permission, status)
-                SELECT s.id, u.id, u.role, 'READ_WRITE', 'ACCEPTED'
+                WITH z AS (INSERT INTO canopy.zones (owner_id, name) VALUES (\(alice.id), 'Loaded') RETURNING id, owner_id),
+                     s AS (INSERT INTO canopy.shares (zone_id, owner_id) SELECT id, owner_id FROM z RETURNING id, owner_id)
+                INSERT INTO canopy.participants (share_id, owner_id, user_id, role, permission, status)
+                SELECT s.id, s.owner_id, u.id, u.role, 'READ_WRITE', 'ACCEPTED'
                   FROM s, (VALUES (\(alice.id)::bigint, 'OWNER'), (\(bob.id)::bigint, 'PRIVATE_USER')) u(id, role)
                 """), logger: TestDatabase.logger)
             try await connection.query("COMMIT", logger: TestDatabase.logger)

@@ -278,7 +278,7 @@ let permissionCases: [PermissionCase] =
     + cases("zone_departures: erase", count("DELETE FROM canopy.zone_departures"), [("removed", .denied), ("bob", .denied)])
     + cases("feed_state: select", "SELECT coalesce(departures_purged_before::text, 'never') FROM canopy.feed_state", [("stranger", .rows(["never"])), ("alice", .rows(["never"]))])
     + cases("feed_state: reset", count("UPDATE canopy.feed_state SET departures_purged_before = NULL"), [("alice", .denied)])
-    + cases("zones: touch a zone directly", "SELECT canopy.touch_zone({zone:Family})::text", [("alice", .denied), ("stranger", .denied)])
+    + cases("zones: touch a zone directly", "SELECT canopy.touch_zone({zone:Family}, {alice})::text", [("alice", .denied), ("stranger", .denied)])
     // field_types: the schema is readable by all, written only by the save trigger
     + cases("field_types: select", "SELECT field_name FROM canopy.field_types WHERE record_type = 'Item' ORDER BY 1", [
         ("alice", .rows(["n"])), ("stranger", .rows(["n"])), ("bob", .rows(["n"])),

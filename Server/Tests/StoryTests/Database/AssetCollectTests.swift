@@ -48,8 +48,8 @@ struct AssetCollectTests {
             _ = try await connection.texts("BEGIN")
             _ = try await connection.texts("SET LOCAL session_replication_role = replica")
             _ = try await connection.texts(PostgresQuery(unsafeSQL: """
-                INSERT INTO canopy.records (zone_id, record_name, record_type, fields, created_by, modified_by, change_seq, change_tag)
-                SELECT id, 'folder', 'Folder', '{"pages": [{"type": "ASSET", "sha256": "\(attached.digest.hex)", "size": \(attached.size), "contentType": "text/plain"}]}',
+                INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type, fields, created_by, modified_by, change_seq, change_tag)
+                SELECT id, owner_id, 'folder', 'Folder', '{"pages": [{"type": "ASSET", "sha256": "\(attached.digest.hex)", "size": \(attached.size), "contentType": "text/plain"}]}',
                        \(alice.id), \(alice.id), 1, '1'
                   FROM canopy.zones WHERE owner_id = \(alice.id)
                 """))

@@ -108,8 +108,8 @@ struct QueryPlanTests {
                 try await connection.query("SET session_replication_role = replica", logger: TestDatabase.logger)
                 try await connection.query(PostgresQuery(unsafeSQL: "INSERT INTO canopy.zones (owner_id, name) VALUES (\(user), 'Big')"), logger: TestDatabase.logger)
                 try await connection.query(PostgresQuery(unsafeSQL: """
-                    INSERT INTO canopy.records (zone_id, record_name, record_type, fields, created_by, modified_by, change_seq, change_tag)
-                    SELECT z.id, 'r' || g, 'Fast', jsonb_build_object('hours', g % 48, 'note', 'fast number ' || g,
+                    INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type, fields, created_by, modified_by, change_seq, change_tag)
+                    SELECT z.id, z.owner_id, 'r' || g, 'Fast', jsonb_build_object('hours', g % 48, 'note', 'fast number ' || g,
                            'tags', jsonb_build_array('t' || (g % 10), 'u' || g),
                            'endDate', jsonb_build_object('type', 'TIMESTAMP', 'value', 1700000000000 + g::bigint * 60000)),
                            \(user), \(user), g, 't' || g

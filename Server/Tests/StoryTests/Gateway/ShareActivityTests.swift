@@ -168,7 +168,7 @@ struct ShareActivityTests {
             "DELETE FROM canopy.share_activity",
             "INSERT INTO canopy.share_activity (share_id, zone_id, zone_name, owner_id, event) SELECT share_id, zone_id, zone_name, owner_id, 'LEFT' FROM canopy.share_activity",
             "TRUNCATE canopy.share_activity",
-            "SELECT canopy.log_share_activity(1, 1, 'LEFT', NULL, NULL, '{}')",
+            "SELECT canopy.log_share_activity(1, 1, 1, 'LEFT', NULL, NULL, '{}')",
         ] {
             do {
                 _ = try await TestDatabase.withConnection(gateway) { connection in
