@@ -32,7 +32,7 @@ public struct IndexUsage: Sendable, Equatable {
     static let basePurposes: [String: String] = [
         "records_pkey": "the record's id (primary key)",
         "records_zone_id_record_name_key": "recordName within a zone: lookup, saves, parents (unique)",
-        "records_id_zone_id_key": "shares' root records (foreign key target)",
+        "records_id_zone_owner_key": "shares' root records (foreign key target, with the zone's owner: migrations/0039)",
         "records_zone_type_name_idx": "records of a type in recordName order (queries without a declared sort)",
         "records_zone_parent_idx": "a record's children (hierarchy shares)",
         "records_share_idx": "the records of a record-rooted share",
