@@ -19,7 +19,8 @@ SET LOCAL ROLE canopy_owner;
 --     record (canopy.propagate_share), which also attaches records that were
 --     dangling under this name and detaches the subtree of a deleted record;
 --   * creating a share sets share_id on the root's subtree; deleting it
---     clears share_id through the foreign key (ON DELETE SET NULL).
+--     clears share_id in shares_before_delete (sql/triggers/shares.sql;
+--     a SET NULL foreign key until migrations/0040).
 -- A read therefore tests membership with `share_id = ANY(...)`, one indexed
 -- comparison. Moving a subtree costs one recursive walk of that subtree.
 

@@ -36,7 +36,7 @@ BEGIN
         INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
         SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write
           FROM canopy.membership_derivation WHERE owner_id = NEW.owner_id AND participant_id = NEW.id
-        ON CONFLICT (participant_id) DO UPDATE
+        ON CONFLICT (participant_id, owner_id) DO UPDATE
             SET user_id = EXCLUDED.user_id, role = EXCLUDED.role, can_write = EXCLUDED.can_write;
     ELSIF TG_OP = 'UPDATE' THEN
         DELETE FROM canopy.memberships WHERE owner_id = NEW.owner_id AND participant_id = NEW.id;

@@ -44,7 +44,7 @@ BEGIN
           INTO owner, zone_label, root_label
           FROM (SELECT 1) one
           LEFT JOIN LATERAL (SELECT a.owner_id, a.zone_name, a.root_name FROM canopy.share_activity a
-                              WHERE a.share_id = p_share_id ORDER BY a.id LIMIT 1) first ON true;
+                              WHERE a.share_id = p_share_id AND a.owner_id = p_owner_id ORDER BY a.id LIMIT 1) first ON true;
     END IF;
     IF owner IS NULL OR NOT EXISTS (SELECT 1 FROM canopy.users WHERE id = owner) THEN
         RETURN;

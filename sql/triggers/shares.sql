@@ -76,6 +76,12 @@ CREATE TRIGGER shares_after_public_change AFTER UPDATE OF public_permission ON c
 -- A share being deleted: its accepted participants stop seeing the zone
 -- (through it). When the whole zone goes, zones_before_delete did this and
 -- the zone is no longer there to touch.
+--
+-- Its records leave it: share_id cleared here, not by the reference
+-- (records_share_fkey has no action since migrations/0040: Citus refuses
+-- SET NULL in a reference holding the distribution column; DECISIONS 157).
+-- It is the UPDATE the SET NULL made, with the same record triggers (a
+-- 'left_share' tombstone per record, the zone touched).
 CREATE OR REPLACE FUNCTION canopy.shares_before_delete() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -84,6 +90,7 @@ BEGIN
     PERFORM canopy.record_departure(p.user_id, 'SHARED', OLD.zone_id, OLD.owner_id)
        FROM canopy.participants p
       WHERE p.owner_id = OLD.owner_id AND p.share_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL;
+    UPDATE canopy.records SET share_id = NULL WHERE owner_id = OLD.owner_id AND share_id = OLD.id;
     RETURN OLD;
 END
 $$;

@@ -30,7 +30,7 @@ public struct IndexUsage: Sendable, Equatable {
 
     /// What the base indexes of migrations/baseline are for.
     static let basePurposes: [String: String] = [
-        "records_pkey": "the record's id (primary key)",
+        "records_pkey": "the record's id, with its zone's owner (primary key: migrations/0040)",
         "records_zone_id_record_name_key": "recordName within a zone: lookup, saves, parents (unique)",
         "records_id_zone_owner_key": "shares' root records (foreign key target, with the zone's owner: migrations/0039)",
         "records_zone_type_name_idx": "records of a type in recordName order (queries without a declared sort)",

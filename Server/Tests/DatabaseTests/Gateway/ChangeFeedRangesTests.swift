@@ -105,7 +105,7 @@ struct ChangeFeedRangesTests {
                                         // Updated, or created again when it was deleted.
                                         try await connection.query("""
                                             INSERT INTO canopy.records (zone_id, record_name, record_type, fields) VALUES (\(zoneID), \(name), 'Fast', '{"hours": 2}')
-                                            ON CONFLICT (zone_id, record_name) DO UPDATE SET fields = jsonb_build_object('hours', \(step))
+                                            ON CONFLICT (zone_id, record_name, owner_id) DO UPDATE SET fields = jsonb_build_object('hours', \(step))
                                             """, logger: TestDatabase.logger)
                                     }
                                     try await connection.query("SELECT pg_sleep(\(hold))", logger: TestDatabase.logger)
