@@ -14,7 +14,9 @@ import PostgresNIO
 /// that applied archived files applies the rest of the archive instead.
 /// Then the repeatable files of `sql/` (``RepeatableFile``) whose checksum
 /// differs from the one recorded in `canopy.schema_repeatables` are applied
-/// again, in the manifest's order, all in one transaction.
+/// again, in the manifest's order, all in one transaction. On a Citus
+/// coordinator their policies are first expanded for Citus
+/// (``PolicyExpansion``), and the checksum is the expanded text's.
 public struct Migrator: Sendable {
     /// The advisory lock key every migrator takes (ASCII "canopymg").
     public static let lockKey: Int64 = 0x63616E6F70796D67
@@ -64,9 +66,10 @@ public struct Migrator: Sendable {
         progress: @Sendable (String) -> Void = { _ in }
     ) async throws -> [String] {
         let layout = try MigrationLayout(directory: directory)
-        let code = try RepeatableFile.load(directory: codeDirectory)
+        let engine = try await DatabaseEngine.detect(on: connection, logger: logger)
+        let code = try RepeatableFile.load(directory: codeDirectory).map { try $0.expanded(for: engine) }
         try await verify(connection: connection, layout: layout)
-        let citus = try await DatabaseEngine.detect(on: connection, logger: logger) == .citus
+        let citus = engine == .citus
         var applied: [String] = []
         let steps = layout.archive.map { ($0, Need.upgradingFromArchive(layout)) }
             + (layout.baseline.map { [($0, Need.newDatabase(layout))] } ?? [])
@@ -99,7 +102,8 @@ public struct Migrator: Sendable {
 
     public func status(connection: PostgresConnection) async throws -> [FileStatus] {
         let layout = try MigrationLayout(directory: directory)
-        let code = try RepeatableFile.load(directory: codeDirectory)
+        let engine = try await DatabaseEngine.detect(on: connection, logger: logger)
+        let code = try RepeatableFile.load(directory: codeDirectory).map { try $0.expanded(for: engine) }
         let (applied, repeatables) = try await recorded(connection: connection)
         func state(of file: MigrationFile) -> FileStatus {
             guard let row = applied[file.name] else { return FileStatus(name: file.name, state: .pending, appliedAt: nil) }
