@@ -27,8 +27,9 @@ CREATE POLICY push_subscriptions_own ON canopy.push_subscriptions TO canopy_gate
                      -- The public zone (migrations/0025, 0026): anyone signed in may subscribe;
                      -- what fires is decided by the grants, as the subscriber.
                      OR (scope = 'PUBLIC' AND zone_id = (SELECT canopy.public_zone_id()))
-                     OR EXISTS (SELECT 1 FROM canopy.memberships m
-                                 WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = push_subscriptions.zone_id)));
+                     OR /*@citus canopy.may_subscribe_to_zone(push_subscriptions.zone_id)*/
+           EXISTS (SELECT 1 FROM canopy.memberships m
+                                 WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = push_subscriptions.zone_id) /*@end*/));
 
 -- Devices: your own to list and remove (registering is
 -- canopy.register_push_device); a webhook's secret is never readable.
@@ -45,8 +46,9 @@ DROP POLICY IF EXISTS push_deliveries_own ON canopy.push_deliveries;
 CREATE POLICY push_deliveries_own ON canopy.push_deliveries TO canopy_gateway
     USING (user_id = (SELECT canopy.current_user_id()))
     WITH CHECK (user_id = (SELECT canopy.current_user_id())
-                AND EXISTS (SELECT 1 FROM canopy.push_devices d
-                             WHERE d.id = push_deliveries.device_id AND d.user_id = (SELECT canopy.current_user_id())));
+                AND /*@citus canopy.owns_push_device(push_deliveries.device_id)*/
+           EXISTS (SELECT 1 FROM canopy.push_devices d
+                             WHERE d.id = push_deliveries.device_id AND d.user_id = (SELECT canopy.current_user_id())) /*@end*/);
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.push_subscriptions FROM canopy_gateway;

@@ -48,9 +48,10 @@ CREATE POLICY records_select ON canopy.records FOR SELECT TO canopy_gateway
                           OR (records.created_by = (SELECT canopy.current_user_id())
                               AND records.record_type = ANY ((SELECT canopy.public_record_types('READ', true))::text[]))
                      ELSE true END)
-        OR EXISTS (SELECT 1 FROM canopy.memberships m
+        OR /*@citus canopy.may_reach_record(records.owner_id, records.zone_id, records.share_id, false)*/
+           EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
-                      AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0));
+                      AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0) /*@end*/);
 
 DROP POLICY IF EXISTS records_insert ON canopy.records;
 CREATE POLICY records_insert ON canopy.records FOR INSERT TO canopy_gateway
@@ -60,9 +61,10 @@ CREATE POLICY records_insert ON canopy.records FOR INSERT TO canopy_gateway
                           THEN records.record_type = ANY ((SELECT canopy.public_record_types('CREATE', false))::text[])
                                OR records.record_type = ANY ((SELECT canopy.public_record_types('CREATE', true))::text[])
                           ELSE true END)
-        OR EXISTS (SELECT 1 FROM canopy.memberships m
+        OR /*@citus canopy.may_reach_record(records.owner_id, records.zone_id, records.share_id, true)*/
+           EXISTS (SELECT 1 FROM canopy.memberships m
                          WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
-                           AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0));
+                           AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0) /*@end*/);
 
 DROP POLICY IF EXISTS records_update ON canopy.records;
 CREATE POLICY records_update ON canopy.records FOR UPDATE TO canopy_gateway
@@ -73,9 +75,10 @@ CREATE POLICY records_update ON canopy.records FOR UPDATE TO canopy_gateway
                           OR (records.created_by = (SELECT canopy.current_user_id())
                               AND records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', true))::text[]))
                      ELSE records.created_by = (SELECT canopy.current_user_id()) END)
-        OR EXISTS (SELECT 1 FROM canopy.memberships m
+        OR /*@citus canopy.may_reach_record(records.owner_id, records.zone_id, records.share_id, true)*/
+           EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
-                      AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0))
+                      AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0) /*@end*/)
     WITH CHECK ((records.zone_id = (SELECT canopy.public_zone_id())
                  AND (SELECT canopy.current_user_id()) IS NOT NULL
                  AND CASE WHEN records.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
@@ -83,9 +86,10 @@ CREATE POLICY records_update ON canopy.records FOR UPDATE TO canopy_gateway
                                OR (records.created_by = (SELECT canopy.current_user_id())
                                    AND records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', true))::text[]))
                           ELSE records.created_by = (SELECT canopy.current_user_id()) END)
-        OR EXISTS (SELECT 1 FROM canopy.memberships m
+        OR /*@citus canopy.may_reach_record(records.owner_id, records.zone_id, records.share_id, true)*/
+           EXISTS (SELECT 1 FROM canopy.memberships m
                          WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
-                           AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0));
+                           AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0) /*@end*/);
 
 -- A share's root: the zone owner's row (share_id NULL) reaches it, a
 -- participant's row of that share does not. Deleting a public record is
@@ -99,11 +103,12 @@ CREATE POLICY records_delete ON canopy.records FOR DELETE TO canopy_gateway
                           OR (records.created_by = (SELECT canopy.current_user_id())
                               AND records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', true))::text[]))
                      ELSE records.created_by = (SELECT canopy.current_user_id()) END)
-        OR EXISTS (SELECT 1 FROM canopy.memberships m
+        OR /*@citus canopy.may_delete_record(records.owner_id, records.zone_id, records.share_id, records.id)*/
+           EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
                       AND m.can_write
                       AND (m.share_id IS NULL OR m.root_record_id IS NULL
-                           OR (m.share_id = records.share_id AND records.id <> m.root_record_id)) OFFSET 0));
+                           OR (m.share_id = records.share_id AND records.id <> m.root_record_id)) OFFSET 0) /*@end*/);
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.records FROM canopy_gateway;

@@ -24,9 +24,10 @@ CREATE POLICY tombstones_select ON canopy.tombstones FOR SELECT TO canopy_gatewa
                           OR (tombstones.created_by = (SELECT canopy.current_user_id())
                               AND tombstones.record_type = ANY ((SELECT canopy.public_record_types('READ', true))::text[]))
                      ELSE true END)
-        OR EXISTS (SELECT 1 FROM canopy.memberships m
+        OR /*@citus canopy.may_reach_record(tombstones.owner_id, tombstones.zone_id, tombstones.share_id, false)*/
+           EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = tombstones.zone_id
-                      AND (m.root_record_id IS NULL OR m.share_id = tombstones.share_id) OFFSET 0));
+                      AND (m.root_record_id IS NULL OR m.share_id = tombstones.share_id) OFFSET 0) /*@end*/);
 
 REVOKE ALL ON TABLE canopy.tombstones FROM canopy_gateway;
 GRANT SELECT ON canopy.tombstones TO canopy_gateway;

@@ -39,8 +39,9 @@ CREATE POLICY canopy_owner_all ON canopy.users TO canopy_owner USING (true) WITH
 DROP POLICY IF EXISTS users_select ON canopy.users;
 CREATE POLICY users_select ON canopy.users FOR SELECT TO canopy_gateway
     USING (id <> 0 AND (id = (SELECT canopy.current_user_id())
-        OR EXISTS (SELECT 1 FROM canopy.memberships m
-                    WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.owner_id = users.id OFFSET 0)
+        OR /*@citus canopy.may_see_zone(users.id, NULL)*/
+           EXISTS (SELECT 1 FROM canopy.memberships m
+                    WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.owner_id = users.id OFFSET 0) /*@end*/
         OR canopy.shares_managed_with(id)));
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).

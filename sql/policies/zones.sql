@@ -21,8 +21,9 @@ DROP POLICY IF EXISTS zones_select ON canopy.zones;
 CREATE POLICY zones_select ON canopy.zones FOR SELECT TO canopy_gateway
     USING (owner_id = (SELECT canopy.current_user_id())
         OR owner_id = 0
-        OR EXISTS (SELECT 1 FROM canopy.memberships m
-                    WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = zones.id OFFSET 0));
+        OR /*@citus canopy.may_see_zone(zones.owner_id, zones.id)*/
+           EXISTS (SELECT 1 FROM canopy.memberships m
+                    WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = zones.id OFFSET 0) /*@end*/);
 
 DROP POLICY IF EXISTS zones_insert ON canopy.zones;
 CREATE POLICY zones_insert ON canopy.zones FOR INSERT TO canopy_gateway

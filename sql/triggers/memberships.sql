@@ -49,6 +49,23 @@ DROP TRIGGER IF EXISTS participants_membership ON canopy.participants;
 CREATE TRIGGER participants_membership AFTER INSERT OR UPDATE OF user_id, role, permission, status ON canopy.participants
     FOR EACH ROW EXECUTE FUNCTION canopy.participants_membership();
 
+-- Any change to memberships starts a new generation of the policy probes'
+-- remembered answers (sql/functions/policy_probes.sql, DECISIONS 158): an
+-- answer is kept under a key holding the generation it was read in.
+CREATE OR REPLACE FUNCTION canopy.memberships_generation() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM set_config('canopy.memberships_generation',
+        (coalesce(nullif(current_setting('canopy.memberships_generation', true), ''), '0')::bigint + 1)::text, true);
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS memberships_generation ON canopy.memberships;
+CREATE TRIGGER memberships_generation AFTER INSERT OR UPDATE OR DELETE ON canopy.memberships
+    FOR EACH ROW EXECUTE FUNCTION canopy.memberships_generation();
+
 -- Memberships made anew from zones and participants, for data loaded with
 -- triggers off (session_replication_role = replica, as the benchmark's
 -- population loader does) or restored table by table. Administrators only.
@@ -71,3 +88,4 @@ COMMENT ON FUNCTION canopy.rebuild_memberships() IS 'Recomputes canopy.membershi
 REVOKE ALL ON FUNCTION canopy.zones_membership() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.participants_membership() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.rebuild_memberships() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.memberships_generation() FROM PUBLIC, canopy_gateway;

@@ -1,4 +1,3 @@
-@testable import CanopyGatewayTestSupport
 import CanopyAdmin
 import CanopyRequestStore
 import CanopyTestSupport
@@ -27,8 +26,10 @@ struct PermissionFixture: Sendable {
 
     static let identities = ["alice", "bob", "pending", "reader", "writer", "admin", "public", "removed", "stranger"]
 
-    static func make() async throws -> PermissionFixture {
-        let endpoint = try await TestDatabase.shared.migratedDatabase()
+    static func make(onCitus: Bool = false) async throws -> PermissionFixture {
+        let endpoint = onCitus
+            ? try await TestDatabase.shared.migratedCitusDatabase()
+            : try await TestDatabase.shared.migratedDatabase()
         var ids: [String: Int64] = [:]
         for name in identities {
             let (user, _) = try await addUser(name, email: "\(name)@example.com", on: endpoint)
@@ -121,4 +122,36 @@ struct PermissionFixture: Sendable {
     }
 
     var gateway: DatabaseEndpoint { endpoint.asUser("canopy_gateway", password: nil) }
+}
+
+/// Builds the fixture once for the suite, whichever test asks first.
+actor FixtureBox {
+    /// On a Citus coordinator (the Citus tier), or one PostgreSQL.
+    let onCitus: Bool
+
+    init(onCitus: Bool = false) {
+        self.onCitus = onCitus
+    }
+
+    private var task: Task<PermissionFixture, any Error>?
+
+    func get() async throws -> PermissionFixture {
+        if let task { return try await task.value }
+        let onCitus = self.onCitus
+        let task = Task {
+            do {
+                return try await PermissionFixture.make(onCitus: onCitus)
+            } catch {
+                // Say what went wrong: PSQLError's description hides it.
+                throw FixtureError(message: String(reflecting: error))
+            }
+        }
+        self.task = task
+        return try await task.value
+    }
+}
+
+struct FixtureError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
 }
