@@ -99,6 +99,36 @@ BEGIN
 END
 $$;
 
+-- The policies of shares, participants, share requests and share activity:
+-- the caller's part in the share, p_as 'member' (accepted, not as its
+-- owner: member_share_ids(false)), 'admin' (an ADMINISTRATOR:
+-- admin_share_ids()) or 'writing_admin' (one with READ_WRITE:
+-- writing_admin_share_ids()); any other p_as is false. Those helpers
+-- gather all of a caller's shares once per statement, which one
+-- PostgreSQL keeps; on Citus they would read every shard, so this asks
+-- about the row's share on the row's shard. (owned_share_ids() and
+-- owned_zone_ids() need no probe there: the row's owner_id is its zone's
+-- owner, so they become `owner_id = canopy.current_user_id()`.)
+CREATE OR REPLACE FUNCTION canopy.caller_in_share(p_owner_id bigint, p_share_id bigint, p_as text) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    key text := canopy.probe_key('s', p_owner_id || '_' || p_share_id || '_' || p_as);
+    answer boolean := canopy.probe_remembered(key);
+BEGIN
+    IF answer IS NULL THEN
+        answer := canopy.probe_remember(key, EXISTS (
+            SELECT 1 FROM canopy.memberships m
+             WHERE m.owner_id = p_owner_id AND m.share_id = p_share_id AND m.user_id = canopy.current_user_id()
+               AND CASE p_as WHEN 'member' THEN m.role <> 'OWNER'
+                             WHEN 'admin' THEN m.role = 'ADMINISTRATOR'
+                             WHEN 'writing_admin' THEN m.role = 'ADMINISTRATOR' AND m.can_write
+                             ELSE false END));
+    END IF;
+    RETURN answer;
+END
+$$;
+
 -- push_subscriptions_own: may_see_zone, for a subscription, whose row
 -- does not hold the zone's owner (a subscriber is not the owner): the
 -- owner is read from the zone first.
@@ -134,6 +164,7 @@ BEGIN
         ALTER FUNCTION canopy.may_reach_record(bigint, bigint, bigint, boolean) SET citus.allow_nested_distributed_execution = on;
         ALTER FUNCTION canopy.may_delete_record(bigint, bigint, bigint, bigint) SET citus.allow_nested_distributed_execution = on;
         ALTER FUNCTION canopy.may_see_zone(bigint, bigint) SET citus.allow_nested_distributed_execution = on;
+        ALTER FUNCTION canopy.caller_in_share(bigint, bigint, text) SET citus.allow_nested_distributed_execution = on;
         ALTER FUNCTION canopy.may_subscribe_to_zone(bigint) SET citus.allow_nested_distributed_execution = on;
         ALTER FUNCTION canopy.owns_push_device(uuid) SET citus.allow_nested_distributed_execution = on;
     END IF;
@@ -143,6 +174,7 @@ $$;
 COMMENT ON FUNCTION canopy.may_reach_record(bigint, bigint, bigint, boolean) IS 'Citus''s probe for records_select, tombstones_select (p_write false), records_insert and records_update (true), DECISIONS 158: the caller is a member of the zone or of the record''s share, writing if asked; remembered for the transaction.';
 COMMENT ON FUNCTION canopy.may_delete_record(bigint, bigint, bigint, bigint) IS 'Citus''s records_delete probe: write permission, a share''s root only by the zone''s owner.';
 COMMENT ON FUNCTION canopy.may_see_zone(bigint, bigint) IS 'Citus''s zones_select and users_select (zone NULL: any of the owner''s) probe: the caller is a member of the zone.';
+COMMENT ON FUNCTION canopy.caller_in_share(bigint, bigint, text) IS 'Citus''s probe for the policies of shares, participants, share requests and share activity: the caller is a member (p_as member), an administrator (admin) or a writing administrator (writing_admin) of the share; remembered for the transaction.';
 COMMENT ON FUNCTION canopy.may_subscribe_to_zone(bigint) IS 'Citus''s push_subscriptions_own probe: may_see_zone, the owner read from the zone.';
 COMMENT ON FUNCTION canopy.owns_push_device(uuid) IS 'Citus''s push_deliveries_own probe: the device is the caller''s.';
 
@@ -152,10 +184,12 @@ REVOKE ALL ON FUNCTION canopy.probe_remember(text, boolean) FROM PUBLIC, canopy_
 REVOKE ALL ON FUNCTION canopy.may_reach_record(bigint, bigint, bigint, boolean) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.may_delete_record(bigint, bigint, bigint, bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.may_see_zone(bigint, bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.caller_in_share(bigint, bigint, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.may_subscribe_to_zone(bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.owns_push_device(uuid) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.may_reach_record(bigint, bigint, bigint, boolean) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.may_delete_record(bigint, bigint, bigint, bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.may_see_zone(bigint, bigint) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.caller_in_share(bigint, bigint, text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.may_subscribe_to_zone(bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.owns_push_device(uuid) TO canopy_gateway;

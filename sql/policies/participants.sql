@@ -22,34 +22,34 @@ CREATE POLICY canopy_owner_all ON canopy.participants TO canopy_owner USING (tru
 -- is deleted so the link can be used again).
 DROP POLICY IF EXISTS participants_select ON canopy.participants;
 CREATE POLICY participants_select ON canopy.participants FOR SELECT TO canopy_gateway
-    USING (share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[])
-        OR share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[])
-        OR (share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[])
+    USING (/*@citus owner_id = canopy.current_user_id()*/ share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) /*@end*/
+        OR /*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/
+        OR (/*@citus canopy.caller_in_share(owner_id, share_id, 'member')*/ share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[]) /*@end*/
             AND (role = 'OWNER' OR user_id = (SELECT canopy.current_user_id()))));
 
 DROP POLICY IF EXISTS participants_insert ON canopy.participants;
 CREATE POLICY participants_insert ON canopy.participants FOR INSERT TO canopy_gateway
-    WITH CHECK ((share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) AND role <> 'OWNER')
-        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER'
+    WITH CHECK ((/*@citus owner_id = canopy.current_user_id()*/ share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) /*@end*/ AND role <> 'OWNER')
+        OR (/*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/ AND role = 'PRIVATE_USER'
             AND user_id IS DISTINCT FROM (SELECT canopy.current_user_id())
-            AND (permission = 'READ_ONLY' OR share_id = ANY ((SELECT canopy.writing_admin_share_ids())::bigint[]))));
+            AND (permission = 'READ_ONLY' OR /*@citus canopy.caller_in_share(owner_id, share_id, 'writing_admin')*/ share_id = ANY ((SELECT canopy.writing_admin_share_ids())::bigint[]) /*@end*/)));
 
 DROP POLICY IF EXISTS participants_update ON canopy.participants;
 CREATE POLICY participants_update ON canopy.participants FOR UPDATE TO canopy_gateway
-    USING ((share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) AND role <> 'OWNER')
-        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER')
-        OR (share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[]) AND user_id = (SELECT canopy.current_user_id())))
-    WITH CHECK ((share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) AND role <> 'OWNER')
-        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER'
+    USING ((/*@citus owner_id = canopy.current_user_id()*/ share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) /*@end*/ AND role <> 'OWNER')
+        OR (/*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/ AND role = 'PRIVATE_USER')
+        OR (/*@citus canopy.caller_in_share(owner_id, share_id, 'member')*/ share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[]) /*@end*/ AND user_id = (SELECT canopy.current_user_id())))
+    WITH CHECK ((/*@citus owner_id = canopy.current_user_id()*/ share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) /*@end*/ AND role <> 'OWNER')
+        OR (/*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/ AND role = 'PRIVATE_USER'
             AND user_id IS DISTINCT FROM (SELECT canopy.current_user_id())
-            AND (permission = 'READ_ONLY' OR share_id = ANY ((SELECT canopy.writing_admin_share_ids())::bigint[])))
+            AND (permission = 'READ_ONLY' OR /*@citus canopy.caller_in_share(owner_id, share_id, 'writing_admin')*/ share_id = ANY ((SELECT canopy.writing_admin_share_ids())::bigint[]) /*@end*/))
         OR (user_id = (SELECT canopy.current_user_id()) AND status = 'REMOVED'));
 
 DROP POLICY IF EXISTS participants_delete ON canopy.participants;
 CREATE POLICY participants_delete ON canopy.participants FOR DELETE TO canopy_gateway
-    USING ((share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) AND role <> 'OWNER')
-        OR (share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) AND role = 'PRIVATE_USER')
-        OR (share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[])
+    USING ((/*@citus owner_id = canopy.current_user_id()*/ share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) /*@end*/ AND role <> 'OWNER')
+        OR (/*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/ AND role = 'PRIVATE_USER')
+        OR (/*@citus canopy.caller_in_share(owner_id, share_id, 'member')*/ share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[]) /*@end*/
             AND user_id = (SELECT canopy.current_user_id()) AND role = 'PUBLIC_USER'));
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).

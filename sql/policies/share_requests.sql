@@ -25,28 +25,28 @@ CREATE POLICY canopy_owner_all ON canopy.share_requests TO canopy_owner USING (t
 
 DROP POLICY IF EXISTS share_requests_select ON canopy.share_requests;
 CREATE POLICY share_requests_select ON canopy.share_requests FOR SELECT TO canopy_gateway
-    USING (share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[])
-        OR share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[])
+    USING (/*@citus owner_id = canopy.current_user_id()*/ share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) /*@end*/
+        OR /*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/
         OR user_id = (SELECT canopy.current_user_id()));
 
 DROP POLICY IF EXISTS share_requests_insert ON canopy.share_requests;
 CREATE POLICY share_requests_insert ON canopy.share_requests FOR INSERT TO canopy_gateway
     WITH CHECK (status = 'BLOCKED'
-        AND (share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[])
-             OR share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[])));
+        AND (/*@citus owner_id = canopy.current_user_id()*/ share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) /*@end*/
+             OR /*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/));
 
 DROP POLICY IF EXISTS share_requests_update ON canopy.share_requests;
 CREATE POLICY share_requests_update ON canopy.share_requests FOR UPDATE TO canopy_gateway
-    USING (share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[])
-        OR share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]))
+    USING (/*@citus owner_id = canopy.current_user_id()*/ share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) /*@end*/
+        OR /*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/)
     WITH CHECK (status <> 'PENDING'
-        AND (share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[])
-             OR share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[])));
+        AND (/*@citus owner_id = canopy.current_user_id()*/ share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) /*@end*/
+             OR /*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/));
 
 DROP POLICY IF EXISTS share_requests_delete ON canopy.share_requests;
 CREATE POLICY share_requests_delete ON canopy.share_requests FOR DELETE TO canopy_gateway
-    USING (share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[])
-        OR share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]));
+    USING (/*@citus owner_id = canopy.current_user_id()*/ share_id = ANY ((SELECT canopy.owned_share_ids())::bigint[]) /*@end*/
+        OR /*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/);
 
 REVOKE ALL ON TABLE canopy.share_requests FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.share_requests TO canopy_gateway;
@@ -59,9 +59,9 @@ CREATE POLICY canopy_owner_all ON canopy.share_activity TO canopy_owner USING (t
 DROP POLICY IF EXISTS share_activity_select ON canopy.share_activity;
 CREATE POLICY share_activity_select ON canopy.share_activity FOR SELECT TO canopy_gateway
     USING (owner_id = (SELECT canopy.current_user_id())
-        OR share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[])
+        OR /*@citus canopy.caller_in_share(owner_id, share_id, 'admin')*/ share_id = ANY ((SELECT canopy.admin_share_ids())::bigint[]) /*@end*/
         OR (subject_id = (SELECT canopy.current_user_id())
-            AND share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[])));
+            AND /*@citus canopy.caller_in_share(owner_id, share_id, 'member')*/ share_id = ANY ((SELECT canopy.member_share_ids(false))::bigint[]) /*@end*/));
 
 REVOKE ALL ON TABLE canopy.share_activity FROM canopy_gateway;
 GRANT SELECT ON canopy.share_activity TO canopy_gateway;

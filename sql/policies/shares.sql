@@ -16,20 +16,20 @@ CREATE POLICY canopy_owner_all ON canopy.shares TO canopy_owner USING (true) WIT
 -- shares: the zone owner does everything; accepted participants read.
 DROP POLICY IF EXISTS shares_select ON canopy.shares;
 CREATE POLICY shares_select ON canopy.shares FOR SELECT TO canopy_gateway
-    USING (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]) OR id = ANY ((SELECT canopy.member_share_ids(false))::bigint[]));
+    USING (/*@citus owner_id = canopy.current_user_id()*/ zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]) /*@end*/ OR /*@citus canopy.caller_in_share(owner_id, id, 'member')*/ id = ANY ((SELECT canopy.member_share_ids(false))::bigint[]) /*@end*/);
 
 DROP POLICY IF EXISTS shares_insert ON canopy.shares;
 CREATE POLICY shares_insert ON canopy.shares FOR INSERT TO canopy_gateway
-    WITH CHECK (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]));
+    WITH CHECK (/*@citus owner_id = canopy.current_user_id()*/ zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]) /*@end*/);
 
 DROP POLICY IF EXISTS shares_update ON canopy.shares;
 CREATE POLICY shares_update ON canopy.shares FOR UPDATE TO canopy_gateway
-    USING (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]))
-    WITH CHECK (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]));
+    USING (/*@citus owner_id = canopy.current_user_id()*/ zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]) /*@end*/)
+    WITH CHECK (/*@citus owner_id = canopy.current_user_id()*/ zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]) /*@end*/);
 
 DROP POLICY IF EXISTS shares_delete ON canopy.shares;
 CREATE POLICY shares_delete ON canopy.shares FOR DELETE TO canopy_gateway
-    USING (zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]));
+    USING (/*@citus owner_id = canopy.current_user_id()*/ zone_id = ANY ((SELECT canopy.owned_zone_ids())::bigint[]) /*@end*/);
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.shares FROM canopy_gateway;
