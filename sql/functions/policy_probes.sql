@@ -129,6 +129,31 @@ BEGIN
 END
 $$;
 
+-- users_select: whether p_user_id takes part, in any status, in a share the
+-- caller owns or administers (canopy.shares_managed_with, policy_helpers.sql,
+-- asks the same from the other user's participant rows, by user: on Citus
+-- that reads every shard for each user row). Here from the caller's own
+-- memberships as OWNER or ADMINISTRATOR, joined to the participants of the
+-- same owner and share (a join Citus keeps on each shard), remembered per
+-- user for the transaction.
+CREATE OR REPLACE FUNCTION canopy.manages_share_with(p_user_id bigint) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    key text := canopy.probe_key('u', p_user_id::text);
+    answer boolean := canopy.probe_remembered(key);
+BEGIN
+    IF answer IS NULL THEN
+        answer := canopy.probe_remember(key, EXISTS (
+            SELECT 1 FROM canopy.memberships mine
+              JOIN canopy.participants p ON p.owner_id = mine.owner_id AND p.share_id = mine.share_id
+             WHERE mine.user_id = canopy.current_user_id() AND mine.role IN ('OWNER', 'ADMINISTRATOR')
+               AND p.user_id = p_user_id));
+    END IF;
+    RETURN answer;
+END
+$$;
+
 -- push_subscriptions_own: may_see_zone, for a subscription, whose row
 -- does not hold the zone's owner (a subscriber is not the owner): the
 -- owner is read from the zone first.
@@ -165,6 +190,7 @@ BEGIN
         ALTER FUNCTION canopy.may_delete_record(bigint, bigint, bigint, bigint) SET citus.allow_nested_distributed_execution = on;
         ALTER FUNCTION canopy.may_see_zone(bigint, bigint) SET citus.allow_nested_distributed_execution = on;
         ALTER FUNCTION canopy.caller_in_share(bigint, bigint, text) SET citus.allow_nested_distributed_execution = on;
+        ALTER FUNCTION canopy.manages_share_with(bigint) SET citus.allow_nested_distributed_execution = on;
         ALTER FUNCTION canopy.may_subscribe_to_zone(bigint) SET citus.allow_nested_distributed_execution = on;
         ALTER FUNCTION canopy.owns_push_device(uuid) SET citus.allow_nested_distributed_execution = on;
     END IF;
@@ -175,6 +201,7 @@ COMMENT ON FUNCTION canopy.may_reach_record(bigint, bigint, bigint, boolean) IS 
 COMMENT ON FUNCTION canopy.may_delete_record(bigint, bigint, bigint, bigint) IS 'Citus''s records_delete probe: write permission, a share''s root only by the zone''s owner.';
 COMMENT ON FUNCTION canopy.may_see_zone(bigint, bigint) IS 'Citus''s zones_select and users_select (zone NULL: any of the owner''s) probe: the caller is a member of the zone.';
 COMMENT ON FUNCTION canopy.caller_in_share(bigint, bigint, text) IS 'Citus''s probe for the policies of shares, participants, share requests and share activity: the caller is a member (p_as member), an administrator (admin) or a writing administrator (writing_admin) of the share; remembered for the transaction.';
+COMMENT ON FUNCTION canopy.manages_share_with(bigint) IS 'Citus''s users_select probe: the user takes part in a share the caller owns or administers (shares_managed_with, from the caller''s side); remembered for the transaction.';
 COMMENT ON FUNCTION canopy.may_subscribe_to_zone(bigint) IS 'Citus''s push_subscriptions_own probe: may_see_zone, the owner read from the zone.';
 COMMENT ON FUNCTION canopy.owns_push_device(uuid) IS 'Citus''s push_deliveries_own probe: the device is the caller''s.';
 
@@ -185,11 +212,13 @@ REVOKE ALL ON FUNCTION canopy.may_reach_record(bigint, bigint, bigint, boolean) 
 REVOKE ALL ON FUNCTION canopy.may_delete_record(bigint, bigint, bigint, bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.may_see_zone(bigint, bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.caller_in_share(bigint, bigint, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.manages_share_with(bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.may_subscribe_to_zone(bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.owns_push_device(uuid) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.may_reach_record(bigint, bigint, bigint, boolean) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.may_delete_record(bigint, bigint, bigint, bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.may_see_zone(bigint, bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.caller_in_share(bigint, bigint, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.manages_share_with(bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.may_subscribe_to_zone(bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.owns_push_device(uuid) TO canopy_gateway;

@@ -42,7 +42,7 @@ CREATE POLICY users_select ON canopy.users FOR SELECT TO canopy_gateway
         OR /*@citus canopy.may_see_zone(users.id, NULL)*/
            EXISTS (SELECT 1 FROM canopy.memberships m
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.owner_id = users.id OFFSET 0) /*@end*/
-        OR canopy.shares_managed_with(id)));
+        OR /*@citus canopy.manages_share_with(id)*/ canopy.shares_managed_with(id) /*@end*/));
 
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.users FROM canopy_gateway;

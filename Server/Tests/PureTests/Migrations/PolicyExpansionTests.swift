@@ -68,12 +68,10 @@ struct PolicyExpansionTests {
 
     /// The helpers that gather all of a caller's zones or shares: one
     /// PostgreSQL calls each once a statement; on Citus, per row, each
-    /// would read every shard. No Citus policy calls one but users_select's
-    /// shares_managed_with, which waits to be turned around (the schema
-    /// map, §3).
+    /// would read every shard. No Citus policy calls one.
     static let gatherers = ["owned_zone_ids(", "owned_share_ids(", "member_share_ids(", "admin_share_ids(",
                             "writing_admin_share_ids(", "member_root_record_ids(", "shares_managed_with("]
-    static let awaitingGatherers: Set<String> = ["users_select ON canopy.users"]
+    static let awaitingGatherers: Set<String> = []
 
     @Test("every policy of sql/ expands for Citus without a subquery or a gathering helper; one PostgreSQL runs each file as written")
     func repositoryPolicies() throws {
