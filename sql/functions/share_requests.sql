@@ -25,12 +25,15 @@ CREATE OR REPLACE FUNCTION canopy.request_share_access(p_token text) RETURNS big
 AS $$
 DECLARE
     caller canopy.users;
+    token canopy.share_tokens;
     target canopy.shares;
     standing text;
     earlier canopy.share_requests;
 BEGIN
     SELECT * INTO caller FROM canopy.users WHERE id = canopy.current_user_id();
-    SELECT * INTO target FROM canopy.shares WHERE url_token = p_token FOR NO KEY UPDATE;
+    -- The token's share (share_tokens, migrations/0041), by owner and id.
+    SELECT * INTO token FROM canopy.share_tokens WHERE url_token = p_token;
+    SELECT * INTO target FROM canopy.shares WHERE id = token.share_id AND owner_id = token.owner_id FOR NO KEY UPDATE;
     IF caller.id IS NULL OR target.id IS NULL THEN
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
     END IF;

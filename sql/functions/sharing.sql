@@ -317,13 +317,14 @@ AS $$
            me.status IN ('PENDING', 'ACCEPTED') OR s.public_permission <> 'NONE',
            asked.status,
            s.root_record_id
-      FROM canopy.shares s
-      JOIN canopy.zones z ON z.id = s.zone_id
+      FROM canopy.share_tokens t
+      JOIN canopy.shares s ON s.id = t.share_id AND s.owner_id = t.owner_id
+      JOIN canopy.zones z ON z.id = s.zone_id AND z.owner_id = s.owner_id
       JOIN canopy.users owner ON owner.id = z.owner_id
-      LEFT JOIN canopy.records root ON root.id = s.root_record_id
+      LEFT JOIN canopy.records root ON root.id = s.root_record_id AND root.owner_id = s.owner_id
       LEFT JOIN canopy.participants me ON me.id = canopy.caller_participant_id(s.id)
-      LEFT JOIN canopy.share_requests asked ON asked.share_id = s.id AND asked.user_id = canopy.current_user_id()
-     WHERE s.url_token = p_token
+      LEFT JOIN canopy.share_requests asked ON asked.share_id = s.id AND asked.owner_id = s.owner_id AND asked.user_id = canopy.current_user_id()
+     WHERE t.url_token = p_token
        AND (me.status IN ('PENDING', 'ACCEPTED') OR s.public_permission <> 'NONE'
             OR (s.allows_access_requests AND canopy.current_user_id() IS NOT NULL
                 AND asked.status IS DISTINCT FROM 'BLOCKED'))
@@ -362,12 +363,15 @@ CREATE OR REPLACE FUNCTION canopy.accept_share(p_token text) RETURNS bigint
 AS $$
 DECLARE
     caller canopy.users;
+    token canopy.share_tokens;
     target canopy.shares;
     invitation canopy.participants;
 BEGIN
     SELECT * INTO caller FROM canopy.users WHERE id = canopy.current_user_id();
-    -- The share row's lock orders concurrent accepts of one share.
-    SELECT * INTO target FROM canopy.shares WHERE url_token = p_token FOR NO KEY UPDATE;
+    -- The token's share (share_tokens, migrations/0041), by its owner and
+    -- id; the share row's lock orders concurrent accepts of one share.
+    SELECT * INTO token FROM canopy.share_tokens WHERE url_token = p_token;
+    SELECT * INTO target FROM canopy.shares WHERE id = token.share_id AND owner_id = token.owner_id FOR NO KEY UPDATE;
     IF caller.id IS NULL OR target.id IS NULL THEN
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
     END IF;

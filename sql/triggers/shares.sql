@@ -1,5 +1,6 @@
 -- Triggers on canopy.shares: shares_before_insert, shares_after_insert,
--- shares_after_public_change, shares_before_delete, shares_touch_zone.
+-- shares_after_public_change, shares_before_delete, shares_touch_zone,
+-- shares_token.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -114,8 +115,30 @@ DROP TRIGGER IF EXISTS shares_touch_zone ON canopy.shares;
 CREATE TRIGGER shares_touch_zone AFTER INSERT OR UPDATE ON canopy.shares
     FOR EACH ROW EXECUTE FUNCTION canopy.shares_touch_zone();
 
+-- A share's URL token, in canopy.share_tokens (migrations/0041, DECISIONS
+-- 159): how a share is found by its URL, and what keeps tokens unique
+-- across owners. Written with the share, gone with it.
+CREATE OR REPLACE FUNCTION canopy.shares_token() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        DELETE FROM canopy.share_tokens WHERE url_token = OLD.url_token;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO canopy.share_tokens (url_token, owner_id, share_id) VALUES (NEW.url_token, NEW.owner_id, NEW.id);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS shares_token ON canopy.shares;
+CREATE TRIGGER shares_token AFTER INSERT OR DELETE OR UPDATE OF url_token ON canopy.shares
+    FOR EACH ROW EXECUTE FUNCTION canopy.shares_token();
+
 REVOKE ALL ON FUNCTION canopy.shares_before_insert() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.shares_after_insert() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.shares_after_public_change() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.shares_before_delete() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.shares_touch_zone() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.shares_token() FROM PUBLIC, canopy_gateway;

@@ -293,6 +293,10 @@ let permissionCases: [PermissionCase] =
     + cases("schema_indexes: register", count("INSERT INTO canopy.schema_indexes VALUES ('records_schema_0000000000000000', 'Item', 'n', 'btree', 'x')"), [("alice", .denied)])
     // schema_migrations and schema_repeatables: only `canopy migrate` (an administrator)
     + cases("schema_migrations: select", "SELECT name FROM canopy.schema_migrations", [("alice", .denied), ("stranger", .denied)])
+    // share_tokens (migrations/0041): shares by URL token, read only through
+    // the owner's functions (share_view, accept_share), never directly.
+    + cases("share_tokens: select", "SELECT url_token FROM canopy.share_tokens", [("alice", .denied), ("reader", .denied), ("stranger", .denied)])
+    + cases("share_tokens: insert", "INSERT INTO canopy.share_tokens VALUES (repeat('a', 40), {me}, 1) RETURNING 1", [("alice", .denied), ("stranger", .denied)])
     + cases("schema_repeatables: select", "SELECT path FROM canopy.schema_repeatables", [("alice", .denied), ("stranger", .denied)])
     + cases("schema_repeatables: rewrite a checksum", count("UPDATE canopy.schema_repeatables SET checksum = 'x'"), [("alice", .denied)])
     // push (migrations/0020): your own subscriptions and devices; the outbox

@@ -20,8 +20,7 @@ struct OwnerKeysTests {
     /// Keys that still lack the owner, each waiting for a named step
     /// (docs/plans/ISSUE_67_SCHEMA_MAP.md §6).
     static let waiting: Set<String> = [
-        "zones_pkey",            // push_subscriptions still references zones (id)
-        "shares_url_token_key",  // a URL token is unique across owners: share_tokens
+        "zones_pkey",  // push_subscriptions still references zones (id)
     ]
 
     @Test("every primary key, unique key, unique index and exclusion of a zone-scoped table holds owner_id; no reference holding it sets NULL")
