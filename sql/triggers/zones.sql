@@ -1,4 +1,5 @@
--- Triggers on canopy.zones: zones_before_delete, zones_after_insert.
+-- Triggers on canopy.zones: zones_before_delete, zones_after_insert,
+-- zones_forget_subscriptions.
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -36,6 +37,22 @@ DROP TRIGGER IF EXISTS zones_before_delete ON canopy.zones;
 CREATE TRIGGER zones_before_delete BEFORE DELETE ON canopy.zones
     FOR EACH ROW EXECUTE FUNCTION canopy.zones_before_delete();
 
+-- A zone deleted takes the push subscriptions on it, its owner's and its
+-- members' (migrations/0042, DECISIONS 160: they no longer reference the
+-- zone, which is its owner's while a subscription is its subscriber's).
+CREATE OR REPLACE FUNCTION canopy.zones_forget_subscriptions() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    DELETE FROM canopy.push_subscriptions WHERE zone_id = OLD.id;
+    RETURN NULL;
+END
+$$;
+
+DROP TRIGGER IF EXISTS zones_forget_subscriptions ON canopy.zones;
+CREATE TRIGGER zones_forget_subscriptions AFTER DELETE ON canopy.zones
+    FOR EACH ROW EXECUTE FUNCTION canopy.zones_forget_subscriptions();
+
 -- A zone created: its owner's databaseChanged subscriptions are told
 -- (changed_xid is the creating transaction's, by default).
 CREATE OR REPLACE FUNCTION canopy.zones_after_insert() RETURNS trigger
@@ -53,3 +70,4 @@ CREATE TRIGGER zones_after_insert AFTER INSERT ON canopy.zones
 
 REVOKE ALL ON FUNCTION canopy.zones_before_delete() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.zones_after_insert() FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.zones_forget_subscriptions() FROM PUBLIC, canopy_gateway;

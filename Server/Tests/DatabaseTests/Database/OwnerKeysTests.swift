@@ -17,11 +17,8 @@ struct OwnerKeysTests {
         "zones", "records", "tombstones", "shares", "participants", "memberships",
         "zone_departures", "share_requests", "share_activity", "push_outbox",
     ]
-    /// Keys that still lack the owner, each waiting for a named step
-    /// (docs/plans/ISSUE_67_SCHEMA_MAP.md §6).
-    static let waiting: Set<String> = [
-        "zones_pkey",  // push_subscriptions still references zones (id)
-    ]
+    /// Keys that still lack the owner: none since migrations/0042.
+    static let waiting: Set<String> = []
 
     @Test("every primary key, unique key, unique index and exclusion of a zone-scoped table holds owner_id; no reference holding it sets NULL")
     func keysHoldTheOwner() async throws {
@@ -113,5 +110,35 @@ struct OwnerKeysTests {
             "0",
             "0",
         ])
+    }
+
+    /// migrations/0042: push subscriptions no longer reference their zone
+    /// (DECISIONS 160); the zone's trigger removes them when it goes,
+    /// whoever deletes it, as the reference's cascade did.
+    @Test("a zone deleted, or its owner's account, takes the push subscriptions on it, its owner's and others'; the rest stay")
+    func subscriptionsGoWithTheirZone() async throws {
+        let endpoint = try await TestDatabase.shared.migratedDatabase()
+        let (alice, _) = try await addUser("alice", on: endpoint)
+        let (bob, _) = try await addUser("bob", on: endpoint)
+        let remaining = try await TestDatabase.withConnection(endpoint) { connection in
+            func run(_ sql: String) async throws -> [String?] {
+                try await connection.texts(PostgresQuery(unsafeSQL: sql))
+            }
+            _ = try await run("INSERT INTO canopy.zones (owner_id, name) VALUES (\(alice.id), 'Trips'), (\(bob.id), 'Recipes')")
+            _ = try await run("""
+                INSERT INTO canopy.push_subscriptions (user_id, subscription_id, kind, scope, zone_id, record_type)
+                SELECT \(alice.id), 'alice-trips', 'ZONE', 'PRIVATE', id, NULL FROM canopy.zones WHERE name = 'Trips'
+                UNION ALL SELECT \(bob.id), 'bob-trips', 'ZONE', 'SHARED', id, NULL FROM canopy.zones WHERE name = 'Trips'
+                UNION ALL SELECT \(alice.id), 'alice-recipes', 'ZONE', 'SHARED', id, NULL FROM canopy.zones WHERE name = 'Recipes'
+                UNION ALL SELECT \(alice.id), 'alice-all', 'DATABASE', 'PRIVATE', NULL, NULL
+                UNION ALL SELECT \(alice.id), 'alice-public', 'QUERY', 'PUBLIC', id, 'Post' FROM canopy.zones WHERE owner_id = 0
+                """)
+            _ = try await run("DELETE FROM canopy.zones WHERE owner_id = \(alice.id) AND name = 'Trips'")
+            var remaining = try await run("SELECT string_agg(subscription_id, ' ' ORDER BY subscription_id) FROM canopy.push_subscriptions")
+            _ = try await run("DELETE FROM canopy.users WHERE id = \(bob.id)")
+            remaining += try await run("SELECT string_agg(subscription_id, ' ' ORDER BY subscription_id) FROM canopy.push_subscriptions")
+            return remaining
+        }
+        #expect(remaining == ["alice-all alice-public alice-recipes", "alice-all alice-public"])
     }
 }
