@@ -77,14 +77,14 @@ public struct Migrator: Sendable {
         for (file, need) in steps {
             let start = ContinuousClock.now
             if citus { try await CitusSwitch.letOwnerLogIn(connection, logger: logger) }
-            if try await apply(file, need: need, connection: connection) {
+            if try await apply(file, need: need, connection: connection, citus: citus) {
                 applied.append(file.name)
                 progress("applied \(file.name) in \(Self.format(ContinuousClock.now - start))")
                 logger.info("applied migration", metadata: ["canopy.migration": "\(file.name)"])
             }
         }
         if citus { try await CitusSwitch.letOwnerLogIn(connection, logger: logger) }
-        for (path, duration) in try await apply(code, connection: connection) {
+        for (path, duration) in try await apply(code, connection: connection, citus: citus) {
             applied.append("sql/\(path)")
             progress("applied sql/\(path) in \(Self.format(duration))")
             logger.info("applied repeatable file", metadata: ["canopy.migration": "sql/\(path)"])
@@ -241,10 +241,10 @@ public struct Migrator: Sendable {
 
     /// Applies one versioned file unless it is applied already or not
     /// needed; true if it applied it.
-    private func apply(_ file: MigrationFile, need: Need, connection: PostgresConnection) async throws -> Bool {
+    private func apply(_ file: MigrationFile, need: Need, connection: PostgresConnection, citus: Bool) async throws -> Bool {
         let script = SQLScript(file.text)
         let whatStays = "Nothing of \(file.name) was applied."
-        return try await lockedTransaction(connection, "migration \(file.name)", whatStays: whatStays) { connection in
+        return try await lockedTransaction(connection, "migration \(file.name)", whatStays: whatStays, citus: citus) { connection in
             let applied = try await rows("SELECT name, checksum, applied_at FROM canopy.schema_migrations", connection)
             if let row = applied[file.name] {
                 guard row.checksum == file.checksum else {
@@ -269,10 +269,10 @@ public struct Migrator: Sendable {
     /// Applies, in one transaction and in the manifest's order, every
     /// repeatable file whose checksum differs from the recorded one;
     /// returns each applied path and how long it took.
-    private func apply(_ code: [RepeatableFile], connection: PostgresConnection) async throws -> [(String, Duration)] {
+    private func apply(_ code: [RepeatableFile], connection: PostgresConnection, citus: Bool) async throws -> [(String, Duration)] {
         guard !code.isEmpty else { return [] }
         let whatStays = "Nothing of sql/ was applied: the database's code is as it was."
-        return try await lockedTransaction(connection, "the files of sql/", whatStays: whatStays) { connection in
+        return try await lockedTransaction(connection, "the files of sql/", whatStays: whatStays, citus: citus) { connection in
             let exists = try await connection.query("SELECT to_regclass('canopy.schema_repeatables') IS NOT NULL", logger: logger)
             for try await present in exists.decode(Bool.self) where !present {
                 throw StoreError(.migrationMissing, "canopy.schema_repeatables does not exist: no versioned migration created it, so the files of sql/ cannot be recorded")
@@ -300,15 +300,32 @@ public struct Migrator: Sendable {
 
     /// Runs `body` in a transaction that holds the migrators' lock. A
     /// failure at COMMIT (a deferred constraint, after the last statement)
-    /// names `what` and says what stays.
+    /// names `what` and says what stays. On Citus, a file may create
+    /// triggers on distributed tables (Citus refuses them unless told), and
+    /// a function it replaces loses its mark, so the transaction marks the
+    /// trigger functions again before it commits (``CitusDistribution``).
     private func lockedTransaction<T: Sendable>(
-        _ connection: PostgresConnection, _ what: String, whatStays: String,
+        _ connection: PostgresConnection, _ what: String, whatStays: String, citus: Bool = false,
         _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
         do {
             return try await connection.inTransaction(logger: logger) { connection in
                 try await lockAndBootstrap(connection)
-                return try await body(connection)
+                if citus {
+                    // One connection per node for the whole transaction:
+                    // with Citus's parallel connections, a file's DDL on a
+                    // shard and a later LOCK or write of it deadlock.
+                    try await connection.query("SET LOCAL citus.enable_unsafe_triggers = on", logger: logger)
+                    try await connection.query("SET LOCAL citus.multi_shard_modify_mode = 'sequential'", logger: logger)
+                }
+                let result = try await body(connection)
+                if citus {
+                    // As the functions' owner, who made them in this
+                    // transaction: Citus reaches a shard changed here only
+                    // over the connection of the role that changed it.
+                    try await CitusDistribution.markTriggerFunctions(connection, logger: logger, asOwner: true)
+                }
+                return result
             }
         } catch let error as StoreError {
             throw error

@@ -16,7 +16,10 @@ struct ClusterStart: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "start", abstract: "Initialise (first time) and start the cluster.",
         discussion: """
-            With --citus, a fresh --data-dir becomes a Citus cluster: this cluster as the coordinator and             --workers more under workers/<n>/, all on Unix sockets only between them (docs/CITUS.md).             Every later start, by any command, starts the workers too.
+            With --citus, a fresh --data-dir becomes a Citus cluster: this cluster as the coordinator and \
+            --workers more under workers/<n>/, all on Unix sockets only between them (docs/CITUS.md). \
+            Every later start, by any command, starts the workers too. Canopy's tables stay on the coordinator \
+            until `canopy migrate up --distribute`.
             """
     )
     @OptionGroup var database: DatabaseOptions

@@ -190,6 +190,9 @@ struct Serve: AsyncParsableCommand {
             let probe = try await DatabaseSetup.connect(resolved.gateway, logger: logger)
             do {
                 engine = try await DatabaseEngine.detect(on: probe, logger: logger)
+                if try await CitusDistribution.isDistributed(probe, logger: logger) {
+                    throw StoreError(.invalidConfiguration, CitusDistribution.notServedYet)
+                }
             } catch {
                 try? await probe.close()
                 throw error
