@@ -56,7 +56,7 @@ CREATE POLICY records_select ON canopy.records FOR SELECT TO canopy_gateway
 DROP POLICY IF EXISTS records_insert ON canopy.records;
 CREATE POLICY records_insert ON canopy.records FOR INSERT TO canopy_gateway
     WITH CHECK ((records.zone_id = (SELECT canopy.public_zone_id())
-                 AND (SELECT canopy.current_user_id()) IS NOT NULL
+                 AND /*@citus canopy.current_user_id() IS DISTINCT FROM NULL*/ (SELECT canopy.current_user_id()) IS NOT NULL /*@end*/
                  AND CASE WHEN records.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
                           THEN records.record_type = ANY ((SELECT canopy.public_record_types('CREATE', false))::text[])
                                OR records.record_type = ANY ((SELECT canopy.public_record_types('CREATE', true))::text[])
@@ -69,7 +69,7 @@ CREATE POLICY records_insert ON canopy.records FOR INSERT TO canopy_gateway
 DROP POLICY IF EXISTS records_update ON canopy.records;
 CREATE POLICY records_update ON canopy.records FOR UPDATE TO canopy_gateway
     USING ((records.zone_id = (SELECT canopy.public_zone_id())
-            AND (SELECT canopy.current_user_id()) IS NOT NULL
+            AND /*@citus canopy.current_user_id() IS DISTINCT FROM NULL*/ (SELECT canopy.current_user_id()) IS NOT NULL /*@end*/
             AND CASE WHEN records.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
                      THEN records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', false))::text[])
                           OR (records.created_by = (SELECT canopy.current_user_id())
@@ -80,7 +80,7 @@ CREATE POLICY records_update ON canopy.records FOR UPDATE TO canopy_gateway
                     WHERE m.user_id = (SELECT canopy.current_user_id()) AND m.zone_id = records.zone_id
                       AND m.can_write AND (m.root_record_id IS NULL OR m.share_id = records.share_id) OFFSET 0) /*@end*/)
     WITH CHECK ((records.zone_id = (SELECT canopy.public_zone_id())
-                 AND (SELECT canopy.current_user_id()) IS NOT NULL
+                 AND /*@citus canopy.current_user_id() IS DISTINCT FROM NULL*/ (SELECT canopy.current_user_id()) IS NOT NULL /*@end*/
                  AND CASE WHEN records.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
                           THEN records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', false))::text[])
                                OR (records.created_by = (SELECT canopy.current_user_id())
@@ -97,7 +97,7 @@ CREATE POLICY records_update ON canopy.records FOR UPDATE TO canopy_gateway
 DROP POLICY IF EXISTS records_delete ON canopy.records;
 CREATE POLICY records_delete ON canopy.records FOR DELETE TO canopy_gateway
     USING ((records.zone_id = (SELECT canopy.public_zone_id())
-            AND (SELECT canopy.current_user_id()) IS NOT NULL
+            AND /*@citus canopy.current_user_id() IS DISTINCT FROM NULL*/ (SELECT canopy.current_user_id()) IS NOT NULL /*@end*/
             AND CASE WHEN records.record_type = ANY ((SELECT canopy.granted_record_types())::text[])
                      THEN records.record_type = ANY ((SELECT canopy.public_record_types('WRITE', false))::text[])
                           OR (records.created_by = (SELECT canopy.current_user_id())

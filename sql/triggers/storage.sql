@@ -175,17 +175,20 @@ REVOKE ALL ON FUNCTION canopy.shares_charge_storage() FROM PUBLIC, canopy_gatewa
 
 -- What is stored, counted again from the records in the transaction that
 -- installs the triggers above (a new database's, an upgrade's, and each time
--- this file changes), under a lock that keeps writers out meanwhile: the
--- usage rows then hold exactly what the records cost, with no write between
--- the count and the triggers.
-RESET ROLE;
-LOCK TABLE canopy.records, canopy.zones, canopy.shares IN SHARE ROW EXCLUSIVE MODE;
+-- this file changes), while writers are kept out: the usage rows then hold
+-- exactly what the records cost, with no write between the count and the
+-- triggers. The DROP TRIGGERs above hold records, zones and shares in ACCESS
+-- EXCLUSIVE mode until the transaction ends, on every engine; a LOCK TABLE
+-- here deadlocked on Citus with those DROPs' connections to the shards
+-- (docs/plans/ISSUE_67_SCHEMA_MAP.md §8). As canopy_owner, whose
+-- connections changed the shards in this transaction (Citus refuses another
+-- role's read of them); its canopy_owner_all policies let it see every row.
 UPDATE canopy.storage_usage SET record_count = 0, field_bytes = 0, asset_bytes = 0
  WHERE record_count <> 0 OR field_bytes <> 0 OR asset_bytes <> 0;
 INSERT INTO canopy.storage_usage AS s (user_id, record_count, field_bytes, asset_bytes)
 SELECT c.charged, count(*), sum(canopy.record_bytes(r.fields, r.record_name, r.record_type, r.parent_name)), sum(canopy.record_asset_bytes(r.fields))
   FROM canopy.records r
-  JOIN canopy.zones z ON z.id = r.zone_id
+  JOIN canopy.zones z ON z.id = r.zone_id AND z.owner_id = r.owner_id
   CROSS JOIN LATERAL (SELECT coalesce(nullif(z.owner_id, 0), r.created_by) AS charged) c
   JOIN canopy.users u ON u.id = c.charged
  GROUP BY c.charged
@@ -195,7 +198,7 @@ ON CONFLICT (user_id) DO UPDATE
 INSERT INTO canopy.storage_usage AS s (user_id, field_bytes)
 SELECT z.owner_id, sum(octet_length(sh.thumbnail))
   FROM canopy.shares sh
-  JOIN canopy.zones z ON z.id = sh.zone_id
+  JOIN canopy.zones z ON z.id = sh.zone_id AND z.owner_id = sh.owner_id
   JOIN canopy.users u ON u.id = z.owner_id
  WHERE sh.thumbnail IS NOT NULL AND z.owner_id <> 0
  GROUP BY z.owner_id
