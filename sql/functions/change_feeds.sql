@@ -68,7 +68,7 @@ BEGIN
         -- Push (issue 23, push.sql): the outbox row, in this transaction,
         -- only when a push subscription could cover the zone. Positions
         -- are drawn after this lock, so they are above after_seq.
-        IF canopy.push_covered(p_zone_id) THEN
+        IF canopy.push_covered(p_zone_id, owner) THEN
             INSERT INTO canopy.push_outbox (zone_id, owner_id, after_seq, origin_user, origin_device, trace_parent)
             VALUES (p_zone_id, owner, coalesce(pg_sequence_last_value('canopy.change_seq'), 0), canopy.current_user_id(),
                     CASE WHEN current_setting('canopy.device_id', true) ~ '^[0-9a-f-]{36}$'

@@ -91,18 +91,34 @@ AS $$
 $$;
 
 -- Whether a change to the zone could concern a push subscription: one of
--- its members (the owner, accepted participants) has one. One probe of
--- memberships by zone, then of subscriptions by user; false at once on a
--- server nobody subscribed on.
-CREATE OR REPLACE FUNCTION canopy.push_covered(p_zone_id bigint) RETURNS boolean
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+-- its members (the owner, accepted participants) has one, or, in the
+-- public zone (owner 0), somebody has a PUBLIC one. One probe of the
+-- zone's memberships joined to canopy.push_watchers (migrations/0043,
+-- DECISIONS 162), both on the zone's node on Citus, where touch_zone calls
+-- this from a shard's trigger (PL/pgSQL: Citus plans a SQL function's
+-- parameters in no shard). Supersedes push_covered(bigint), which read
+-- push_subscriptions.
+DROP FUNCTION IF EXISTS canopy.push_covered(bigint);
+CREATE OR REPLACE FUNCTION canopy.push_covered(p_zone_id bigint, p_owner_id bigint) RETURNS boolean
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT EXISTS (SELECT 1 FROM canopy.push_subscriptions LIMIT 1)
-       AND (EXISTS (SELECT 1 FROM canopy.memberships m
-                     WHERE m.zone_id = p_zone_id
-                       AND EXISTS (SELECT 1 FROM canopy.push_subscriptions s WHERE s.user_id = m.user_id))
-            -- The public zone (migrations/0025, 0026): its QUERY subscriptions.
-            OR EXISTS (SELECT 1 FROM canopy.push_subscriptions s WHERE s.scope = 'PUBLIC' AND s.zone_id = p_zone_id))
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM canopy.memberships m JOIN canopy.push_watchers w ON w.user_id = m.user_id
+                    WHERE m.owner_id = p_owner_id AND m.zone_id = p_zone_id AND w.subscriptions > 0)
+        -- The public zone (migrations/0025, 0026): its QUERY subscriptions.
+        OR (p_owner_id = 0 AND EXISTS (SELECT 1 FROM canopy.push_watchers w WHERE w.public_subscriptions > 0));
+END
+$$;
+-- On Citus it runs inside a shard's task (a trigger's, or a statement's on
+-- the zone's shard), where its query is a nested one, which Citus must be
+-- told to allow; it names the zone's owner, so it stays on that node. Set
+-- only where Citus is loaded (elsewhere the name is an unknown setting).
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        ALTER FUNCTION canopy.push_covered(bigint, bigint) SET citus.allow_nested_distributed_execution = on;
+    END IF;
+END
 $$;
 
 -- The deliverer's claim on committed changes: up to p_limit outbox rows
@@ -328,7 +344,7 @@ END
 $$;
 
 REVOKE ALL ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea) FROM PUBLIC;
-REVOKE ALL ON FUNCTION canopy.push_covered(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.push_covered(bigint, bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.claim_push_outbox(integer, interval) FROM PUBLIC;
 REVOKE ALL ON FUNCTION canopy.finish_push_outbox(bigint) FROM PUBLIC;
 REVOKE ALL ON FUNCTION canopy.push_candidates(bigint, bigint) FROM PUBLIC;

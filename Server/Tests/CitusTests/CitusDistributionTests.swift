@@ -124,11 +124,14 @@ struct CitusDistributionTests {
     }
 
     /// A new zone's triggers derive its owner's membership on the zone's
-    /// shard. (A record's triggers do not run yet: touch_zone's
-    /// push_covered is a SQL function Citus cannot plan there, §8.)
-    @Test("a trigger on a shard writes its co-located rows: a new zone's owner membership")
+    /// shard; push_covered answers there, from the zone's memberships and
+    /// the push_watchers reference table that a subscription's trigger
+    /// keeps (DECISIONS 162). (A record's triggers do not run yet: they
+    /// draw positions from canopy.change_seq, on the coordinator only,
+    /// docs/plans/ISSUE_67_SCHEMA_MAP.md §8.)
+    @Test("a trigger on a shard writes its co-located rows (a new zone's owner membership), and push_covered answers on the zone's shard")
     func triggersWriteOnTheirShard() async throws {
-        let (endpoint, _, bob) = try await Self.populated()
+        let (endpoint, alice, bob) = try await Self.populated()
         try await TestDatabase.withConnection(endpoint) { connection in
             try await CitusDistribution.distribute(connection, logger: TestDatabase.logger)
             let unmarked = try await connection.texts("""
@@ -143,6 +146,19 @@ struct CitusDistributionTests {
                  WHERE m.owner_id = \(bob) AND z.name = 'Trips'
                 """)).compactMap { $0 }
             #expect(members == [String(bob)])
+            try await connection.query(PostgresQuery(unsafeSQL: """
+                INSERT INTO canopy.push_subscriptions (user_id, subscription_id, kind, scope) VALUES (\(alice), 'all', 'DATABASE', 'PRIVATE')
+                """), logger: TestDatabase.logger)
+            // push_covered on each zone's shard: alice's zone (she
+            // subscribes), bob's (he does not).
+            let covered = try await connection.texts(PostgresQuery(unsafeSQL: """
+                SELECT z.name || ' ' || canopy.push_covered(z.id, z.owner_id) FROM canopy.zones z
+                 WHERE z.owner_id = \(alice) AND z.name = 'Family'
+                UNION ALL
+                SELECT z.name || ' ' || canopy.push_covered(z.id, z.owner_id) FROM canopy.zones z
+                 WHERE z.owner_id = \(bob) AND z.name = 'Trips'
+                """)).compactMap { $0 }
+            #expect(covered == ["Family true", "Trips false"])
         }
     }
 

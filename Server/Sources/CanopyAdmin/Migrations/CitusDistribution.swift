@@ -34,7 +34,7 @@ public enum CitusDistribution {
         "users": .reference, "field_types": .reference, "record_type_grants": .reference,
         "security_roles": .reference, "role_members": .reference, "daily_quotas": .reference,
         "storage_quota_default": .reference, "server_secrets": .reference, "feed_state": .reference,
-        "share_tokens": .reference,
+        "share_tokens": .reference, "push_watchers": .reference,
         "zones": .byOwner, "records": .byOwner, "tombstones": .byOwner, "shares": .byOwner,
         "participants": .byOwner, "memberships": .byOwner, "zone_departures": .byOwner,
         "share_requests": .byOwner, "share_activity": .byOwner, "push_outbox": .byOwner,

@@ -297,6 +297,10 @@ let permissionCases: [PermissionCase] =
     // the owner's functions (share_view, accept_share), never directly.
     + cases("share_tokens: select", "SELECT url_token FROM canopy.share_tokens", [("alice", .denied), ("reader", .denied), ("stranger", .denied)])
     + cases("share_tokens: insert", "INSERT INTO canopy.share_tokens VALUES (repeat('a', 40), {me}, 1) RETURNING 1", [("alice", .denied), ("stranger", .denied)])
+    // push_watchers (migrations/0043): counted by the subscriptions' trigger,
+    // read only by push_covered; a caller neither reads nor forges them.
+    + cases("push_watchers: select", "SELECT user_id FROM canopy.push_watchers", [("alice", .denied), ("stranger", .denied)])
+    + cases("push_watchers: insert", "INSERT INTO canopy.push_watchers VALUES ({me}, 1, 1) RETURNING 1", [("alice", .denied), ("stranger", .denied)])
     + cases("schema_repeatables: select", "SELECT path FROM canopy.schema_repeatables", [("alice", .denied), ("stranger", .denied)])
     + cases("schema_repeatables: rewrite a checksum", count("UPDATE canopy.schema_repeatables SET checksum = 'x'"), [("alice", .denied)])
     // push (migrations/0020): your own subscriptions and devices; the outbox
