@@ -20,6 +20,11 @@
 --   session connected as canopy_gateway could set such a key by hand, but
 --   it can already act as any user (canopy.user_id): this trusts it no
 --   further, as touch_zone's settings do (change_feeds.sql).
+-- * Each probe's query runs by EXECUTE … USING, its arguments bound as
+--   values: Citus cannot plan a PL/pgSQL query whose parameters are the
+--   function's variables on a distributed table ("could not create
+--   distributed plan", found against distributed tables, DECISIONS 161),
+--   and with bound values it routes the query to the owner's shard.
 -- * PL/pgSQL, STABLE, SECURITY DEFINER (the owner sees every membership),
 --   with citus.allow_nested_distributed_execution on: Citus runs a policy
 --   inside a shard's task, and the probe is a query of its own. On one
@@ -56,10 +61,11 @@ DECLARE
     answer boolean := canopy.probe_remembered(key);
 BEGIN
     IF answer IS NULL THEN
-        answer := canopy.probe_remember(key, EXISTS (
-            SELECT 1 FROM canopy.memberships m
-             WHERE m.owner_id = p_owner_id AND m.user_id = canopy.current_user_id() AND m.zone_id = p_zone_id
-               AND (m.can_write OR NOT p_write) AND (m.root_record_id IS NULL OR m.share_id = p_share_id)));
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM canopy.memberships m
+                  WHERE m.owner_id = $1 AND m.user_id = canopy.current_user_id() AND m.zone_id = $2
+                    AND (m.can_write OR NOT $4) AND (m.root_record_id IS NULL OR m.share_id = $3))'
+           INTO answer USING p_owner_id, p_zone_id, p_share_id, p_write;
+        answer := canopy.probe_remember(key, answer);
     END IF;
     RETURN answer;
 END
@@ -71,12 +77,16 @@ $$;
 CREATE OR REPLACE FUNCTION canopy.may_delete_record(p_owner_id bigint, p_zone_id bigint, p_share_id bigint, p_record_id bigint) RETURNS boolean
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    answer boolean;
 BEGIN
-    RETURN EXISTS (SELECT 1 FROM canopy.memberships m
-                    WHERE m.owner_id = p_owner_id AND m.user_id = canopy.current_user_id() AND m.zone_id = p_zone_id
-                      AND m.can_write
-                      AND (m.share_id IS NULL OR m.root_record_id IS NULL
-                           OR (m.share_id = p_share_id AND p_record_id <> m.root_record_id)));
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM canopy.memberships m
+              WHERE m.owner_id = $1 AND m.user_id = canopy.current_user_id() AND m.zone_id = $2
+                AND m.can_write
+                AND (m.share_id IS NULL OR m.root_record_id IS NULL
+                     OR (m.share_id = $3 AND $4 <> m.root_record_id)))'
+       INTO answer USING p_owner_id, p_zone_id, p_share_id, p_record_id;
+    RETURN answer;
 END
 $$;
 
@@ -90,10 +100,11 @@ DECLARE
     answer boolean := canopy.probe_remembered(key);
 BEGIN
     IF answer IS NULL THEN
-        answer := canopy.probe_remember(key, EXISTS (
-            SELECT 1 FROM canopy.memberships m
-             WHERE m.owner_id = p_owner_id AND m.user_id = canopy.current_user_id()
-               AND (p_zone_id IS NULL OR m.zone_id = p_zone_id)));
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM canopy.memberships m
+                  WHERE m.owner_id = $1 AND m.user_id = canopy.current_user_id()
+                    AND ($2::bigint IS NULL OR m.zone_id = $2))'
+           INTO answer USING p_owner_id, p_zone_id;
+        answer := canopy.probe_remember(key, answer);
     END IF;
     RETURN answer;
 END
@@ -117,13 +128,14 @@ DECLARE
     answer boolean := canopy.probe_remembered(key);
 BEGIN
     IF answer IS NULL THEN
-        answer := canopy.probe_remember(key, EXISTS (
-            SELECT 1 FROM canopy.memberships m
-             WHERE m.owner_id = p_owner_id AND m.share_id = p_share_id AND m.user_id = canopy.current_user_id()
-               AND CASE p_as WHEN 'member' THEN m.role <> 'OWNER'
-                             WHEN 'admin' THEN m.role = 'ADMINISTRATOR'
-                             WHEN 'writing_admin' THEN m.role = 'ADMINISTRATOR' AND m.can_write
-                             ELSE false END));
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM canopy.memberships m
+                  WHERE m.owner_id = $1 AND m.share_id = $2 AND m.user_id = canopy.current_user_id()
+                    AND CASE $3 WHEN ''member'' THEN m.role <> ''OWNER''
+                                WHEN ''admin'' THEN m.role = ''ADMINISTRATOR''
+                                WHEN ''writing_admin'' THEN m.role = ''ADMINISTRATOR'' AND m.can_write
+                                ELSE false END)'
+           INTO answer USING p_owner_id, p_share_id, p_as;
+        answer := canopy.probe_remember(key, answer);
     END IF;
     RETURN answer;
 END
@@ -144,11 +156,12 @@ DECLARE
     answer boolean := canopy.probe_remembered(key);
 BEGIN
     IF answer IS NULL THEN
-        answer := canopy.probe_remember(key, EXISTS (
-            SELECT 1 FROM canopy.memberships mine
-              JOIN canopy.participants p ON p.owner_id = mine.owner_id AND p.share_id = mine.share_id
-             WHERE mine.user_id = canopy.current_user_id() AND mine.role IN ('OWNER', 'ADMINISTRATOR')
-               AND p.user_id = p_user_id));
+        EXECUTE 'SELECT EXISTS (SELECT 1 FROM canopy.memberships mine
+                  JOIN canopy.participants p ON p.owner_id = mine.owner_id AND p.share_id = mine.share_id
+                 WHERE mine.user_id = canopy.current_user_id() AND mine.role IN (''OWNER'', ''ADMINISTRATOR'')
+                   AND p.user_id = $1)'
+           INTO answer USING p_user_id;
+        answer := canopy.probe_remember(key, answer);
     END IF;
     RETURN answer;
 END
@@ -163,7 +176,7 @@ AS $$
 DECLARE
     owner bigint;
 BEGIN
-    SELECT z.owner_id INTO owner FROM canopy.zones z WHERE z.id = p_zone_id;
+    EXECUTE 'SELECT z.owner_id FROM canopy.zones z WHERE z.id = $1' INTO owner USING p_zone_id;
     RETURN owner IS NOT NULL AND canopy.may_see_zone(owner, p_zone_id);
 END
 $$;

@@ -14,11 +14,17 @@ extension PostgresConnection {
     }
 
     /// Runs a statement as the gateway role acting for `userID`, in a
-    /// transaction that is always rolled back.
-    public func asUser<T: Sendable>(_ userID: Int64?, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    /// transaction that is always rolled back; with `actAs`, saying so by
+    /// `canopy.act_as`, as the gateway does on Citus.
+    public func asUser<T: Sendable>(_ userID: Int64?, actAs: Bool = false, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await query("BEGIN", logger: TestDatabase.logger)
         do {
-            try await query("SELECT set_config('canopy.user_id', \(userID.map(String.init) ?? ""), true)", logger: TestDatabase.logger)
+            if actAs {
+                // Citus carries SET LOCAL to its workers, not set_config.
+                try await query("SELECT canopy.act_as(\(userID), NULL, NULL, NULL)", logger: TestDatabase.logger)
+            } else {
+                try await query("SELECT set_config('canopy.user_id', \(userID.map(String.init) ?? ""), true)", logger: TestDatabase.logger)
+            }
             let result = try await body(self)
             try await query("ROLLBACK", logger: TestDatabase.logger)
             return result

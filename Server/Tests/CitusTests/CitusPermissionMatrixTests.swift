@@ -48,3 +48,53 @@ struct CitusPermissionMatrixTests {
         #expect(counts == ["0", "3", "4"], "\(counts)")
     }
 }
+
+/// The permission matrix against distributed tables (DECISIONS 161): the
+/// fixture's rows written on the coordinator, then every table placed on
+/// the workers, and each case run as the gateway acting by
+/// `canopy.act_as`. Every read must answer as on one PostgreSQL: the
+/// policies run on the shards, their probes on the rows' nodes. Writes
+/// wait for the feeds' positions (docs/plans/ISSUE_67_SCHEMA_MAP.md §8).
+@Suite("Citus: the permission matrix on distributed tables", .serialized)
+struct CitusDistributedPermissionMatrixTests {
+    static let fixture = FixtureBox(onCitus: true, distributed: true)
+
+    @Test("every read of the permission matrix answers as on one PostgreSQL")
+    func everyRead() async throws {
+        let fixture = try await Self.fixture.get()
+        var mismatches: [String] = []
+        var reads = 0
+        for testCase in permissionCases {
+            let mismatch = await testCase.mismatch(in: fixture)
+            if testCase.isRead {
+                reads += 1
+                if let mismatch { mismatches.append(mismatch) }
+            } else if let mismatch {
+                print("write (not yet on distributed tables): \(mismatch)")
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.count) of \(reads): \(mismatches.joined(separator: "\n"))")
+        #expect(reads > 50)
+    }
+
+    /// What the gateway's per-zone reads will send once they bind the
+    /// owner (docs/plans/ISSUE_67_SCHEMA_MAP.md §7 step 2): one shard's
+    /// task, the policy's probe run on that shard's node.
+    @Test("a participant's read of one owner's zone, naming the owner, is one task with the policy's probe in it")
+    func oneTask() async throws {
+        let fixture = try await Self.fixture.get()
+        let (alice, reader, zone) = (fixture.ids["alice"]!, fixture.ids["reader"]!, fixture.ids["zone:Log"]!)
+        let (plan, rows) = try await TestDatabase.withConnection(fixture.gateway) { connection in
+            try await connection.asUser(reader, actAs: true) { connection in
+                let read = "SELECT record_name FROM canopy.records WHERE owner_id = \(alice) AND zone_id = \(zone) ORDER BY 1"
+                return (
+                    try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN (VERBOSE) " + read)).compactMap { $0 },
+                    try await connection.texts(PostgresQuery(unsafeSQL: read)).compactMap { $0 }
+                )
+            }
+        }
+        #expect(rows == ["log1"])
+        #expect(plan.contains { $0.contains("Task Count: 1") }, "\(plan.joined(separator: "\n"))")
+        #expect(plan.contains { $0.contains("may_reach_record") }, "\(plan.joined(separator: "\n"))")
+    }
+}

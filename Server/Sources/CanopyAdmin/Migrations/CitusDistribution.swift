@@ -148,12 +148,14 @@ public enum CitusDistribution {
         }
     }
 
-    /// Marks each function behind a trigger of a distributed table to run
-    /// with `citus.allow_nested_distributed_execution`. Such a trigger runs
-    /// on its row's shard, and its statements on other tables (the zone's
-    /// memberships when a zone is made, its tombstones when a record goes)
-    /// are Citus queries of their own, which Citus refuses inside a shard's
-    /// task unless told. They name the row's owner, so they run on the
+    /// Marks each function behind a trigger of a distributed table, and
+    /// each PL/pgSQL function a distributed table's policy calls that reads
+    /// Canopy's tables (`public_zone_id`, `granted_record_types`, …), to run
+    /// with `citus.allow_nested_distributed_execution`. Such a trigger or
+    /// policy runs on its row's shard, and the statements in those
+    /// functions (the zone's memberships when a zone is made, the public
+    /// zone's id when a record is read) are Citus queries of their own,
+    /// which Citus refuses inside a shard's task unless told. They name the row's owner, so they run on the
     /// same node's co-located shards, in the same transaction
     /// (docs/plans/ISSUE_67_SCHEMA_MAP.md §7 lists the writes that must
     /// still move off the shards). `CREATE OR REPLACE FUNCTION` clears
@@ -165,10 +167,15 @@ public enum CitusDistribution {
         guard try await isDistributed(connection, logger: logger) else { return }
         if asOwner { try await connection.query("SET LOCAL ROLE canopy_owner", logger: logger) }
         let rows = try await connection.query("""
-            SELECT DISTINCT t.tgfoid::regprocedure::text
-              FROM pg_trigger t JOIN pg_dist_partition d ON d.logicalrelid = t.tgrelid JOIN pg_proc p ON p.oid = t.tgfoid
-             WHERE NOT t.tgisinternal
-               AND NOT coalesce('citus.allow_nested_distributed_execution=on' = ANY (p.proconfig), false)
+            SELECT p.oid::regprocedure::text FROM pg_proc p
+             WHERE NOT coalesce('citus.allow_nested_distributed_execution=on' = ANY (p.proconfig), false)
+               AND (p.oid IN (SELECT t.tgfoid FROM pg_trigger t JOIN pg_dist_partition d ON d.logicalrelid = t.tgrelid
+                               WHERE NOT t.tgisinternal)
+                    OR (p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
+                        AND p.prosrc ~ '(FROM|JOIN)\\s+canopy\\.'
+                        AND p.oid IN (SELECT dep.refobjid FROM pg_depend dep JOIN pg_policy pol ON pol.oid = dep.objid
+                                        JOIN pg_dist_partition d ON d.logicalrelid = pol.polrelid
+                                       WHERE dep.classid = 'pg_policy'::regclass AND dep.refclassid = 'pg_proc'::regclass)))
             """, logger: logger)
         var functions: [String] = []
         for try await function in rows.decode(String.self) { functions.append(function) }

@@ -28,6 +28,12 @@ struct PermissionCase: Sendable, CustomStringConvertible {
     let sql: String
     let outcome: Outcome
     var description: String { "\(who): \(what) → \(outcome)" }
+
+    /// A plain SELECT of tables, calling none of the schema's functions:
+    /// what runs on distributed tables before their writes do.
+    var isRead: Bool {
+        sql.hasPrefix("SELECT") && sql.range(of: #"canopy\.[a-z_]+\s*\("#, options: .regularExpression) == nil
+    }
 }
 
 /// Builds cases: `sql` may use {me}, {NAME} (a user id), {zone:NAME}, {share:TITLE}.
@@ -359,8 +365,9 @@ extension PermissionCase {
         let statement = sql
         let result: Result<[String], any Error>
         do {
+            let distributed = fixture.distributed
             result = .success(try await TestDatabase.withConnection(fixture.gateway) { connection in
-                try await connection.asUser(userID) { connection in
+                try await connection.asUser(userID, actAs: distributed) { connection in
                     try await connection.texts(PostgresQuery(unsafeSQL: statement)).map { $0 ?? "NULL" }
                 }
             })

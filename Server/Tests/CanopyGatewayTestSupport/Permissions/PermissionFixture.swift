@@ -23,10 +23,14 @@ import PostgresNIO
 struct PermissionFixture: Sendable {
     let endpoint: DatabaseEndpoint
     let ids: [String: Int64]
+    /// The tables distributed on a Citus cluster (after the fixture's rows
+    /// were written): a case then says who it acts for by `canopy.act_as`
+    /// (SET LOCAL, carried to the workers), as the gateway does there.
+    var distributed = false
 
     static let identities = ["alice", "bob", "pending", "reader", "writer", "admin", "public", "removed", "stranger"]
 
-    static func make(onCitus: Bool = false) async throws -> PermissionFixture {
+    static func make(onCitus: Bool = false, distributed: Bool = false) async throws -> PermissionFixture {
         let endpoint = onCitus
             ? try await TestDatabase.shared.migratedCitusDatabase()
             : try await TestDatabase.shared.migratedDatabase()
@@ -118,7 +122,12 @@ struct PermissionFixture: Sendable {
                 ids[name] = id
             }
         }
-        return PermissionFixture(endpoint: endpoint, ids: ids)
+        if distributed {
+            try await TestDatabase.withConnection(endpoint) { connection in
+                try await CitusDistribution.distribute(connection, logger: TestDatabase.logger)
+            }
+        }
+        return PermissionFixture(endpoint: endpoint, ids: ids, distributed: distributed)
     }
 
     var gateway: DatabaseEndpoint { endpoint.asUser("canopy_gateway", password: nil) }
@@ -128,19 +137,22 @@ struct PermissionFixture: Sendable {
 actor FixtureBox {
     /// On a Citus coordinator (the Citus tier), or one PostgreSQL.
     let onCitus: Bool
+    /// On Citus, the tables distributed once the rows are written.
+    let distributed: Bool
 
-    init(onCitus: Bool = false) {
+    init(onCitus: Bool = false, distributed: Bool = false) {
         self.onCitus = onCitus
+        self.distributed = distributed
     }
 
     private var task: Task<PermissionFixture, any Error>?
 
     func get() async throws -> PermissionFixture {
         if let task { return try await task.value }
-        let onCitus = self.onCitus
+        let onCitus = self.onCitus, distributed = self.distributed
         let task = Task {
             do {
-                return try await PermissionFixture.make(onCitus: onCitus)
+                return try await PermissionFixture.make(onCitus: onCitus, distributed: distributed)
             } catch {
                 // Say what went wrong: PSQLError's description hides it.
                 throw FixtureError(message: String(reflecting: error))
