@@ -59,22 +59,32 @@ struct CitusPermissionMatrixTests {
 struct CitusDistributedPermissionMatrixTests {
     static let fixture = FixtureBox(onCitus: true, distributed: true)
 
-    @Test("every read of the permission matrix answers as on one PostgreSQL")
+    /// Writes fail closed meanwhile: a write case may still fail with an
+    /// error where one PostgreSQL answers (the reasons are in §8 of
+    /// docs/plans/ISSUE_67_SCHEMA_MAP.md), but none may be allowed where
+    /// one PostgreSQL refuses it, or answer differently.
+    @Test("every read of the permission matrix answers as on one PostgreSQL; no write is allowed or answers otherwise")
     func everyRead() async throws {
         let fixture = try await Self.fixture.get()
         var mismatches: [String] = []
-        var reads = 0
+        var reads = 0, writesNotYet = 0
         for testCase in permissionCases {
             let mismatch = await testCase.mismatch(in: fixture)
             if testCase.isRead {
                 reads += 1
                 if let mismatch { mismatches.append(mismatch) }
             } else if let mismatch {
-                print("write (not yet on distributed tables): \(mismatch)")
+                if mismatch.contains(": failed: ") || mismatch.contains(": refused with ") {
+                    writesNotYet += 1
+                    print("write (not yet on distributed tables): \(mismatch)")
+                } else {
+                    mismatches.append(mismatch)
+                }
             }
         }
-        #expect(mismatches.isEmpty, "\(mismatches.count) of \(reads): \(mismatches.joined(separator: "\n"))")
+        #expect(mismatches.isEmpty, "\(mismatches.count): \(mismatches.joined(separator: "\n"))")
         #expect(reads > 50)
+        print("\(reads) reads, \(permissionCases.count - reads) writes, \(writesNotYet) writes failing closed")
     }
 
     /// What the gateway's per-zone reads will send once they bind the
