@@ -103,6 +103,17 @@ struct CitusDistributionTests {
                 }
             }
 
+            // Every function of the schema is on every worker, those made
+            // before the distribution with a table's row type too
+            // (participant_label, which the participants' trigger calls).
+            let functions = try await connection.texts(
+                "SELECT count(*)::text FROM pg_proc WHERE pronamespace = 'canopy'::regnamespace"
+            ).compactMap { $0 }.first ?? "?"
+            let onWorkers = try await connection.texts("""
+                SELECT result FROM run_command_on_workers($$SELECT count(*) FROM pg_proc WHERE pronamespace = 'canopy'::regnamespace$$)
+                """).compactMap { $0 }
+            #expect(onWorkers == [functions, functions], "coordinator \(functions), workers \(onWorkers)")
+
             // On each worker, every shard of records enables and forces
             // row-level security and carries records' policies.
             let shards = try await connection.texts("""

@@ -84,7 +84,7 @@ public enum CitusDistribution {
     /// The tables' triggers are off while Citus copies their rows to the
     /// shards (a trigger on a shard would reach tables not yet there), and
     /// on again after; their functions are then marked to run nested
-    /// (``markTriggerFunctions(_:logger:)``).
+    /// (``prepareFunctions(_:logger:)``).
     @discardableResult
     public static func distribute(
         _ connection: PostgresConnection, logger: Logger, progress: @Sendable (String) -> Void = { _ in }
@@ -143,12 +143,13 @@ public enum CitusDistribution {
             for table in quiet {
                 try await connection.query(PostgresQuery(unsafeSQL: "ALTER TABLE canopy.\(table) ENABLE TRIGGER USER"), logger: logger)
             }
-            try await markTriggerFunctions(connection, logger: logger)
+            try await prepareFunctions(connection, logger: logger)
             return quiet
         }
     }
 
-    /// Marks each function behind a trigger of a distributed table, and
+    /// Puts every function of the schema on the workers, and marks each
+    /// function behind a trigger of a distributed table, and
     /// each PL/pgSQL function a distributed table's policy calls that reads
     /// Canopy's tables (`public_zone_id`, `granted_record_types`, …), to run
     /// with `citus.allow_nested_distributed_execution`. Such a trigger or
@@ -163,9 +164,24 @@ public enum CitusDistribution {
     /// commits on a distributed database (`asOwner`: as the functions'
     /// owner, whose connections changed the shards in that transaction,
     /// since Citus reaches them over no other); a no-op elsewhere.
-    public static func markTriggerFunctions(_ connection: PostgresConnection, logger: Logger, asOwner: Bool = false) async throws {
+    public static func prepareFunctions(_ connection: PostgresConnection, logger: Logger, asOwner: Bool = false) async throws {
         guard try await isDistributed(connection, logger: logger) else { return }
         if asOwner { try await connection.query("SET LOCAL ROLE canopy_owner", logger: logger) }
+        // Citus creates a function on the workers when it is made, unless
+        // it depends on a table not distributed then (a row type's
+        // argument: participant_label, made before the distribution), and
+        // never later by itself: a trigger on a shard then finds no such
+        // function. Every function of the schema goes to the workers.
+        let missing = try await connection.query("""
+            SELECT p.oid::regprocedure::text FROM pg_proc p
+             WHERE p.pronamespace = 'canopy'::regnamespace
+               AND NOT EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid)
+            """, logger: logger)
+        var functionsToCarry: [String] = []
+        for try await function in missing.decode(String.self) { functionsToCarry.append(function) }
+        for function in functionsToCarry.sorted() {
+            try await connection.query("SELECT create_distributed_function(\(function)::text::regprocedure)", logger: logger)
+        }
         let rows = try await connection.query("""
             SELECT p.oid::regprocedure::text FROM pg_proc p
              WHERE NOT coalesce('citus.allow_nested_distributed_execution=on' = ANY (p.proconfig), false)

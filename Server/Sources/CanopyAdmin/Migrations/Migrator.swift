@@ -323,7 +323,7 @@ public struct Migrator: Sendable {
                     // As the functions' owner, who made them in this
                     // transaction: Citus reaches a shard changed here only
                     // over the connection of the role that changed it.
-                    try await CitusDistribution.markTriggerFunctions(connection, logger: logger, asOwner: true)
+                    try await CitusDistribution.prepareFunctions(connection, logger: logger, asOwner: true)
                 }
                 return result
             }
