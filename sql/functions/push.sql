@@ -102,11 +102,17 @@ DROP FUNCTION IF EXISTS canopy.push_covered(bigint);
 CREATE OR REPLACE FUNCTION canopy.push_covered(p_zone_id bigint, p_owner_id bigint) RETURNS boolean
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    covered boolean;
 BEGIN
-    RETURN EXISTS (SELECT 1 FROM canopy.memberships m JOIN canopy.push_watchers w ON w.user_id = m.user_id
-                    WHERE m.owner_id = p_owner_id AND m.zone_id = p_zone_id AND w.subscriptions > 0)
-        -- The public zone (migrations/0025, 0026): its QUERY subscriptions.
-        OR (p_owner_id = 0 AND EXISTS (SELECT 1 FROM canopy.push_watchers w WHERE w.public_subscriptions > 0));
+    -- A join, so by EXECUTE … USING: in a shard's trigger on Citus, only a
+    -- single table's plain lookup may use the function's variables
+    -- (DECISIONS 164).
+    EXECUTE 'SELECT EXISTS (SELECT 1 FROM canopy.memberships m JOIN canopy.push_watchers w ON w.user_id = m.user_id
+                             WHERE m.owner_id = $1 AND m.zone_id = $2 AND w.subscriptions > 0)'
+       INTO covered USING p_owner_id, p_zone_id;
+    -- The public zone (migrations/0025, 0026): its QUERY subscriptions.
+    RETURN covered OR (p_owner_id = 0 AND EXISTS (SELECT 1 FROM canopy.push_watchers w WHERE w.public_subscriptions > 0));
 END
 $$;
 -- On Citus it runs inside a shard's task (a trigger's, or a statement's on

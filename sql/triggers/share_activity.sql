@@ -34,17 +34,21 @@ DECLARE
     actor_record_name text;
 BEGIN
     SELECT z.owner_id, z.name INTO owner, zone_label FROM canopy.zones z WHERE z.id = p_zone_id AND z.owner_id = p_owner_id;
-    SELECT r.record_name INTO root_label
-      FROM canopy.shares s JOIN canopy.records r ON r.owner_id = s.owner_id AND r.id = s.root_record_id
-     WHERE s.id = p_share_id AND s.owner_id = p_owner_id;
+    -- A join, so by EXECUTE … USING: in a shard's trigger on Citus, only a
+    -- single table's plain lookup may use the function's variables
+    -- (DECISIONS 164).
+    EXECUTE 'SELECT r.record_name
+               FROM canopy.shares s JOIN canopy.records r ON r.owner_id = s.owner_id AND r.id = s.root_record_id
+              WHERE s.id = $1 AND s.owner_id = $2'
+       INTO root_label USING p_share_id, p_owner_id;
     IF owner IS NULL OR root_label IS NULL THEN
         -- A cascade: what the share's first entry knew (SELECT INTO a row
         -- that is not there would set every target to NULL).
-        SELECT coalesce(owner, first.owner_id), coalesce(zone_label, first.zone_name), coalesce(root_label, first.root_name)
-          INTO owner, zone_label, root_label
-          FROM (SELECT 1) one
-          LEFT JOIN LATERAL (SELECT a.owner_id, a.zone_name, a.root_name FROM canopy.share_activity a
-                              WHERE a.share_id = p_share_id AND a.owner_id = p_owner_id ORDER BY a.id LIMIT 1) first ON true;
+        EXECUTE 'SELECT coalesce($3, first.owner_id), coalesce($4, first.zone_name), coalesce($5, first.root_name)
+                   FROM (SELECT 1) one
+                   LEFT JOIN LATERAL (SELECT a.owner_id, a.zone_name, a.root_name FROM canopy.share_activity a
+                                       WHERE a.share_id = $1 AND a.owner_id = $2 ORDER BY a.id LIMIT 1) first ON true'
+           INTO owner, zone_label, root_label USING p_share_id, p_owner_id, owner, zone_label, root_label;
     END IF;
     IF owner IS NULL OR NOT EXISTS (SELECT 1 FROM canopy.users WHERE id = owner) THEN
         RETURN;

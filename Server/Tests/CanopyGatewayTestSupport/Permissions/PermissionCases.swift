@@ -383,7 +383,9 @@ extension PermissionCase {
         case (.denied, .success(let actual)):
             return "\(self): was allowed and returned \(actual)"
         case (_, .failure(let error)):
-            return "\(self): failed: \(PostgresErrors.message(of: error))"
+            // Where it failed (the function and statement), when the server says.
+            let location = (error as? PSQLError)?.serverInfo?[.locationContext].map { " [at \($0.prefix(400))]" } ?? ""
+            return "\(self): failed: \(PostgresErrors.message(of: error))\(location)"
         case (.affected, _):
             return "use .rows with count() for writes"
         }
