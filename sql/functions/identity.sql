@@ -154,26 +154,40 @@ COMMENT ON FUNCTION canopy.note_token_use(text) IS 'Records that a token was use
 -- short-lived JWT trades it for a Canopy token, and signs out by revoking
 -- it. Only for canopy.current_user_id(); the gateway generates the token
 -- and passes the selector and the secret's SHA-256, never the secret.
+-- PL/pgSQL, as revoke_own_token: on Citus api_tokens is in Citus's
+-- metadata (a coordinator table referencing users), and Citus cannot plan
+-- a SQL function's parameters in an INSERT … SELECT or a data-modifying
+-- WITH (DECISIONS 164).
 CREATE OR REPLACE FUNCTION canopy.issue_token(p_selector text, p_secret_hash bytea) RETURNS text
-    LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    prefix text;
+BEGIN
+    IF canopy.current_user_id() IS NULL THEN
+        RETURN NULL;
+    END IF;
     INSERT INTO canopy.api_tokens (user_id, selector, secret_hash)
-    SELECT canopy.current_user_id(), p_selector, p_secret_hash WHERE canopy.current_user_id() IS NOT NULL
-    RETURNING 'cnp_' || selector
+    VALUES (canopy.current_user_id(), p_selector, p_secret_hash)
+    RETURNING 'cnp_' || selector INTO prefix;
+    RETURN prefix;
+END
 $$;
 COMMENT ON FUNCTION canopy.issue_token(text, bytea) IS 'Stores a new token (selector, SHA-256 of its secret) for the current user; returns its prefix, or NULL for nobody.';
 
 -- Revokes one of the caller's live tokens by its whole prefix (cnp_ and 16
 -- hex digits); another user's token is never touched. The count is 0 or 1.
 CREATE OR REPLACE FUNCTION canopy.revoke_own_token(p_prefix text) RETURNS integer
-    LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    WITH revoked AS (
-        UPDATE canopy.api_tokens SET revoked_at = now()
-         WHERE 'cnp_' || selector = p_prefix AND user_id = canopy.current_user_id() AND revoked_at IS NULL
-        RETURNING 1
-    )
-    SELECT count(*)::int FROM revoked
+DECLARE
+    revoked integer;
+BEGIN
+    UPDATE canopy.api_tokens SET revoked_at = now()
+     WHERE 'cnp_' || selector = p_prefix AND user_id = canopy.current_user_id() AND revoked_at IS NULL;
+    GET DIAGNOSTICS revoked = ROW_COUNT;
+    RETURN revoked;
+END
 $$;
 COMMENT ON FUNCTION canopy.revoke_own_token(text) IS 'Revokes the current user''s live token with this prefix (cnp_ and 16 hex digits); returns how many (0 or 1).';
 
