@@ -64,7 +64,7 @@ struct CitusDistributedPermissionMatrixTests {
     /// docs/plans/ISSUE_67_SCHEMA_MAP.md), but none may be allowed where
     /// one PostgreSQL refuses it, or answer differently.
     @Test("every read of the permission matrix answers as on one PostgreSQL; no write is allowed or answers otherwise")
-    func everyRead() async throws {
+    func readsAnswerAndWritesFailClosed() async throws {
         let fixture = try await Self.fixture.get()
         var mismatches: [String] = []
         var reads = 0, writesNotYet = 0

@@ -66,6 +66,12 @@ public enum CitusDistribution {
     /// distributed. False on one PostgreSQL.
     public static func isDistributed(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {
         guard try await DatabaseEngine.detect(on: connection, logger: logger) == .citus else { return false }
+        return try await zonesAreDistributed(connection, logger: logger)
+    }
+
+    /// ``isDistributed(_:logger:)`` where the engine is known to be Citus
+    /// (the migrator's transactions, `canopy serve`), without asking again.
+    public static func zonesAreDistributed(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {
         let rows = try await connection.query(
             "SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass('canopy.zones') AND partmethod = 'h')",
             logger: logger
@@ -84,7 +90,7 @@ public enum CitusDistribution {
     /// The tables' triggers are off while Citus copies their rows to the
     /// shards (a trigger on a shard would reach tables not yet there), and
     /// on again after; their functions are then marked to run nested
-    /// (``prepareFunctions(_:logger:)``).
+    /// (``prepareFunctions(_:logger:asOwner:)``).
     @discardableResult
     public static func distribute(
         _ connection: PostgresConnection, logger: Logger, progress: @Sendable (String) -> Void = { _ in }
@@ -148,24 +154,26 @@ public enum CitusDistribution {
         }
     }
 
-    /// Puts every function of the schema on the workers, and marks each
-    /// function behind a trigger of a distributed table, and
-    /// each PL/pgSQL function a distributed table's policy calls that reads
-    /// Canopy's tables (`public_zone_id`, `granted_record_types`, …), to run
-    /// with `citus.allow_nested_distributed_execution`. Such a trigger or
-    /// policy runs on its row's shard, and the statements in those
-    /// functions (the zone's memberships when a zone is made, the public
-    /// zone's id when a record is read) are Citus queries of their own,
-    /// which Citus refuses inside a shard's task unless told. They name the row's owner, so they run on the
-    /// same node's co-located shards, in the same transaction
-    /// (docs/plans/ISSUE_67_SCHEMA_MAP.md §7 lists the writes that must
-    /// still move off the shards). `CREATE OR REPLACE FUNCTION` clears
-    /// the mark, so the migrator marks again in every transaction it
-    /// commits on a distributed database (`asOwner`: as the functions'
-    /// owner, whose connections changed the shards in that transaction,
-    /// since Citus reaches them over no other); a no-op elsewhere.
+    /// On a Citus coordinator: puts every function of the schema on the
+    /// workers, and marks each function behind a trigger of a distributed
+    /// table, and each PL/pgSQL function a distributed table's policy
+    /// calls that reads Canopy's tables (`public_zone_id`,
+    /// `granted_record_types`, …), to run with
+    /// `citus.allow_nested_distributed_execution`. Such a trigger or policy
+    /// runs on its row's shard, and the statements in those functions (the
+    /// zone's memberships when a zone is made, the public zone's id when a
+    /// record is read) are Citus queries of their own, which Citus refuses
+    /// inside a shard's task unless told. They name the row's owner, so
+    /// they run on the same node's co-located shards, in the same
+    /// transaction (docs/plans/ISSUE_67_SCHEMA_MAP.md §7 and §8 list the
+    /// writes that must still move off the shards). `CREATE OR REPLACE
+    /// FUNCTION` clears the mark, so the migrator marks again in every
+    /// transaction it commits on a distributed database (`asOwner`: as the
+    /// functions' owner, whose connections changed the shards in that
+    /// transaction, since Citus reaches them over no other); a no-op
+    /// before the distribution.
     public static func prepareFunctions(_ connection: PostgresConnection, logger: Logger, asOwner: Bool = false) async throws {
-        guard try await isDistributed(connection, logger: logger) else { return }
+        guard try await zonesAreDistributed(connection, logger: logger) else { return }
         if asOwner { try await connection.query("SET LOCAL ROLE canopy_owner", logger: logger) }
         // Citus creates a function on the workers when it is made, unless
         // it depends on a table not distributed then (a row type's

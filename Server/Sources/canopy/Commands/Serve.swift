@@ -190,7 +190,7 @@ struct Serve: AsyncParsableCommand {
             let probe = try await DatabaseSetup.connect(resolved.gateway, logger: logger)
             do {
                 engine = try await DatabaseEngine.detect(on: probe, logger: logger)
-                if try await CitusDistribution.isDistributed(probe, logger: logger) {
+                if engine == .citus, try await CitusDistribution.zonesAreDistributed(probe, logger: logger) {
                     throw StoreError(.invalidConfiguration, CitusDistribution.notServedYet)
                 }
             } catch {
