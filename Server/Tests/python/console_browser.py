@@ -6,7 +6,7 @@ import os
 
 from selenium import webdriver
 from selenium.common.exceptions import (ElementClickInterceptedException, NoSuchElementException,
-                                        StaleElementReferenceException, TimeoutException)
+                                        StaleElementReferenceException, TimeoutException, WebDriverException)
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -65,18 +65,34 @@ def clickable(driver, css, what=None):
     return wait(driver, EC.element_to_be_clickable((By.CSS_SELECTOR, css)), what or css)
 
 
-def click(driver, css, what=None, by=By.CSS_SELECTOR):
-    """Clicks once the element is clickable, again if a re-render replaced it meanwhile."""
+def replaced(error):
+    """Whether `error` says the element left the page (a re-render replaced it).
+    Chromium says so as a stale reference, or, when the node goes between
+    finding and using it, as an inspector error."""
+    return isinstance(error, (StaleElementReferenceException, NoSuchElementException, ElementClickInterceptedException)) \
+        or (isinstance(error, WebDriverException) and "does not belong to the document" in str(error))
+
+
+def click_when(driver, find, what):
+    """Clicks the element `find(driver)` returns once it is clickable, finding
+    it again if a re-render replaced it meanwhile."""
     def attempt(d):
         try:
-            element = d.find_element(by, css)
+            element = find(d)
             if not (element.is_displayed() and element.is_enabled()):
                 return False
             element.click()
             return True
-        except (StaleElementReferenceException, NoSuchElementException, ElementClickInterceptedException):
-            return False
-    wait(driver, attempt, what or f"to click {css}")
+        except (AssertionError, WebDriverException) as error:
+            if isinstance(error, AssertionError) or replaced(error):
+                return False
+            raise
+    wait(driver, attempt, what)
+
+
+def click(driver, css, what=None, by=By.CSS_SELECTOR):
+    """Clicks once the element is clickable, again if a re-render replaced it meanwhile."""
+    click_when(driver, lambda d: d.find_element(by, css), what or f"to click {css}")
 
 
 def text_appears(driver, css, text, what=None):

@@ -57,7 +57,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
 import console_browser
-from console_browser import click, text_appears, visible, wait
+from console_browser import click, click_when, text_appears, visible, wait
 
 gateway, app_url, provider_control, bob_email, artifacts = sys.argv[1:6]
 gateway = gateway.rstrip("/")
@@ -208,6 +208,11 @@ def sent_everything(driver, what):
     wait(driver, lambda d: status(d)[1] == 0, f"{what}: nothing left in the queue", 15)
 
 
+def click_in_row(driver, title, css, what):
+    """Clicks `css` in the row titled `title`, again if the list was drawn anew meanwhile."""
+    click_when(driver, lambda d: row(d, title).find_element(By.CSS_SELECTOR, css), what)
+
+
 def row(driver, title):
     """The row whose title is `title`."""
     for candidate in driver.find_elements(By.CSS_SELECTOR, "#items li"):
@@ -246,12 +251,14 @@ def sign_in(driver, subject, name, email, via=None, screenshot=None):
     driver.get(app_url)
     visible(driver, "#sign-in", "the sign-in page")
     use_gateway(driver, via or gateway)
-    button = visible(driver, "#providers button[data-provider=idp]", "the provider's button")
-    assert button.text == "Sign in with Test IdP", button.text
+    # The page may draw the providers' buttons again (once for the server it
+    # opened with, once for the one set): find the button at each use.
+    button = "#providers button[data-provider=idp]"
+    text_appears(driver, button, "Sign in with Test IdP", "the provider's button")
     if screenshot:
         step(driver, screenshot)
     provider_signs_in(subject, name, email)
-    button.click()
+    click(driver, button, "the provider's button")
     visible(driver, "#app", "the lists after signing in with the provider")
     assert "code=" not in driver.current_url, f"the code left the address bar: {driver.current_url}"
     text_appears(driver, "#who", name, "who is signed in")
@@ -321,7 +328,7 @@ try:
     eggs = row(alice, "Eggs").find_element(By.CSS_SELECTOR, ".title")
     eggs.clear()
     eggs.send_keys("Free-range eggs" + Keys.ENTER)
-    row(alice, "Cake").find_element(By.CSS_SELECTOR, ".delete").click()
+    click_in_row(alice, "Cake", ".delete", "Cake's delete button")
     shows(alice, [("Milk", False), ("Free-range eggs", False)], "the rename and the deletion")
     sent_everything(alice, "Alice's items")
     me = api(alice_token, "{ me { userRecordName } }")["me"]["userRecordName"]
@@ -375,7 +382,7 @@ try:
     add_item(alice, "Coffee")
     shows(bob, [("Milk", False), ("Free-range eggs", False), ("Coffee", False)], "Alice's new item in Bob's page, live")
     step(bob, "bob-sees-alice-add-live")
-    row(bob, "Milk").find_element(By.CSS_SELECTOR, "input[type=checkbox]").click()
+    click_in_row(bob, "Milk", "input[type=checkbox]", "Milk's checkbox")
     shows(alice, [("Milk", True), ("Free-range eggs", False), ("Coffee", False)], "Bob's tick in Alice's page, live")
     step(alice, "alice-sees-bob-tick-live")
 
@@ -396,7 +403,7 @@ try:
     sent_everything(alice, "Alice's changes while Bob is offline")
     assert server_items(zone).get("Eggs (6)") is False and "Tea" in server_items(zone), server_items(zone)
     # Bob's edits show at once and wait.
-    row(bob, "Free-range eggs").find_element(By.CSS_SELECTOR, "input[type=checkbox]").click()
+    click_in_row(bob, "Free-range eggs", "input[type=checkbox]", "Free-range eggs's checkbox")
     add_item(bob, "Butter")
     shows(bob, [("Milk", True), ("Free-range eggs", True), ("Coffee", False), ("Butter", False)], "Bob's offline edits, shown at once", 5)
     wait(bob, lambda d: status(d)[1] == 2 and "2 changes waiting" in status(d)[2], "Bob's two changes waiting")
@@ -464,7 +471,7 @@ try:
     wait(bob, lambda d: connection(d) == "online", "Bob's page to say it is online before the outage", 30)
     bobs_gateway.go_away()
     away_since = time.monotonic()
-    row(bob, "Tea").find_element(By.CSS_SELECTOR, "input[type=checkbox]").click()
+    click_in_row(bob, "Tea", "input[type=checkbox]", "Tea's checkbox")
     ticked = [("Milk", True), ("Eggs (6)", True), ("Decaf", False), ("Tea", True), ("Butter", False)]
     shows(bob, ticked, "Bob's tick, shown at once", 5)
     wait(bob, lambda d: connection(d) == "waiting", "Bob's page to say it waits for the server", 60)
