@@ -89,17 +89,23 @@ async function open() {
   else await showSignIn(container);
 }
 
+/** How many times the sign-in card was drawn: only the latest drawing shows its buttons. */
+let signInDrawings = 0;
+
 /**
  * The sign-in card: a button per provider the server offers.
  * @param {Container} [container]
  */
 async function showSignIn(container) {
+  const drawing = ++signInDrawings;
   show(false);
   const providers = $("#providers");
   providers.replaceChildren();
   if (!container) return;
   try {
     const offered = await container.signInProviders();
+    // The server was changed while this one answered: its buttons would sign in there.
+    if (drawing !== signInDrawings) return;
     providers.replaceChildren(...offered.map((provider) => {
       const button = /** @type {HTMLButtonElement} */ (element("button", provider.label, {type: "button", class: "primary wide", "data-provider": provider.name}));
       button.addEventListener("click", () => {
@@ -112,7 +118,7 @@ async function showSignIn(container) {
     /** @type {HTMLDetailsElement} */ ($("#token-sign-in")).open = offered.length === 0;
     /** @type {HTMLButtonElement | null} */ (providers.querySelector("button"))?.focus();
   } catch (error) {
-    report(error);
+    if (drawing === signInDrawings) report(error);
   }
 }
 
