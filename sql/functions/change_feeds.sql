@@ -9,16 +9,18 @@
 --
 -- Two orders, each proved where it is defined:
 --
--- * Within a zone, change positions (canopy.change_seq) follow commit
---   order. Every write to a zone first takes the zone's row lock (through
---   canopy.touch_zone) and only then draws its position, and keeps the lock
---   until it commits. Two transactions writing one zone therefore hold the
---   lock one after the other, and all positions of the first are drawn (and
---   committed or rolled back) before the second draws any. A reader whose
+-- * Within a zone, change positions follow commit order. Every write to a
+--   zone first takes the zone's row lock (through canopy.touch_zone), which
+--   raises the zone's feed_base by one, and keeps the lock until it
+--   commits; its positions are (feed_base << 20) + 1, + 2, …
+--   (canopy.draw_position). Two transactions writing one zone therefore
+--   hold the lock one after the other, and the second reads the base the
+--   first left, so all its positions are above the first's. A reader whose
 --   snapshot shows position p of a zone also shows every committed position
 --   below p, so "positions after the last one delivered" never skips
---   (docs/CHANGE_FEEDS.md has the argument in full). The sequence must keep
---   CACHE 1: cached values would be drawn out of time order.
+--   (docs/CHANGE_FEEDS.md has the argument in full). Positions are the
+--   zone's own (DECISIONS 165): on Citus they are drawn on the zone's
+--   shard, where no sequence of the coordinator reaches.
 --
 -- * Across zones (databaseChanges), there is no such order, so the token is
 --   a snapshot: each zone row remembers the id of the last transaction that
@@ -37,11 +39,14 @@ SET LOCAL ROLE canopy_owner;
 -- 'push') when a push subscription may cover the zone. False when the zone
 -- no longer exists.
 --
--- * touch_zone remembers, for the transaction, the zones it has touched
---   (a transaction-local setting, reverted with the subtransaction that set
---   it along with the lock). A session connected as canopy_gateway could
---   set it by hand and skip the zone's lock, but such a session can already
---   act as any user (canopy.user_id); this trusts it no further.
+-- * Each time it takes the lock it raises the zone's feed_base by one and
+--   remembers, for the transaction, the zone's last position drawn
+--   (canopy.zone_position_<zone>, a transaction-local setting, reverted
+--   with the subtransaction that set it along with the lock and the base):
+--   canopy.draw_position counts on from there. A session connected as
+--   canopy_gateway could set it by hand and skip the zone's lock, but such
+--   a session can already act as any user (canopy.user_id); this trusts it
+--   no further.
 --
 -- * p_owner_id is the zone's owner (migrations/0039): with it the zone's
 --   row is found by its distribution value on Citus, on the shard of the
@@ -53,8 +58,9 @@ AS $$
 DECLARE
     owner bigint;
     touched boolean;
+    base bigint;
 BEGIN
-    IF current_setting('canopy.touched_zone_' || p_zone_id, true) = 'y' THEN
+    IF current_setting('canopy.zone_position_' || p_zone_id, true) <> '' THEN
         RETURN true;
     END IF;
     SELECT owner_id, changed_xid = pg_current_xact_id() INTO owner, touched
@@ -62,15 +68,21 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    -- A new base even when this transaction wrote the zone before (its
+    -- setting went with a subtransaction, or was set on another node):
+    -- the positions drawn from it are above every one drawn before.
+    UPDATE canopy.zones SET changed_xid = pg_current_xact_id(), feed_base = feed_base + 1
+     WHERE id = p_zone_id AND owner_id = p_owner_id
+    RETURNING feed_base INTO base;
+    PERFORM set_config('canopy.zone_position_' || p_zone_id, (base << 20)::text, true);
     IF NOT touched THEN
-        UPDATE canopy.zones SET changed_xid = pg_current_xact_id() WHERE id = p_zone_id AND owner_id = p_owner_id;
         PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || owner);   -- 0: the public zone (migrations/0038)
         -- Push (issue 23, push.sql): the outbox row, in this transaction,
         -- only when a push subscription could cover the zone. Positions
-        -- are drawn after this lock, so they are above after_seq.
+        -- are drawn from the new base, so they are above after_seq.
         IF canopy.push_covered(p_zone_id, owner) THEN
             INSERT INTO canopy.push_outbox (zone_id, owner_id, after_seq, origin_user, origin_device, trace_parent)
-            VALUES (p_zone_id, owner, coalesce(pg_sequence_last_value('canopy.change_seq'), 0), canopy.current_user_id(),
+            VALUES (p_zone_id, owner, base << 20, canopy.current_user_id(),
                     CASE WHEN current_setting('canopy.device_id', true) ~ '^[0-9a-f-]{36}$'
                          THEN current_setting('canopy.device_id', true)::uuid END,
                     -- A traced request's trace, for the webhooks (migrations/0033).
@@ -79,10 +91,48 @@ BEGIN
             PERFORM pg_notify('canopy_changes', 'push');
         END IF;
     END IF;
-    PERFORM set_config('canopy.touched_zone_' || p_zone_id, 'y', true);
     RETURN true;
 END
 $$;
+
+-- The next change position of a zone, for a record, tombstone or
+-- departure written in it: touches the zone first (its lock, its new
+-- base) unless this transaction already did, then counts on from the
+-- transaction's last position there. Above p_above too (a record moved in
+-- from another zone keeps change tags that only grow: its next tag is
+-- above its last, though that was another zone's position). Past 2^20
+-- positions in one transaction, or below p_above, it takes a new base.
+-- NULL when the zone no longer exists.
+--
+-- Called only by Canopy's own trigger functions and functions, which pin
+-- search_path; records_before_write, on every record written, counts
+-- inline the same way.
+CREATE OR REPLACE FUNCTION canopy.draw_position(p_zone_id bigint, p_owner_id bigint, p_above bigint DEFAULT 0) RETURNS bigint
+    LANGUAGE plpgsql
+AS $$
+DECLARE
+    position bigint := nullif(current_setting('canopy.zone_position_' || p_zone_id, true), '')::bigint;
+BEGIN
+    IF position IS NULL THEN
+        IF NOT canopy.touch_zone(p_zone_id, p_owner_id) THEN
+            RETURN NULL;
+        END IF;
+        position := current_setting('canopy.zone_position_' || p_zone_id)::bigint;
+    END IF;
+    position := position + 1;
+    IF position & 1048575 = 0 OR position <= p_above THEN
+        UPDATE canopy.zones SET feed_base = greatest(feed_base + 1, (p_above >> 20) + 1)
+         WHERE id = p_zone_id AND owner_id = p_owner_id
+        RETURNING (feed_base << 20) + 1 INTO position;
+    END IF;
+    PERFORM set_config('canopy.zone_position_' || p_zone_id, position::text, true);
+    RETURN position;
+END
+$$;
+
+COMMENT ON FUNCTION canopy.draw_position(bigint, bigint, bigint) IS
+    'The next change position of a zone in this transaction, above p_above (DECISIONS 165).';
+REVOKE ALL ON FUNCTION canopy.draw_position(bigint, bigint, bigint) FROM PUBLIC, canopy_gateway;
 
 -- Records that what p_user_id sees of a zone changed other than through
 -- its records: they stopped seeing it (a departure) or, in SHARED scope,
@@ -98,7 +148,7 @@ AS $$
 BEGIN
     IF canopy.touch_zone(p_zone_id, p_owner_id) AND EXISTS (SELECT 1 FROM canopy.users WHERE id = p_user_id) THEN
         INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
-        SELECT p_user_id, p_scope, z.id, z.name, z.owner_id, u.record_name, nextval('canopy.change_seq')
+        SELECT p_user_id, p_scope, z.id, z.name, z.owner_id, u.record_name, canopy.draw_position(p_zone_id, p_owner_id)
           FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id
          WHERE z.id = p_zone_id AND z.owner_id = p_owner_id;
     END IF;

@@ -17,11 +17,19 @@ CREATE OR REPLACE FUNCTION canopy.public_access_changed() RETURNS trigger
 AS $$
 DECLARE
     zone bigint;
+    position bigint;
 BEGIN
     SELECT id INTO zone FROM canopy.zones WHERE owner_id = 0 FOR NO KEY UPDATE;
     IF zone IS NOT NULL THEN
-        UPDATE canopy.zones SET access_changed_seq = nextval('canopy.change_seq'), changed_xid = pg_current_xact_id()
-         WHERE id = zone;
+        -- A new base of the zone's positions (DECISIONS 165): the change is
+        -- above every position before it, and every later write is above it.
+        UPDATE canopy.zones SET feed_base = feed_base + 1, access_changed_seq = (feed_base + 1) << 20,
+                                changed_xid = pg_current_xact_id()
+         WHERE id = zone AND owner_id = 0
+        RETURNING access_changed_seq INTO position;
+        IF current_setting('canopy.zone_position_' || zone, true) <> '' THEN
+            PERFORM set_config('canopy.zone_position_' || zone, position::text, true);
+        END IF;
         -- Live public feeds look again (and find their token expired).
         PERFORM pg_notify('canopy_changes', zone || ' 0');
     END IF;

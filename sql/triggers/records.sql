@@ -41,6 +41,7 @@ DECLARE
     content_changed boolean;
     writer_name text;
     moved boolean;
+    position bigint;
 BEGIN
     IF TG_OP = 'UPDATE' AND NEW.record_name <> OLD.record_name THEN
         RAISE EXCEPTION 'a record''s recordName never changes' USING ERRCODE = 'CN004';
@@ -62,11 +63,18 @@ BEGIN
     END IF;
 
     -- Change positions within a zone follow commit order: take them under the
-    -- zone's row lock, which a concurrent writer to the same zone waits for.
-    IF current_setting('canopy.touched_zone_' || NEW.zone_id, true) IS DISTINCT FROM 'y' THEN
-        PERFORM canopy.touch_zone(NEW.zone_id, NEW.owner_id);
+    -- zone's row lock, which a concurrent writer to the same zone waits for
+    -- (canopy.draw_position, counted inline here as every record written
+    -- takes one). A moved record's position is above its last, so its
+    -- change tags only grow (DECISIONS 165).
+    position := nullif(current_setting('canopy.zone_position_' || NEW.zone_id, true), '')::bigint + 1;
+    IF position IS NULL OR position & 1048575 = 0 OR (moved AND position <= OLD.change_seq) THEN
+        -- 0 for a zone that does not exist: the foreign key refuses the row.
+        position := coalesce(canopy.draw_position(NEW.zone_id, NEW.owner_id, CASE WHEN moved THEN OLD.change_seq ELSE 0 END), 0);
+    ELSE
+        PERFORM set_config('canopy.zone_position_' || NEW.zone_id, position::text, true);
     END IF;
-    NEW.change_seq := nextval('canopy.change_seq');
+    NEW.change_seq := position;
 
     content_changed := TG_OP = 'INSERT' OR moved
         OR NEW.fields IS DISTINCT FROM OLD.fields
@@ -219,7 +227,7 @@ BEGIN
     IF TG_OP = 'DELETE' THEN
         -- Nothing to record when the whole zone goes (ON DELETE CASCADE).
         IF canopy.touch_zone(OLD.zone_id, OLD.owner_id) THEN
-            seq := nextval('canopy.change_seq');
+            seq := canopy.draw_position(OLD.zone_id, OLD.owner_id);
             INSERT INTO canopy.tombstones (zone_id, owner_id, record_name, record_type, share_id, change_seq, deleted_by, created_by)
             VALUES (OLD.zone_id, OLD.owner_id, OLD.record_name, OLD.record_type, OLD.share_id, seq, canopy.current_user_id(), OLD.created_by);
             -- Children keep their dangling parent_name but leave the share.

@@ -16,11 +16,12 @@ CREATE OR REPLACE FUNCTION canopy.zones_before_delete() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM set_config('canopy.touched_zone_' || OLD.id, '', true);
+    PERFORM set_config('canopy.zone_position_' || OLD.id, '', true);
     -- The DELETE holds the zone's row lock already; touching the row being
-    -- deleted is not allowed, so write the departures here.
+    -- deleted is not allowed, so write the departures here, at a position
+    -- above every one the zone gave (DECISIONS 165).
     INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
-    SELECT m.user_id, m.scope, OLD.id, OLD.name, OLD.owner_id, u.record_name, nextval('canopy.change_seq')
+    SELECT m.user_id, m.scope, OLD.id, OLD.name, OLD.owner_id, u.record_name, (OLD.feed_base + 1) << 20
       FROM (SELECT OLD.owner_id AS user_id, 'PRIVATE' AS scope
             UNION
             SELECT p.user_id, 'SHARED' FROM canopy.participants p JOIN canopy.shares s ON s.owner_id = p.owner_id AND s.id = p.share_id
