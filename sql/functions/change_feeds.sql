@@ -31,6 +31,38 @@
 
 SET LOCAL ROLE canopy_owner;
 
+-- NOTIFY canopy_changes with p_payload ('<zone id> <owner id>', or 'push'),
+-- where the gateway hears it. On a Citus worker, nowhere (DECISIONS 163):
+-- a transaction that wrote two nodes is prepared, and PostgreSQL cannot
+-- prepare one that ran NOTIFY; the coordinator announces those changes
+-- instead (and, until it does, the listener's heartbeat reads again). On
+-- one PostgreSQL and on the coordinator, always.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        CREATE OR REPLACE FUNCTION canopy.notify_changes(p_payload text) RETURNS void
+            LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+        AS $body$
+        BEGIN
+            IF citus_is_coordinator() THEN
+                PERFORM pg_notify('canopy_changes', p_payload);
+            END IF;
+        END
+        $body$;
+    ELSE
+        CREATE OR REPLACE FUNCTION canopy.notify_changes(p_payload text) RETURNS void
+            LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+        AS $body$
+        BEGIN
+            PERFORM pg_notify('canopy_changes', p_payload);
+        END
+        $body$;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION canopy.notify_changes(text) IS 'NOTIFY canopy_changes where the gateway hears it: not on a Citus worker (DECISIONS 163).';
+REVOKE ALL ON FUNCTION canopy.notify_changes(text) FROM PUBLIC, canopy_gateway;
+
 -- Marks the zone changed by the current transaction and takes its row lock
 -- (held to commit), which orders the zone's change positions; the first
 -- time in a transaction it also NOTIFYs canopy_changes with
@@ -76,7 +108,7 @@ BEGIN
     RETURNING feed_base INTO base;
     PERFORM set_config('canopy.zone_position_' || p_zone_id, (base << 20)::text, true);
     IF NOT touched THEN
-        PERFORM pg_notify('canopy_changes', p_zone_id || ' ' || owner);   -- 0: the public zone (migrations/0038)
+        PERFORM canopy.notify_changes(p_zone_id || ' ' || owner);   -- 0: the public zone (migrations/0038)
         -- Push (issue 23, push.sql): the outbox row, in this transaction,
         -- only when a push subscription could cover the zone. Positions
         -- are drawn from the new base, so they are above after_seq.
@@ -88,7 +120,7 @@ BEGIN
                     -- A traced request's trace, for the webhooks (migrations/0033).
                     CASE WHEN current_setting('canopy.trace_parent', true) ~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
                          THEN current_setting('canopy.trace_parent', true) END);
-            PERFORM pg_notify('canopy_changes', 'push');
+            PERFORM canopy.notify_changes('push');
         END IF;
     END IF;
     RETURN true;

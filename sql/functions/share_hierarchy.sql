@@ -38,34 +38,42 @@ DECLARE
     names text[];
     nested text;
 BEGIN
-    WITH RECURSIVE sub (id, record_name, is_root) AS (
-        SELECT r.id, r.record_name, EXISTS (SELECT 1 FROM canopy.shares s WHERE s.owner_id = p_owner_id AND s.root_record_id = r.id)
-          FROM canopy.records r
-         WHERE r.owner_id = p_owner_id AND r.zone_id = p_zone_id AND r.parent_name = p_record_name AND r.record_name <> p_record_name
-        UNION
-        SELECT r.id, r.record_name, EXISTS (SELECT 1 FROM canopy.shares s WHERE s.owner_id = p_owner_id AND s.root_record_id = r.id)
-          FROM canopy.records r
-          JOIN sub ON r.owner_id = p_owner_id AND r.zone_id = p_zone_id AND r.parent_name = sub.record_name AND NOT sub.is_root
-    )
-    SELECT coalesce(array_agg(id), '{}'), coalesce(array_agg(record_name), '{}')
-      INTO ids, names
-      FROM sub WHERE NOT is_root;
+    -- By EXECUTE … USING, the arguments bound as values: on Citus this runs
+    -- in a record's shard's task (the records' triggers), where a query
+    -- over PL/pgSQL variables plans only as one table's plain lookup.
+    EXECUTE 'WITH RECURSIVE sub (id, record_name, is_root) AS (
+                 SELECT r.id, r.record_name, EXISTS (SELECT 1 FROM canopy.shares s WHERE s.owner_id = $1 AND s.root_record_id = r.id)
+                   FROM canopy.records r
+                  WHERE r.owner_id = $1 AND r.zone_id = $2 AND r.parent_name = $3 AND r.record_name <> $3
+                 UNION
+                 SELECT r.id, r.record_name, EXISTS (SELECT 1 FROM canopy.shares s WHERE s.owner_id = $1 AND s.root_record_id = r.id)
+                   FROM canopy.records r
+                   JOIN sub ON r.owner_id = $1 AND r.zone_id = $2 AND r.parent_name = sub.record_name AND NOT sub.is_root
+             )
+             SELECT coalesce(array_agg(id), ''{}''), coalesce(array_agg(record_name), ''{}'')
+               FROM sub WHERE NOT is_root'
+        INTO ids, names
+        USING p_owner_id, p_zone_id, p_record_name;
 
     IF p_share_id IS NOT NULL THEN
-        SELECT r.record_name INTO nested
-          FROM canopy.records r
-          JOIN canopy.shares s ON s.owner_id = p_owner_id AND s.root_record_id = r.id
-         WHERE r.owner_id = p_owner_id AND r.zone_id = p_zone_id AND r.parent_name = ANY (names || p_record_name)
-           AND s.id <> p_share_id
-         LIMIT 1;
+        EXECUTE 'SELECT r.record_name
+                   FROM canopy.records r
+                   JOIN canopy.shares s ON s.owner_id = $1 AND s.root_record_id = r.id
+                  WHERE r.owner_id = $1 AND r.zone_id = $2 AND r.parent_name = ANY ($3) AND s.id <> $4
+                  LIMIT 1'
+            INTO nested
+            USING p_owner_id, p_zone_id, names || p_record_name, p_share_id;
         IF nested IS NOT NULL THEN
             RAISE EXCEPTION 'record % is the root of another share and cannot be inside this one', nested
                 USING ERRCODE = 'CN002';
         END IF;
     END IF;
 
-    UPDATE canopy.records r SET share_id = p_share_id
-     WHERE r.owner_id = p_owner_id AND r.id = ANY (ids) AND r.share_id IS DISTINCT FROM p_share_id;
+    IF cardinality(ids) > 0 THEN
+        EXECUTE 'UPDATE canopy.records r SET share_id = $3
+                  WHERE r.owner_id = $1 AND r.id = ANY ($2) AND r.share_id IS DISTINCT FROM $3'
+            USING p_owner_id, ids, p_share_id;
+    END IF;
 END
 $$;
 

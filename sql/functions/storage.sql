@@ -50,22 +50,38 @@ COMMENT ON FUNCTION canopy.record_bytes(jsonb, text, text, text) IS 'What a reco
 REVOKE ALL ON FUNCTION canopy.record_bytes(jsonb, text, text, text) FROM PUBLIC, canopy_gateway;
 
 -- The quota that applies to p_user: their own, else the default; NULL: none.
+-- PL/pgSQL, one table's plain lookup at a time: on Citus the storage
+-- charges call this in a record's shard's task, where a SQL function's
+-- parameters in a join cannot be planned ("could not create distributed
+-- plan").
 CREATE OR REPLACE FUNCTION canopy.storage_quota_of(p_user bigint) RETURNS bigint
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT CASE WHEN u.has_quota THEN u.quota_bytes
-                ELSE (SELECT d.quota_bytes FROM canopy.storage_quota_default d) END
-      FROM (SELECT 1) one
-      LEFT JOIN canopy.storage_usage u ON u.user_id = p_user
+DECLARE
+    own boolean;
+    quota bigint;
+BEGIN
+    SELECT u.has_quota, u.quota_bytes INTO own, quota FROM canopy.storage_usage u WHERE u.user_id = p_user;
+    IF own THEN
+        RETURN quota;
+    END IF;
+    SELECT d.quota_bytes INTO quota FROM canopy.storage_quota_default d;
+    RETURN quota;
+END
 $$;
 COMMENT ON FUNCTION canopy.storage_quota_of(bigint) IS 'The storage quota in bytes that applies to a user (their own or the default); NULL for no limit.';
 
 -- Bytes of p_user's uploads not attached yet and not expired.
 CREATE OR REPLACE FUNCTION canopy.pending_upload_bytes(p_user bigint) RETURNS bigint
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce(sum(size), 0)::bigint FROM canopy.uploads
-     WHERE user_id = p_user AND used_at IS NULL AND expires_at > now()
+DECLARE
+    pending bigint;
+BEGIN
+    SELECT coalesce(sum(size), 0)::bigint INTO pending FROM canopy.uploads
+     WHERE user_id = p_user AND used_at IS NULL AND expires_at > now();
+    RETURN pending;
+END
 $$;
 COMMENT ON FUNCTION canopy.pending_upload_bytes(bigint) IS 'Bytes of a user''s uploads that no record holds yet and that have not expired: they count against the quota until then.';
 

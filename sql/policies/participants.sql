@@ -57,5 +57,7 @@ REVOKE ALL ON TABLE canopy.participants FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.participants TO canopy_gateway;
 -- is_approved_requester, accepted_at: approving an access request
 -- (canopy.decide_share_request), which only a share's managers may.
-GRANT INSERT (share_id, owner_id, user_id, email, phone, role, permission, status, accepted_at, is_approved_requester) ON canopy.participants TO canopy_gateway;
+-- The columns of a new row the gateway may choose (on Citus a table grant
+-- and sql/triggers/gateway_columns.sql; DECISIONS 166).
+SELECT canopy.grant_gateway_insert('canopy.participants', ARRAY['share_id', 'owner_id', 'user_id', 'email', 'phone', 'role', 'permission', 'status', 'accepted_at', 'is_approved_requester']);
 GRANT UPDATE (user_id, role, permission, status, accepted_at, is_approved_requester) ON canopy.participants TO canopy_gateway;

@@ -58,4 +58,7 @@ GRANT SELECT (id, user_id, kind, apns_token, apns_environment, apns_topic, endpo
       DELETE ON canopy.push_devices TO canopy_gateway;
 REVOKE ALL ON TABLE canopy.push_outbox FROM canopy_gateway;
 REVOKE ALL ON TABLE canopy.push_deliveries FROM canopy_gateway;
-GRANT SELECT, INSERT (device_id, user_id, subscription_ids, trace_parent), UPDATE (subscription_ids, version, trace_parent) ON canopy.push_deliveries TO canopy_gateway;
+GRANT SELECT, UPDATE (subscription_ids, version, trace_parent) ON canopy.push_deliveries TO canopy_gateway;
+-- The columns of a new row the gateway may choose (on Citus a table grant
+-- and sql/triggers/gateway_columns.sql; DECISIONS 166).
+SELECT canopy.grant_gateway_insert('canopy.push_deliveries', ARRAY['device_id', 'user_id', 'subscription_ids', 'trace_parent']);

@@ -113,7 +113,9 @@ CREATE POLICY records_delete ON canopy.records FOR DELETE TO canopy_gateway
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.records FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.records TO canopy_gateway;
-GRANT INSERT (zone_id, owner_id, record_name, record_type, fields, parent_name) ON canopy.records TO canopy_gateway;
+-- The columns of a new row the gateway may choose (on Citus a table grant
+-- and sql/triggers/gateway_columns.sql; DECISIONS 166).
+SELECT canopy.grant_gateway_insert('canopy.records', ARRAY['zone_id', 'owner_id', 'record_name', 'record_type', 'fields', 'parent_name']);
 -- Not record_type (issue 36): a record never changes type (modify_records
 -- refuses it), and in the public database a type change would take a record
 -- past the new type's CREATE grant.

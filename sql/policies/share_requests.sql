@@ -50,7 +50,9 @@ CREATE POLICY share_requests_delete ON canopy.share_requests FOR DELETE TO canop
 
 REVOKE ALL ON TABLE canopy.share_requests FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.share_requests TO canopy_gateway;
-GRANT INSERT (share_id, owner_id, user_id, status, decided_at, decided_by) ON canopy.share_requests TO canopy_gateway;
+-- The columns of a new row the gateway may choose (on Citus a table grant
+-- and sql/triggers/gateway_columns.sql; DECISIONS 166).
+SELECT canopy.grant_gateway_insert('canopy.share_requests', ARRAY['share_id', 'owner_id', 'user_id', 'status', 'decided_at', 'decided_by']);
 GRANT UPDATE (status, decided_at, decided_by) ON canopy.share_requests TO canopy_gateway;
 
 DROP POLICY IF EXISTS canopy_owner_all ON canopy.share_activity;

@@ -34,5 +34,7 @@ CREATE POLICY shares_delete ON canopy.shares FOR DELETE TO canopy_gateway
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.shares FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.shares TO canopy_gateway;
-GRANT INSERT (zone_id, owner_id, root_record_id, title, public_permission, allows_access_requests, share_type, thumbnail) ON canopy.shares TO canopy_gateway;
+-- The columns of a new row the gateway may choose (on Citus a table grant
+-- and sql/triggers/gateway_columns.sql; DECISIONS 166).
+SELECT canopy.grant_gateway_insert('canopy.shares', ARRAY['zone_id', 'owner_id', 'root_record_id', 'title', 'public_permission', 'allows_access_requests', 'share_type', 'thumbnail']);
 GRANT UPDATE (title, public_permission, modified_at, allows_access_requests, share_type, thumbnail) ON canopy.shares TO canopy_gateway;

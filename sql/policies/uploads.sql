@@ -26,4 +26,6 @@ CREATE POLICY uploads_insert ON canopy.uploads FOR INSERT TO canopy_gateway
 -- The token's hash is never readable.
 REVOKE ALL ON TABLE canopy.uploads FROM canopy_gateway;
 GRANT SELECT (id, user_id, sha256, size, content_type, created_at, expires_at, used_at) ON canopy.uploads TO canopy_gateway;
-GRANT INSERT (token_hash, sha256, size, content_type) ON canopy.uploads TO canopy_gateway;
+-- The columns of a new row the gateway may choose (on Citus a table grant
+-- and sql/triggers/gateway_columns.sql; DECISIONS 166).
+SELECT canopy.grant_gateway_insert('canopy.uploads', ARRAY['token_hash', 'sha256', 'size', 'content_type']);

@@ -36,4 +36,6 @@ CREATE POLICY zones_delete ON canopy.zones FOR DELETE TO canopy_gateway
 -- Grants: only what the gateway needs (REVOKE ALL also drops column grants).
 REVOKE ALL ON TABLE canopy.zones FROM canopy_gateway;
 GRANT SELECT, DELETE ON canopy.zones TO canopy_gateway;
-GRANT INSERT (owner_id, name) ON canopy.zones TO canopy_gateway;
+-- The columns of a new row the gateway may choose (on Citus a table grant
+-- and sql/triggers/gateway_columns.sql; DECISIONS 166).
+SELECT canopy.grant_gateway_insert('canopy.zones', ARRAY['owner_id', 'name']);

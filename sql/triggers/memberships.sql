@@ -15,9 +15,13 @@ CREATE OR REPLACE FUNCTION canopy.zones_membership() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
-    SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write
-      FROM canopy.membership_derivation WHERE owner_id = NEW.owner_id AND zone_id = NEW.id AND share_id IS NULL;
+    -- By EXECUTE … USING: on Citus, in a shard's task, an INSERT … SELECT
+    -- over the function's variables cannot be planned ("could not create
+    -- distributed plan"); with the values bound it runs on the zone's shard.
+    EXECUTE 'INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
+             SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write
+               FROM canopy.membership_derivation WHERE owner_id = $1 AND zone_id = $2 AND share_id IS NULL'
+        USING NEW.owner_id, NEW.id;
     RETURN NULL;
 END
 $$;
@@ -33,11 +37,12 @@ CREATE OR REPLACE FUNCTION canopy.participants_membership() RETURNS trigger
 AS $$
 BEGIN
     IF NEW.status = 'ACCEPTED' AND NEW.user_id IS NOT NULL THEN
-        INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
-        SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write
-          FROM canopy.membership_derivation WHERE owner_id = NEW.owner_id AND participant_id = NEW.id
-        ON CONFLICT (participant_id, owner_id) DO UPDATE
-            SET user_id = EXCLUDED.user_id, role = EXCLUDED.role, can_write = EXCLUDED.can_write;
+        EXECUTE 'INSERT INTO canopy.memberships (user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write)
+                 SELECT user_id, zone_id, owner_id, share_id, participant_id, root_record_id, role, can_write
+                   FROM canopy.membership_derivation WHERE owner_id = $1 AND participant_id = $2
+                 ON CONFLICT (participant_id, owner_id) DO UPDATE
+                     SET user_id = EXCLUDED.user_id, role = EXCLUDED.role, can_write = EXCLUDED.can_write'
+            USING NEW.owner_id, NEW.id;
     ELSIF TG_OP = 'UPDATE' THEN
         DELETE FROM canopy.memberships WHERE owner_id = NEW.owner_id AND participant_id = NEW.id;
     END IF;

@@ -75,13 +75,16 @@ DECLARE
     zone bigint;
     was_in boolean := TG_OP <> 'INSERT' AND OLD.status = 'ACCEPTED' AND OLD.role <> 'OWNER' AND OLD.user_id IS NOT NULL;
     is_in boolean := TG_OP <> 'DELETE' AND NEW.status = 'ACCEPTED' AND NEW.role <> 'OWNER' AND NEW.user_id IS NOT NULL;
+    -- Plain variables: Citus plans a lookup over them in a shard's task,
+    -- not one over expressions of NEW and OLD.
+    share bigint := coalesce(NEW.share_id, OLD.share_id);
+    owner bigint := coalesce(NEW.owner_id, OLD.owner_id);
 BEGIN
-    SELECT s.zone_id INTO zone FROM canopy.shares s
-     WHERE s.id = coalesce(NEW.share_id, OLD.share_id) AND s.owner_id = coalesce(NEW.owner_id, OLD.owner_id);
+    SELECT s.zone_id INTO zone FROM canopy.shares s WHERE s.id = share AND s.owner_id = owner;
     IF zone IS NULL THEN
         RETURN NULL;   -- the share is being deleted: shares_before_delete did this
     END IF;
-    PERFORM canopy.touch_zone(zone, coalesce(NEW.owner_id, OLD.owner_id));
+    PERFORM canopy.touch_zone(zone, owner);
     IF was_in AND (NOT is_in OR NEW.user_id IS DISTINCT FROM OLD.user_id) THEN
         PERFORM canopy.record_departure(OLD.user_id, 'SHARED', zone, OLD.owner_id);
     END IF;

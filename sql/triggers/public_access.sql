@@ -31,7 +31,7 @@ BEGIN
             PERFORM set_config('canopy.zone_position_' || zone, position::text, true);
         END IF;
         -- Live public feeds look again (and find their token expired).
-        PERFORM pg_notify('canopy_changes', zone || ' 0');
+        PERFORM canopy.notify_changes(zone || ' 0');
     END IF;
     RETURN NULL;
 END

@@ -97,10 +97,18 @@ BEGIN
                 jsonb_build_object('from', OLD.allows_access_requests, 'to', NEW.allows_access_requests));
         END IF;
     ELSE
-        cause := CASE
-            WHEN NOT EXISTS (SELECT 1 FROM canopy.zones WHERE id = OLD.zone_id AND owner_id = OLD.owner_id) THEN 'ZONE_DELETED'
-            WHEN OLD.root_record_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM canopy.records WHERE id = OLD.root_record_id AND owner_id = OLD.owner_id) THEN 'ROOT_DELETED'
-            ELSE 'SHARE_DELETED' END;
+        -- One table's plain lookup at a time (Citus plans those in the
+        -- share's shard's task; not an EXISTS over the trigger's variables).
+        cause := 'SHARE_DELETED';
+        PERFORM 1 FROM canopy.zones WHERE id = OLD.zone_id AND owner_id = OLD.owner_id;
+        IF NOT FOUND THEN
+            cause := 'ZONE_DELETED';
+        ELSIF OLD.root_record_id IS NOT NULL THEN
+            PERFORM 1 FROM canopy.records WHERE id = OLD.root_record_id AND owner_id = OLD.owner_id;
+            IF NOT FOUND THEN
+                cause := 'ROOT_DELETED';
+            END IF;
+        END IF;
         PERFORM canopy.log_share_activity(OLD.id, OLD.zone_id, OLD.owner_id, cause, NULL, NULL, jsonb_build_object('kind', OLD.kind));
         UPDATE canopy.share_activity SET share_gone_at = now() WHERE owner_id = OLD.owner_id AND share_id = OLD.id AND share_gone_at IS NULL;
     END IF;

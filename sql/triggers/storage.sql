@@ -11,6 +11,14 @@ SET LOCAL ROLE canopy_owner;
 
 -- One charge per user a statement touched, in user order (two statements
 -- charging the same users lock their rows in the same order).
+--
+-- A record's owner_id is its zone's (the reference (zone_id, owner_id)),
+-- so the charge is read from the transition tables alone: on Citus the
+-- trigger runs in a shard's task, where a transition table joined to a
+-- distributed table cannot be planned ("complex table expressions",
+-- docs/plans/ISSUE_67_SCHEMA_MAP.md §8.11). A zone's owner's usage row is
+-- co-located with the zone; a public record's creator's is not, and is
+-- charged across nodes.
 CREATE OR REPLACE FUNCTION canopy.records_charge_storage() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
@@ -19,22 +27,23 @@ DECLARE
 BEGIN
     IF TG_OP = 'INSERT' THEN
         FOR c IN
-            SELECT coalesce(nullif(z.owner_id, 0), w.created_by) AS user_id, count(*)::bigint AS records,
+            SELECT coalesce(nullif(w.owner_id, 0), w.created_by) AS user_id, count(*)::bigint AS records,
                    sum(canopy.record_bytes(w.fields, w.record_name, w.record_type, w.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(w.fields))::bigint AS asset_bytes
-              FROM written w JOIN canopy.zones z ON z.id = w.zone_id AND z.owner_id = w.owner_id
-             WHERE coalesce(nullif(z.owner_id, 0), w.created_by) IS NOT NULL
+              FROM written w
+             WHERE coalesce(nullif(w.owner_id, 0), w.created_by) IS NOT NULL
              GROUP BY 1 ORDER BY 1
         LOOP
             PERFORM canopy.charge_storage(c.user_id, c.records, c.field_bytes, c.asset_bytes);
         END LOOP;
     ELSIF TG_OP = 'DELETE' THEN
-        -- A zone being deleted is gone from canopy.zones here: its records
-        -- were refunded by zones_refund_storage before the cascade.
+        -- The records of a zone being deleted were refunded by
+        -- zones_refund_storage before the cascade, which marked the zone.
         FOR c IN
-            SELECT coalesce(nullif(z.owner_id, 0), o.created_by) AS user_id, count(*)::bigint AS records,
+            SELECT coalesce(nullif(o.owner_id, 0), o.created_by) AS user_id, count(*)::bigint AS records,
                    sum(canopy.record_bytes(o.fields, o.record_name, o.record_type, o.parent_name))::bigint AS field_bytes, sum(canopy.record_asset_bytes(o.fields))::bigint AS asset_bytes
-              FROM removed o JOIN canopy.zones z ON z.id = o.zone_id AND z.owner_id = o.owner_id
-             WHERE coalesce(nullif(z.owner_id, 0), o.created_by) IS NOT NULL
+              FROM removed o
+             WHERE coalesce(nullif(o.owner_id, 0), o.created_by) IS NOT NULL
+               AND current_setting('canopy.zone_refunded_' || o.zone_id, true) IS DISTINCT FROM 'y'
              GROUP BY 1 ORDER BY 1
         LOOP
             PERFORM canopy.charge_storage(c.user_id, -c.records, -c.field_bytes, -c.asset_bytes);
@@ -42,13 +51,13 @@ BEGIN
     ELSE
         FOR c IN
             SELECT d.user_id, sum(d.records)::bigint AS records, sum(d.field_bytes)::bigint AS field_bytes, sum(d.asset_bytes)::bigint AS asset_bytes
-              FROM (SELECT coalesce(nullif(z.owner_id, 0), w.created_by) AS user_id, 1::bigint AS records,
+              FROM (SELECT coalesce(nullif(w.owner_id, 0), w.created_by) AS user_id, 1::bigint AS records,
                            canopy.record_bytes(w.fields, w.record_name, w.record_type, w.parent_name) AS field_bytes, canopy.record_asset_bytes(w.fields) AS asset_bytes
-                      FROM written w JOIN canopy.zones z ON z.id = w.zone_id AND z.owner_id = w.owner_id
+                      FROM written w
                     UNION ALL
-                    SELECT coalesce(nullif(z.owner_id, 0), o.created_by), -1::bigint,
+                    SELECT coalesce(nullif(o.owner_id, 0), o.created_by), -1::bigint,
                            -canopy.record_bytes(o.fields, o.record_name, o.record_type, o.parent_name), -canopy.record_asset_bytes(o.fields)
-                      FROM removed o JOIN canopy.zones z ON z.id = o.zone_id AND z.owner_id = o.owner_id) d
+                      FROM removed o) d
              WHERE d.user_id IS NOT NULL
              GROUP BY d.user_id
             HAVING sum(d.records) <> 0 OR sum(d.field_bytes) <> 0 OR sum(d.asset_bytes) <> 0
@@ -82,7 +91,11 @@ CREATE OR REPLACE FUNCTION canopy.zones_refund_storage() RETURNS trigger
 AS $$
 DECLARE
     c record;
+    thumbnails bigint;
 BEGIN
+    -- The records the cascade deletes next are refunded here, or not at
+    -- all: records_charge_storage passes over them.
+    PERFORM set_config('canopy.zone_refunded_' || OLD.id, 'y', true);
     -- The owner being deleted (this zone goes in their cascade): their usage
     -- row goes with them, and locking it here while their other zones wait
     -- could deadlock with a participant writing in one of those.
@@ -99,11 +112,14 @@ BEGIN
         PERFORM canopy.charge_storage(c.user_id, -c.records, -c.field_bytes, -c.asset_bytes);
     END LOOP;
     -- The thumbnails of the zone's shares, which go in the same cascade.
+    -- (One table's plain lookup, then the charge: Citus plans the lookup in
+    -- the zone's shard's task, not a charge over a subquery.)
     IF OLD.owner_id <> 0 THEN
-        PERFORM canopy.charge_storage(OLD.owner_id, 0, -t.bytes, 0)
-           FROM (SELECT sum(octet_length(s.thumbnail))::bigint AS bytes FROM canopy.shares s
-                  WHERE s.owner_id = OLD.owner_id AND s.zone_id = OLD.id AND s.thumbnail IS NOT NULL) t
-          WHERE t.bytes > 0;
+        SELECT sum(octet_length(s.thumbnail))::bigint INTO thumbnails FROM canopy.shares s
+         WHERE s.owner_id = OLD.owner_id AND s.zone_id = OLD.id AND s.thumbnail IS NOT NULL;
+        IF thumbnails > 0 THEN
+            PERFORM canopy.charge_storage(OLD.owner_id, 0, -thumbnails, 0);
+        END IF;
     END IF;
     RETURN OLD;
 END
@@ -154,11 +170,12 @@ DECLARE
     owner bigint;
     change bigint := coalesce(octet_length(CASE WHEN TG_OP <> 'DELETE' THEN NEW.thumbnail END), 0)
                    - coalesce(octet_length(CASE WHEN TG_OP <> 'INSERT' THEN OLD.thumbnail END), 0);
+    -- Plain variables: Citus plans a lookup over them in a shard's task.
+    zone bigint := CASE WHEN TG_OP = 'DELETE' THEN OLD.zone_id ELSE NEW.zone_id END;
+    zone_owner bigint := CASE WHEN TG_OP = 'DELETE' THEN OLD.owner_id ELSE NEW.owner_id END;
 BEGIN
     IF change <> 0 THEN
-        SELECT z.owner_id INTO owner FROM canopy.zones z
-         WHERE z.id = CASE WHEN TG_OP = 'DELETE' THEN OLD.zone_id ELSE NEW.zone_id END
-           AND z.owner_id = CASE WHEN TG_OP = 'DELETE' THEN OLD.owner_id ELSE NEW.owner_id END;
+        SELECT z.owner_id INTO owner FROM canopy.zones z WHERE z.id = zone AND z.owner_id = zone_owner;
         IF owner <> 0 THEN
             PERFORM canopy.charge_storage(owner, 0, change, 0);
         END IF;

@@ -20,16 +20,21 @@ BEGIN
     -- The DELETE holds the zone's row lock already; touching the row being
     -- deleted is not allowed, so write the departures here, at a position
     -- above every one the zone gave (DECISIONS 165).
-    INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
-    SELECT m.user_id, m.scope, OLD.id, OLD.name, OLD.owner_id, u.record_name, (OLD.feed_base + 1) << 20
-      FROM (SELECT OLD.owner_id AS user_id, 'PRIVATE' AS scope
-            UNION
-            SELECT p.user_id, 'SHARED' FROM canopy.participants p JOIN canopy.shares s ON s.owner_id = p.owner_id AND s.id = p.share_id
-             WHERE s.owner_id = OLD.owner_id AND s.zone_id = OLD.id AND p.status = 'ACCEPTED' AND p.role <> 'OWNER' AND p.user_id IS NOT NULL) m
-      JOIN canopy.users u ON u.id = OLD.owner_id          -- none when the owner is being deleted
-     WHERE EXISTS (SELECT 1 FROM canopy.users gone WHERE gone.id = m.user_id)
-       AND OLD.owner_id <> 0;                               -- the public zone: nobody's (migrations/0038)
-    PERFORM pg_notify('canopy_changes', OLD.id || ' ' || OLD.owner_id);
+    -- By EXECUTE … USING (the zone's values bound): on Citus this runs in
+    -- the zone's shard's task, where an INSERT … SELECT over the trigger's
+    -- variables cannot be planned.
+    IF OLD.owner_id <> 0 THEN                               -- the public zone: nobody's (migrations/0038)
+        EXECUTE 'INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
+                 SELECT m.user_id, m.scope, $1, $2, $3, u.record_name, $4
+                   FROM (SELECT $3 AS user_id, ''PRIVATE'' AS scope
+                         UNION
+                         SELECT p.user_id, ''SHARED'' FROM canopy.participants p JOIN canopy.shares s ON s.owner_id = p.owner_id AND s.id = p.share_id
+                          WHERE s.owner_id = $3 AND s.zone_id = $1 AND p.status = ''ACCEPTED'' AND p.role <> ''OWNER'' AND p.user_id IS NOT NULL) m
+                   JOIN canopy.users u ON u.id = $3          -- none when the owner is being deleted
+                   JOIN canopy.users gone ON gone.id = m.user_id   -- nor for a member being deleted'
+            USING OLD.id, OLD.name, OLD.owner_id, (OLD.feed_base + 1) << 20;
+    END IF;
+    PERFORM canopy.notify_changes(OLD.id || ' ' || OLD.owner_id);
     RETURN OLD;
 END
 $$;
@@ -60,7 +65,7 @@ CREATE OR REPLACE FUNCTION canopy.zones_after_insert() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    PERFORM pg_notify('canopy_changes', NEW.id || ' ' || NEW.owner_id);
+    PERFORM canopy.notify_changes(NEW.id || ' ' || NEW.owner_id);
     RETURN NULL;
 END
 $$;

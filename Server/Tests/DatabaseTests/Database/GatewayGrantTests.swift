@@ -54,4 +54,46 @@ struct GatewayGrantTests {
         }
         #expect(unused.isEmpty, "granted to canopy_gateway but called nowhere: \(unused.sorted())")
     }
+
+    /// On one PostgreSQL canopy.grant_gateway_insert grants columns: the
+    /// gateway may name no other column of a new row, and no table it may
+    /// insert is left out of GatewayInsertColumns (which the Citus tier's
+    /// a_gateway_columns test reads).
+    @Test("the gateway may insert exactly GatewayInsertColumns' columns of each table, and no other table's rows; a statement naming another column is refused")
+    func insertColumnsAreGranted() async throws {
+        let endpoint = try await TestDatabase.shared.migratedDatabase()
+        let (granted, tablesWide, refused) = try await TestDatabase.withConnection(endpoint) { connection in
+            let rows = try await connection.texts("""
+                SELECT table_name || ' ' || column_name FROM information_schema.column_privileges
+                 WHERE grantee = 'canopy_gateway' AND privilege_type = 'INSERT' AND table_schema = 'canopy'
+                """).compactMap { $0 }
+            var granted: [String: Set<String>] = [:]
+            for row in rows {
+                let parts = row.split(separator: " ").map(String.init)
+                granted[parts[0], default: []].insert(parts[1])
+            }
+            let wide = try await connection.texts("""
+                SELECT table_name FROM information_schema.table_privileges
+                 WHERE grantee = 'canopy_gateway' AND privilege_type = 'INSERT' AND table_schema = 'canopy'
+                """).compactMap { $0 }
+            var refused = false
+            do {
+                try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { gateway in
+                    _ = try await gateway.texts("INSERT INTO canopy.zones (owner_id, name, feed_base) VALUES (0, 'x', 1)")
+                }
+            } catch let error as PSQLError {
+                refused = error.serverInfo?[.sqlState] == "42501"
+            }
+            return (granted, Set(wide), refused)
+        }
+        // Tables granted whole (their rows hold nothing the gateway may not choose).
+        let whole = tablesWide
+        for (table, columns) in GatewayInsertColumns.granted {
+            #expect(!whole.contains(table), "\(table) is granted whole")
+            #expect(granted[table] == columns, "\(table): \(granted[table] ?? [])")
+        }
+        let columnGranted = Set(granted.keys).subtracting(whole)
+        #expect(columnGranted == Set(GatewayInsertColumns.granted.keys), "tables the gateway inserts by column: \(columnGranted.sorted())")
+        #expect(refused, "naming zones.feed_base is refused")
+    }
 }
