@@ -36,7 +36,8 @@ struct PermissionCase: Sendable, CustomStringConvertible {
     }
 }
 
-/// Builds cases: `sql` may use {me}, {NAME} (a user id), {zone:NAME}, {share:TITLE}.
+/// Builds cases: `sql` may use {me}, {NAME} (a user id), {zone:NAME}, {owner:NAME} (a zone's
+/// owner: every insert of a zone's rows names it, as the gateway's do, DECISIONS 156), {share:TITLE}.
 private func cases(_ what: String, _ sql: String, _ outcomes: [(String, Outcome)]) -> [PermissionCase] {
     outcomes.map { PermissionCase(who: $0.0, what: what, sql: sql, outcome: $0.1) }
 }
@@ -58,25 +59,25 @@ let permissionCases: [PermissionCase] =
         ("public", sharedRecords), ("removed", none), ("stranger", none),
     ])
     + cases("records: insert into the zone-wide shared zone",
-            "INSERT INTO canopy.records (zone_id, record_name, record_type) VALUES ({zone:Log}, 'new', 'Entry') RETURNING record_name", [
+            "INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type) VALUES ({zone:Log}, {owner:Log}, 'new', 'Entry') RETURNING record_name", [
         ("alice", .rows(["new"])), ("writer", .rows(["new"])), ("admin", .rows(["new"])),
         ("reader", .denied), ("public", .denied), ("pending", .denied), ("removed", .denied), ("stranger", .denied), ("bob", .denied),
     ])
     + cases("records: insert under a shared record",
-            "INSERT INTO canopy.records (zone_id, record_name, record_type, parent_name) VALUES ({zone:Family}, 'new', 'Item', 'child') RETURNING record_name", [
+            "INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type, parent_name) VALUES ({zone:Family}, {owner:Family}, 'new', 'Item', 'child') RETURNING record_name", [
         ("alice", .rows(["new"])), ("writer", .rows(["new"])), ("admin", .rows(["new"])),
         ("reader", .denied), ("public", .denied), ("pending", .denied), ("removed", .denied), ("stranger", .denied), ("bob", .denied),
     ])
     + cases("records: insert under a record outside the share",
-            "INSERT INTO canopy.records (zone_id, record_name, record_type, parent_name) VALUES ({zone:Family}, 'new', 'Item', 'private') RETURNING record_name", [
+            "INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type, parent_name) VALUES ({zone:Family}, {owner:Family}, 'new', 'Item', 'private') RETURNING record_name", [
         ("alice", .rows(["new"])), ("writer", .denied), ("admin", .denied),
     ])
     + cases("records: insert at the top of a record-shared zone",
-            "INSERT INTO canopy.records (zone_id, record_name, record_type) VALUES ({zone:Family}, 'new', 'Item') RETURNING record_name", [
+            "INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type) VALUES ({zone:Family}, {owner:Family}, 'new', 'Item') RETURNING record_name", [
         ("alice", .rows(["new"])), ("writer", .denied), ("admin", .denied),
     ])
     + cases("records: insert into another owner's unshared zone",
-            "INSERT INTO canopy.records (zone_id, record_name, record_type) VALUES ({zone:Bobs}, 'new', 'Item') RETURNING record_name", [
+            "INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type) VALUES ({zone:Bobs}, {owner:Bobs}, 'new', 'Item') RETURNING record_name", [
         ("bob", .rows(["new"])), ("alice", .denied), ("writer", .denied), ("stranger", .denied),
     ])
     + cases("records: update every visible record", count("UPDATE canopy.records SET fields = '{\"n\": 2}'"), [
@@ -133,7 +134,7 @@ let permissionCases: [PermissionCase] =
         ("admin", .rows(["Family tree", "Log"])), ("public", .rows(["Family tree", "Log"])),
         ("pending", none), ("removed", none), ("stranger", none), ("bob", none),
     ])
-    + cases("shares: share another owner's zone", "INSERT INTO canopy.shares (zone_id) VALUES ({zone:Bobs}) RETURNING zone_id::text", [
+    + cases("shares: share another owner's zone", "INSERT INTO canopy.shares (zone_id, owner_id) VALUES ({zone:Bobs}, {owner:Bobs}) RETURNING zone_id::text", [
         ("bob", .rows(["{zone:Bobs}"])), ("alice", .denied), ("writer", .denied), ("stranger", .denied),
     ])
     + cases("shares: change the title", count("UPDATE canopy.shares SET title = 'Mine now'"), [
@@ -156,12 +157,12 @@ let permissionCases: [PermissionCase] =
         ("admin", .rows(["OWNER", "PRIVATE_USER", "PUBLIC_USER"])),
     ])
     + cases("participants: invite a private user",
-            "INSERT INTO canopy.participants (share_id, user_id, permission) VALUES ({share:Family tree}, {stranger}, 'READ_ONLY') RETURNING role", [
+            "INSERT INTO canopy.participants (share_id, owner_id, user_id, permission) VALUES ({share:Family tree}, {owner:Family}, {stranger}, 'READ_ONLY') RETURNING role", [
         ("alice", .rows(["PRIVATE_USER"])), ("admin", .rows(["PRIVATE_USER"])),
         ("writer", .denied), ("reader", .denied), ("public", .denied), ("pending", .denied), ("removed", .denied), ("stranger", .denied), ("bob", .denied),
     ])
     + cases("participants: invite an administrator",
-            "INSERT INTO canopy.participants (share_id, user_id, role, permission) VALUES ({share:Family tree}, {stranger}, 'ADMINISTRATOR', 'READ_ONLY') RETURNING role", [
+            "INSERT INTO canopy.participants (share_id, owner_id, user_id, role, permission) VALUES ({share:Family tree}, {owner:Family}, {stranger}, 'ADMINISTRATOR', 'READ_ONLY') RETURNING role", [
         ("alice", .rows(["ADMINISTRATOR"])), ("admin", .denied), ("writer", .denied),
     ])
     + cases("participants: change a private user's permission",

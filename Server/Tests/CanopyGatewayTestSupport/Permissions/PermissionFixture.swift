@@ -116,7 +116,11 @@ struct PermissionFixture: Sendable {
         }
         try await TestDatabase.withConnection(endpoint) { connection in
             for try await (name, id) in try await connection.query(
-                "SELECT 'zone:' || name, id FROM canopy.zones WHERE name <> '_defaultZone' UNION ALL SELECT 'share:' || title, id FROM canopy.shares",
+                """
+                SELECT 'zone:' || name, id FROM canopy.zones WHERE name <> '_defaultZone'
+                UNION ALL SELECT 'owner:' || name, owner_id FROM canopy.zones WHERE name <> '_defaultZone'
+                UNION ALL SELECT 'share:' || title, id FROM canopy.shares
+                """,
                 logger: TestDatabase.logger
             ).decode((String, Int64).self) {
                 ids[name] = id
