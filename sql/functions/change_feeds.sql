@@ -177,13 +177,27 @@ DROP FUNCTION IF EXISTS canopy.record_departure(bigint, text, bigint);
 CREATE OR REPLACE FUNCTION canopy.record_departure(p_user_id bigint, p_scope text, p_zone_id bigint, p_owner_id bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    zone_name text;
+    owner_name text;
 BEGIN
-    IF canopy.touch_zone(p_zone_id, p_owner_id) AND EXISTS (SELECT 1 FROM canopy.users WHERE id = p_user_id) THEN
-        INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
-        SELECT p_user_id, p_scope, z.id, z.name, z.owner_id, u.record_name, canopy.draw_position(p_zone_id, p_owner_id)
-          FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id
-         WHERE z.id = p_zone_id AND z.owner_id = p_owner_id;
+    -- One table's plain lookup at a time, then the row's values: on Citus
+    -- this runs in a shard's task (the participants' trigger), where an
+    -- INSERT … SELECT over the function's arguments cannot be planned.
+    IF NOT canopy.touch_zone(p_zone_id, p_owner_id) THEN
+        RETURN;
     END IF;
+    PERFORM 1 FROM canopy.users WHERE id = p_user_id;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    SELECT u.record_name INTO owner_name FROM canopy.users u WHERE u.id = p_owner_id;
+    IF NOT FOUND THEN
+        RETURN;   -- the owner is being deleted
+    END IF;
+    SELECT z.name INTO zone_name FROM canopy.zones z WHERE z.id = p_zone_id AND z.owner_id = p_owner_id;
+    INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
+    VALUES (p_user_id, p_scope, p_zone_id, zone_name, p_owner_id, owner_name, canopy.draw_position(p_zone_id, p_owner_id));
 END
 $$;
 

@@ -45,7 +45,11 @@ BEGIN
     IF current_user <> 'canopy_gateway' THEN
         RETURN NEW;
     END IF;
-    IF NEW.share_id = ANY (canopy.owned_share_ids()) OR NEW.share_id = ANY (canopy.admin_share_ids()) THEN
+    -- The share's owner (the row's owner_id is the share's), or one of its
+    -- administrators: asked of this share alone (canopy.caller_in_share),
+    -- which Citus answers on the share's shard; the caller's every share
+    -- (owned_share_ids, admin_share_ids) it cannot gather there.
+    IF NEW.owner_id = canopy.current_user_id() OR canopy.caller_in_share(NEW.owner_id, NEW.share_id, 'admin') THEN
         RETURN NEW;
     END IF;
     IF NEW.share_id <> OLD.share_id OR NEW.user_id IS DISTINCT FROM OLD.user_id

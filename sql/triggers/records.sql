@@ -120,14 +120,19 @@ BEGIN
     IF TG_OP = 'INSERT' OR moved OR NEW.parent_name IS DISTINCT FROM OLD.parent_name THEN
         IF NEW.parent_name IS NOT NULL THEN
             -- No cycles: walk up from the new parent (writes only, never reads).
-            WITH RECURSIVE up (name, depth) AS (
-                SELECT NEW.parent_name, 1
-                UNION
-                SELECT r.parent_name, up.depth + 1
-                  FROM canopy.records r JOIN up ON r.owner_id = NEW.owner_id AND r.zone_id = NEW.zone_id AND r.record_name = up.name
-                 WHERE r.parent_name IS NOT NULL AND up.depth < 10000
-            )
-            SELECT name INTO ancestor FROM up WHERE name = NEW.record_name LIMIT 1;
+            -- By EXECUTE … USING, the row's values bound: on Citus this runs
+            -- in the record's shard's task, where a recursive query over the
+            -- trigger's variables cannot be planned.
+            EXECUTE 'WITH RECURSIVE up (name, depth) AS (
+                         SELECT $1::text, 1
+                         UNION
+                         SELECT r.parent_name, up.depth + 1
+                           FROM canopy.records r JOIN up ON r.owner_id = $2 AND r.zone_id = $3 AND r.record_name = up.name
+                          WHERE r.parent_name IS NOT NULL AND up.depth < 10000
+                     )
+                     SELECT name FROM up WHERE name = $4 LIMIT 1'
+                INTO ancestor
+                USING NEW.parent_name, NEW.owner_id, NEW.zone_id, NEW.record_name;
             IF ancestor IS NOT NULL THEN
                 RAISE EXCEPTION 'parent % of record % makes a cycle', NEW.parent_name, NEW.record_name
                     USING ERRCODE = 'CN001';

@@ -149,8 +149,40 @@ public enum CitusDistribution {
             for table in quiet {
                 try await connection.query(PostgresQuery(unsafeSQL: "ALTER TABLE canopy.\(table) ENABLE TRIGGER USER"), logger: logger)
             }
+            try await continueIdentities(connection, logger: logger)
             try await prepareFunctions(connection, logger: logger)
             return quiet
+        }
+    }
+
+    /// Sets every identity column's sequence past the rows it already
+    /// numbered. Citus starts the sequence of a table it takes into its
+    /// metadata on the coordinator (the tables that stay there, joined to a
+    /// reference table by a foreign key) afresh, and the next row took id
+    /// 1 again: "duplicate key value violates unique constraint
+    /// api_tokens_pkey_102115" (docs/plans/ISSUE_67_SCHEMA_MAP.md §8.12).
+    /// The workers draw from ranges of their own (their node's group in the
+    /// high bits), above every id given before.
+    static func continueIdentities(_ connection: PostgresConnection, logger: Logger) async throws {
+        let rows = try await connection.query("""
+            SELECT c.relname, a.attname, pg_get_serial_sequence(format('canopy.%I', c.relname), a.attname)
+              FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+             WHERE c.relnamespace = 'canopy'::regnamespace AND c.relkind IN ('r', 'p') AND a.attidentity <> ''
+               AND NOT a.attisdropped AND c.relname !~ '_[0-9]+$'
+             ORDER BY 1
+            """, logger: logger)
+        var identities: [(table: String, column: String, sequence: String)] = []
+        for try await (table, column, sequence) in rows.decode((String, String, String?).self) {
+            if let sequence { identities.append((table, column, sequence)) }
+        }
+        for (table, column, sequence) in identities {
+            // The sequence bound; the table and column (from the catalog) quoted.
+            var query = PostgresQuery(unsafeSQL: """
+                SELECT setval($1::regclass, greatest((SELECT max(\(quoted(column))) FROM canopy.\(quoted(table))), \
+                pg_sequence_last_value($1::regclass), 1))
+                """)
+            query.binds.append(sequence, context: .default)
+            try await connection.query(query, logger: logger)
         }
     }
 
