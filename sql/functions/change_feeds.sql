@@ -247,31 +247,47 @@ $$;
 -- updated B) while that batch waits for A deadlocks. Only for callers who
 -- may write to the zone (a READ_ONLY participant cannot hold writers up);
 -- always true, so the write goes on and row-level security decides.
-CREATE OR REPLACE FUNCTION canopy.lock_zone_for_write(p_zone_id bigint) RETURNS boolean
+-- Given the zone's owner, as zone_feed_position (DECISIONS 168).
+CREATE OR REPLACE FUNCTION canopy.lock_zone_for_write(p_zone_id bigint, p_owner_id bigint) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM canopy.memberships m
-                WHERE m.user_id = canopy.current_user_id() AND m.zone_id = p_zone_id AND m.can_write)
-       OR (canopy.current_user_id() IS NOT NULL
+                WHERE m.user_id = canopy.current_user_id() AND m.zone_id = p_zone_id AND m.owner_id = p_owner_id AND m.can_write)
+       OR (canopy.current_user_id() IS NOT NULL AND p_owner_id = 0
            AND EXISTS (SELECT 1 FROM canopy.zones z WHERE z.id = p_zone_id AND z.owner_id = 0)) THEN
-        PERFORM 1 FROM canopy.zones WHERE id = p_zone_id FOR NO KEY UPDATE;
+        PERFORM 1 FROM canopy.zones WHERE id = p_zone_id AND owner_id = p_owner_id FOR NO KEY UPDATE;
     END IF;
     RETURN true;
 END
+$$;
+
+-- The one-argument form, for a gateway older than the owner's argument
+-- until it is restarted (one PostgreSQL only).
+CREATE OR REPLACE FUNCTION canopy.lock_zone_for_write(p_zone_id bigint) RETURNS boolean
+    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT canopy.lock_zone_for_write(p_zone_id, (SELECT z.owner_id FROM canopy.zones z WHERE z.id = p_zone_id))
 $$;
 
 -- The highest change position of a zone the caller can see, over its
 -- records and tombstones (whoever may read them) and the caller's own
 -- departures: where a sync from null starts reporting deletions, so a new
 -- participant learns nothing of what was deleted before they could see it.
-CREATE OR REPLACE FUNCTION canopy.zone_feed_position(p_zone_id bigint) RETURNS bigint
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+-- Given the zone's owner (the `zone` CTE's owner_id), every table is read
+-- by it: on Citus the function runs inside its statement's one-shard task,
+-- where only that owner's shards are local (DECISIONS 168). PL/pgSQL, not
+-- SQL: Citus cannot plan a SQL function's parameters, and PL/pgSQL's plans
+-- follow plan_cache_mode (canopy.act_as makes them for the values).
+CREATE OR REPLACE FUNCTION canopy.zone_feed_position(p_zone_id bigint, p_owner_id bigint) RETURNS bigint
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT greatest(
-        (SELECT max(r.change_seq) FROM canopy.records r WHERE r.zone_id = z.id),
-        (SELECT max(t.change_seq) FROM canopy.tombstones t WHERE t.zone_id = z.id),
-        (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = z.id AND d.user_id = canopy.current_user_id()),
+BEGIN
+    RETURN (SELECT greatest(
+        (SELECT max(r.change_seq) FROM canopy.records r WHERE r.zone_id = z.id AND r.owner_id = p_owner_id),
+        (SELECT max(t.change_seq) FROM canopy.tombstones t WHERE t.zone_id = z.id AND t.owner_id = p_owner_id),
+        (SELECT max(d.change_seq) FROM canopy.zone_departures d
+          WHERE d.zone_id = z.id AND d.owner_id = p_owner_id AND d.user_id = canopy.current_user_id()),
         z.access_changed_seq,   -- the public zone's last change of grants (0 elsewhere)
         -- Never below what the purge removed: a zone whose newest event was a
         -- purged deletion would otherwise start every sync from null below
@@ -280,9 +296,19 @@ AS $$
         z.tombstones_purged_through,
         0)
       FROM canopy.zones z
-     WHERE z.id = p_zone_id
+     WHERE z.id = p_zone_id AND z.owner_id = p_owner_id
        AND (z.owner_id = 0   -- the public zone (migrations/0025, 0038): everyone's feed
-            OR EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id))
+            OR EXISTS (SELECT 1 FROM canopy.memberships m
+                        WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id AND m.owner_id = p_owner_id)));
+END
+$$;
+
+-- The one-argument form, for a gateway older than the owner's argument
+-- until it is restarted (one PostgreSQL only).
+CREATE OR REPLACE FUNCTION canopy.zone_feed_position(p_zone_id bigint) RETURNS bigint
+    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT canopy.zone_feed_position(p_zone_id, (SELECT z.owner_id FROM canopy.zones z WHERE z.id = p_zone_id))
 $$;
 
 -- Where to cut a zone's records at or below p_through (a feed position,
@@ -370,12 +396,16 @@ $$;
 REVOKE ALL ON FUNCTION canopy.purge_change_history(interval, integer) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.claim_history_purge(interval) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.lock_zone_for_write(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.lock_zone_for_write(bigint, bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.zone_feed_position(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.zone_feed_position(bigint, bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.zone_range_cuts(bigint, bigint, integer, integer) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.read_position() FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.purge_change_history(interval, integer) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.claim_history_purge(interval) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.lock_zone_for_write(bigint) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.lock_zone_for_write(bigint, bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.zone_feed_position(bigint) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.zone_feed_position(bigint, bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.zone_range_cuts(bigint, bigint, integer, integer) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.read_position() TO canopy_gateway;

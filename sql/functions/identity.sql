@@ -38,6 +38,11 @@ AS $$
 BEGIN
     IF pg_catalog.current_setting('citus.propagate_set_commands', true) IS NOT NULL THEN
         SET LOCAL citus.propagate_set_commands = 'local';
+        -- Plans made for the values bound (DECISIONS 168): Citus cannot plan
+        -- a statement whose values are still parameters once it holds a
+        -- subquery under row-level security ("could not create distributed
+        -- plan"), and it routes to one shard by the owner's value.
+        SET LOCAL plan_cache_mode = force_custom_plan;
     END IF;
     EXECUTE pg_catalog.format('SET LOCAL canopy.user_id = %L', coalesce(p_user_id::text, ''));
     IF p_schema_mode IS NOT NULL THEN

@@ -45,9 +45,15 @@ SET LOCAL ROLE canopy_owner;
 -- record whose subtransaction succeeded (PL/pgSQL variables are not rolled
 -- back), and returned only at the end. The fast path no longer probes the
 -- batch's names first: the unique index does, as the INSERT runs.
+--
+-- The zone's owner is an argument (DECISIONS 168): every statement here
+-- names it, so on Citus, where the gateway's statement runs as one
+-- shard's task, each is a lookup of that owner's co-located shards. NULL
+-- (a gateway older than the argument) reads it from the zone.
 DROP FUNCTION IF EXISTS canopy.modify_records(bigint, jsonb, text[], text);
+DROP FUNCTION IF EXISTS canopy.modify_records(bigint, jsonb, text[], text, jsonb);
 CREATE OR REPLACE FUNCTION canopy.modify_records(p_zone_id bigint, p_saves jsonb, p_deletes text[], p_policy text,
-                                                 p_delete_tags jsonb DEFAULT '{}')
+                                                 p_delete_tags jsonb DEFAULT '{}', p_owner_id bigint DEFAULT NULL)
     RETURNS TABLE (outcome jsonb, rec canopy.records)
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
@@ -71,7 +77,7 @@ DECLARE
     -- The zone's owner, which every record written carries (migrations/0039):
     -- given here, so the a_owner_id trigger has nothing to do. NULL for a
     -- zone the caller cannot see, whose writes row-level security refuses.
-    zone_owner bigint := (SELECT z.owner_id FROM canopy.zones z WHERE z.id = p_zone_id);
+    zone_owner bigint := coalesce(p_owner_id, (SELECT z.owner_id FROM canopy.zones z WHERE z.id = p_zone_id));
 BEGIN
     IF jsonb_array_length(p_saves) > 1
        AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements(p_saves) s
@@ -109,10 +115,10 @@ BEGIN
         failure := NULL;
         BEGIN
             SELECT * INTO existing
-              FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name FOR UPDATE;
+              FROM canopy.records WHERE zone_id = p_zone_id AND owner_id = zone_owner AND record_name = name FOR UPDATE;
             was_there := existing.id IS NOT NULL;
             IF save->>'parent' IS NOT NULL AND save->>'parent' <> name AND NOT EXISTS (
-                SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = save->>'parent'
+                SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND owner_id = zone_owner AND record_name = save->>'parent'
             ) THEN
                 failure := jsonb_build_object('code', 'REFERENCE_VIOLATION',
                     'message', format('parent %s does not exist in the zone', save->>'parent'));
@@ -123,7 +129,7 @@ BEGIN
                 -- of another's that the caller may read is one it may not
                 -- change, and saving it as new must not look like a clash.)
                 IF EXISTS (
-                    SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name
+                    SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND owner_id = zone_owner AND record_name = name
                 ) THEN
                     failure := jsonb_build_object('code', 'PERMISSION_FAILURE',
                         'message', format('you may not change record %s', name));
@@ -150,7 +156,7 @@ BEGIN
                     THEN jsonb_strip_nulls(existing.fields || (save->'fields'))
                     ELSE save->'fields' END;
                 UPDATE canopy.records SET fields = new_fields, parent_name = save->>'parent'
-                 WHERE id = existing.id
+                 WHERE id = existing.id AND owner_id = zone_owner
                 RETURNING * INTO written;
                 saved_id := written.id;
                 IF saved_id IS NULL THEN
@@ -190,18 +196,18 @@ BEGIN
         BEGIN
             IF delete_tag IS NOT NULL THEN
                 SELECT * INTO existing
-                  FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name;
+                  FROM canopy.records WHERE zone_id = p_zone_id AND owner_id = zone_owner AND record_name = name;
                 IF existing.id IS NOT NULL AND existing.change_tag IS DISTINCT FROM delete_tag THEN
                     failure := jsonb_build_object('code', 'SERVER_RECORD_CHANGED', 'serverRecordId', existing.id,
                         'message', format('record %s changed on the server since tag %s', name, delete_tag));
                 END IF;
             END IF;
             IF failure IS NULL THEN
-                DELETE FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name
+                DELETE FROM canopy.records WHERE zone_id = p_zone_id AND owner_id = zone_owner AND record_name = name
                    AND (delete_tag IS NULL OR change_tag = delete_tag) RETURNING id INTO saved_id;
             END IF;
             IF failure IS NULL AND saved_id IS NULL AND EXISTS (
-                SELECT 1 FROM canopy.records r WHERE r.zone_id = p_zone_id AND r.record_name = name
+                SELECT 1 FROM canopy.records r WHERE r.zone_id = p_zone_id AND r.owner_id = zone_owner AND r.record_name = name
                    AND r.id = ANY (canopy.member_root_record_ids())
             ) THEN
                 -- A participant deleting the root of a share they accepted
@@ -210,7 +216,7 @@ BEGIN
                 saved_id := 0;
             END IF;
             IF failure IS NULL AND saved_id IS NULL THEN
-                IF EXISTS (SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND record_name = name) THEN
+                IF EXISTS (SELECT 1 FROM canopy.records WHERE zone_id = p_zone_id AND owner_id = zone_owner AND record_name = name) THEN
                     failure := jsonb_build_object('code', 'PERMISSION_FAILURE', 'message', format('you may not delete record %s', name));
                 ELSE
                     failure := jsonb_build_object('code', 'UNKNOWN_ITEM', 'message', format('record %s does not exist', name));
@@ -240,5 +246,5 @@ BEGIN
 END
 $$;
 
-REVOKE ALL ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text, jsonb) FROM PUBLIC, canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text, jsonb) TO canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text, jsonb, bigint) FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.modify_records(bigint, jsonb, text[], text, jsonb, bigint) TO canopy_gateway;

@@ -190,7 +190,9 @@ public enum CitusDistribution {
     /// workers, and marks each function behind a trigger of a distributed
     /// table, and each PL/pgSQL function a distributed table's policy
     /// calls that reads Canopy's tables (`public_zone_id`,
-    /// `granted_record_types`, …), to run with
+    /// `granted_record_types`, …), and each PL/pgSQL function the gateway
+    /// may call that reads them (`zone_feed_position`: the gateway's
+    /// statements run as one shard's task, DECISIONS 168), to run with
     /// `citus.allow_nested_distributed_execution`. Such a trigger or policy
     /// runs on its row's shard, and the statements in those functions (the
     /// zone's memberships when a zone is made, the public zone's id when a
@@ -231,7 +233,11 @@ public enum CitusDistribution {
                         AND p.prosrc ~ '(FROM|JOIN)\\s+canopy\\.'
                         AND p.oid IN (SELECT dep.refobjid FROM pg_depend dep JOIN pg_policy pol ON pol.oid = dep.objid
                                         JOIN pg_dist_partition d ON d.logicalrelid = pol.polrelid
-                                       WHERE dep.classid = 'pg_policy'::regclass AND dep.refclassid = 'pg_proc'::regclass)))
+                                       WHERE dep.classid = 'pg_policy'::regclass AND dep.refclassid = 'pg_proc'::regclass))
+                    OR (p.prolang = (SELECT oid FROM pg_language WHERE lanname = 'plpgsql')
+                        AND p.pronamespace = 'canopy'::regnamespace
+                        AND p.prosrc ~ '(FROM|JOIN)\\s+canopy\\.'
+                        AND has_function_privilege('canopy_gateway', p.oid, 'EXECUTE')))
             """, logger: logger)
         var functions: [String] = []
         for try await function in rows.decode(String.self) { functions.append(function) }

@@ -33,7 +33,7 @@ enum ModifyRecordsRun {
         }
         do {
             let (outcome, records) = try await database.withUser(userID, device: device, logger: logger) { connection in
-                let written = try ModifyRecordsPlan.decodeWritten(try await connection.execute(plan.writeQuery, logger: logger))
+                let written = try ModifyRecordsPlan.decodeWritten(try await connection.execute(plan.writeQuery, as: userID, logger: logger))
                 guard written.zoneFound, let raw = written.result else { throw zoneMissing }
                 let failures = raw.errors.map { error -> ModifyRecordsPlan.RecordFailure in
                     if let code = error.code {
@@ -46,7 +46,7 @@ enum ModifyRecordsRun {
                 var records = written.records
                 let ids = outcome.saved + outcome.failures.compactMap(\.serverRecordID)
                 if !plan.rendersInWrite && !ids.isEmpty {
-                    for row in try await connection.execute(plan.readQuery(ids: ids), logger: logger) {
+                    for row in try await connection.execute(plan.readQuery(ids: ids), as: userID, logger: logger) {
                         let record = try ModifyRecordsPlan.decodeRecord(row)
                         records[record.id] = (record.name, record.saved, record.server)
                     }

@@ -8,11 +8,12 @@ struct MoveRecordsOperation: RootOperation {
         let plan = try MoveRecordsPlan(field, request: executor.request)
         let logger = executor.logger
         let arguments = executor.request.arguments(of: field)
-        return try await executor.database.withUser(try executor.signedInUser(), device: executor.device, logger: logger) { connection in
-            let located = try await connection.execute(plan.locate, logger: logger).first.map(MoveRecordsPlan.decodeLocated)
+        let userID = try executor.signedInUser()
+        return try await executor.database.withUser(userID, device: executor.device, logger: logger) { connection in
+            let located = try await connection.execute(plan.locate, as: userID, logger: logger).first.map(MoveRecordsPlan.decodeLocated)
             guard let fromID = located?.from else { throw QueryError.zoneNotFound(at: arguments.location("from")) }
             guard let toID = located?.to else { throw QueryError.zoneNotFound(at: arguments.location("to")) }
-            return try await connection.execute(try plan.move(fromID: fromID, toID: toID), logger: logger).first.map(JSONRow.decode)?.json
+            return try await connection.execute(try plan.move(fromID: fromID, toID: toID), as: userID, logger: logger).first.map(JSONRow.decode)?.json
         }
     }
 }

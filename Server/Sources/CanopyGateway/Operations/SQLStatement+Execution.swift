@@ -16,8 +16,11 @@ extension RequestDatabase {
 }
 
 extension PostgresConnection {
-    /// Runs a compiled statement on this connection, prepared by its shape.
-    public func execute(_ statement: SQLStatement, logger: Logger) async throws -> [PostgresRow] {
-        try await executeShaped(statement.postgresQuery, parameterTypes: statement.parameterTypes, logger: logger)
+    /// Runs a compiled statement on this connection, prepared by its shape,
+    /// with the caller's id bound when it names them (a write's transaction,
+    /// which acts for `userID` already).
+    public func execute(_ statement: SQLStatement, as userID: Int64, logger: Logger) async throws -> [PostgresRow] {
+        let statement = statement.bindingCaller(userID)
+        return try await executeShaped(statement.postgresQuery, parameterTypes: statement.parameterTypes, logger: logger)
     }
 }

@@ -23,8 +23,8 @@ struct ShareLinkOperation: RootOperation {
     /// The action, then the metadata as the plan renders it, as `userID`.
     func run(_ plan: ShareMetadataPlan, database: RequestDatabase, userID: Int64, device: String?, logger: Logger) async throws -> String? {
         let row = try await database.withUser(userID, device: device, logger: logger) { connection in
-            _ = try await connection.execute(action(plan), logger: logger)
-            return try await connection.execute(plan.statement, logger: logger).first.map(ShareMetadataPlan.decode)
+            _ = try await connection.execute(action(plan), as: userID, logger: logger)
+            return try await connection.execute(plan.statement, as: userID, logger: logger).first.map(ShareMetadataPlan.decode)
         }
         return try plan.answer(row)
     }

@@ -65,7 +65,7 @@ struct PlanRunner: Sendable {
     func write<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
         let userID = try signedInUser(), logger = self.logger
         return try await database.withUser(userID, device: device, logger: logger) { connection in
-            try collect(try await connection.execute(statement, logger: logger))
+            try collect(try await connection.execute(statement, as: userID, logger: logger))
         }
     }
 

@@ -116,9 +116,10 @@ public struct DatabaseChangesPlan: Sendable {
         let afterKind = builder.bind(since?.after.map { Int64($0[1]) })
         let afterID = builder.bind(since?.after.map { Int64($0[2]) })
         let limitBind = builder.bind(limit)
+        let caller = builder.caller()
         let inScope: SQL = scope == .private
-            ? "z.owner_id = canopy.current_user_id()"
-            : "z.owner_id <> canopy.current_user_id() AND z.owner_id <> 0"
+            ? "z.owner_id = \(caller)"
+            : "z.owner_id <> \(caller) AND z.owner_id <> 0"
         let changedZones: SQL
         let deletedZones: SQL
         if let field, let request {
@@ -144,7 +145,7 @@ public struct DatabaseChangesPlan: Sendable {
             AND NOT pg_visible_in_snapshot(z.changed_xid, (SELECT snapshot FROM seen)))) \
             UNION ALL \
             SELECT d.change_xid, 1, d.id FROM canopy.zone_departures d \
-            WHERE d.user_id = canopy.current_user_id() AND d.scope = \(scopeName)::text \
+            WHERE d.user_id = \(caller) AND d.scope = \(scopeName)::text \
             AND d.change_xid >= pg_snapshot_xmin((SELECT snapshot FROM seen)) \
             AND NOT pg_visible_in_snapshot(d.change_xid, (SELECT snapshot FROM seen))), \
             page AS (SELECT e.*, row_number() OVER (ORDER BY e.xid, e.kind, e.row_id) AS ord FROM (\

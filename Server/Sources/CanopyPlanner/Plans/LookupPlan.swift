@@ -77,6 +77,7 @@ public struct LookupPlan: Sendable {
             }
         }
         let bound = builder.bind(names, replaying: { $0.names })
+        let owned = zone.ownerTest("found.owner_id", &builder)
         // Each name is a probe of the (zone_id, record_name) unique index:
         // as a LATERAL subquery with both columns equal, that is the only
         // plan the generic plan can take. A plain join let a generic plan
@@ -87,7 +88,7 @@ public struct LookupPlan: Sendable {
             (SELECT coalesce(json_agg(\(result) ORDER BY n.ord), '[]') \
             FROM unnest(\(bound)::text[]) WITH ORDINALITY n(name, ord) \
             LEFT JOIN LATERAL (SELECT found.* FROM canopy.records found \
-            WHERE found.zone_id = (SELECT id FROM zone) AND found.record_name = n.name LIMIT 1) r ON true)::text
+            WHERE found.zone_id = (SELECT id FROM zone)\(owned) AND found.record_name = n.name LIMIT 1) r ON true)::text
             """)
         statement = builder.query
         template = builder.template
@@ -156,13 +157,14 @@ extension LookupPlan {
             'reason', 'record ' || n.name || ' does not exist', 'uuid', \(builder.bind(style.requestID, replaying: { $0.requestID }))::text)::text
             """
         let bound = builder.bind(lookup.values.names, replaying: { $0.names })
+        let owned = lookup.zone.ownerTest("found.owner_id", &builder)
         // The same probe of the (zone_id, record_name) index as GraphQL's lookup.
         builder.append("""
             WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \
             (SELECT '[' || coalesce(string_agg(CASE WHEN r.id IS NULL THEN \(missing) ELSE \(record) END, ',' ORDER BY n.ord), '') || ']' \
             FROM unnest(\(bound)::text[]) WITH ORDINALITY n(name, ord) \
             LEFT JOIN LATERAL (SELECT found.* FROM canopy.records found \
-            WHERE found.zone_id = (SELECT id FROM zone) AND found.record_name = n.name LIMIT 1) r ON true)
+            WHERE found.zone_id = (SELECT id FROM zone)\(owned) AND found.record_name = n.name LIMIT 1) r ON true)
             """)
         statement = builder.query
         template = builder.template
@@ -181,7 +183,7 @@ extension LookupPlan {
         let cte = zone.cte(&builder)
         builder.append("""
             WITH \(cte) SELECT r.record_name, r.record_type FROM canopy.records r \
-            WHERE r.zone_id = (SELECT id FROM zone) AND r.record_name = ANY(\(builder.bind(names))::text[])
+            WHERE r.zone_id = (SELECT id FROM zone)\(zone.ownerTest("r.owner_id", &builder)) AND r.record_name = ANY(\(builder.bind(names))::text[])
             """)
         return builder.query
     }

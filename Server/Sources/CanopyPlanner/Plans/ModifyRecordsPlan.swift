@@ -263,12 +263,11 @@ public struct ModifyRecordsPlan: Sendable {
             let saves = builder.bind(json: .array(self.saves))
             let deletes = builder.bind(self.deletes.filter { name in !refused.contains { $0.recordName == name } })
             let policy = builder.bind(self.policy.rawValue)
-            // The tag-checked deletes only when there are any: the statement of
-            // every other batch stays the one it was.
-            let tags: SQL = deleteTags.isEmpty ? "" : ", \(builder.bind(json: .object(deleteTags.mapValues(JSONValue.string))))"
+            // The tag-checked deletes bound only when there are any.
+            let tagsOrNone: SQL = deleteTags.isEmpty ? "'{}'::jsonb" : builder.bind(json: .object(deleteTags.mapValues(JSONValue.string)))
             let written: SQL = """
-                (SELECT zone.id, canopy.lock_zone_for_write(zone.id) AS locked FROM zone) z, \
-                LATERAL canopy.modify_records(z.id, \(saves), \(deletes)::text[], \(policy)\(tags)) f WHERE z.locked
+                (SELECT zone.id, zone.owner_id, canopy.lock_zone_for_write(zone.id, zone.owner_id) AS locked FROM zone) z, \
+                LATERAL canopy.modify_records(z.id, \(saves), \(deletes)::text[], \(policy), \(tagsOrNone), z.owner_id) f WHERE z.locked
                 """
             guard rendersInWrite else {
                 builder.append("""
@@ -339,7 +338,7 @@ public struct ModifyRecordsPlan: Sendable {
         let (saved, server) = try renderings(&builder)
         let bound = builder.bind(ids)
         builder.append("""
-            WITH \(cte) SELECT r.id, r.record_name, \(saved)::text, \(server)::text FROM canopy.records r WHERE r.id = ANY(\(bound)::int8[])
+            WITH \(cte) SELECT r.id, r.record_name, \(saved)::text, \(server)::text FROM canopy.records r WHERE r.id = ANY(\(bound)::int8[])\(zone.ownerTest("r.owner_id", &builder))
             """)
         return builder.query
     }

@@ -252,7 +252,7 @@ public struct RecordsPlan: Sendable {
         // Zone-wide (every zone of the scope): any of the zone CTE's rows,
         // ordered by (sort keys, recordName, zone) so a cursor is exact.
         let zones: SQL = zone.everyZone ? "r.zone_id IN (SELECT id FROM zone)" : "r.zone_id = (SELECT id FROM zone)"
-        let base: SQL = "FROM canopy.records r WHERE \(zones) AND r.record_type = \(SQL.literal(recordType)) AND \(filter)"
+        let base: SQL = "FROM canopy.records r WHERE \(zones)\(zone.ownerTest("r.owner_id", &builder)) AND r.record_type = \(SQL.literal(recordType)) AND \(filter)"
         let page: SQL
         if sortKeys.count == 1 && !zone.everyZone {
             page = try Self.singleKeyPage(sortKeys[0], predicate: predicate, after: after?.keys, base: base, limit: limitBind, &builder)

@@ -125,6 +125,8 @@ public struct ZoneChangesPlan: Sendable {
         let after = builder.bind(since?.after ?? 0)
         let floor = builder.bind(since?.floor)
         let limitBind = builder.bind(limit)
+        // Each zone-scoped table given the zone's owner where it is known (ZoneReference.ownerTest).
+        func owned(_ column: SQL) -> SQL { zone.ownerTest(column, &builder) }
         // A range of a first sync (zoneRanges) stops at its upper bound.
         let liveUntil: SQL = since?.until.map { " AND r.change_seq <= \(builder.bind($0))::int8" } ?? ""
         let deadUntil: SQL = since?.until.map { " AND t.change_seq <= \(builder.bind($0))::int8" } ?? ""
@@ -133,30 +135,30 @@ public struct ZoneChangesPlan: Sendable {
         let leftShares: SQL = scope == .private
             ? "false"
             : """
-                NOT EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() \
-                AND m.zone_id = (SELECT id FROM zone) AND m.root_record_id IS NULL)
+                NOT EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = \(builder.caller()) \
+                AND m.zone_id = (SELECT id FROM zone)\(owned("m.owner_id")) AND m.root_record_id IS NULL)
                 """
         // What the caller may see changed other than through records: in
         // the public zone, grants or role members (for everyone, see
         // sql/triggers/public_access.sql); elsewhere, the caller's departures.
         let departures: SQL = scope == .public
-            ? "(SELECT nullif(z.access_changed_seq, 0) FROM canopy.zones z WHERE z.id = (SELECT id FROM zone))"
+            ? "(SELECT nullif(z.access_changed_seq, 0) FROM canopy.zones z WHERE z.id = (SELECT id FROM zone)\(owned("z.owner_id")))"
             : """
-                (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = (SELECT id FROM zone) \
-                AND d.user_id = canopy.current_user_id())
+                (SELECT max(d.change_seq) FROM canopy.zone_departures d WHERE d.zone_id = (SELECT id FROM zone)\(owned("d.owner_id")) \
+                AND d.user_id = \(builder.caller()))
                 """
         let changedList: SQL
         let deletedList: SQL
         if let style {
             let only: SQL = recordTypes.map { " AND r.record_type = ANY(\(builder.bind($0))::text[])" } ?? ""
             changedList = Projection.cloudKitRecordList(
-                style, from: "FROM page p JOIN canopy.records r ON r.id = p.id WHERE p.live\(only)", order: "p.position", &builder)
+                style, from: "FROM page p JOIN canopy.records r ON r.id = p.id\(owned("r.owner_id")) WHERE p.live\(only)", order: "p.position", &builder)
             let zoneID = builder.bind(json: style.zoneID)
             let tombstone: SQL = "json_build_object('recordName', t.record_name, 'recordType', t.record_type, 'deleted', true, 'zoneID', \(zoneID)::json)::text"
             let deadOnly: SQL = recordTypes.map { " AND t.record_type = ANY(\(builder.bind($0))::text[])" } ?? ""
             deletedList = """
                 (SELECT '[' || coalesce(string_agg(\(tombstone), ',' ORDER BY p.position), '') || ']' \
-                FROM page p JOIN canopy.tombstones t ON t.id = p.id WHERE NOT p.live\(deadOnly))
+                FROM page p JOIN canopy.tombstones t ON t.id = p.id\(owned("t.owner_id")) WHERE NOT p.live\(deadOnly))
                 """
         } else {
             let changed = try field?.children.first { $0.name == "changed" }.map {
@@ -172,23 +174,23 @@ public struct ZoneChangesPlan: Sendable {
                     }
                 }
             } ?? "NULL::json"
-            changedList = "(SELECT coalesce(json_agg(\(changed) ORDER BY p.position), '[]') FROM page p JOIN canopy.records r ON r.id = p.id WHERE p.live)::text"
-            deletedList = "(SELECT coalesce(json_agg(\(deleted) ORDER BY p.position), '[]') FROM page p JOIN canopy.tombstones t ON t.id = p.id WHERE NOT p.live)::text"
+            changedList = "(SELECT coalesce(json_agg(\(changed) ORDER BY p.position), '[]') FROM page p JOIN canopy.records r ON r.id = p.id\(owned("r.owner_id")) WHERE p.live)::text"
+            deletedList = "(SELECT coalesce(json_agg(\(deleted) ORDER BY p.position), '[]') FROM page p JOIN canopy.tombstones t ON t.id = p.id\(owned("t.owner_id")) WHERE NOT p.live)::text"
         }
         builder.append("""
             WITH \(cte), \
-            floor AS (SELECT coalesce(\(floor)::int8, canopy.zone_feed_position((SELECT id FROM zone)), 0) AS position), \
+            floor AS (SELECT coalesce(\(floor)::int8, canopy.zone_feed_position((SELECT id FROM zone), (SELECT owner_id FROM zone)), 0) AS position), \
             live AS (SELECT r.change_seq AS position, r.record_name AS name, true AS live, r.id FROM canopy.records r \
-            WHERE r.zone_id = (SELECT id FROM zone) AND r.change_seq > \(after)::int8\(liveUntil) ORDER BY r.change_seq LIMIT \(limitBind)::int8 + 1), \
+            WHERE r.zone_id = (SELECT id FROM zone)\(owned("r.owner_id")) AND r.change_seq > \(after)::int8\(liveUntil) ORDER BY r.change_seq LIMIT \(limitBind)::int8 + 1), \
             dead AS (SELECT t.change_seq, t.record_name, false, t.id FROM canopy.tombstones t \
-            WHERE t.zone_id = (SELECT id FROM zone) AND t.change_seq > greatest(\(after)::int8, (SELECT position FROM floor))\(deadUntil) \
+            WHERE t.zone_id = (SELECT id FROM zone)\(owned("t.owner_id")) AND t.change_seq > greatest(\(after)::int8, (SELECT position FROM floor))\(deadUntil) \
             AND (t.kind = 'deleted' OR \(leftShares)) ORDER BY t.change_seq LIMIT \(limitBind)::int8 + 1), \
             events AS (SELECT * FROM live UNION ALL SELECT * FROM dead), \
             bound AS (SELECT position FROM events ORDER BY position OFFSET \(limitBind)::int8 - 1 LIMIT 1), \
             inside AS (SELECT * FROM events WHERE NOT EXISTS (SELECT 1 FROM bound) OR position <= (SELECT position FROM bound)), \
             page AS (SELECT DISTINCT ON (name) * FROM inside ORDER BY name, position DESC, live DESC) \
             SELECT (SELECT id FROM zone), \
-            (SELECT z.tombstones_purged_through FROM canopy.zones z WHERE z.id = (SELECT id FROM zone)), \
+            (SELECT z.tombstones_purged_through FROM canopy.zones z WHERE z.id = (SELECT id FROM zone)\(owned("z.owner_id"))), \
             \(departures), \
             (SELECT position FROM floor), \
             \(changedList), \

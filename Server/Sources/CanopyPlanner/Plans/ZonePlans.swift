@@ -8,9 +8,10 @@ public struct ZonesPlan: Sendable {
         let scope = try DatabaseScope.read(request.arguments(of: field), publicRefusal: DatabaseScope.notInPublic("it lists no zones"))
         var builder = SQLBuilder()
         let zone = try Projection.zone(field.children, id: "z.id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
+        let caller = builder.caller()
         let (filter, order): (SQL, SQL) = scope == .private
-            ? ("z.owner_id = canopy.current_user_id()", "z.name")
-            : ("z.owner_id <> canopy.current_user_id() AND z.owner_id <> 0", "u.record_name, z.name")
+            ? ("z.owner_id = \(caller)", "z.name")
+            : ("z.owner_id <> \(caller) AND z.owner_id <> 0", "u.record_name, z.name")
         builder.append("""
             SELECT coalesce(json_agg(\(zone) ORDER BY \(order)), '[]')::text \
             FROM canopy.zones z JOIN canopy.users u ON u.id = z.owner_id WHERE \(filter)
@@ -33,7 +34,7 @@ public struct SaveZonePlan: Sendable {
         let zone = try Projection.zone(field.children, id: "z.id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
         let bound = builder.bind(name)
         builder.append("""
-            \(Self.madeOrFound(bound))SELECT \(zone)::text FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
+            \(Self.madeOrFound(bound, caller: builder.caller()))SELECT \(zone)::text FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
             """)
         statement = builder.query
     }
@@ -42,12 +43,12 @@ public struct SaveZonePlan: Sendable {
 extension SaveZonePlan {
     /// `WITH inserted …, found …`: the caller's zone named `name` (bound),
     /// made if new; both doors' statements select from `found`.
-    static func madeOrFound(_ name: SQL) -> SQL {
+    static func madeOrFound(_ name: SQL, caller: SQL) -> SQL {
         """
-        WITH inserted AS (INSERT INTO canopy.zones (owner_id, name) VALUES (canopy.current_user_id(), \(name)) \
+        WITH inserted AS (INSERT INTO canopy.zones (owner_id, name) VALUES (\(caller), \(name)) \
         ON CONFLICT (owner_id, name) DO NOTHING RETURNING id, owner_id, name), \
         found AS (SELECT id, owner_id, name FROM inserted UNION ALL \
-        SELECT id, owner_id, name FROM canopy.zones WHERE owner_id = canopy.current_user_id() AND name = \(name)) 
+        SELECT id, owner_id, name FROM canopy.zones WHERE owner_id = \(caller) AND name = \(name)) 
         """
     }
 
@@ -60,7 +61,7 @@ extension SaveZonePlan {
         var builder = SQLBuilder()
         let bound = builder.bind(name)
         builder.append("""
-            \(madeOrFound(bound))SELECT z.name, u.record_name FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
+            \(madeOrFound(bound, caller: builder.caller()))SELECT z.name, u.record_name FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1
             """)
         return builder.query
     }
@@ -100,7 +101,7 @@ public struct DeleteZonePlan: Sendable {
         switch scope {
         case .private:
             builder.append("""
-                WITH \(cte), deleted AS (DELETE FROM canopy.zones WHERE id IN (SELECT id FROM zone) RETURNING 1) \
+                WITH \(cte), deleted AS (DELETE FROM canopy.zones WHERE id IN (SELECT id FROM zone)\(zone.ownerTest("owner_id", &builder)) RETURNING 1) \
                 SELECT count(*)::int FROM deleted
                 """)
         case .shared, .public:   // PUBLIC was refused above

@@ -62,7 +62,7 @@ public struct ZoneRangesPlan: Sendable {
         // One statement, so one snapshot holds both the position and the
         // cuts (docs/CHANGE_FEEDS.md proves why that makes the result exact).
         builder.append("""
-            WITH \(cte), head AS (SELECT coalesce(canopy.zone_feed_position((SELECT id FROM zone)), 0) AS p) \
+            WITH \(cte), head AS (SELECT coalesce(canopy.zone_feed_position((SELECT id FROM zone), (SELECT owner_id FROM zone)), 0) AS p) \
             SELECT (SELECT id FROM zone), (SELECT p FROM head), \(cuts), canopy.read_position()
             """)
         statement = builder.query

@@ -1,5 +1,5 @@
 /// A `ZoneID` argument in a scope: which zone an operation is about. Its
-/// SQL is a `zone` CTE (id, name, owner_name) that is empty when the zone
+/// SQL is a `zone` CTE (id, name, owner_name, owner_id) that is empty when the zone
 /// does not exist *for the caller* — row-level security decides — which
 /// the gateway reports as ZONE_NOT_FOUND.
 public struct ZoneReference: Sendable, Equatable {
@@ -125,6 +125,20 @@ public struct ZoneReference: Sendable, Equatable {
         "\(scope.rawValue)\(visibleToCaller ? "+" : "")\(everyZone ? "*" : "")"
     }
 
+    /// ` AND <column> = <owner>` when the zone's owner is known without
+    /// reading (the caller's own zones, the public zone's 0), else nothing:
+    /// for each zone-scoped table a statement reads beside the `zone` CTE.
+    /// Citus routes a statement to the one shard of that owner only when
+    /// every distributed table in it is given the owner (DECISIONS 168);
+    /// on one PostgreSQL it is one more equality on a row already found.
+    /// A zone named by another owner's name is not routed yet (its owner's
+    /// id is read with the zone).
+    func ownerTest(_ column: SQL, _ builder: inout SQLBuilder) -> SQL {
+        if scope == .public { return " AND \(column) = 0" }
+        if scope == .private && !visibleToCaller { return " AND \(column) = \(builder.caller())" }
+        return ""
+    }
+
     /// `zone AS (...)`, for a WITH clause.
     func cte(_ builder: inout SQLBuilder) -> SQL {
         cte(named: "zone", &builder)
@@ -134,14 +148,15 @@ public struct ZoneReference: Sendable, Equatable {
     func cte(named cteName: SQL, _ builder: inout SQLBuilder) -> SQL {
         if scope == .public {
             return """
-                \(cteName) AS (SELECT z.id, z.name, \(builder.bind(DatabaseScope.publicOwnerName))::text AS owner_name \
+                \(cteName) AS (SELECT z.id, z.name, \(builder.bind(DatabaseScope.publicOwnerName))::text AS owner_name, z.owner_id \
                 FROM canopy.zones z WHERE z.owner_id = 0)
                 """
         }
         if everyZone {
-            let ownership: SQL = scope == .private ? "z.owner_id = canopy.current_user_id()" : "z.owner_id <> canopy.current_user_id() AND z.owner_id <> 0"
+            let caller = builder.caller()
+            let ownership: SQL = scope == .private ? "z.owner_id = \(caller)" : "z.owner_id <> \(caller) AND z.owner_id <> 0"
             return """
-                \(cteName) AS (SELECT z.id, z.name, u.record_name AS owner_name FROM canopy.zones z \
+                \(cteName) AS (SELECT z.id, z.name, u.record_name AS owner_name, z.owner_id FROM canopy.zones z \
                 JOIN canopy.users u ON u.id = z.owner_id WHERE \(ownership))
                 """
         }
@@ -152,10 +167,10 @@ public struct ZoneReference: Sendable, Equatable {
         let ownership: SQL = visibleToCaller
             ? "z.owner_id <> 0 AND u.record_name = \(owner)"
             : scope == .private
-            ? "z.owner_id = canopy.current_user_id() AND (\(owner)::text IS NULL OR u.record_name = \(owner))"
-            : "z.owner_id <> canopy.current_user_id() AND z.owner_id <> 0 AND u.record_name = \(owner)"
+            ? "z.owner_id = \(builder.caller()) AND (\(owner)::text IS NULL OR u.record_name = \(owner))"
+            : "z.owner_id <> \(builder.caller()) AND z.owner_id <> 0 AND u.record_name = \(owner)"
         return """
-            \(cteName) AS (SELECT z.id, z.name, u.record_name AS owner_name FROM canopy.zones z \
+            \(cteName) AS (SELECT z.id, z.name, u.record_name AS owner_name, z.owner_id FROM canopy.zones z \
             JOIN canopy.users u ON u.id = z.owner_id WHERE z.name = \(name) AND \(ownership))
             """
     }

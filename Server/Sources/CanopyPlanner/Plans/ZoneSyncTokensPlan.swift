@@ -41,16 +41,16 @@ public struct ZoneSyncTokensPlan: Sendable {
     public init(scope: DatabaseScope, userID: Int64) {
         self.scope = scope
         self.userID = userID
+        var builder = SQLBuilder()
         let (filter, order): (SQL, SQL) = switch scope {
-        case .private: ("z.owner_id = canopy.current_user_id()", "z.name")
-        case .shared: ("z.owner_id <> canopy.current_user_id() AND z.owner_id <> 0", "u.record_name, z.name")
+        case .private: ("z.owner_id = \(builder.caller())", "z.name")
+        case .shared: ("z.owner_id <> \(builder.caller()) AND z.owner_id <> 0", "u.record_name, z.name")
         case .public: ("z.owner_id = 0", "z.name")
         }
-        var builder = SQLBuilder()
         let owner: SQL = scope == .public ? "\(builder.bind(DatabaseScope.publicOwnerName))::text" : "u.record_name"
         let zoneID = Projection.cloudKitZoneID(name: "z.name", owner: owner)
         builder.append("""
-            SELECT z.id, z.name, u.record_name, \(zoneID)::text, canopy.zone_feed_position(z.id), canopy.read_position() \
+            SELECT z.id, z.name, u.record_name, \(zoneID)::text, canopy.zone_feed_position(z.id, z.owner_id), canopy.read_position() \
             FROM canopy.zones z LEFT JOIN canopy.users u ON u.id = z.owner_id AND z.owner_id <> 0 WHERE \(filter) ORDER BY \(order)
             """)
         statement = builder.query

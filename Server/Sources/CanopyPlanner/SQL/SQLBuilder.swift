@@ -18,6 +18,8 @@ public struct SQLBuilder: Sendable {
     /// One per bind when recording, else empty.
     private(set) var replays: [StatementTemplate.Replay] = []
     let recording: Bool
+    /// Whether the text names the caller (``caller()``).
+    private(set) var namesCaller = false
 
     private var aliases = 0
 
@@ -95,12 +97,32 @@ public struct SQLBuilder: Sendable {
         "\(bind(name))::text"
     }
 
+    /// The caller's id, as a parameter the statement's runner binds (its
+    /// last, after every value bound here: ``SQLStatement/namesCaller``),
+    /// not `canopy.current_user_id()`: Citus routes a statement to one
+    /// shard only by a value it is given for the distribution column
+    /// (DECISIONS 168). Row-level security still decides what the caller
+    /// may reach; this says only which owner's rows to look at.
+    public mutating func caller() -> SQL {
+        namesCaller = true
+        return SQL(unescaped: "(\(Self.callerMarker)::int8)")
+    }
+
+    /// Stands for the caller's parameter until the statement is complete:
+    /// not SQL (`$` then a letter), so nothing bound or written can hold it.
+    static let callerMarker = "$caller"
+
+    /// The text with the caller's parameter numbered: the one after the binds.
+    private var finishedSQL: String {
+        namesCaller ? sql.replacingOccurrences(of: Self.callerMarker, with: "$\(binds.count + 1)") : sql
+    }
+
     public var query: SQLStatement {
-        SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes)
+        SQLStatement(sql: finishedSQL, binds: binds, parameterTypes: parameterTypes, namesCaller: namesCaller)
     }
 
     /// The statement's text and how to bind it again; nil unless recording.
     public var template: StatementTemplate? {
-        recording ? StatementTemplate(sql: sql, parameterTypes: parameterTypes, replays: replays) : nil
+        recording ? StatementTemplate(sql: finishedSQL, parameterTypes: parameterTypes, namesCaller: namesCaller, replays: replays) : nil
     }
 }

@@ -10,6 +10,9 @@ public struct StatementTemplate: Sendable {
 
     public let sql: String
     public let parameterTypes: [PostgresDataType]
+    /// Whether the text reads the caller's id as the parameter after these
+    /// (``SQLBuilder/caller()``).
+    public let namesCaller: Bool
     let replays: [Replay]
 
     /// The statement for another request: this text, its values bound in the
@@ -18,7 +21,7 @@ public struct StatementTemplate: Sendable {
     public func statement(for values: PlanValues) throws -> SQLStatement {
         var binds = PostgresBindings(capacity: replays.count)
         for replay in replays { try replay(values, &binds) }
-        return SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes)
+        return SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes, namesCaller: namesCaller)
     }
 
     /// A request's values that do not have the shape the template was made for.

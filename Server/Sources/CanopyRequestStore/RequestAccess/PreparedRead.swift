@@ -9,7 +9,8 @@ import PostgresNIO
 public struct PreparedRead: Sendable {
     /// The statement as sent: the identity wrapper around the read.
     public let sql: String
-    /// The read's parameter types, then the user's (text).
+    /// The read's parameter types, then the user's (int8, NULL for nobody),
+    /// which the read may name too (``SQLBuilder/caller()``).
     public let parameterTypes: [PostgresDataType]
     let number: Number
     /// The read alone and its parameters' types: what runs on Citus, after
@@ -31,10 +32,10 @@ public struct PreparedRead: Sendable {
         self.read = read
         self.readTypes = readTypes
         sql = """
-            SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', $\(user)::text, true) AS canopy_identity OFFSET 0) canopy_s \
+            SELECT canopy_q.* FROM (SELECT set_config('canopy.user_id', coalesce($\(user)::text, ''), true) AS canopy_identity OFFSET 0) canopy_s \
             CROSS JOIN LATERAL (SELECT * FROM (\(read)) canopy_p WHERE canopy_s.canopy_identity IS NOT NULL) canopy_q
             """
-        parameterTypes = readTypes + [.text]
+        parameterTypes = readTypes + [.int8]
         if numbered {
             number = StatementShapes.shared.number(sql: sql, parameterTypes: parameterTypes).map(Number.numbered) ?? .unnumbered
         } else {

@@ -302,7 +302,7 @@ public final class RequestDatabase: Sendable {
             }
         }
         var binds = statementBinds
-        binds.append(userID.map(String.init) ?? "")
+        binds.append(userID)
         let query = PostgresQuery(unsafeSQL: prepared.sql, binds: binds)
         guard ServiceContext.current?.isCanopyTraced == true else {
             return try await read(query, prepared: prepared, as: userID, from: source, logger: logger, span: nil, collect)
@@ -355,12 +355,14 @@ public final class RequestDatabase: Sendable {
     private func citusRead(
         _ prepared: PreparedRead, binds: PostgresBindings, as userID: Int64?, logger: Logger
     ) async throws -> [PostgresRow] {
+        var binds = binds
+        binds.append(userID)  // the read may name its caller (SQLBuilder.caller())
         let read = PostgresQuery(unsafeSQL: prepared.read, binds: binds)
         return try await primary.withConnection { connection in
             try await connection.query("BEGIN READ ONLY", logger: logger)
             do {
                 try await connection.query("SELECT canopy.act_as(\(userID), NULL, NULL, NULL)", logger: logger)
-                let rows = try await connection.executeShaped(read, parameterTypes: prepared.readTypes, logger: logger)
+                let rows = try await connection.executeShaped(read, parameterTypes: prepared.readTypes + [.int8], logger: logger)
                 try await connection.query("COMMIT", logger: logger)
                 return rows
             } catch {

@@ -261,7 +261,7 @@ struct ChangeFeedRangesTests {
                 let request = try ParsedRequest(query: """
                     { zoneChanges(scope: PRIVATE, zone: {zoneName: "Big"}, since: "\(token)", limit: 100) { changed { recordName } deleted { recordName } token moreComing } }
                     """)
-                let statement = try ZoneChangesPlan(try request.rootFields()[0], request: request, userID: harness.alice.id, secret: secret).statement
+                let statement = try ZoneChangesPlan(try request.rootFields()[0], request: request, userID: harness.alice.id, secret: secret).statement.bindingCaller(harness.alice.id)
                 let plan = try await connection.texts(PostgresQuery(
                     unsafeSQL: "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) \(statement.sql)", binds: statement.binds
                 )).compactMap { $0 }.joined(separator: "\n")

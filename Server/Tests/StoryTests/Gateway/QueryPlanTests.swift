@@ -40,9 +40,9 @@ struct QueryPlanTests {
         for document in documents {
             let request = try ParsedRequest(query: document)
             let field = try request.rootFields()[0]
-            let query = field.name == "records"
+            let query = (field.name == "records"
                 ? try RecordsPlan(field, request: request, schema: schema, secret: SigningKey(Data(repeating: 1, count: 32))).statement
-                : try LookupPlan(field, request: request).statement
+                : try LookupPlan(field, request: request).statement).bindingCaller(owner.id)
             let plan = try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { connection in
                 try await connection.asUser(owner.id) { connection in
                     try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN " + query.sql, binds: query.binds)).compactMap { $0 }.joined(separator: "\n")
@@ -78,9 +78,10 @@ struct QueryPlanTests {
                 try await connection.query("SET LOCAL plan_cache_mode = force_generic_plan", logger: TestDatabase.logger)
                 try await connection.query(PostgresQuery(unsafeSQL: "PREPARE cold_lookup AS " + query.sql), logger: TestDatabase.logger)
                 let types = try await connection.texts("SELECT unnest(parameter_types)::text FROM pg_prepared_statements WHERE name = 'cold_lookup'")
-                // The values, in the order LookupPlan binds them (zone, owner, keys, names): a
-                // utility statement cannot take bind parameters.
-                let values = ["_defaultZone", owner.userRecordName, "record", "recordName", "fields", "{r1234}"]
+                // The values, in the order LookupPlan binds them (zone, owner, keys, names,
+                // then the caller, SQLBuilder.caller()): a utility statement cannot take
+                // bind parameters.
+                let values = ["_defaultZone", owner.userRecordName, "record", "recordName", "fields", "{r1234}", String(owner.id)]
                 #expect(values.count == types.count, "LookupPlan binds \(types.count) values now: update this list")
                 let literals = zip(values, types).map { "'\($0)'::\($1 ?? "text")" }.joined(separator: ", ")
                 return try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) EXECUTE cold_lookup(\(literals))"))
@@ -144,7 +145,8 @@ struct QueryPlanTests {
         func explain(_ plan: RecordsPlan) async throws -> String {
             try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { connection in
                 try await connection.asUser(owner.id) { connection in
-                    try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + plan.statement.sql, binds: plan.statement.binds))
+                    let statement = plan.statement.bindingCaller(owner.id)
+                    return try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + statement.sql, binds: statement.binds))
                         .compactMap { $0 }.joined(separator: "\n")
                 }
             }
@@ -176,7 +178,8 @@ struct QueryPlanTests {
                 let decoded = try await TestDatabase.withConnection(endpoint.asUser("canopy_gateway", password: nil)) { connection in
                     try await connection.asUser(owner.id) { connection in
                         var decoded: RecordsPlan.Row?
-                        for try await row in try await connection.query(PostgresQuery(unsafeSQL: page.statement.sql, binds: page.statement.binds), logger: TestDatabase.logger) {
+                        let statement = page.statement.bindingCaller(owner.id)
+                        for try await row in try await connection.query(PostgresQuery(unsafeSQL: statement.sql, binds: statement.binds), logger: TestDatabase.logger) {
                             decoded = try RecordsPlan.decode(row)
                         }
                         return decoded
