@@ -1,4 +1,4 @@
--- Who is asking: canopy.current_user_id(), canopy.act_as (Citus), canopy.create_user, the default of
+-- Who is asking: canopy.current_user_id(), canopy.act_as (Citus), canopy.owner_id_named, canopy.create_user, the default of
 -- canopy.records.created_by / modified_by that calls it, bearer-token
 -- lookup (canopy.token_for_selector, canopy.token_secrets_for_selector,
 -- canopy.note_token_use), a web auth token's rotation (canopy.rotate_web_token,
@@ -57,6 +57,29 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION canopy.act_as(bigint, text, text, text) IS 'Says who the transaction acts for by SET LOCAL, which Citus carries to its workers (set_config is not); the gateway''s path on Citus.';
+
+-- A user's id by their record name: the owner a gateway's statement names
+-- when the request names a zone by its owner (the shared database, the
+-- sharing mutations' ownerName), so that the statement gives every
+-- zone-scoped table that owner (DECISIONS 169), which on Citus routes it to
+-- the owner's one shard. IMMUTABLE, as what it answers is: a user's record
+-- name never changes and an id is never used again. Declared so, it is
+-- worked out when a plan is made for the value bound (canopy.act_as asks
+-- for such plans on Citus), and Citus routes by the answer; the statements
+-- bind the name, never a literal a plan could keep. One PostgreSQL's
+-- statements do not call it: they join the owner's user row, as a generic
+-- plan would call this once a row (ZoneReference.namedOwners). A name that
+-- is no user's answers NULL, which no zone's owner equals. SECURITY
+-- DEFINER: the id is the gateway's to route by, not an answer a caller is
+-- shown.
+CREATE OR REPLACE FUNCTION canopy.owner_id_named(p_record_name text) RETURNS bigint
+    LANGUAGE plpgsql IMMUTABLE STRICT SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN (SELECT u.id FROM canopy.users u WHERE u.record_name = p_record_name);
+END
+$$;
+COMMENT ON FUNCTION canopy.owner_id_named(text) IS 'A user''s id by record name, for a statement to name a zone''s owner by (DECISIONS 169); IMMUTABLE because record names never change and ids are never reused.';
 
 -- The column defaults that call it (the tables, in the baseline and
 -- migrations/0017, are created without them because they are code).
@@ -309,6 +332,7 @@ COMMENT ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz
 
 REVOKE ALL ON FUNCTION canopy.current_user_id() FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.act_as(bigint, text, text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.owner_id_named(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.create_user(text, text, text, text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_for_selector(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.token_secrets_for_selector(text) FROM PUBLIC, canopy_gateway;
@@ -323,6 +347,7 @@ REVOKE ALL ON FUNCTION canopy.container_sign_in_callback(text) FROM PUBLIC, cano
 REVOKE ALL ON FUNCTION canopy.note_server_signature(bytea, timestamptz, timestamptz) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.current_user_id() TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.act_as(bigint, text, text, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.owner_id_named(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.token_for_selector(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.token_secrets_for_selector(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.rotate_web_token(text, bytea, bytea, interval, interval) TO canopy_gateway;

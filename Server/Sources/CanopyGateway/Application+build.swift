@@ -47,6 +47,9 @@ public func buildApplication(
     let router = Router(context: CanopyRequestContext.self)
     router.add(middleware: CrossOriginMiddleware(policy: configuration.crossOrigin))
     router.add(middleware: RequestIDMiddleware())
+    if database.engine == .citus {
+        router.add(middleware: OwnerRoutingMiddleware())
+    }
     if let tracing = database.tracing {
         router.add(middleware: RequestTracingMiddleware(tracing: tracing, deadlines: database.primary.deadlines))
     }

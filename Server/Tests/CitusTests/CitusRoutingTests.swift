@@ -46,17 +46,18 @@ struct CitusRoutingTests {
         (#"mutation { modifyRecords(scope: PRIVATE, zone: {zoneName: "Log"}, delete: ["log1"]) { deleted } }"#, #""deleted": ["log1"]"#),
     ]
 
-    @Test("the owner's statements of their zone: records, lookup, zones, zone changes, saving and deleting the zone, modifying records")
-    func ownersStatementsAreOneTask() async throws {
-        let fixture = try await Self.fixture.get()
-        let alice = fixture.ids["alice"]!
-        for (document, answer) in Self.ownersStatements {
-            let statement = try Self.statement(document, userID: alice).bindingCaller(alice)
-            let explainedRun: ([String], String)
-            do {
-                explainedRun = try await explained {
+    /// Explains and runs `document`'s statement as the gateway acting for
+    /// `userID` (rolled back): every distributed step of its plan must be
+    /// one task, and its answer must hold `answer`.
+    static func expectOneTask(_ document: String, answer: String, as userID: Int64, in fixture: PermissionFixture) async {
+        do {
+            // Planned as the gateway plans on Citus (OwnerRoutingMiddleware).
+            let statement = try ZoneReference.$namedOwners.withValue(.routed) {
+                try Self.statement(document, userID: userID).bindingCaller(userID)
+            }
+            let (plan, rows) = try await explained {
                 try await TestDatabase.withConnection(fixture.gateway) { connection in
-                    try await connection.asUser(alice, actAs: true) { connection in
+                    try await connection.asUser(userID, actAs: true) { connection in
                         let plan = try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN " + statement.sql, binds: statement.binds)).compactMap { $0 }
                         var rows: [String] = []
                         for try await row in try await connection.query(statement.postgresQuery, logger: TestDatabase.logger) {
@@ -65,16 +66,44 @@ struct CitusRoutingTests {
                         return (plan, rows.joined(separator: "\n"))
                     }
                 }
-                }
-            } catch {
-                Issue.record("\(document) failed: \(statement.sql)")
-                continue
             }
-            let (plan, rows) = explainedRun
             let counts = plan.filter { $0.contains("Task Count:") }
             #expect(!counts.isEmpty && counts.allSatisfy { $0.hasSuffix("Task Count: 1") }, "\(document)\n\(plan.joined(separator: "\n"))")
             #expect(rows.contains(answer), "\(document): \(rows)")
+        } catch {
+            Issue.record("\(document) failed: \(error)")
         }
+    }
+
+    @Test("the owner's statements of their zone: records, lookup, zones, zone changes, saving and deleting the zone, modifying records")
+    func ownersStatementsAreOneTask() async throws {
+        let fixture = try await Self.fixture.get()
+        for (document, answer) in Self.ownersStatements {
+            await Self.expectOneTask(document, answer: answer, as: fixture.ids["alice"]!, in: fixture)
+        }
+    }
+
+    /// A zone named by its owner's record name (`canopy.owner_id_named`,
+    /// DECISIONS 169): a participant's statements of a zone shared with them.
+    @Test("a participant's statements of a shared zone, named by its owner: records, lookup, zone changes, modifying records")
+    func participantsStatementsAreOneTask() async throws {
+        let fixture = try await Self.fixture.get()
+        let alice = try await TestDatabase.withConnection(fixture.endpoint) { connection in
+            try await connection.texts(PostgresQuery(unsafeSQL: "SELECT record_name FROM canopy.users WHERE id = \(fixture.ids["alice"]!)")).compactMap { $0 }
+        }.first ?? ""
+        let zone = #"zone: {zoneName: "Log", ownerName: "\#(alice)"}"#
+        let reads: [(String, String)] = [
+            ("{ records(scope: SHARED, \(zone), recordType: \"Entry\", limit: 50) { records { recordName } cursor } }", "log1"),
+            ("{ lookup(scope: SHARED, \(zone), recordNames: [\"log1\"]) { record { recordName } } }", "log1"),
+            ("{ zoneChanges(scope: SHARED, \(zone)) { changed { recordName } } }", "log1"),
+        ]
+        for (document, answer) in reads {
+            await Self.expectOneTask(document, answer: answer, as: fixture.ids["reader"]!, in: fixture)
+        }
+        await Self.expectOneTask(
+            "mutation { modifyRecords(scope: SHARED, \(zone), save: [{recordName: \"w1\", recordType: \"Entry\", fields: {}}]) { saved { recordName } } }",
+            answer: #""errors": []"#, as: fixture.ids["writer"]!, in: fixture
+        )
     }
 
     /// A cell as text, whatever its type.

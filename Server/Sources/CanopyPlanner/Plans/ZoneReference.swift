@@ -125,18 +125,43 @@ public struct ZoneReference: Sendable, Equatable {
         "\(scope.rawValue)\(visibleToCaller ? "+" : "")\(everyZone ? "*" : "")"
     }
 
-    /// ` AND <column> = <owner>` when the zone's owner is known without
-    /// reading (the caller's own zones, the public zone's 0), else nothing:
-    /// for each zone-scoped table a statement reads beside the `zone` CTE.
-    /// Citus routes a statement to the one shard of that owner only when
-    /// every distributed table in it is given the owner (DECISIONS 168);
-    /// on one PostgreSQL it is one more equality on a row already found.
-    /// A zone named by another owner's name is not routed yet (its owner's
-    /// id is read with the zone).
+    /// How a zone named by its owner's record name (the shared database,
+    /// the sharing mutations' `ownerName`) finds its owner: by joining the
+    /// owner's user row (one PostgreSQL), or, where statements must name
+    /// the owner's id to route to one shard (Citus), by
+    /// `canopy.owner_id_named`, which a plan made for the values works out
+    /// before Citus routes (DECISIONS 169). On one PostgreSQL that call
+    /// would run once a row in a generic plan's filter, so it stays there
+    /// the join. The gateway sets it for its requests on Citus
+    /// (`OwnerRoutingMiddleware`); one engine a process, so the plan cache
+    /// needs no key for it.
+    public enum NamedOwners: Sendable {
+        case joined
+        case routed
+    }
+
+    @TaskLocal public static var namedOwners: NamedOwners = .joined
+
+    /// ` AND <column> = <owner>`, for each zone-scoped table a statement
+    /// reads beside the `zone` CTE: the caller's id for their own zones, 0
+    /// for the public zone, and on Citus `canopy.owner_id_named(<ownerName>)`
+    /// for a zone named by its owner (DECISIONS 168-169). Citus routes a
+    /// statement to the one shard of that owner only when every distributed
+    /// table in it is given the owner; on one PostgreSQL it is one more
+    /// equality on a row already found. Nothing for every zone of the
+    /// shared database (many owners).
     func ownerTest(_ column: SQL, _ builder: inout SQLBuilder) -> SQL {
         if scope == .public { return " AND \(column) = 0" }
+        if everyZone { return scope == .private ? " AND \(column) = \(builder.caller())" : "" }
         if scope == .private && !visibleToCaller { return " AND \(column) = \(builder.caller())" }
-        return ""
+        guard Self.namedOwners == .routed else { return "" }
+        return " AND \(column) = \(Self.ownerNamed(ownerName, &builder))"
+    }
+
+    /// The id of the owner a request names (`canopy.owner_id_named`, bound
+    /// to the name: another request of the shape binds its own).
+    private static func ownerNamed(_ ownerName: String?, _ builder: inout SQLBuilder) -> SQL {
+        "canopy.owner_id_named(\(builder.bind(ownerName, replaying: { try Self.zone(of: $0).ownerName }))::text)"
     }
 
     /// `zone AS (...)`, for a WITH clause.
@@ -164,11 +189,12 @@ public struct ZoneReference: Sendable, Equatable {
         let name = builder.bind(zoneName, replaying: { try Self.zone(of: $0).zoneName })
         let owner = builder.bind(ownerName, replaying: { try Self.zone(of: $0).ownerName })
         // The public zone's owner 0 (migrations/0038) is nobody's zone outside the public scope.
+        let named: SQL = Self.namedOwners == .routed ? "z.owner_id = canopy.owner_id_named(\(owner)::text)" : "u.record_name = \(owner)"
         let ownership: SQL = visibleToCaller
-            ? "z.owner_id <> 0 AND u.record_name = \(owner)"
+            ? "z.owner_id <> 0 AND \(named)"
             : scope == .private
             ? "z.owner_id = \(builder.caller()) AND (\(owner)::text IS NULL OR u.record_name = \(owner))"
-            : "z.owner_id <> \(builder.caller()) AND z.owner_id <> 0 AND u.record_name = \(owner)"
+            : "z.owner_id <> \(builder.caller()) AND z.owner_id <> 0 AND \(named)"
         return """
             \(cteName) AS (SELECT z.id, z.name, u.record_name AS owner_name, z.owner_id FROM canopy.zones z \
             JOIN canopy.users u ON u.id = z.owner_id WHERE z.name = \(name) AND \(ownership))
