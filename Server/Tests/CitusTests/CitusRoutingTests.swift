@@ -18,6 +18,8 @@ struct CitusRoutingTests {
 
     /// The planner's statement for one GraphQL field, as the gateway runs it.
     static func statement(_ document: String, userID: Int64) throws -> SQLStatement {
+        // Web Services' changes/zone: every zone of the caller's with its position.
+        if document == Self.zonesWithPositions { return ZoneSyncTokensPlan(scope: .private, userID: userID).statement }
         let request = try ParsedRequest(query: document)
         let field = try request.rootFields()[0]
         switch field.name {
@@ -32,12 +34,16 @@ struct CitusRoutingTests {
         }
     }
 
+    static let zonesWithPositions = "Web Services' changes/zone"
+
     /// The owner's per-zone statements, reads and writes, each with a text
     /// its answer must hold (the writes run too, rolled back).
     static let ownersStatements: [(document: String, answer: String)] = [
         (#"{ records(scope: PRIVATE, zone: {zoneName: "Log"}, recordType: "Entry", limit: 50) { records { recordName } cursor } }"#, "log1"),
         (#"{ lookup(scope: PRIVATE, zone: {zoneName: "Log"}, recordNames: ["log1", "none"]) { record { recordName } } }"#, "log1"),
         (#"{ zones(scope: PRIVATE) { zoneName } }"#, "Family"),
+        (zonesWithPositions, "Log"),
+        (#"{ records(scope: PUBLIC, zone: {zoneName: "_defaultZone"}, recordType: "Entry", limit: 50) { records { recordName } } }"#, "t|[]"),
         (#"{ zoneChanges(scope: PRIVATE, zone: {zoneName: "Log"}) { changed { recordName } deleted { recordName } } }"#, "log1"),
         (#"mutation { saveZone(zoneName: "Log") { zoneName } }"#, "Log"),
         (#"mutation { deleteZone(scope: PRIVATE, zone: {zoneName: "Log"}) }"#, "1"),
@@ -75,7 +81,7 @@ struct CitusRoutingTests {
         }
     }
 
-    @Test("the owner's statements of their zone: records, lookup, zones, zone changes, saving and deleting the zone, modifying records")
+    @Test("the owner's statements of their zone: records, lookup, zones, zone changes, sync tokens, the public zone's records, saving and deleting the zone, modifying records")
     func ownersStatementsAreOneTask() async throws {
         let fixture = try await Self.fixture.get()
         for (document, answer) in Self.ownersStatements {
