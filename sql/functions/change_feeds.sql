@@ -31,6 +31,24 @@
 
 SET LOCAL ROLE canopy_owner;
 
+-- Which node this is: 'single' (one PostgreSQL), 'coordinator' or
+-- 'worker' (Citus). A distributed table's triggers run on a worker, where
+-- they may write only their own shard (DECISIONS 163, 170).
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        CREATE OR REPLACE FUNCTION canopy.citus_node() RETURNS text
+            LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
+        AS $body$SELECT CASE WHEN citus_is_coordinator() THEN 'coordinator' ELSE 'worker' END$body$;
+    ELSE
+        CREATE OR REPLACE FUNCTION canopy.citus_node() RETURNS text
+            LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp
+        AS $body$SELECT 'single'::text$body$;
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION canopy.citus_node() FROM PUBLIC, canopy_gateway;
+
 -- NOTIFY canopy_changes with p_payload ('<zone id> <owner id>', or 'push'),
 -- where the gateway hears it. On a Citus worker, nowhere (DECISIONS 163):
 -- a transaction that wrote two nodes is prepared, and PostgreSQL cannot

@@ -27,6 +27,7 @@ DECLARE
     caller canopy.users;
     token canopy.share_tokens;
     target canopy.shares;
+    mine bigint;
     standing text;
     earlier canopy.share_requests;
 BEGIN
@@ -37,11 +38,13 @@ BEGIN
     IF caller.id IS NULL OR target.id IS NULL THEN
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
     END IF;
-    SELECT p.status INTO standing FROM canopy.participants p WHERE p.id = canopy.caller_participant_id(target.id);
+    mine := canopy.caller_participant_id(target.id, target.owner_id);
+    SELECT p.status INTO standing FROM canopy.participants p WHERE p.owner_id = target.owner_id AND p.id = mine;
     IF standing IN ('PENDING', 'ACCEPTED') THEN
         RETURN target.id;   -- already invited or in: nothing to ask
     END IF;
-    SELECT * INTO earlier FROM canopy.share_requests WHERE share_id = target.id AND user_id = caller.id FOR UPDATE;
+    SELECT * INTO earlier FROM canopy.share_requests
+     WHERE owner_id = target.owner_id AND share_id = target.id AND user_id = caller.id FOR UPDATE;
     IF NOT target.allows_access_requests OR earlier.status = 'BLOCKED' THEN
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
     END IF;
@@ -53,7 +56,7 @@ BEGIN
         PERFORM canopy.use_daily_quota('invitation');
         UPDATE canopy.share_requests
            SET status = 'PENDING', requested_at = now(), decided_at = NULL, decided_by = NULL
-         WHERE id = earlier.id;
+         WHERE owner_id = earlier.owner_id AND id = earlier.id;
     END IF;
     RETURN target.id;
 END
@@ -66,18 +69,25 @@ $$;
 -- DENY (a PENDING request) lets them ask again; BLOCK (a request in any
 -- state, or a participant) stops them asking and removes them if they were
 -- in; UNBLOCK forgets the block. Runs as the caller: the policies refuse
--- anyone else.
+-- anyone else. p_owner_id, the share's owner, by which every table is read
+-- (DECISIONS 170; NULL, from an older gateway: the share's row says);
+-- supersedes the 4-argument version, dropped here.
+DROP FUNCTION IF EXISTS canopy.decide_share_request(bigint, text, text, text);
 CREATE OR REPLACE FUNCTION canopy.decide_share_request(
-    p_share_id bigint, p_user_record_name text, p_decision text, p_permission text
+    p_share_id bigint, p_user_record_name text, p_decision text, p_permission text, p_owner_id bigint DEFAULT NULL
 ) RETURNS void
     LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    owner bigint := p_owner_id;
     requester bigint;
     pending canopy.share_requests;
     member canopy.participants;
 BEGIN
-    IF NOT (p_share_id = ANY (canopy.owned_share_ids()) OR p_share_id = ANY (canopy.admin_share_ids())) THEN
+    IF owner IS NULL THEN
+        SELECT s.owner_id INTO owner FROM canopy.shares s WHERE s.id = p_share_id;
+    END IF;
+    IF NOT canopy.manages_share(owner, p_share_id) THEN
         RAISE EXCEPTION 'only the share''s owner and administrators decide access requests' USING ERRCODE = 'CN005';
     END IF;
     IF p_decision NOT IN ('APPROVE', 'DENY', 'BLOCK', 'UNBLOCK') THEN
@@ -87,8 +97,8 @@ BEGIN
     IF requester IS NULL THEN
         RAISE EXCEPTION 'no user has the userRecordName %', p_user_record_name USING ERRCODE = 'CN006';
     END IF;
-    SELECT * INTO pending FROM canopy.share_requests WHERE share_id = p_share_id AND user_id = requester FOR UPDATE;
-    SELECT * INTO member FROM canopy.participants WHERE share_id = p_share_id AND user_id = requester;
+    SELECT * INTO pending FROM canopy.share_requests WHERE owner_id = owner AND share_id = p_share_id AND user_id = requester FOR UPDATE;
+    SELECT * INTO member FROM canopy.participants WHERE owner_id = owner AND share_id = p_share_id AND user_id = requester;
 
     IF p_decision IN ('APPROVE', 'DENY') THEN
         IF pending.id IS NULL OR pending.status <> 'PENDING' THEN
@@ -97,20 +107,20 @@ BEGIN
         UPDATE canopy.share_requests
            SET status = CASE p_decision WHEN 'APPROVE' THEN 'APPROVED' ELSE 'DENIED' END,
                decided_at = now(), decided_by = canopy.current_user_id()
-         WHERE id = pending.id;
+         WHERE owner_id = owner AND id = pending.id;
         IF p_decision = 'APPROVE' THEN
             IF p_permission NOT IN ('READ_ONLY', 'READ_WRITE') THEN
                 RAISE EXCEPTION 'an approved requester''s permission is READ_ONLY or READ_WRITE' USING ERRCODE = 'CN004';
             END IF;
             PERFORM canopy.use_daily_quota('invitation');
             IF member.id IS NULL THEN
-                INSERT INTO canopy.participants (share_id, user_id, role, permission, status, accepted_at, is_approved_requester)
-                VALUES (p_share_id, requester, 'PRIVATE_USER', p_permission, 'ACCEPTED', now(), true);
+                INSERT INTO canopy.participants (share_id, owner_id, user_id, role, permission, status, accepted_at, is_approved_requester)
+                VALUES (p_share_id, owner, requester, 'PRIVATE_USER', p_permission, 'ACCEPTED', now(), true);
             ELSE
                 UPDATE canopy.participants
                    SET role = 'PRIVATE_USER', permission = p_permission, status = 'ACCEPTED',
                        accepted_at = now(), is_approved_requester = true
-                 WHERE id = member.id;
+                 WHERE owner_id = owner AND id = member.id;
                 IF NOT FOUND THEN
                     RAISE EXCEPTION 'you may not change this participant' USING ERRCODE = 'CN005';
                 END IF;
@@ -124,14 +134,14 @@ BEGIN
             RAISE EXCEPTION '% has neither asked for nor taken part in this share', p_user_record_name USING ERRCODE = 'CN006';
         END IF;
         IF pending.id IS NULL THEN
-            INSERT INTO canopy.share_requests (share_id, user_id, status, decided_at, decided_by)
-            VALUES (p_share_id, requester, 'BLOCKED', now(), canopy.current_user_id());
+            INSERT INTO canopy.share_requests (share_id, owner_id, user_id, status, decided_at, decided_by)
+            VALUES (p_share_id, owner, requester, 'BLOCKED', now(), canopy.current_user_id());
         ELSIF pending.status <> 'BLOCKED' THEN
             UPDATE canopy.share_requests SET status = 'BLOCKED', decided_at = now(), decided_by = canopy.current_user_id()
-             WHERE id = pending.id;
+             WHERE owner_id = owner AND id = pending.id;
         END IF;
         IF member.id IS NOT NULL AND member.status <> 'REMOVED' THEN
-            UPDATE canopy.participants SET status = 'REMOVED' WHERE id = member.id;
+            UPDATE canopy.participants SET status = 'REMOVED' WHERE owner_id = owner AND id = member.id;
             IF NOT FOUND THEN
                 RAISE EXCEPTION 'you may not remove this participant' USING ERRCODE = 'CN005';
             END IF;
@@ -140,7 +150,7 @@ BEGIN
         IF pending.id IS NULL OR pending.status <> 'BLOCKED' THEN
             RAISE EXCEPTION '% is not blocked from this share', p_user_record_name USING ERRCODE = 'CN006';
         END IF;
-        DELETE FROM canopy.share_requests WHERE id = pending.id;
+        DELETE FROM canopy.share_requests WHERE owner_id = owner AND id = pending.id;
     END IF;
 END
 $$;
@@ -161,8 +171,8 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION canopy.request_share_access(text) FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.decide_share_request(bigint, text, text, text) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.decide_share_request(bigint, text, text, text, bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.share_requesters(bigint) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.request_share_access(text) TO canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.decide_share_request(bigint, text, text, text) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.decide_share_request(bigint, text, text, text, bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.share_requesters(bigint) TO canopy_gateway;

@@ -121,11 +121,20 @@ CREATE TRIGGER shares_touch_zone AFTER INSERT OR UPDATE ON canopy.shares
 
 -- A share's URL token, in canopy.share_tokens (migrations/0041, DECISIONS
 -- 159): how a share is found by its URL, and what keeps tokens unique
--- across owners. Written with the share, gone with it.
+-- across owners. Written with the share, gone with it, on one PostgreSQL
+-- (and on a Citus coordinator whose tables are not distributed yet). On a
+-- Citus worker, where a distributed share's trigger runs, nothing: no
+-- shard trigger may write a reference table (a worker wrote share_tokens
+-- from here, in a transaction the coordinator prepared, and crashed at
+-- COMMIT PREPARED), so save_share keeps the token (keep_share_token) and
+-- delete_share forgets it, on the coordinator (DECISIONS 170).
 CREATE OR REPLACE FUNCTION canopy.shares_token() RETURNS trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
+    IF canopy.citus_node() = 'worker' THEN
+        RETURN NULL;
+    END IF;
     IF TG_OP <> 'INSERT' THEN
         DELETE FROM canopy.share_tokens WHERE url_token = OLD.url_token;
     END IF;

@@ -112,6 +112,103 @@ struct CitusRoutingTests {
         )
     }
 
+    /// The sharing mutations as the gateway runs them (``ShareMutationRun``:
+    /// locate, change, read back), each in a transaction acting for
+    /// `userID` and rolled back, with the coordinator refusing any statement
+    /// of more than one task (`citus.multi_task_query_log_level`, set on the
+    /// coordinator only: `set_config` is not carried to the workers), the
+    /// statements the share functions run inside them included
+    /// (DECISIONS 170). Returns each plan's answer.
+    static func runShareMutations(_ documents: [String], as userID: Int64, in fixture: PermissionFixture) async throws -> [String] {
+        try await ZoneReference.$namedOwners.withValue(.routed) {
+            try await TestDatabase.withConnection(fixture.gateway) { connection in
+                try await connection.asUser(userID, actAs: true) { connection in
+                    _ = try await connection.texts("SELECT set_config('citus.multi_task_query_log_level', 'error', true)")
+                    var answers: [String] = []
+                    for document in documents {
+                        let request = try ParsedRequest(query: document)
+                        let plan = try ShareMutationPlan(try request.rootFields()[0], request: request)
+                        func run(_ statement: SQLStatement) async throws -> PostgresRowSequence {
+                            let bound = statement.namesCaller ? statement.bindingCaller(userID) : statement
+                            return try await connection.query(bound.postgresQuery, logger: TestDatabase.logger)
+                        }
+                        var located: LocatedShare?
+                        for try await row in try await run(plan.target.locate) { located = try ShareTarget.decodeLocated(row) }
+                        guard let located else { throw FixtureError(message: "\(document): no zone") }
+                        var changed: Int64?
+                        for try await row in try await run(plan.change(located)) { changed = try ShareMutationPlan.decodeChanged(row) }
+                        // As ShareMutationRun reads back: saveShare's answer, else the share located.
+                        let readBack: Int64? = if case .save = plan.action { changed } else { located.shareID }
+                        guard let shareID = readBack, plan.action != .delete, plan.action != .leave else {
+                            answers.append("\(changed ?? -1)")
+                            continue
+                        }
+                        for try await row in try await run(try plan.response(shareID: shareID, ownerID: located.ownerID)) {
+                            answers.append(try row.decode(String?.self) ?? "null")
+                        }
+                    }
+                    return answers
+                }
+            }
+        }
+    }
+
+    @Test("the owner's sharing mutations, and a participant's, each statement one task: saveShare, setParticipant, removeParticipant, deleteShare, leaveShare")
+    func sharingMutationsAreOneTaskEach() async throws {
+        do { try await sharingMutations() } catch { Issue.record("\(String(reflecting: error))") }
+    }
+
+    func sharingMutations() async throws {
+        let fixture = try await Self.fixture.get()
+        let owner = try await Self.runShareMutations([
+            #"mutation { saveShare(zoneName: "Log", title: "Logbook", participants: [{email: "pat@example.org", permission: READ_ONLY}]) { title participants { email } } }"#,
+            #"mutation { setParticipant(zoneName: "Log", participant: {email: "pat@example.org", permission: READ_WRITE}) { participants { email permission } } }"#,
+            #"mutation { removeParticipant(zoneName: "Log", email: "pat@example.org") { participants { email } } }"#,
+            #"mutation { deleteShare(zoneName: "Log") }"#,
+        ], as: fixture.ids["alice"]!, in: fixture)
+        #expect(owner.count == 4)
+        #expect(owner.first?.contains("Logbook") == true && owner.first?.contains("pat@example.org") == true, "\(owner)")
+        #expect(owner.dropFirst().first?.contains("READ_WRITE") == true, "\(owner)")
+        #expect(owner.dropFirst(2).first.map { !$0.contains("pat@example.org") } == true, "\(owner)")
+        #expect(owner.last == "1", "deleteShare deleted \(owner.last ?? "nothing")")
+
+        let aliceName = try await TestDatabase.withConnection(fixture.endpoint) { connection in
+            try await connection.texts(PostgresQuery(unsafeSQL: "SELECT record_name FROM canopy.users WHERE id = \(fixture.ids["alice"]!)")).compactMap { $0 }
+        }.first ?? ""
+        let left = try await Self.runShareMutations(
+            [#"mutation { leaveShare(zone: {zoneName: "Log", ownerName: "\#(aliceName)"}) }"#], as: fixture.ids["reader"]!, in: fixture
+        )
+        #expect(left == ["1"], "the reader left \(left) shares")
+    }
+
+    /// A share found by its URL token (`canopy.share_view`, the
+    /// `shareMetadata` and `acceptShare` path): the token's owner and share
+    /// first, from the reference table, then one task on the owner's shard.
+    @Test("a share by its URL: its view and accepting it, each statement one task")
+    func shareByTokenIsOneTaskEach() async throws {
+        do { try await shareByToken() } catch { Issue.record("\(String(reflecting: error))") }
+    }
+
+    func shareByToken() async throws {
+        let fixture = try await Self.fixture.get()
+        let token = try await TestDatabase.withConnection(fixture.endpoint) { connection in
+            try await connection.texts(PostgresQuery(unsafeSQL: """
+                SELECT t.url_token FROM canopy.share_tokens t JOIN canopy.shares s ON s.owner_id = t.owner_id AND s.id = t.share_id \
+                WHERE s.public_permission = 'READ_ONLY' AND s.root_record_id IS NULL AND s.owner_id = \(fixture.ids["alice"]!)
+                """)).compactMap { $0 }
+        }.first ?? ""
+        #expect(!token.isEmpty, "the fixture's public share of Log has a token")
+        let answers = try await TestDatabase.withConnection(fixture.gateway) { connection in
+            try await connection.asUser(fixture.ids["bob"]!, actAs: true) { connection in
+                _ = try await connection.texts("SELECT set_config('citus.multi_task_query_log_level', 'error', true)")
+                let view = try await connection.texts("SELECT permission || '|' || may_open::text FROM canopy.share_view(\(token))")
+                let accepted = try await connection.texts("SELECT canopy.accept_share(\(token))::text")
+                return (view + accepted).compactMap { $0 }
+            }
+        }
+        #expect(answers.count == 2 && answers.first == "READ_ONLY|true", "\(answers)")
+    }
+
     /// A cell as text, whatever its type.
     static func text(_ cell: PostgresCell) throws -> String {
         switch cell.dataType {

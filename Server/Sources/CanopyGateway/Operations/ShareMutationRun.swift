@@ -26,13 +26,13 @@ enum ShareMutationRun {
     static func run(
         _ plan: ShareMutationPlan, on connection: PostgresConnection, as userID: Int64, logger: Logger, locations: [QueryError.Location]
     ) async throws -> String? {
-        let located = try await connection.execute(plan.target.locate, as: userID, logger: logger).first.map(ShareTarget.decodeLocated)
-        guard let located, let zoneID = located.zoneID else { throw QueryError.zoneNotFound(at: locations) }
+        let located = try await connection.execute(plan.target.locate, as: userID, logger: logger).first.flatMap(ShareTarget.decodeLocated)
+        guard let located else { throw QueryError.zoneNotFound(at: locations) }
         let shareID = located.shareID
         if plan.needsShare && shareID == nil {
             throw QueryError(.unknownItem, "\(plan.target.description) is not shared", locations: locations)
         }
-        let changed = try await connection.execute(plan.change(zoneID: zoneID, shareID: shareID), as: userID, logger: logger)
+        let changed = try await connection.execute(plan.change(located), as: userID, logger: logger)
             .first.map(ShareMutationPlan.decodeChanged) ?? nil
         let readBack: Int64
         switch plan.action {
@@ -50,6 +50,6 @@ enum ShareMutationRun {
             guard let shareID else { throw APIError(.internalError, "no share to read back", locations: locations) }
             readBack = shareID
         }
-        return try await connection.execute(plan.response(shareID: readBack), as: userID, logger: logger).first.map(JSONRow.decode)?.json
+        return try await connection.execute(plan.response(shareID: readBack, ownerID: located.ownerID), as: userID, logger: logger).first.map(JSONRow.decode)?.json
     }
 }

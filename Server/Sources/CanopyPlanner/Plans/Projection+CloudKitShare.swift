@@ -40,12 +40,16 @@ public struct CloudKitShareMetadataStyle: Sendable {
 extension Projection {
     /// A share (or NULL) from the share row that `condition` picks, as the
     /// rendering asks.
-    static func share(_ rendering: ShareRendering, _ builder: inout SQLBuilder, where condition: (SQL) -> SQL) throws -> SQL {
+    /// `owner`: the share's owner's id where the statement knows it (bound,
+    /// or as `ZoneReference.ownerValue` names it), for the subqueries of
+    /// its participants and log: Citus routes a correlated subquery only
+    /// given the value itself (DECISIONS 170).
+    static func share(_ rendering: ShareRendering, owner: SQL? = nil, _ builder: inout SQLBuilder, where condition: (SQL) -> SQL) throws -> SQL {
         switch rendering {
         case .graphQL(let fields, let request):
-            return try share(fields, request: request, &builder, where: condition)
+            return try share(fields, request: request, owner: owner, &builder, where: condition)
         case .cloudKit(let zoneID, let prefix):
-            return cloudKitShare(zoneID: zoneID, shareURLPrefix: prefix, &builder, where: condition)
+            return cloudKitShare(zoneID: zoneID, shareURLPrefix: prefix, owner: owner, &builder, where: condition)
         }
     }
 
@@ -58,11 +62,13 @@ extension Projection {
     /// as the `cloudkit.title` field, `shortGUID` (the reference's ShortGUID
     /// Dictionary, `{value}`) and `url`, and for a hierarchy the root as
     /// `share`.
-    static func cloudKitShare(zoneID: JSONValue, shareURLPrefix: String, _ builder: inout SQLBuilder, where condition: (SQL) -> SQL) -> SQL {
+    static func cloudKitShare(
+        zoneID: JSONValue, shareURLPrefix: String, owner ownerValue: SQL? = nil, _ builder: inout SQLBuilder, where condition: (SQL) -> SQL
+    ) -> SQL {
         let s = builder.alias("s"), root = builder.alias("sr"), p = builder.alias("p"), user = builder.alias("pu")
         let zone = builder.bind(json: zoneID), prefix = builder.bind(shareURLPrefix)
         let participant = cloudKitParticipant(p, user: user)
-        let participants: SQL = "FROM canopy.participants \(p) LEFT JOIN canopy.users \(user) ON \(user).id = \(p).user_id WHERE \(p).share_id = \(s).id"
+        let participants: SQL = "FROM canopy.participants \(p) LEFT JOIN canopy.users \(user) ON \(user).id = \(p).user_id WHERE \(p).owner_id = \(ownerValue ?? "\(s).owner_id") AND \(p).share_id = \(s).id"
         return """
             (SELECT (jsonb_build_object('recordName', coalesce('cloudkit.share.' || \(root).record_name, 'cloudkit.zoneshare'), \
             'recordType', 'cloudkit.share', 'deleted', false, 'zoneID', \(zone), \
@@ -76,7 +82,8 @@ extension Projection {
             'shortGUID', jsonb_build_object('value', \(s).url_token), 'url', \(prefix)::text || \(s).url_token) \
             || CASE WHEN \(root).record_name IS NULL THEN '{}'::jsonb \
             ELSE jsonb_build_object('share', jsonb_build_object('recordName', \(root).record_name, 'zoneID', \(zone))) END) \
-            FROM canopy.shares \(s) LEFT JOIN canopy.records \(root) ON \(root).id = \(s).root_record_id WHERE \(condition(s)))
+            FROM canopy.shares \(s) LEFT JOIN canopy.records \(root) ON \(root).owner_id = \(s).owner_id AND \(root).id = \(s).root_record_id \
+            WHERE \(condition(s)))
             """
     }
 

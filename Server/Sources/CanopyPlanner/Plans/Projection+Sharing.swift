@@ -6,9 +6,10 @@ extension Projection {
     /// A `Share` (or null) from the share row that `condition` picks; the
     /// condition gets the alias of `canopy.shares`.
     static func share(
-        _ fields: [SelectedField], request: ParsedRequest, _ builder: inout SQLBuilder, where condition: (SQL) -> SQL
+        _ fields: [SelectedField], request: ParsedRequest, owner ownerValue: SQL? = nil, _ builder: inout SQLBuilder, where condition: (SQL) -> SQL
     ) throws -> SQL {
         let s = builder.alias("s"), zone = builder.alias("sz"), owner = builder.alias("so"), root = builder.alias("sr")
+        let ownerID = ownerValue ?? "\(s).owner_id"
         let json = try object(fields, &builder) { field, builder in
             switch field.name {
             case "url": return "\(builder.bind(request.shareURLPrefix))::text || \(s).url_token"
@@ -18,28 +19,28 @@ extension Projection {
             case "zone":
                 return try Projection.zone(field.children, id: "\(zone).id", name: "\(zone).name", ownerName: "\(owner).record_name", request: request, &builder)
             case "owner":
-                return try participants(field.children, of: "\(s).id", ownerOnly: true, &builder)
+                return try participants(field.children, of: "\(s).id", owner: ownerID, ownerOnly: true, &builder)
             case "participants":
-                return try participants(field.children, of: "\(s).id", ownerOnly: false, &builder)
+                return try participants(field.children, of: "\(s).id", owner: ownerID, ownerOnly: false, &builder)
             case "allowsAccessRequests": return "\(s).allows_access_requests"
             case "type": return "\(s).share_type"
             case "thumbnailImageData": return base64("\(s).thumbnail")
             case "accessRequests": return try accessRequests(field.children, of: "\(s).id", &builder)
-            case "activity": return try activity(field, of: "\(s).id", request: request, &builder)
+            case "activity": return try activity(field, of: "\(s).id", owner: ownerID, request: request, &builder)
             case "__typename": return "'Share'"
             default: throw QueryError(.badRequest, "Share has no field \(field.name)")
             }
         }
         return """
-            (SELECT \(json) FROM canopy.shares \(s) JOIN canopy.zones \(zone) ON \(zone).id = \(s).zone_id \
+            (SELECT \(json) FROM canopy.shares \(s) JOIN canopy.zones \(zone) ON \(zone).owner_id = \(s).owner_id AND \(zone).id = \(s).zone_id \
             JOIN canopy.users \(owner) ON \(owner).id = \(zone).owner_id \
-            LEFT JOIN canopy.records \(root) ON \(root).id = \(s).root_record_id WHERE \(condition(s)))
+            LEFT JOIN canopy.records \(root) ON \(root).owner_id = \(s).owner_id AND \(root).id = \(s).root_record_id WHERE \(condition(s)))
             """
     }
 
     /// The owner's `Participant`, or the list of participants who are not
     /// REMOVED (owner first, then in the order they were added).
-    static func participants(_ fields: [SelectedField], of share: SQL, ownerOnly: Bool, _ builder: inout SQLBuilder) throws -> SQL {
+    static func participants(_ fields: [SelectedField], of share: SQL, owner: SQL, ownerOnly: Bool, _ builder: inout SQLBuilder) throws -> SQL {
         let p = builder.alias("p"), user = builder.alias("pu")
         let json = try object(fields, &builder) { field, builder in
             switch field.name {
@@ -57,7 +58,7 @@ extension Projection {
             default: throw QueryError(.badRequest, "Participant has no field \(field.name)")
             }
         }
-        let from: SQL = "FROM canopy.participants \(p) LEFT JOIN canopy.users \(user) ON \(user).id = \(p).user_id WHERE \(p).share_id = \(share)"
+        let from: SQL = "FROM canopy.participants \(p) LEFT JOIN canopy.users \(user) ON \(user).id = \(p).user_id WHERE \(p).owner_id = \(owner) AND \(p).share_id = \(share)"
         if ownerOnly {
             return "(SELECT \(json) \(from) AND \(p).role = 'OWNER')"
         }
@@ -113,7 +114,7 @@ extension Projection {
     /// first, as row-level security lets the caller read it (managers: all;
     /// other participants: the entries about themselves). The cursor is the
     /// last entry's id.
-    static func activity(_ field: SelectedField, of share: SQL, request: ParsedRequest, _ builder: inout SQLBuilder) throws -> SQL {
+    static func activity(_ field: SelectedField, of share: SQL, owner: SQL, request: ParsedRequest, _ builder: inout SQLBuilder) throws -> SQL {
         let arguments = request.arguments(of: field)
         let limit = try arguments.limit(default: 50, maximum: maximumActivityPage)
         var after: Int64 = 0
@@ -148,7 +149,7 @@ extension Projection {
         }
         return """
             (SELECT \(page) FROM (SELECT \(x).*, row_number() OVER (ORDER BY \(x).id) AS n FROM canopy.share_activity \(x) \
-            WHERE \(x).share_id = \(share) AND \(x).id > \(boundAfter)::bigint ORDER BY \(x).id LIMIT \(boundLimit)::bigint + 1) \(a) GROUP BY ())
+            WHERE \(x).owner_id = \(owner) AND \(x).share_id = \(share) AND \(x).id > \(boundAfter)::bigint ORDER BY \(x).id LIMIT \(boundLimit)::bigint + 1) \(a) GROUP BY ())
             """
     }
 }

@@ -13,9 +13,9 @@ public struct SharePlan: Sendable {
         locations = request.location(of: field.field)
         var builder = SQLBuilder()
         let cte = target.zone.cte(&builder)
-        let root = builder.bind(target.rootRecordName)
-        let share = try Projection.share(.graphQL(field.children, request), &builder) { s in
-            "\(s).id = (SELECT canopy.find_share(zone.id, \(root)::text) FROM zone)"
+        let root = builder.bind(target.rootRecordName), owner = target.zone.ownerValue(&builder)
+        let share = try Projection.share(.graphQL(field.children, request), owner: owner, &builder) { s in
+            Self.located(s, root: root, owner: owner)
         }
         builder.append("WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \(share)::text")
         statement = builder.query
@@ -30,12 +30,10 @@ public struct SharePlan: Sendable {
         locations = []
         var builder = SQLBuilder()
         let cte = target.zone.cte(&builder)
-        let root = builder.bind(target.rootRecordName)
+        let root = builder.bind(target.rootRecordName), owner = target.zone.ownerValue(&builder)
         let share: SQL
         do {
-            share = try Projection.share(rendering, &builder) { s in
-                "\(s).id = (SELECT canopy.find_share(zone.id, \(root)::text) FROM zone)"
-            }
+            share = try Projection.share(rendering, owner: owner, &builder) { s in Self.located(s, root: root, owner: owner) }
         } catch let error as QueryError {
             throw error
         } catch {
@@ -43,6 +41,14 @@ public struct SharePlan: Sendable {
         }
         builder.append("WITH \(cte) SELECT EXISTS (SELECT 1 FROM zone), \(share)::text")
         statement = builder.query
+    }
+
+    /// The share row `s` that `canopy.find_share` finds in the `zone` CTE's
+    /// zone, given its owner where the request names one (on Citus, the
+    /// owner's shard: DECISIONS 170).
+    static func located(_ s: SQL, root: SQL, owner: SQL?) -> SQL {
+        let condition: SQL = "\(s).id = (SELECT canopy.find_share(zone.id, \(root)::text, zone.owner_id) FROM zone)"
+        return owner.map { "\(condition) AND \(s).owner_id = \($0)" } ?? condition
     }
 }
 
@@ -142,9 +148,12 @@ public struct ShareMutationPlan: Sendable {
 
     /// The statement that makes the change; one row, one column: the share
     /// id (save), nothing useful (set, remove), rows deleted (delete) or
-    /// shares left (leave).
-    public func change(zoneID: Int64, shareID: Int64?) -> SQLStatement {
+    /// shares left (leave). Each function is given the zone's owner, by
+    /// which it reads and writes (DECISIONS 170).
+    public func change(_ located: LocatedShare) -> SQLStatement {
+        let (zoneID, shareID) = (located.zoneID, located.shareID)
         var builder = SQLBuilder()
+        let owner = builder.bind(located.ownerID)
         switch action {
         case .save(let setsTitle, let title, let publicPermission, let participants, let display):
             let zone = builder.bind(zoneID), root = builder.bind(target.rootRecordName)
@@ -155,27 +164,27 @@ public struct ShareMutationPlan: Sendable {
             let setsThumbnail = builder.bind(display.setsThumbnail), thumbnail = builder.bind(display.thumbnailBase64)
             builder.append("""
                 SELECT canopy.save_share(\(zone), \(root)::text, \(flag), \(text)::text, \(permission)::text, \(list), \
-                \(requests)::boolean, \(setsType), \(type)::text, \(setsThumbnail), decode(\(thumbnail)::text, 'base64'))
+                \(requests)::boolean, \(setsType), \(type)::text, \(setsThumbnail), decode(\(thumbnail)::text, 'base64'), \(owner))
                 """)
         case .setParticipant(let participant):
             let share = builder.bind(shareID), user = builder.bind(participant.userRecordName)
             let email = builder.bind(participant.email), phone = builder.bind(participant.phone)
             let role = builder.bind(participant.role), permission = builder.bind(participant.permission)
-            builder.append("SELECT 0::bigint FROM canopy.put_participant(\(share), \(user)::text, \(email)::text, \(phone)::text, \(role), \(permission))")
+            builder.append("SELECT 0::bigint FROM canopy.put_participant(\(share), \(user)::text, \(email)::text, \(phone)::text, \(role), \(permission), \(owner))")
         case .removeParticipant(let userRecordName, let email, let phone):
             let share = builder.bind(shareID), user = builder.bind(userRecordName), address = builder.bind(email)
             let number = builder.bind(phone)
-            builder.append("SELECT 0::bigint FROM canopy.remove_participant(\(share), \(user)::text, \(address)::text, \(number)::text)")
+            builder.append("SELECT 0::bigint FROM canopy.remove_participant(\(share), \(user)::text, \(address)::text, \(number)::text, \(owner))")
         case .decideRequest(let userRecordName, let decision, let permission):
             let share = builder.bind(shareID), user = builder.bind(userRecordName)
             let verdict = builder.bind(decision), granted = builder.bind(permission)
-            builder.append("SELECT 0::bigint FROM canopy.decide_share_request(\(share), \(user), \(verdict), \(granted)::text)")
+            builder.append("SELECT 0::bigint FROM canopy.decide_share_request(\(share), \(user), \(verdict), \(granted)::text, \(owner))")
         case .delete:
             let share = builder.bind(shareID)
-            builder.append("WITH gone AS (DELETE FROM canopy.shares WHERE id = \(share) RETURNING 1) SELECT count(*)::bigint FROM gone")
+            builder.append("SELECT canopy.delete_share(\(share), \(owner))::bigint")
         case .leave:
             let zone = builder.bind(zoneID), root = builder.bind(target.rootRecordName)
-            builder.append("SELECT canopy.leave_shares(\(zone), \(root)::text)::bigint")
+            builder.append("SELECT canopy.leave_shares(\(zone), \(root)::text, \(owner))::bigint")
         }
         return builder.query
     }
@@ -187,10 +196,10 @@ public struct ShareMutationPlan: Sendable {
         try row.decode(Int64?.self)
     }
 
-    public func response(shareID: Int64) throws -> SQLStatement {
+    public func response(shareID: Int64, ownerID: Int64) throws -> SQLStatement {
         var builder = SQLBuilder()
-        let id = builder.bind(shareID)
-        let share = try Projection.share(rendering, &builder) { s in "\(s).id = \(id)" }
+        let id = builder.bind(shareID), owner = builder.bind(ownerID)
+        let share = try Projection.share(rendering, owner: owner, &builder) { s in "\(s).owner_id = \(owner) AND \(s).id = \(id)" }
         builder.append("SELECT \(share)::text")
         return builder.query
     }

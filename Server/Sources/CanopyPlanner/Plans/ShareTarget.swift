@@ -27,25 +27,39 @@ public struct ShareTarget: Sendable {
         self.rootRecordName = rootRecordName
     }
 
-    /// One row: (zone id, share id), each NULL when not found.
+    /// One row: (zone id, its owner's id, share id), each NULL when not
+    /// found. The owner names the shard the change and its read-back go to
+    /// on Citus (DECISIONS 170).
     public var locate: SQLStatement {
         var builder = SQLBuilder()
         let cte = zone.cte(&builder)
         let root = builder.bind(rootRecordName)
-        builder.append("WITH \(cte) SELECT (SELECT id FROM zone), (SELECT canopy.find_share(zone.id, \(root)::text) FROM zone)")
+        builder.append("""
+            WITH \(cte) SELECT (SELECT id FROM zone), (SELECT owner_id FROM zone), \
+            (SELECT canopy.find_share(zone.id, \(root)::text, zone.owner_id) FROM zone)
+            """)
         return builder.query
     }
 
     /// `locate`'s row.
-    public static func decodeLocated(_ row: PostgresRow) throws -> (zoneID: Int64?, shareID: Int64?) {
-        let (zone, share) = try row.decode((Int64?, Int64?).self)
-        return (zone, share)
+    public static func decodeLocated(_ row: PostgresRow) throws -> LocatedShare? {
+        let (zone, owner, share) = try row.decode((Int64?, Int64?, Int64?).self)
+        guard let zone, let owner else { return nil }
+        return LocatedShare(zoneID: zone, ownerID: owner, shareID: share)
     }
 
     /// What to call the share in a message.
     public var description: String {
         rootRecordName.map { "the record \($0)" } ?? "the zone \(zone.zoneName)"
     }
+}
+
+/// Where `ShareTarget.locate` found a share: its zone, the zone's owner
+/// (every statement after names it), and the share, if there is one.
+public struct LocatedShare: Sendable, Equatable {
+    public let zoneID: Int64
+    public let ownerID: Int64
+    public let shareID: Int64?
 }
 
 /// A participant to add or change (`ParticipantInput`): exactly one of

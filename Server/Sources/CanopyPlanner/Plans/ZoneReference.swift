@@ -151,11 +151,16 @@ public struct ZoneReference: Sendable, Equatable {
     /// equality on a row already found. Nothing for every zone of the
     /// shared database (many owners).
     func ownerTest(_ column: SQL, _ builder: inout SQLBuilder) -> SQL {
-        if scope == .public { return " AND \(column) = 0" }
-        if everyZone { return scope == .private ? " AND \(column) = \(builder.caller())" : "" }
-        if scope == .private && !visibleToCaller { return " AND \(column) = \(builder.caller())" }
-        guard Self.namedOwners == .routed else { return "" }
-        return " AND \(column) = \(Self.ownerNamed(ownerName, &builder))"
+        ownerValue(&builder).map { " AND \(column) = \($0)" } ?? ""
+    }
+
+    /// The owner's id as `ownerTest` names it, or nil where it names none.
+    func ownerValue(_ builder: inout SQLBuilder) -> SQL? {
+        if scope == .public { return "0" }
+        if everyZone { return scope == .private ? builder.caller() : nil }
+        if scope == .private && !visibleToCaller { return builder.caller() }
+        guard Self.namedOwners == .routed else { return nil }
+        return Self.ownerNamed(ownerName, &builder)
     }
 
     /// The id of the owner a request names (`canopy.owner_id_named`, bound
