@@ -48,6 +48,7 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION canopy.citus_node() FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.citus_node() TO canopy_gateway;
 
 -- NOTIFY canopy_changes with p_payload ('<zone id> <owner id>', or 'push'),
 -- where the gateway hears it. On a Citus worker, nowhere (DECISIONS 163):
@@ -340,11 +341,23 @@ $$;
 -- empty, so their number tells nothing of the zone's size. Both walks are
 -- over records_zone_change_idx (a count, then hops of `step` entries). NULL
 -- for a zone the caller is not a member of, as zone_feed_position.
-CREATE OR REPLACE FUNCTION canopy.zone_range_cuts(p_zone_id bigint, p_through bigint, p_count integer, p_minimum integer)
-    RETURNS bigint[]
+--
+-- Since DECISIONS 171 (supersedes the 4-argument version, dropped here):
+-- p_owner_id, the zone's owner (NULL, from an older gateway: the zone's
+-- row says). On Citus each statement names it, so it runs on the owner's
+-- shard; on one PostgreSQL the walks leave it out, which keeps them
+-- index-only scans of (zone_id, change_seq) (the zone's id already
+-- decides its owner). The text differs by engine, never by value: every
+-- value is bound.
+DROP FUNCTION IF EXISTS canopy.zone_range_cuts(bigint, bigint, integer, integer);
+CREATE OR REPLACE FUNCTION canopy.zone_range_cuts(
+    p_zone_id bigint, p_through bigint, p_count integer, p_minimum integer, p_owner_id bigint DEFAULT NULL
+) RETURNS bigint[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
+    v_owner bigint := p_owner_id;
+    v_by_owner text := CASE WHEN canopy.citus_node() = 'single' THEN '' ELSE 'r.owner_id = $3 AND ' END;
     v_total bigint;
     v_ranges integer;
     v_step bigint;
@@ -355,12 +368,14 @@ BEGIN
     IF p_count IS NULL OR p_count < 1 OR p_count > 64 THEN
         RAISE EXCEPTION 'zone_range_cuts: count must be 1-64, not %', p_count USING ERRCODE = '22023';
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM canopy.zones z WHERE z.id = p_zone_id
-                   AND (z.owner_id = 0
-                        OR EXISTS (SELECT 1 FROM canopy.memberships m WHERE m.user_id = canopy.current_user_id() AND m.zone_id = z.id))) THEN
+    IF v_owner IS NULL THEN
+        SELECT z.owner_id INTO v_owner FROM canopy.zones z WHERE z.id = p_zone_id;
+    END IF;
+    IF v_owner IS NULL OR NOT (v_owner = 0 OR canopy.may_see_zone(v_owner, p_zone_id)) THEN
         RETURN NULL;
     END IF;
-    SELECT count(*) INTO v_total FROM canopy.records r WHERE r.zone_id = p_zone_id AND r.change_seq <= p_through;
+    EXECUTE 'SELECT count(*) FROM canopy.records r WHERE ' || v_by_owner || 'r.zone_id = $1 AND r.change_seq <= $2'
+       INTO v_total USING p_zone_id, p_through, v_owner;
     v_ranges := p_count;
     IF p_minimum > 0 THEN
         v_ranges := least(p_count, greatest(1, ceil(v_total::numeric / p_minimum)::integer));
@@ -369,9 +384,9 @@ BEGIN
     FOR k IN 1 .. v_ranges - 1 LOOP
         v_next := NULL;
         IF v_cut < p_through THEN
-            SELECT r.change_seq INTO v_next FROM canopy.records r
-             WHERE r.zone_id = p_zone_id AND r.change_seq > v_cut AND r.change_seq <= p_through
-             ORDER BY r.change_seq OFFSET v_step - 1 LIMIT 1;
+            EXECUTE 'SELECT r.change_seq FROM canopy.records r WHERE ' || v_by_owner
+                    || 'r.zone_id = $1 AND r.change_seq > $4 AND r.change_seq <= $2 ORDER BY r.change_seq OFFSET $5 - 1 LIMIT 1'
+               INTO v_next USING p_zone_id, p_through, v_owner, v_cut, v_step;
         END IF;
         v_cut := coalesce(v_next, p_through);
         v_cuts := v_cuts || v_cut;
@@ -417,7 +432,7 @@ REVOKE ALL ON FUNCTION canopy.lock_zone_for_write(bigint) FROM PUBLIC, canopy_ga
 REVOKE ALL ON FUNCTION canopy.lock_zone_for_write(bigint, bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.zone_feed_position(bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.zone_feed_position(bigint, bigint) FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.zone_range_cuts(bigint, bigint, integer, integer) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.zone_range_cuts(bigint, bigint, integer, integer, bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.read_position() FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.purge_change_history(interval, integer) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.claim_history_purge(interval) TO canopy_gateway;
@@ -425,5 +440,5 @@ GRANT EXECUTE ON FUNCTION canopy.lock_zone_for_write(bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.lock_zone_for_write(bigint, bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.zone_feed_position(bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.zone_feed_position(bigint, bigint) TO canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.zone_range_cuts(bigint, bigint, integer, integer) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.zone_range_cuts(bigint, bigint, integer, integer, bigint) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.read_position() TO canopy_gateway;

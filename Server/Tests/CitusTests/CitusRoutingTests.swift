@@ -27,6 +27,7 @@ struct CitusRoutingTests {
         case "lookup": return try LookupPlan(field, request: request).statement
         case "zones": return try ZonesPlan(field, request: request).statement
         case "zoneChanges": return try ZoneChangesPlan(field, request: request, userID: userID, secret: secret).statement
+        case "zoneRanges": return try ZoneRangesPlan(field, request: request, userID: userID).statement
         case "saveZone": return try SaveZonePlan(field, request: request).statement
         case "deleteZone": return try DeleteZonePlan(field, request: request).statement
         case "modifyRecords": return try ModifyRecordsPlan(field, request: request).writeQuery
@@ -45,6 +46,8 @@ struct CitusRoutingTests {
         (zonesWithPositions, "Log"),
         (#"{ records(scope: PUBLIC, zone: {zoneName: "_defaultZone"}, recordType: "Entry", limit: 50) { records { recordName } } }"#, "t|[]"),
         (#"{ zoneChanges(scope: PRIVATE, zone: {zoneName: "Log"}) { changed { recordName } deleted { recordName } } }"#, "log1"),
+        // The zone's position and its cuts (one range: the zone is small).
+        (#"{ zoneRanges(scope: PRIVATE, zone: {zoneName: "Log"}, count: 4) { position ranges } }"#, "|{}|"),
         (#"mutation { saveZone(zoneName: "Log") { zoneName } }"#, "Log"),
         (#"mutation { deleteZone(scope: PRIVATE, zone: {zoneName: "Log"}) }"#, "1"),
         (#"mutation { modifyRecords(scope: PRIVATE, zone: {zoneName: "Log"}, save: [{recordName: "log2", recordType: "Entry", fields: {}}]) { saved { recordName } } }"#, #""errors": []"#),
@@ -209,12 +212,76 @@ struct CitusRoutingTests {
         #expect(answers.count == 2 && answers.first == "READ_ONLY|true", "\(answers)")
     }
 
+    /// `moveRecords` as the gateway runs it (``MoveRecordsOperation``:
+    /// locate both zones, then move), acting for `userID`, with the
+    /// coordinator refusing any statement of more than one task; `setUp`
+    /// runs first, in the same transaction (rolled back).
+    static func move(
+        _ document: String, as userID: Int64, in fixture: PermissionFixture,
+        setUp: @Sendable (PostgresConnection) async throws -> Void = { _ in }
+    ) async throws -> String {
+        try await TestDatabase.withConnection(fixture.gateway) { connection in
+            try await connection.asUser(userID, actAs: true) { connection in
+                try await setUp(connection)
+                _ = try await connection.texts("SELECT set_config('citus.multi_task_query_log_level', 'error', true)")
+                let request = try ParsedRequest(query: document)
+                let plan = try MoveRecordsPlan(try request.rootFields()[0], request: request)
+                func run(_ statement: SQLStatement) async throws -> PostgresRowSequence {
+                    let bound = statement.namesCaller ? statement.bindingCaller(userID) : statement
+                    return try await connection.query(bound.postgresQuery, logger: TestDatabase.logger)
+                }
+                var located: (from: MoveRecordsPlan.LocatedZone?, to: MoveRecordsPlan.LocatedZone?) = (nil, nil)
+                for try await row in try await run(plan.locate) { located = try MoveRecordsPlan.decodeLocated(row) }
+                guard let source = located.from, let target = located.to else { throw FixtureError(message: "\(document): no zone") }
+                var answer = ""
+                for try await row in try await run(try plan.move(from: source, to: target)) { answer = try row.decode(String?.self) ?? "null" }
+                return answer
+            }
+        }
+    }
+
+    @Test("moveRecords between two zones of the owner: each statement one task; between two owners' zones, refused on Citus")
+    func movingRecords() async throws {
+        let fixture = try await Self.fixture.get()
+        let alice = fixture.ids["alice"]!, writer = fixture.ids["writer"]!
+        do {
+            let moved = try await ZoneReference.$namedOwners.withValue(.routed) {
+                try await Self.move(#"mutation { moveRecords(from: {zoneName: "Family"}, to: {zoneName: "Log"}, recordNames: ["private"]) { moved errors { code } } }"#,
+                                    as: alice, in: fixture)
+            }
+            #expect(moved.contains(#""private""#) && moved.contains(#""errors" : []"#), "\(moved)")
+        } catch {
+            Issue.record("\(String(reflecting: error))")
+        }
+        // The writer's own zone into the owner's shared zone: two owners' shards.
+        let aliceName = try await TestDatabase.withConnection(fixture.endpoint) { connection in
+            try await connection.texts(PostgresQuery(unsafeSQL: "SELECT record_name FROM canopy.users WHERE id = \(alice)")).compactMap { $0 }
+        }.first ?? ""
+        do {
+            _ = try await ZoneReference.$namedOwners.withValue(.routed) {
+                try await Self.move(
+                    #"mutation { moveRecords(from: {zoneName: "Mine"}, to: {zoneName: "Log", ownerName: "\#(aliceName)"}, recordNames: ["m1"]) { moved } }"#,
+                    as: writer, in: fixture) { connection in
+                        // VALUES, as the gateway inserts (Citus refuses INSERT … SELECT under row-level security).
+                        let zone = try await connection.texts(PostgresQuery(unsafeSQL: "INSERT INTO canopy.zones (owner_id, name) VALUES (\(writer), 'Mine') RETURNING id::text"))
+                        _ = try await connection.texts(PostgresQuery(unsafeSQL: """
+                            INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type) VALUES (\(zone.first.flatMap { $0 } ?? "0"), \(writer), 'm1', 'Entry')
+                            """))
+                    }
+            }
+            Issue.record("a move between two owners' zones was not refused")
+        } catch let error as PSQLError {
+            #expect(error.serverInfo?[.sqlState] == "CN004" && error.serverInfo?[.message]?.contains("one owner") == true, "\(String(reflecting: error))")
+        }
+    }
+
     /// A cell as text, whatever its type.
     static func text(_ cell: PostgresCell) throws -> String {
         switch cell.dataType {
         case .bool: try cell.decode(Bool?.self).map { $0 ? "t" : "f" } ?? "NULL"
         case .int4: try cell.decode(Int32?.self).map(String.init) ?? "NULL"
         case .int8: try cell.decode(Int64?.self).map(String.init) ?? "NULL"
+        case .int8Array: try cell.decode([Int64]?.self).map { "{" + $0.map(String.init).joined(separator: ",") + "}" } ?? "NULL"
         default: try cell.decode(String?.self) ?? "NULL"
         }
     }

@@ -11,9 +11,9 @@ struct MoveRecordsOperation: RootOperation {
         let userID = try executor.signedInUser()
         return try await executor.database.withUser(userID, device: executor.device, logger: logger) { connection in
             let located = try await connection.execute(plan.locate, as: userID, logger: logger).first.map(MoveRecordsPlan.decodeLocated)
-            guard let fromID = located?.from else { throw QueryError.zoneNotFound(at: arguments.location("from")) }
-            guard let toID = located?.to else { throw QueryError.zoneNotFound(at: arguments.location("to")) }
-            return try await connection.execute(try plan.move(fromID: fromID, toID: toID), as: userID, logger: logger).first.map(JSONRow.decode)?.json
+            guard let source = located?.from else { throw QueryError.zoneNotFound(at: arguments.location("from")) }
+            guard let target = located?.to else { throw QueryError.zoneNotFound(at: arguments.location("to")) }
+            return try await connection.execute(try plan.move(from: source, to: target), as: userID, logger: logger).first.map(JSONRow.decode)?.json
         }
     }
 }

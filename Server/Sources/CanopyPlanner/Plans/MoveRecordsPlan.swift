@@ -42,25 +42,40 @@ public struct MoveRecordsPlan: Sendable {
         }
     }
 
-    /// One row: (source zone id, target zone id), each NULL when the caller
-    /// has no such zone.
+    /// One row: (source zone id, its owner, target zone id, its owner),
+    /// each NULL when the caller has no such zone. The owners name the
+    /// shards the move reads and writes on Citus (DECISIONS 171).
     public var locate: SQLStatement {
         var builder = SQLBuilder()
         let source = from.cte(named: "source", &builder), target = to.cte(named: "target", &builder)
-        builder.append("WITH \(source), \(target) SELECT (SELECT id FROM source), (SELECT id FROM target)")
+        builder.append("""
+            WITH \(source), \(target) SELECT (SELECT id FROM source), (SELECT owner_id FROM source), \
+            (SELECT id FROM target), (SELECT owner_id FROM target)
+            """)
         return builder.query
     }
 
-    public static func decodeLocated(_ row: PostgresRow) throws -> (from: Int64?, to: Int64?) {
-        let (from, to) = try row.decode((Int64?, Int64?).self)
-        return (from, to)
+    /// A zone `locate` found: its id and its owner's.
+    public struct LocatedZone: Sendable, Equatable {
+        public let id: Int64
+        public let ownerID: Int64
+    }
+
+    public static func decodeLocated(_ row: PostgresRow) throws -> (from: LocatedZone?, to: LocatedZone?) {
+        let (from, fromOwner, to, toOwner) = try row.decode((Int64?, Int64?, Int64?, Int64?).self)
+        func zone(_ id: Int64?, _ owner: Int64?) -> LocatedZone? {
+            guard let id, let owner else { return nil }
+            return LocatedZone(id: id, ownerID: owner)
+        }
+        return (zone(from, fromOwner), zone(to, toOwner))
     }
 
     /// Moves; one row: the `MoveResult` JSON (moved names, or the refusals
     /// and nothing moved). `ran` makes the move happen whatever was selected.
-    public func move(fromID: Int64, toID: Int64) throws -> SQLStatement {
+    public func move(from source: LocatedZone, to target: LocatedZone) throws -> SQLStatement {
         var builder = SQLBuilder()
-        let source = builder.bind(fromID), target = builder.bind(toID)
+        let sourceOwner = builder.bind(source.ownerID), targetOwner = builder.bind(target.ownerID)
+        let source = builder.bind(source.id), target = builder.bind(target.id)
         let names = builder.bind(recordNames), descendants = builder.bind(withDescendants), newParent = builder.bind(parent)
         let json = try Projection.object(field.children, &builder) { child, builder in
             switch child.name {
@@ -82,8 +97,15 @@ public struct MoveRecordsPlan: Sendable {
             default: throw QueryError(.badRequest, "MoveResult has no field \(child.name)")
             }
         }
+        // Called beside the source zone's row, so that on Citus the call
+        // runs whole on the owner's shard, its locks and the records'
+        // triggers in one backend (called on the coordinator, the triggers'
+        // zone lock met the function's own: a distributed deadlock;
+        // DECISIONS 171). On one PostgreSQL, one more lookup by key.
         builder.append("""
-            WITH outcome AS MATERIALIZED (SELECT * FROM canopy.move_records(\(source), \(target), \(names)::text[], \(descendants), \(newParent)::text)) \
+            WITH outcome AS MATERIALIZED (SELECT m.* FROM canopy.zones z CROSS JOIN LATERAL \
+            canopy.move_records(\(source), \(target), \(names)::text[], \(descendants), \(newParent)::text, \(sourceOwner), \(targetOwner)) m \
+            WHERE z.owner_id = \(sourceOwner) AND z.id = \(source)) \
             SELECT \(json)::text FROM (SELECT count(*) FROM outcome) ran
             """)
         return builder.query

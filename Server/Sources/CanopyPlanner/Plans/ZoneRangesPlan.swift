@@ -56,7 +56,7 @@ public struct ZoneRangesPlan: Sendable {
         let cuts: SQL = wantsRanges
             ? """
                 canopy.zone_range_cuts((SELECT id FROM zone), (SELECT p FROM head), \(builder.bind(count))::int4, \
-                \(builder.bind(scope == .private ? Self.minimumPerPrivateRange : 0))::int4)
+                \(builder.bind(scope == .private ? Self.minimumPerPrivateRange : 0))::int4, (SELECT owner_id FROM zone))
                 """
             : "NULL::int8[]"
         // One statement, so one snapshot holds both the position and the
