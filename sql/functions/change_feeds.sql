@@ -50,6 +50,27 @@ $$;
 REVOKE ALL ON FUNCTION canopy.citus_node() FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.citus_node() TO canopy_gateway;
 
+-- The number of this transaction's Citus distributed transaction (the same
+-- on the coordinator and on every worker it reaches), which
+-- canopy.touch_zone writes on a zone it changes and
+-- canopy.announce_changes looks for (DECISIONS 172); NULL on one
+-- PostgreSQL, where the triggers NOTIFY themselves.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        CREATE OR REPLACE FUNCTION canopy.announcement_stamp() RETURNS bigint
+            LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp
+        AS $body$SELECT nullif((get_current_transaction_id()).transaction_number, 0)$body$;
+    ELSE
+        CREATE OR REPLACE FUNCTION canopy.announcement_stamp() RETURNS bigint
+            LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp
+        AS $body$SELECT NULL::bigint$body$;
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION canopy.announcement_stamp() FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.announcement_stamp() TO canopy_gateway;
+
 -- NOTIFY canopy_changes with p_payload ('<zone id> <owner id>', or 'push'),
 -- where the gateway hears it. On a Citus worker, nowhere (DECISIONS 163):
 -- a transaction that wrote two nodes is prepared, and PostgreSQL cannot
@@ -122,7 +143,10 @@ BEGIN
     -- A new base even when this transaction wrote the zone before (its
     -- setting went with a subtransaction, or was set on another node):
     -- the positions drawn from it are above every one drawn before.
-    UPDATE canopy.zones SET changed_xid = pg_current_xact_id(), feed_base = feed_base + 1
+    -- On Citus also the distributed transaction's number, for the
+    -- coordinator's announcement (DECISIONS 172; NULL on one PostgreSQL).
+    UPDATE canopy.zones SET changed_xid = pg_current_xact_id(), feed_base = feed_base + 1,
+                            announce_txn = canopy.announcement_stamp()
      WHERE id = p_zone_id AND owner_id = p_owner_id
     RETURNING feed_base INTO base;
     PERFORM set_config('canopy.zone_position_' || p_zone_id, (base << 20)::text, true);
@@ -143,6 +167,51 @@ BEGIN
         END IF;
     END IF;
     RETURN true;
+END
+$$;
+
+-- announce_changes: on Citus, the end of every write (the gateway calls it
+-- before COMMIT, DECISIONS 163 and 172). The zones of the owners named
+-- (p_owner_ids, and by record name p_owner_names) that this transaction
+-- changed, as canopy.touch_zone stamped them on their shards, are
+-- NOTIFYed on canopy_changes here, on the coordinator, which commits after
+-- the workers have prepared. One query an owner, each on that owner's
+-- shard. Not 'push': the push outbox on Citus is claimed at the couriers'
+-- interval until its claims per shard are built (push_covered reads the
+-- owner's memberships, which a definer cannot after the gateway wrote that
+-- shard in this transaction). Runs as
+-- the caller: a zone they changed but may no longer see (they left its
+-- share) is not announced, and its listeners read again at their
+-- heartbeat. Nothing on one PostgreSQL, where the triggers NOTIFY.
+CREATE OR REPLACE FUNCTION canopy.announce_changes(p_owner_ids bigint[], p_owner_names text[] DEFAULT '{}') RETURNS integer
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    stamp bigint;
+    owners bigint[];
+    owner bigint;
+    zone bigint;
+    announced integer := 0;
+BEGIN
+    IF canopy.citus_node() = 'single' THEN
+        RETURN 0;
+    END IF;
+    stamp := canopy.announcement_stamp();
+    IF stamp IS NULL THEN
+        RETURN 0;   -- nothing written on a worker
+    END IF;
+    owners := ARRAY(SELECT DISTINCT o FROM (
+        SELECT unnest(coalesce(p_owner_ids, '{}')) AS o
+        UNION ALL
+        SELECT canopy.owner_id_named(n) FROM unnest(coalesce(p_owner_names, '{}')) n
+    ) named WHERE o IS NOT NULL);
+    FOREACH owner IN ARRAY owners LOOP
+        FOR zone IN EXECUTE 'SELECT z.id FROM canopy.zones z WHERE z.owner_id = $1 AND z.announce_txn = $2' USING owner, stamp LOOP
+            PERFORM pg_notify('canopy_changes', zone || ' ' || owner);
+            announced := announced + 1;
+        END LOOP;
+    END LOOP;
+    RETURN announced;
 END
 $$;
 
@@ -409,6 +478,8 @@ AS $$
 $$;
 
 REVOKE ALL ON FUNCTION canopy.touch_zone(bigint, bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.announce_changes(bigint[], text[]) FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.announce_changes(bigint[], text[]) TO canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.record_departure(bigint, text, bigint, bigint) FROM PUBLIC, canopy_gateway;
 -- Which gateway purges (issue 19): every gateway's timer asks, and only the
 -- first to ask in 90% of an interval is told yes, so the purge runs about

@@ -38,6 +38,7 @@ BEGIN
     NEW.created_at := now();
     NEW.changed_xid := pg_current_xact_id();
     NEW.feed_base := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+    NEW.announce_txn := NULL;   -- canopy.touch_zone's (DECISIONS 172)
     RETURN NEW;
 END
 $$;

@@ -20,6 +20,8 @@ extension PostgresConnection {
     /// with the caller's id bound when it names them (a write's transaction,
     /// which acts for `userID` already).
     public func execute(_ statement: SQLStatement, as userID: Int64, logger: Logger) async throws -> [PostgresRow] {
+        // On Citus, the owners whose changes the transaction announces.
+        ChangeAnnouncement.current?.note(ids: statement.owners.ids, names: statement.owners.names)
         let statement = statement.bindingCaller(userID)
         return try await executeShaped(statement.postgresQuery, parameterTypes: statement.parameterTypes, logger: logger)
     }

@@ -74,6 +74,8 @@ public struct MoveRecordsPlan: Sendable {
     /// and nothing moved). `ran` makes the move happen whatever was selected.
     public func move(from source: LocatedZone, to target: LocatedZone) throws -> SQLStatement {
         var builder = SQLBuilder()
+        builder.noteOwner(id: source.ownerID)
+        builder.noteOwner(id: target.ownerID)
         let sourceOwner = builder.bind(source.ownerID), targetOwner = builder.bind(target.ownerID)
         let source = builder.bind(source.id), target = builder.bind(target.id)
         let names = builder.bind(recordNames), descendants = builder.bind(withDescendants), newParent = builder.bind(parent)

@@ -153,6 +153,7 @@ public struct ShareMutationPlan: Sendable {
     public func change(_ located: LocatedShare) -> SQLStatement {
         let (zoneID, shareID) = (located.zoneID, located.shareID)
         var builder = SQLBuilder()
+        builder.noteOwner(id: located.ownerID)
         let owner = builder.bind(located.ownerID)
         switch action {
         case .save(let setsTitle, let title, let publicPermission, let participants, let display):

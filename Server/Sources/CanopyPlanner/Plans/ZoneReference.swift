@@ -177,6 +177,7 @@ public struct ZoneReference: Sendable, Equatable {
     /// `NAME AS (...)`: the zone, for a WITH clause that names two.
     func cte(named cteName: SQL, _ builder: inout SQLBuilder) -> SQL {
         if scope == .public {
+            builder.noteOwner(id: 0)
             return """
                 \(cteName) AS (SELECT z.id, z.name, \(builder.bind(DatabaseScope.publicOwnerName))::text AS owner_name, z.owner_id \
                 FROM canopy.zones z WHERE z.owner_id = 0)
@@ -191,6 +192,7 @@ public struct ZoneReference: Sendable, Equatable {
                 """
         }
         // Recording (the plan cache), another request binds its own zone.
+        builder.noteOwner(named: ownerName)
         let name = builder.bind(zoneName, replaying: { try Self.zone(of: $0).zoneName })
         let owner = builder.bind(ownerName, replaying: { try Self.zone(of: $0).ownerName })
         // The public zone's owner 0 (migrations/0038) is nobody's zone outside the public scope.

@@ -20,6 +20,8 @@ public struct SQLBuilder: Sendable {
     let recording: Bool
     /// Whether the text names the caller (``caller()``).
     private(set) var namesCaller = false
+    /// The zones' owners the statement names (``SQLStatement/owners``).
+    private(set) var owners = NamedOwners()
 
     private var aliases = 0
 
@@ -108,6 +110,16 @@ public struct SQLBuilder: Sendable {
         return SQL(unescaped: "(\(Self.callerMarker)::int8)")
     }
 
+    /// Notes an owner whose zones the statement names, by id or by record
+    /// name: on Citus a write announces their zones' changes at its end.
+    public mutating func noteOwner(id: Int64) {
+        owners.ids.append(id)
+    }
+
+    public mutating func noteOwner(named name: String?) {
+        if let name { owners.names.append(name) }
+    }
+
     /// Stands for the caller's parameter until the statement is complete:
     /// not SQL (`$` then a letter), so nothing bound or written can hold it.
     static let callerMarker = "$caller"
@@ -118,7 +130,7 @@ public struct SQLBuilder: Sendable {
     }
 
     public var query: SQLStatement {
-        SQLStatement(sql: finishedSQL, binds: binds, parameterTypes: parameterTypes, namesCaller: namesCaller)
+        SQLStatement(sql: finishedSQL, binds: binds, parameterTypes: parameterTypes, namesCaller: namesCaller, owners: owners)
     }
 
     /// The statement's text and how to bind it again; nil unless recording.

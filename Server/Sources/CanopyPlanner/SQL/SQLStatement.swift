@@ -14,13 +14,21 @@ public struct SQLStatement: Sendable, Hashable {
     /// identity wrapper binds it always (``PreparedRead``), a write's
     /// runner when this says so (``SQLBuilder/caller()``).
     public var namesCaller: Bool
+    /// The owners whose zones the statement names besides the caller (by
+    /// id, or by record name for a zone of the shared database): on Citus
+    /// a write transaction ends by announcing the changes of their zones
+    /// (`canopy.announce_changes`, DECISIONS 172). Not part of the text.
+    public var owners: NamedOwners
 
-    public init(sql: String, binds: PostgresBindings, parameterTypes: [PostgresDataType], namesCaller: Bool = false) {
+    public init(
+        sql: String, binds: PostgresBindings, parameterTypes: [PostgresDataType], namesCaller: Bool = false, owners: NamedOwners = NamedOwners()
+    ) {
         precondition(binds.count == parameterTypes.count, "one parameter type per bind")
         self.sql = sql
         self.binds = binds
         self.parameterTypes = parameterTypes
         self.namesCaller = namesCaller
+        self.owners = owners
     }
 
     /// The statement with the caller's id bound, for running on a
@@ -29,7 +37,21 @@ public struct SQLStatement: Sendable, Hashable {
         guard namesCaller else { return self }
         var binds = self.binds
         binds.append(userID)
-        return SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes + [.int8])
+        return SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes + [.int8], owners: owners)
+    }
+
+    /// The same text, values and types: ``owners`` is not the statement's
+    /// (a plan cache's replay does not carry it, and need not: only writes
+    /// announce, and writes are planned afresh).
+    public static func == (lhs: SQLStatement, rhs: SQLStatement) -> Bool {
+        lhs.sql == rhs.sql && lhs.binds == rhs.binds && lhs.parameterTypes == rhs.parameterTypes && lhs.namesCaller == rhs.namesCaller
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(sql)
+        hasher.combine(binds)
+        hasher.combine(parameterTypes)
+        hasher.combine(namesCaller)
     }
 
     /// The statement as PostgresNIO's unnamed query (for `EXPLAIN`, tests
@@ -37,4 +59,13 @@ public struct SQLStatement: Sendable, Hashable {
     public var postgresQuery: PostgresQuery {
         PostgresQuery(unsafeSQL: sql, binds: binds)
     }
+}
+
+/// Zones' owners a statement names, by id and by record name
+/// (``SQLStatement/owners``).
+public struct NamedOwners: Sendable, Hashable {
+    public var ids: [Int64] = []
+    public var names: [String] = []
+
+    public init() {}
 }

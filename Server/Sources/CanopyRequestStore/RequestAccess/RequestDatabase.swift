@@ -234,7 +234,12 @@ public final class RequestDatabase: Sendable {
                     try await connection.query(
                         "SELECT canopy.act_as(\(userID), \(self.schemaMode), \(device), \(CanopySpan.traceParent))", logger: logger
                     )
-                    return try await body(connection)
+                    // The workers' triggers do not NOTIFY: the coordinator
+                    // announces, last, what they changed (DECISIONS 172).
+                    let announcement = ChangeAnnouncement(caller: userID)
+                    let result = try await ChangeAnnouncement.$current.withValue(announcement) { try await body(connection) }
+                    try await announcement.announce(on: connection, logger: logger)
+                    return result
                 }
                 if let traceParent = CanopySpan.traceParent {
                     try await connection.query("SELECT set_config('canopy.trace_parent', \(traceParent), true)", logger: logger)
