@@ -14,6 +14,11 @@
 #   citus     Server/Tests/CitusTests: a Citus coordinator and two workers
 #             (canopy cluster start --citus --workers 2; Citus must be
 #             installed: scripts/ensure-citus.sh); serial
+#   citus-gateway
+#             the database tier's gateway suites named in
+#             scripts/citus-gateway-suites.txt, each test's database a
+#             distributed Citus database (CANOPY_TEST_GATEWAY_ON_CITUS=1)
+#             on a coordinator and two workers of the tier's own; serial
 # FILTER (optional) narrows the tier to the tests whose `Suite/test` name
 # matches it, a regular expression: scripts/test-tier.sh database SubscriptionTests
 # Further arguments go to swift test (make test passes --skip-build after
@@ -32,9 +37,14 @@ case "$tier" in
     stories) target=StoryTests; order=(--no-parallel) ;;
     latency) target=LatencyTests; order=(--no-parallel) ;;
     citus) target=CitusTests; order=(--no-parallel) ;;
-    *) echo "test-tier.sh: no tier \"$tier\" (pure, database, stories, latency or citus)" >&2; usage; exit 2 ;;
+    citus-gateway) target=DatabaseTests; order=(--no-parallel); export CANOPY_TEST_GATEWAY_ON_CITUS=1 ;;
+    *) echo "test-tier.sh: no tier \"$tier\" (pure, database, stories, latency, citus or citus-gateway)" >&2; usage; exit 2 ;;
 esac
 filter="^$target\\."
+if [ "$tier" = citus-gateway ]; then
+    suites=$(grep -v '^#' "$root/scripts/citus-gateway-suites.txt" | grep -v '^$' | paste -sd'|')
+    filter="^$target\\.($suites)/"
+fi
 if [ $# -ge 1 ] && [ "${1#-}" = "$1" ]; then
     filter="^$target\\..*($1)"
     shift
@@ -54,7 +64,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 started=$(date +%s)
 echo "==> tier $tier: $target, a fresh cluster in $CANOPY_TEST_DATA_DIR"
-if [ "$tier" = citus ]; then
+if [ "$tier" = citus ] || [ "$tier" = citus-gateway ]; then
     # The coordinator and its workers first: the tests find them running.
     "$canopy" cluster start --citus --workers 2 --data-dir "$CANOPY_TEST_DATA_DIR" || exit 1
 fi

@@ -1,7 +1,8 @@
 -- Change feeds (docs/API.md §7): canopy.touch_zone, canopy.record_departure,
 -- canopy.purge_change_history, canopy.claim_history_purge,
 -- canopy.lock_zone_for_write, canopy.zone_feed_position, canopy.zone_range_cuts,
--- canopy.read_position.
+-- canopy.read_position, canopy.tick_owner_clock (the database feed's clocks;
+-- their triggers are sql/triggers/owner_clocks.sql's).
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent. Supersedes the
@@ -22,12 +23,22 @@
 --   zone's own (DECISIONS 165): on Citus they are drawn on the zone's
 --   shard, where no sequence of the coordinator reaches.
 --
--- * Across zones (databaseChanges), there is no such order, so the token is
---   a snapshot: each zone row remembers the id of the last transaction that
---   changed it (zones.changed_xid, written under the same lock), a database
---   token holds the snapshot (pg_current_snapshot()) its pass was read
---   under, and the next pass reports every zone whose changed_xid that
---   snapshot did not see.
+-- * Across zones (databaseChanges), each owner has a clock
+--   (canopy.owner_clocks, migrations/0047, DECISIONS 149 and 173). At
+--   commit, a deferred trigger moves the clock of the owner on by one for
+--   each zone the transaction changed and each departure it wrote
+--   (canopy.tick_owner_clock), and writes the new position on that zone
+--   (zones.changed_position) or departure. The clock's row lock, taken at
+--   commit, is held until the commit has ended, so the owner's positions
+--   are given in commit order: a reader who sees position P of an owner's
+--   clock sees every change of that owner numbered at or below P. A token
+--   holds one position per owner, and a pass reads the clock before (or in
+--   the same snapshot as) the zones and departures, and reports those
+--   past the token's position and at or below the clock's. The clock and
+--   the owner's zones are on one node (Citus co-locates them), so the
+--   argument holds on Citus as on one PostgreSQL.
+--   zones.changed_xid stays as touch_zone's "already touched in this
+--   transaction", a fact of the node that wrote it.
 
 SET LOCAL ROLE canopy_owner;
 
@@ -214,6 +225,25 @@ BEGIN
     RETURN announced;
 END
 $$;
+
+-- The database feed's clock of p_owner_id moved on by one, at commit (the
+-- deferred triggers zones_clock and zone_departures_clock): the new
+-- position. The row's lock is held until the commit ends, which orders
+-- the owner's positions by commit (the header above). A row is made for
+-- an owner's first change. On Citus this runs on the owner's shard.
+CREATE OR REPLACE FUNCTION canopy.tick_owner_clock(p_owner_id bigint) RETURNS bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ticked bigint;
+BEGIN
+    INSERT INTO canopy.owner_clocks AS c (owner_id, position) VALUES (p_owner_id, 1)
+    ON CONFLICT (owner_id) DO UPDATE SET position = c.position + 1
+    RETURNING c.position INTO ticked;
+    RETURN ticked;
+END
+$$;
+REVOKE ALL ON FUNCTION canopy.tick_owner_clock(bigint) FROM PUBLIC, canopy_gateway;
 
 -- The next change position of a zone, for a record, tombstone or
 -- departure written in it: touches the zone first (its lock, its new

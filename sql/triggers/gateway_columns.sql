@@ -39,6 +39,7 @@ BEGIN
     NEW.changed_xid := pg_current_xact_id();
     NEW.feed_base := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
     NEW.announce_txn := NULL;   -- canopy.touch_zone's (DECISIONS 172)
+    NEW.changed_position := 0;  -- canopy.zones_clock's, at commit (DECISIONS 173)
     RETURN NEW;
 END
 $$;

@@ -17,6 +17,9 @@ CREATE OR REPLACE FUNCTION canopy.zones_before_delete() RETURNS trigger
 AS $$
 BEGIN
     PERFORM set_config('canopy.zone_position_' || OLD.id, '', true);
+    -- Nor does it take a position of its owner's clock at commit
+    -- (zones_clock): its departures do.
+    PERFORM set_config('canopy.zone_clocked_' || OLD.id, 'y', true);
     -- The DELETE holds the zone's row lock already; touching the row being
     -- deleted is not allowed, so write the departures here, at a position
     -- above every one the zone gave (DECISIONS 165).

@@ -59,7 +59,14 @@ struct GatewayHarness: Sendable {
     var engine: DatabaseEngine = .postgres
     let logs = CapturedLogs()
 
+    /// Set (`CANOPY_TEST_GATEWAY_ON_CITUS=1`) when the Citus tier runs the
+    /// database tier's gateway suites a second time, on distributed tables
+    /// (scripts/test-tier.sh, docs/TESTING.md): ``make()`` then makes a
+    /// distributed Citus database.
+    static let onDistributedCitus = ProcessInfo.processInfo.environment["CANOPY_TEST_GATEWAY_ON_CITUS"] == "1"
+
     static func make() async throws -> GatewayHarness {
+        if onDistributedCitus { return try await makeOnCitus(distributed: true) }
         let endpoint = try await TestDatabase.shared.migratedDatabase()
         let (alice, aliceToken) = try await addUser("alice", email: "alice@example.com", on: endpoint)
         let (bob, bobToken) = try await addUser("bob", on: endpoint)
@@ -69,10 +76,15 @@ struct GatewayHarness: Sendable {
     /// The same on the Citus tier's cluster: a database of its own made a
     /// Citus database on every node and migrated there, the gateway on the
     /// Citus engine (identity by `canopy.act_as`, a listener on every node).
-    static func makeOnCitus() async throws -> GatewayHarness {
+    static func makeOnCitus(distributed: Bool = false) async throws -> GatewayHarness {
         let endpoint = try await TestDatabase.shared.migratedCitusDatabase()
         let (alice, aliceToken) = try await addUser("alice", email: "alice@example.com", on: endpoint)
         let (bob, bobToken) = try await addUser("bob", on: endpoint)
+        if distributed {
+            try await TestDatabase.withConnection(endpoint) { connection in
+                try await CitusDistribution.distribute(connection, logger: TestDatabase.logger)
+            }
+        }
         var harness = GatewayHarness(endpoint: endpoint, alice: alice, aliceToken: aliceToken.string, bob: bob, bobToken: bobToken.string)
         harness.engine = .citus
         return harness

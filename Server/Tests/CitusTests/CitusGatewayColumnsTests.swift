@@ -24,7 +24,7 @@ struct CitusGatewayColumnsTests {
     /// `$zone`, `$share`, `$newShare`, `$device` stand for the fixture's ids.
     static let rows: [(table: String, chosen: [String: String], set: [String: String], refused: [String: String])] = [
         ("zones", ["owner_id": "$alice", "name": "'Forged'"],
-         ["created_at": "'2001-01-01'", "changed_xid": "'7'::xid8", "feed_base": "77", "announce_txn": "77"],
+         ["created_at": "'2001-01-01'", "changed_xid": "'7'::xid8", "feed_base": "77", "announce_txn": "77", "changed_position": "77"],
          ["tombstones_purged_through": "77", "access_changed_seq": "77"]),
         ("records", ["zone_id": "$zone", "owner_id": "$alice", "record_name": "'forged'", "record_type": "'Item'"],
          ["share_id": "$share", "change_tag": "'forged'", "change_seq": "77", "created_at": "'2001-01-01'", "created_by": "$bob",

@@ -36,7 +36,7 @@ public enum CitusDistribution {
         "storage_quota_default": .reference, "server_secrets": .reference, "feed_state": .reference,
         "share_tokens": .reference, "push_watchers": .reference,
         "zones": .byOwner, "records": .byOwner, "tombstones": .byOwner, "shares": .byOwner,
-        "participants": .byOwner, "memberships": .byOwner, "zone_departures": .byOwner,
+        "participants": .byOwner, "memberships": .byOwner, "zone_departures": .byOwner, "owner_clocks": .byOwner,
         "share_requests": .byOwner, "share_activity": .byOwner, "push_outbox": .byOwner,
         "storage_usage": .byUser,
         "push_subscriptions": .coordinator, "push_devices": .coordinator, "push_deliveries": .coordinator, "daily_quota_use": .coordinator,

@@ -10,7 +10,7 @@ import Foundation
 ///
 /// A zone token is a position in the zone's feed (see
 /// docs/CHANGE_FEEDS.md for why "after this position" never skips); a
-/// database token is a snapshot of which transactions had committed.
+/// database token is a position of each owner's commit clock.
 public enum ChangeToken: Sendable, Equatable {
     case zone(ZonePosition)
     case database(DatabasePosition)
@@ -60,31 +60,37 @@ public enum ChangeToken: Sendable, Equatable {
         }
     }
 
-    /// A snapshot over the caller's zones in one scope: the next pass
-    /// reports what that snapshot did not see.
+    /// Positions of the owners' clocks over the caller's zones in one
+    /// scope (DECISIONS 149, 173): the next pass reports each owner's zones
+    /// and departures numbered past the owner's position here.
     public struct DatabasePosition: Codable, Sendable, Equatable {
         public var user: Int64
         public var scope: String
-        /// The snapshot (`pg_current_snapshot()` text) the last complete
-        /// pass was read under; nil for the first pass (from `null`), which
-        /// lists every zone and no deletions.
-        public var since: String?
-        /// When `since` was taken (ms since the epoch, the database's clock),
+        /// Each owner's clock (`canopy.owner_clocks`) where the last complete
+        /// pass ended, as `[owner, position]` pairs; nil for the first pass
+        /// (from `null`), which lists every zone and no deletions.
+        public var since: [[Int64]]?
+        /// When `since` was read (ms since the epoch, the database's clock),
         /// to tell whether departures it needs were purged.
         public var sinceTime: Int64
         /// Within a pass of several pages: the key of the last event sent
-        /// (transaction id, kind, row id) and the snapshot the pass ends at.
-        public var after: [UInt64]?
-        public var next: String?
+        /// (owner, position, kind, row id) and the clocks the pass ends at.
+        public var after: [Int64]?
+        public var next: [[Int64]]?
         public var nextTime: Int64?
         /// The WAL position the page was read at (``readPosition``).
         public var read: UInt64?
+        /// A token from before the clocks (migrations/0047) held
+        /// PostgreSQL snapshots here (where its pass began, where it ends):
+        /// such a token is expired.
+        var snapshot: String?
+        var snapshotNext: String?
 
         enum CodingKeys: String, CodingKey {
-            case user = "u", scope = "s", since = "x", sinceTime = "t", after = "c", next = "w", nextTime = "v", read = "l"
+            case user = "u", scope = "s", since = "k", sinceTime = "t", after = "a", next = "n", nextTime = "v", read = "l", snapshot = "x", snapshotNext = "w"
         }
 
-        public init(user: Int64, scope: String, since: String?, sinceTime: Int64, after: [UInt64]? = nil, next: String? = nil,
+        public init(user: Int64, scope: String, since: [[Int64]]?, sinceTime: Int64, after: [Int64]? = nil, next: [[Int64]]? = nil,
                     nextTime: Int64? = nil, read: UInt64? = nil) {
             self.user = user
             self.scope = scope
@@ -95,6 +101,9 @@ public enum ChangeToken: Sendable, Equatable {
             self.nextTime = nextTime
             self.read = read
         }
+
+        /// Whether it was issued before the clocks (a snapshot token).
+        public var isFromBeforeClocks: Bool { snapshot != nil || snapshotNext != nil }
     }
 
     /// Where the page that issued this token was read, in the write-ahead

@@ -5,11 +5,12 @@ import PostgresNIO
 /// `databaseChanges(scope, since, limit)`: the zones of a scope that
 /// changed, appeared or went away since a token, in one statement.
 ///
-/// Zones carry the id of the last transaction that changed them and
-/// departures the id of theirs; the token is the snapshot the previous pass
-/// began with, and a pass reports every zone and departure whose
-/// transaction that snapshot did not see: each change once, none missed,
-/// whatever order transactions commit in (docs/CHANGE_FEEDS.md).
+/// Each owner has a clock that its zones' changes and departures take
+/// positions of, in commit order (migrations/0047, DECISIONS 149 and 173);
+/// a token holds, for each owner the caller sees, where the owner's clock
+/// stood when the previous pass began, and a pass reports every zone and
+/// departure numbered past it: each change once, none missed, on one
+/// PostgreSQL and on Citus alike (docs/CHANGE_FEEDS.md).
 ///
 /// A departure is reported deleted unless the very zone it left is visible
 /// again (a participant removed and invited back): a zone deleted and made
@@ -34,10 +35,12 @@ public struct DatabaseChangesPlan: Sendable {
         public var deleted: String?
         public var moreComing: Bool
         public var isEmpty: Bool { (changed ?? "[]") == "[]" && (deleted ?? "[]") == "[]" }
-        public var lastKey: [UInt64]?
-        /// The statement's snapshot and when it was taken (ms).
-        public var snapshot: String
-        public var snapshotTime: Int64
+        /// The last event of a full page: owner, position, kind, row id.
+        public var lastKey: [Int64]?
+        /// The clocks the pass ends at, as `[owner, position]` pairs, and
+        /// when the statement read them (ms).
+        public var ends: [[Int64]]
+        public var endsTime: Int64
         /// Departures before this time (ms) were purged; nil: none.
         public var purgedBefore: Int64?
         /// Where the server that answered stands (`canopy.read_position()`).
@@ -45,23 +48,13 @@ public struct DatabaseChangesPlan: Sendable {
 
         /// Decodes the statement's row (its SELECT list is `init`'s).
         public static func decode(_ row: PostgresRow) throws -> Page {
-            let (changed, deleted, more, xid, kind, id, snapshot, time, purged, position) =
-                try row.decode((String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?, String?).self)
-            var page = Page((changed, deleted, more, xid, kind, id, snapshot, time, purged))
-            page.readPosition = position.flatMap(WALPosition.init)
+            let (changed, deleted, more, owner, position, kind, id, endOwners, endPositions, time, purged, read) =
+                try row.decode((String?, String?, Bool, Int64?, Int64?, Int64?, Int64?, [Int64], [Int64], Int64, Int64?, String?).self)
+            var page = Page(changed: changed, deleted: deleted, moreComing: more, lastKey: nil,
+                            ends: zip(endOwners, endPositions).map { [$0, $1] }, endsTime: time, purgedBefore: purged)
+            if let owner, let position, let kind, let id { page.lastKey = [owner, position, kind, id] }
+            page.readPosition = read.flatMap(WALPosition.init)
             return page
-        }
-
-        init(_ row: (String?, String?, Bool, Int64?, Int64?, Int64?, String, Int64, Int64?)) {
-            changed = row.0
-            deleted = row.1
-            moreComing = row.2
-            if let xid = row.3, let kind = row.4, let id = row.5 {
-                lastKey = [UInt64(xid), UInt64(kind), UInt64(id)]
-            }
-            snapshot = row.6
-            snapshotTime = row.7
-            purgedBefore = row.8
         }
     }
 
@@ -98,6 +91,15 @@ public struct DatabaseChangesPlan: Sendable {
                 }
                 throw QueryError(.invalidArguments, "since is not a database change token this server issued", locations: sinceLocations)
             }
+            if position.isFromBeforeClocks {
+                throw QueryError(.changeTokenExpired, "since is a database change token from before this server's change clocks (migrations/0047); fetch changes from null",
+                                 locations: sinceLocations)
+            }
+            guard position.after.map({ $0.count == 4 }) ?? true, (position.since ?? []).allSatisfy({ $0.count == 2 }),
+                  (position.next ?? []).allSatisfy({ $0.count == 2 })
+            else {
+                throw QueryError(.invalidArguments, "since is not a database change token this server issued", locations: sinceLocations)
+            }
             guard position.user == userID, position.scope == scope.rawValue else {
                 throw QueryError(.invalidArguments, "since is a change token for another feed (user or scope)", locations: sinceLocations)
             }
@@ -110,11 +112,17 @@ public struct DatabaseChangesPlan: Sendable {
         self.limit = limit
 
         var builder = SQLBuilder()
-        let seen = builder.bind(since?.since)
+        // The owners the last pass saw and where their clocks stood; within
+        // a pass, where the clocks stood when it began (its first page).
+        let knownOwners = builder.bind(since?.since?.map { $0[0] })
+        let knownPositions = builder.bind(since?.since?.map { $0[1] })
+        let endOwners = builder.bind(since?.next?.map { $0[0] })
+        let endPositions = builder.bind(since?.next?.map { $0[1] })
         let scopeName = builder.bind(scope.rawValue)
-        let afterXID = builder.bind(since?.after.map { Int64($0[0]) })
-        let afterKind = builder.bind(since?.after.map { Int64($0[1]) })
-        let afterID = builder.bind(since?.after.map { Int64($0[2]) })
+        let afterOwner = builder.bind(since?.after?[0])
+        let afterPosition = builder.bind(since?.after?[1])
+        let afterKind = builder.bind(since?.after?[2])
+        let afterID = builder.bind(since?.after?[3])
         let limitBind = builder.bind(limit)
         let caller = builder.caller()
         let inScope: SQL = scope == .private
@@ -136,39 +144,62 @@ public struct DatabaseChangesPlan: Sendable {
             changedZones = "jsonb_build_object('zoneID', \(zoneID))"
             deletedZones = "jsonb_build_object('zoneID', \(zoneID), 'deleted', true)"
         }
+        // `ends`: the clock of each owner whose zones the caller sees, read
+        // now on a pass's first page (before the zones on Citus, where it
+        // is a subplan of its own; in the same snapshot on one PostgreSQL),
+        // or the first page's on the pass's later pages. An owner the
+        // last pass saw and the caller no longer sees has no end: its
+        // departures are reported up to now, and it is left out of the
+        // next token. An owner new to the caller starts below 0, so its
+        // zones from before the clocks (at 0) are in. `changed` is a union
+        // of two joins, not one join on an OR: Citus 13.2.2's planner
+        // crashed (SIGSEGV) on that join of the page with the zones.
         builder.append("""
-            WITH seen AS (SELECT \(seen)::text::pg_snapshot AS snapshot), \
-            events AS (\
-            SELECT z.changed_xid AS xid, 0 AS kind, z.id AS row_id FROM canopy.zones z \
-            WHERE \(inScope) AND ((SELECT snapshot FROM seen) IS NULL \
-            OR (z.changed_xid >= pg_snapshot_xmin((SELECT snapshot FROM seen)) \
-            AND NOT pg_visible_in_snapshot(z.changed_xid, (SELECT snapshot FROM seen)))) \
+            WITH known AS (SELECT k.owner_id, k.position FROM unnest(\(knownOwners)::int8[], \(knownPositions)::int8[]) AS k(owner_id, position)), \
+            ends AS MATERIALIZED (\
+            SELECT o.owner_id, coalesce(c.position, 0) AS position \
+            FROM (SELECT DISTINCT z.owner_id FROM canopy.zones z WHERE \(inScope)) o \
+            LEFT JOIN canopy.owner_clocks c ON c.owner_id = o.owner_id WHERE \(endOwners)::int8[] IS NULL \
             UNION ALL \
-            SELECT d.change_xid, 1, d.id FROM canopy.zone_departures d \
-            WHERE d.user_id = \(caller) AND d.scope = \(scopeName)::text \
-            AND d.change_xid >= pg_snapshot_xmin((SELECT snapshot FROM seen)) \
-            AND NOT pg_visible_in_snapshot(d.change_xid, (SELECT snapshot FROM seen))), \
-            page AS (SELECT e.*, row_number() OVER (ORDER BY e.xid, e.kind, e.row_id) AS ord FROM (\
-            SELECT * FROM events WHERE \(afterXID)::int8 IS NULL \
-            OR (xid, kind, row_id) > (((\(afterXID)::int8)::text)::xid8, \(afterKind)::int8, \(afterID)::int8) \
-            ORDER BY xid, kind, row_id LIMIT \(limitBind)::int8 + 1) e), \
-            changed AS (SELECT DISTINCT ON (z.id) z.id, z.name, u.record_name AS owner_name, p.ord FROM page p \
-            LEFT JOIN canopy.zone_departures d ON p.kind = 1 AND d.id = p.row_id \
-            JOIN canopy.zones z ON (p.kind = 0 AND z.id = p.row_id) \
-            OR (p.kind = 1 AND z.owner_id = d.owner_id AND z.name = d.zone_name AND \(inScope)) \
-            JOIN canopy.users u ON u.id = z.owner_id WHERE p.ord <= \(limitBind)::int8 ORDER BY z.id, p.ord), \
+            SELECT n.owner_id, n.position FROM unnest(\(endOwners)::int8[], \(endPositions)::int8[]) AS n(owner_id, position)), \
+            events AS (\
+            SELECT z.owner_id, z.changed_position AS position, 0 AS kind, z.id AS row_id \
+            FROM canopy.zones z JOIN ends e ON e.owner_id = z.owner_id LEFT JOIN known k ON k.owner_id = z.owner_id \
+            WHERE \(inScope) AND z.changed_position > coalesce(k.position, -1) AND z.changed_position <= e.position \
+            UNION ALL \
+            SELECT d.owner_id, d.change_position, 1, d.id FROM canopy.zone_departures d \
+            JOIN known k ON k.owner_id = d.owner_id LEFT JOIN ends e ON e.owner_id = d.owner_id \
+            WHERE d.user_id = \(caller) AND d.scope = \(scopeName)::text AND d.change_position > k.position \
+            AND (e.position IS NULL OR d.change_position <= e.position)), \
+            page AS (SELECT e.*, row_number() OVER (ORDER BY e.owner_id, e.position, e.kind, e.row_id) AS ord FROM (\
+            SELECT * FROM events WHERE \(afterOwner)::int8 IS NULL \
+            OR (owner_id, position, kind, row_id) > (\(afterOwner)::int8, \(afterPosition)::int8, \(afterKind)::int8, \(afterID)::int8) \
+            ORDER BY owner_id, position, kind, row_id LIMIT \(limitBind)::int8 + 1) e), \
+            changed AS (SELECT DISTINCT ON (c.id) c.id, c.name, u.record_name AS owner_name, c.ord FROM (\
+            SELECT z.id, z.name, z.owner_id, p.ord FROM page p JOIN canopy.zones z ON z.owner_id = p.owner_id AND z.id = p.row_id \
+            WHERE p.kind = 0 AND p.ord <= \(limitBind)::int8 \
+            UNION ALL \
+            SELECT z.id, z.name, z.owner_id, p.ord FROM page p \
+            JOIN canopy.zone_departures d ON d.owner_id = p.owner_id AND d.id = p.row_id \
+            JOIN canopy.zones z ON z.owner_id = d.owner_id AND z.name = d.zone_name \
+            WHERE p.kind = 1 AND p.ord <= \(limitBind)::int8 AND \(inScope)) c \
+            JOIN canopy.users u ON u.id = c.owner_id ORDER BY c.id, c.ord), \
             deleted AS (SELECT DISTINCT ON (d.owner_id, d.zone_name) d.zone_id AS id, d.zone_name AS name, \
-            d.owner_record_name AS owner_name, p.ord FROM page p JOIN canopy.zone_departures d ON p.kind = 1 AND d.id = p.row_id \
+            d.owner_record_name AS owner_name, p.ord FROM page p JOIN canopy.zone_departures d ON p.kind = 1 \
+            AND d.owner_id = p.owner_id AND d.id = p.row_id \
             WHERE p.ord <= \(limitBind)::int8 AND NOT EXISTS (SELECT 1 FROM canopy.zones z \
-            WHERE z.id = d.zone_id AND \(inScope)) \
+            WHERE z.owner_id = d.owner_id AND z.id = d.zone_id AND \(inScope)) \
             ORDER BY d.owner_id, d.zone_name, p.ord) \
             SELECT (SELECT coalesce(json_agg(\(changedZones) ORDER BY c.ord), '[]') FROM changed c)::text, \
             (SELECT coalesce(json_agg(\(deletedZones) ORDER BY c.ord), '[]') FROM deleted c)::text, \
             (SELECT count(*) FROM page) > \(limitBind)::int8, \
-            (SELECT p.xid::text::int8 FROM page p WHERE p.ord = \(limitBind)::int8), \
+            (SELECT p.owner_id FROM page p WHERE p.ord = \(limitBind)::int8), \
+            (SELECT p.position FROM page p WHERE p.ord = \(limitBind)::int8), \
             (SELECT p.kind::int8 FROM page p WHERE p.ord = \(limitBind)::int8), \
             (SELECT p.row_id FROM page p WHERE p.ord = \(limitBind)::int8), \
-            pg_current_snapshot()::text, (extract(epoch FROM clock_timestamp()) * 1000)::int8, \
+            (SELECT coalesce(array_agg(e.owner_id ORDER BY e.owner_id), '{}') FROM ends e), \
+            (SELECT coalesce(array_agg(e.position ORDER BY e.owner_id), '{}') FROM ends e), \
+            (extract(epoch FROM clock_timestamp()) * 1000)::int8, \
             (SELECT (extract(epoch FROM f.departures_purged_before) * 1000)::int8 FROM canopy.feed_state f), \
             canopy.read_position()
             """)
@@ -209,9 +240,9 @@ public struct DatabaseChangesPlan: Sendable {
         if let since, since.since != nil, let purgedBefore = page.purgedBefore, since.sinceTime < purgedBefore {
             throw QueryError(.changeTokenExpired, "this token is older than the change history kept; fetch database changes from null")
         }
-        // A pass ends at the snapshot its first page was read under.
-        let passEnd = since?.next ?? page.snapshot
-        let passEndTime = since?.nextTime ?? page.snapshotTime
+        // A pass ends at the clocks its first page read.
+        let passEnd = since?.next ?? page.ends
+        let passEndTime = since?.nextTime ?? page.endsTime
         let read = requiredPosition.later(page.readPosition)?.value
         let next: ChangeToken.DatabasePosition
         if page.moreComing, let lastKey = page.lastKey {

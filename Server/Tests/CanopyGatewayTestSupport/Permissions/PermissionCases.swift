@@ -281,6 +281,15 @@ let permissionCases: [PermissionCase] =
         ("alice", .denied), ("stranger", .denied),
     ])
     + cases("zone_departures: erase", count("DELETE FROM canopy.zone_departures"), [("removed", .denied), ("bob", .denied)])
+    // owner_clocks (migrations/0047): a user reads their own clock and those of the owners who share with them; only the clocks' triggers write
+    + cases("owner_clocks: select", "SELECT CASE owner_id WHEN {me} THEN 'own' WHEN {alice} THEN 'alice' ELSE 'other' END FROM canopy.owner_clocks ORDER BY 1", [
+        ("alice", .rows(["own"])), ("bob", .rows(["own"])), ("reader", .rows(["alice", "own"])), ("writer", .rows(["alice", "own"])),
+        ("admin", .rows(["alice", "own"])), ("public", .rows(["alice", "own"])), ("pending", .rows(["own"])), ("removed", .rows(["own"])),
+        ("stranger", .rows(["own"])),
+    ])
+    + cases("owner_clocks: wind back", count("UPDATE canopy.owner_clocks SET position = 0"), [("alice", .denied), ("writer", .denied)])
+    + cases("owner_clocks: forge", count("INSERT INTO canopy.owner_clocks (owner_id, position) VALUES ({me}, 1000)"), [("stranger", .denied)])
+    + cases("owner_clocks: tick by hand", "SELECT canopy.tick_owner_clock({me})::text", [("alice", .denied)])
     + cases("feed_state: select", "SELECT coalesce(departures_purged_before::text, 'never') FROM canopy.feed_state", [("stranger", .rows(["never"])), ("alice", .rows(["never"]))])
     + cases("feed_state: reset", count("UPDATE canopy.feed_state SET departures_purged_before = NULL"), [("alice", .denied)])
     + cases("zones: touch a zone directly", "SELECT canopy.touch_zone({zone:Family}, {alice})::text", [("alice", .denied), ("stranger", .denied)])

@@ -105,6 +105,13 @@ struct ChangeFeedRaceTests {
         }
     }
 
+    @Test("six writers over 24 zones committing out of order: a reader syncing by databaseChanges, then zoneChanges of each zone named, gets every committed record")
+    func followTheDatabaseFeedUnderRacingWriters() async throws {
+        let harness = try await GatewayHarness.make()
+        let outcome = try await harness.test { client in try await DatabaseFeedRace.run(harness, client: client) }
+        DatabaseFeedRace.check(outcome)
+    }
+
     @Test("two batches saving the same records in opposite orders never deadlock")
     func oppositeOrders() async throws {
         let harness = try await GatewayHarness.make()
