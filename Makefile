@@ -61,6 +61,7 @@ test: postgres
 	scripts/test-tier.sh pure --skip-build
 	scripts/test-tier.sh database --skip-build
 	scripts/test-tier.sh citus --skip-build
+	scripts/test-tier.sh citus-gateway --skip-build
 	scripts/test-tier.sh latency --skip-build
 	scripts/beside.sh 'nice -n 19 scripts/canopykit-by-url.sh && python3 scripts/fuzz/fuzz.py --seconds 10' \
 		scripts/test-tier.sh stories --skip-build

@@ -43,7 +43,7 @@ esac
 filter="^$target\\."
 if [ "$tier" = citus-gateway ]; then
     suites=$(grep -v '^#' "$root/scripts/citus-gateway-suites.txt" | grep -v '^$' | paste -sd'|')
-    filter="^$target\\.($suites)/"
+    filter="^$target\\.($suites)"
 fi
 if [ $# -ge 1 ] && [ "${1#-}" = "$1" ]; then
     filter="^$target\\..*($1)"

@@ -150,6 +150,50 @@ AS $$
     DELETE FROM canopy.push_outbox WHERE id = p_id
 $$;
 
+-- On Citus the outbox is distributed by the zone's owner (DECISIONS 174):
+-- a SQL function's parameters cannot be planned there, and FOR UPDATE
+-- SKIP LOCKED does not cross shards. So there the claim reads the oldest
+-- claimable rows of every shard, then claims each by its owner and id
+-- with the same condition, re-checked under the row's lock (READ
+-- COMMITTED re-reads a row another claimer changed): two gateways never
+-- both claim a row, one may wait a moment for the other's lock. The
+-- finish deletes by id on every shard (the deliverer holds no owner). One
+-- PostgreSQL keeps the statements above.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        CREATE OR REPLACE FUNCTION canopy.claim_push_outbox(p_limit integer, p_lease interval)
+            RETURNS TABLE (id bigint, zone_id bigint, after_seq bigint, origin_user bigint, origin_device uuid, created_at timestamptz,
+                           trace_parent text)
+            LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+        AS $body$
+        DECLARE
+            candidate record;
+        BEGIN
+            FOR candidate IN EXECUTE
+                'SELECT c.owner_id, c.id FROM canopy.push_outbox c
+                  WHERE c.claimed_until IS NULL OR c.claimed_until < now() ORDER BY c.id LIMIT $1' USING p_limit
+            LOOP
+                RETURN QUERY EXECUTE
+                    'UPDATE canopy.push_outbox o SET claimed_until = now() + $3
+                      WHERE o.owner_id = $1 AND o.id = $2 AND (o.claimed_until IS NULL OR o.claimed_until < now())
+                     RETURNING o.id, o.zone_id, o.after_seq, o.origin_user, o.origin_device, o.created_at, o.trace_parent'
+                    USING candidate.owner_id, candidate.id, p_lease;
+            END LOOP;
+        END
+        $body$;
+        CREATE OR REPLACE FUNCTION canopy.finish_push_outbox(p_id bigint) RETURNS void
+            LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+        AS $body$
+        BEGIN
+            EXECUTE 'DELETE FROM canopy.push_outbox WHERE id = $1' USING p_id;
+        END
+        $body$;
+    END IF;
+END
+$$;
+
+
 -- The subscriptions a change to the zone may fire, with their users: of
 -- the zone's members (PRIVATE for its owner, SHARED for participants), of
 -- users who stopped seeing it in this change (their departure is at a
@@ -160,26 +204,32 @@ $$;
 CREATE OR REPLACE FUNCTION canopy.push_candidates(p_zone_id bigint, p_after bigint)
     RETURNS TABLE (user_id bigint, subscription_id text, kind text, scope text, zone_id bigint,
                    record_type text, filter text, args text, fires_on text[])
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
+    -- By EXECUTE: Citus cannot plan a SQL function's parameters over its
+    -- tables (the memberships and departures are distributed by owner).
+    RETURN QUERY EXECUTE $q$
     WITH reach AS (
         SELECT DISTINCT m.user_id, CASE WHEN m.share_id IS NULL THEN 'PRIVATE' ELSE 'SHARED' END AS scope
-          FROM canopy.memberships m WHERE m.zone_id = p_zone_id
+          FROM canopy.memberships m WHERE m.zone_id = $1
         UNION
         SELECT d.user_id, d.scope FROM canopy.zone_departures d
-         WHERE d.zone_id = p_zone_id AND d.change_seq > p_after
+         WHERE d.zone_id = $1 AND d.change_seq > $2
         UNION
         -- The public zone: every user with a QUERY subscription on it
         -- (whether it fires is then decided as them, by the grants).
         SELECT s.user_id, 'PUBLIC' FROM canopy.push_subscriptions s
-         WHERE s.scope = 'PUBLIC' AND s.zone_id = p_zone_id
+         WHERE s.scope = 'PUBLIC' AND s.zone_id = $1
     )
     SELECT s.user_id, s.subscription_id, s.kind, s.scope, s.zone_id, s.record_type, s.filter, s.args::text, s.fires_on
       FROM reach JOIN canopy.push_subscriptions s ON s.user_id = reach.user_id AND s.scope = reach.scope
      WHERE s.kind = 'DATABASE'
-        OR (s.kind = 'ZONE' AND s.zone_id = p_zone_id)
-        OR (s.kind = 'QUERY' AND (s.zone_id IS NULL OR s.zone_id = p_zone_id))
+        OR (s.kind = 'ZONE' AND s.zone_id = $1)
+        OR (s.kind = 'QUERY' AND (s.zone_id IS NULL OR s.zone_id = $1))
      ORDER BY s.user_id, s.subscription_id
+    $q$ USING p_zone_id, p_after;
+END
 $$;
 
 -- Deliveries due now, of devices not sent to within p_gap (at most one

@@ -158,21 +158,39 @@ $$;
 -- Share.accessRequests: the pending and blocked requesters of a share the
 -- caller owns or administers (nothing for anyone else), oldest first, with
 -- their verified contacts. A definer: requesters are not participants, so
--- users_select would hide them.
-CREATE OR REPLACE FUNCTION canopy.share_requesters(p_share_id bigint)
+-- users_select would hide them. Given the share's owner (DECISIONS 174):
+-- PL/pgSQL, its reads by the owner, so on Citus each is one task on the
+-- owner's shard (Citus cannot plan a SQL function's parameters over its
+-- tables). On Citus a definer cannot read a shard this transaction wrote
+-- as the gateway, so a mutation's answer that asks for accessRequests
+-- fails there (the requests are read by a query after it). NULL owner
+-- (an older gateway): the share's row says.
+DROP FUNCTION IF EXISTS canopy.share_requesters(bigint);
+CREATE OR REPLACE FUNCTION canopy.share_requesters(p_share_id bigint, p_owner_id bigint DEFAULT NULL)
     RETURNS TABLE (record_name text, name text, display_name text, email text, phone text, status text, requested_at timestamptz)
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT u.record_name, u.name, u.display_name, u.email, u.phone, r.status, r.requested_at
-      FROM canopy.share_requests r JOIN canopy.users u ON u.id = r.user_id
-     WHERE r.share_id = p_share_id AND r.status IN ('PENDING', 'BLOCKED')
-       AND (p_share_id = ANY (canopy.owned_share_ids()) OR p_share_id = ANY (canopy.admin_share_ids()))
-     ORDER BY r.requested_at, r.id
+DECLARE
+    owner bigint := p_owner_id;
+BEGIN
+    IF owner IS NULL THEN
+        EXECUTE 'SELECT s.owner_id FROM canopy.shares s WHERE s.id = $1' INTO owner USING p_share_id;
+    END IF;
+    IF owner IS NULL OR NOT canopy.manages_share(owner, p_share_id) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE
+        'SELECT u.record_name, u.name, u.display_name, u.email, u.phone, r.status, r.requested_at
+           FROM canopy.share_requests r JOIN canopy.users u ON u.id = r.user_id
+          WHERE r.owner_id = $2 AND r.share_id = $1 AND r.status IN (''PENDING'', ''BLOCKED'')
+          ORDER BY r.requested_at, r.id'
+        USING p_share_id, owner;
+END
 $$;
 
 REVOKE ALL ON FUNCTION canopy.request_share_access(text) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.decide_share_request(bigint, text, text, text, bigint) FROM PUBLIC, canopy_gateway;
-REVOKE ALL ON FUNCTION canopy.share_requesters(bigint) FROM PUBLIC, canopy_gateway;
+REVOKE ALL ON FUNCTION canopy.share_requesters(bigint, bigint) FROM PUBLIC, canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.request_share_access(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.decide_share_request(bigint, text, text, text, bigint) TO canopy_gateway;
-GRANT EXECUTE ON FUNCTION canopy.share_requesters(bigint) TO canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.share_requesters(bigint, bigint) TO canopy_gateway;

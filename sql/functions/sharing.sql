@@ -305,15 +305,18 @@ $$;
 -- A new share's URL token in canopy.share_tokens, on Citus (DECISIONS
 -- 170): there the shares' trigger runs on the share's shard, which may not
 -- write a reference table, so save_share, on the coordinator, gives the
--- token it read back from its insert. A definer (the gateway cannot write
--- share_tokens) that cannot read the share to check the token: Citus
--- refuses a second user on a shard this transaction wrote. So it writes a
+-- token it read back from its insert. It runs as the caller, the owner
+-- (share_tokens_own lets a user write rows of their own shares only), not
+-- as a definer: Citus refuses a second user on a shard this transaction
+-- wrote, and a reference table written as another user made every later
+-- join of a shard with a reference table fail ("placements that were
+-- modified over multiple connections", DECISIONS 174). It writes a
 -- share's row once only, and a token once only; the caller could write a
 -- token for a share of the owner's only by acting as that owner, who reads
 -- the share's token anyway. On one PostgreSQL the trigger wrote the row,
 -- and this writes nothing.
 CREATE OR REPLACE FUNCTION canopy.keep_share_token(p_owner_id bigint, p_share_id bigint, p_token text) RETURNS void
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF canopy.citus_node() = 'single' OR p_token IS NULL THEN
@@ -352,13 +355,13 @@ BEGIN
 END
 $$;
 
--- A deleted share's row of canopy.share_tokens, on Citus (keep_share_token
--- says why it cannot read the share): only the owner's, and only the row
+-- A deleted share's row of canopy.share_tokens, on Citus, as the caller
+-- (keep_share_token says why): only the owner's, and only the row
 -- of that share with that token. A share deleted with its zone or root
 -- keeps its row on Citus: such a row leads nowhere, as an unknown token
 -- does, and no share draws its token again.
 CREATE OR REPLACE FUNCTION canopy.forget_share_token(p_owner_id bigint, p_share_id bigint, p_token text) RETURNS void
-    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql SECURITY INVOKER SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     IF canopy.citus_node() = 'single' OR p_owner_id IS DISTINCT FROM canopy.current_user_id() THEN

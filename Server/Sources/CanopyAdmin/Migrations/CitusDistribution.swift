@@ -53,13 +53,18 @@ public enum CitusDistribution {
     }()
 
     /// Why `canopy serve` refuses a distributed database, for now: the
-    /// gateway's statements find a zone by its id or name and the caller,
-    /// not by its owner's id, so Citus cannot send them to one shard
-    /// (docs/plans/ISSUE_67_SCHEMA_MAP.md §7, step 2).
+    /// gateway's statements name each zone's owner and route to one shard,
+    /// and the citus-gateway test tier runs the records and sharing
+    /// permission suites through the gateway on distributed tables; but
+    /// some answers still fail there (a share's metadata with its zone,
+    /// access requests read back after a write, push delivery:
+    /// docs/CITUS.md, DECISIONS 174), and a gateway must not answer
+    /// INTERNAL_ERROR where one PostgreSQL answers.
     public static let notServedYet = """
-        this Citus database's tables are distributed (canopy migrate up --distribute), and this gateway cannot serve \
-        them yet: its statements do not name each zone's owner, so Citus cannot route them to one shard (issue 67; \
-        docs/CITUS.md). Serve a database whose tables are on the coordinator (migrate without --distribute).
+        this Citus database's tables are distributed (canopy migrate up --distribute), and this gateway does not serve \
+        them yet: some of its answers (share metadata, access requests after a write, push delivery) still fail on \
+        distributed tables (issue 67; docs/CITUS.md). Serve a database whose tables are on the coordinator (migrate \
+        without --distribute).
         """
 
     /// True when `canopy.zones` is a distributed table: the database was

@@ -132,10 +132,10 @@ public struct DatabaseChangesPlan: Sendable {
         let deletedZones: SQL
         if let field, let request {
             changedZones = try field.children.first { $0.name == "changedZones" }.map {
-                try Projection.zone($0.children, id: "c.id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
+                try Projection.zone($0.children, id: "c.id", owner: "c.owner_id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
             } ?? "NULL::json"
             deletedZones = try field.children.first { $0.name == "deletedZones" }.map {
-                try Projection.zone($0.children, id: "c.id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
+                try Projection.zone($0.children, id: "c.id", owner: "c.owner_id", name: "c.name", ownerName: "c.owner_name", request: request, &builder)
             } ?? "NULL::json"
         } else {
             // Web Services: the reference's zone dictionaries, a deleted
@@ -175,7 +175,7 @@ public struct DatabaseChangesPlan: Sendable {
             SELECT * FROM events WHERE \(afterOwner)::int8 IS NULL \
             OR (owner_id, position, kind, row_id) > (\(afterOwner)::int8, \(afterPosition)::int8, \(afterKind)::int8, \(afterID)::int8) \
             ORDER BY owner_id, position, kind, row_id LIMIT \(limitBind)::int8 + 1) e), \
-            changed AS (SELECT DISTINCT ON (c.id) c.id, c.name, u.record_name AS owner_name, c.ord FROM (\
+            changed AS (SELECT DISTINCT ON (c.id) c.id, c.owner_id, c.name, u.record_name AS owner_name, c.ord FROM (\
             SELECT z.id, z.name, z.owner_id, p.ord FROM page p JOIN canopy.zones z ON z.owner_id = p.owner_id AND z.id = p.row_id \
             WHERE p.kind = 0 AND p.ord <= \(limitBind)::int8 \
             UNION ALL \
@@ -184,7 +184,7 @@ public struct DatabaseChangesPlan: Sendable {
             JOIN canopy.zones z ON z.owner_id = d.owner_id AND z.name = d.zone_name \
             WHERE p.kind = 1 AND p.ord <= \(limitBind)::int8 AND \(inScope)) c \
             JOIN canopy.users u ON u.id = c.owner_id ORDER BY c.id, c.ord), \
-            deleted AS (SELECT DISTINCT ON (d.owner_id, d.zone_name) d.zone_id AS id, d.zone_name AS name, \
+            deleted AS (SELECT DISTINCT ON (d.owner_id, d.zone_name) d.zone_id AS id, d.owner_id, d.zone_name AS name, \
             d.owner_record_name AS owner_name, p.ord FROM page p JOIN canopy.zone_departures d ON p.kind = 1 \
             AND d.owner_id = p.owner_id AND d.id = p.row_id \
             WHERE p.ord <= \(limitBind)::int8 AND NOT EXISTS (SELECT 1 FROM canopy.zones z \

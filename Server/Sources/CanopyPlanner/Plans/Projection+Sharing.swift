@@ -17,7 +17,7 @@ extension Projection {
             case "publicPermission": return "\(s).public_permission"
             case "rootRecordName": return "\(root).record_name"
             case "zone":
-                return try Projection.zone(field.children, id: "\(zone).id", name: "\(zone).name", ownerName: "\(owner).record_name", request: request, &builder)
+                return try Projection.zone(field.children, id: "\(zone).id", owner: "\(zone).owner_id", name: "\(zone).name", ownerName: "\(owner).record_name", request: request, &builder)
             case "owner":
                 return try participants(field.children, of: "\(s).id", owner: ownerID, ownerOnly: true, &builder)
             case "participants":
@@ -25,7 +25,7 @@ extension Projection {
             case "allowsAccessRequests": return "\(s).allows_access_requests"
             case "type": return "\(s).share_type"
             case "thumbnailImageData": return base64("\(s).thumbnail")
-            case "accessRequests": return try accessRequests(field.children, of: "\(s).id", &builder)
+            case "accessRequests": return try accessRequests(field.children, of: "\(s).id", owner: "\(s).owner_id", &builder)
             case "activity": return try activity(field, of: "\(s).id", owner: ownerID, request: request, &builder)
             case "__typename": return "'Share'"
             default: throw QueryError(.badRequest, "Share has no field \(field.name)")
@@ -92,8 +92,9 @@ extension Projection {
     }
 
     /// `Share.accessRequests`: pending and blocked requesters, through
-    /// `canopy.share_requesters`, which answers only the share's managers.
-    static func accessRequests(_ fields: [SelectedField], of share: SQL, _ builder: inout SQLBuilder) throws -> SQL {
+    /// `canopy.share_requesters`, which answers only the share's managers,
+    /// given the share's owner (one shard on Citus).
+    static func accessRequests(_ fields: [SelectedField], of share: SQL, owner: SQL, _ builder: inout SQLBuilder) throws -> SQL {
         let q = builder.alias("q")
         let json = try object(fields, &builder) { field, builder in
             switch field.name {
@@ -104,7 +105,7 @@ extension Projection {
             default: throw QueryError(.badRequest, "AccessRequest has no field \(field.name)")
             }
         }
-        return "(SELECT coalesce(json_agg(\(json) ORDER BY \(q).requested_at), '[]') FROM canopy.share_requesters(\(share)) \(q))"
+        return "(SELECT coalesce(json_agg(\(json) ORDER BY \(q).requested_at), '[]') FROM canopy.share_requesters(\(share), \(owner)) \(q))"
     }
 
     /// Most entries a page of `Share.activity` holds.

@@ -2,9 +2,11 @@
 /// expressions: `json_build_object` over exactly the fields asked for, each
 /// response key bound as a parameter. Nothing unasked is computed.
 public enum Projection {
-    /// A `Zone` from expressions for its id, name and owner's record name.
+    /// A `Zone` from expressions for its id, owner's id, name and owner's
+    /// record name (its share is found by the owner and zone: one shard on
+    /// Citus).
     static func zone(
-        _ fields: [SelectedField], id: SQL, name: SQL, ownerName: SQL, request: ParsedRequest, _ builder: inout SQLBuilder
+        _ fields: [SelectedField], id: SQL, owner: SQL, name: SQL, ownerName: SQL, request: ParsedRequest, _ builder: inout SQLBuilder
     ) throws -> SQL {
         try object(fields, &builder) { field, builder in
             switch field.name {
@@ -13,7 +15,7 @@ public enum Projection {
             case "__typename": return "'Zone'"
             case "share":
                 return try share(field.children, request: request, &builder) { s in
-                    "\(s).zone_id = \(id) AND \(s).root_record_id IS NULL"
+                    "\(s).owner_id = \(owner) AND \(s).zone_id = \(id) AND \(s).root_record_id IS NULL"
                 }
             default: throw QueryError(.badRequest, "Zone has no field \(field.name)")
             }
@@ -30,7 +32,7 @@ public enum Projection {
             case "recordChangeTag": return "r.change_tag"
             case "__typename": return "'Record'"
             case "zone":
-                let zone = try Projection.zone(field.children, id: "zone.id", name: "zone.name", ownerName: "zone.owner_name", request: request, &builder)
+                let zone = try Projection.zone(field.children, id: "zone.id", owner: "zone.owner_id", name: "zone.name", ownerName: "zone.owner_name", request: request, &builder)
                 return "(SELECT \(zone) FROM zone)"
             case "fields":
                 let arguments = request.arguments(of: field)

@@ -305,7 +305,7 @@ extension Projection {
             case "firesOn": return "to_json(s.fires_on)"
             case "__typename": return "'PushSubscription'"
             case "zone":
-                let zone = try Projection.zone(field.children, id: "pz.id", name: "pz.name",
+                let zone = try Projection.zone(field.children, id: "pz.id", owner: "pz.owner_id", name: "pz.name",
                                                ownerName: "coalesce(pu.record_name, \(builder.bind(DatabaseScope.publicOwnerName)))", request: request, &builder)
                 // The public zone has no owner: CloudKit's __defaultOwner__ (ZoneReference).
                 return """

@@ -26,7 +26,7 @@ public struct ShareMetadataPlan: Sendable {
             case "title": return "m.title"
             case "ownerName": return "m.owner_name"
             case "zone":
-                return try Projection.zone(child.children, id: "m.zone_id", name: "m.zone_name", ownerName: "m.owner_name", request: request, &builder)
+                return try Projection.zone(child.children, id: "m.zone_id", owner: "m.owner_id", name: "m.zone_name", ownerName: "m.owner_name", request: request, &builder)
             case "rootRecordName": return "m.root_record_name"
             case "role": return "m.role"
             case "permission": return "m.permission"
@@ -50,7 +50,7 @@ public struct ShareMetadataPlan: Sendable {
         // `zone`: what Projection.record's `zone` reads, for rootRecord.
         builder.append("""
             WITH m AS (SELECT * FROM canopy.share_view(\(bound))), \
-            zone AS (SELECT m.zone_id AS id, m.zone_name AS name, m.owner_name FROM m) \
+            zone AS (SELECT m.zone_id AS id, m.zone_name AS name, m.owner_name, m.owner_id FROM m) \
             SELECT \(json)::text FROM m
             """)
         statement = builder.query

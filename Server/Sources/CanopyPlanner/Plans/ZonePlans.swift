@@ -7,7 +7,7 @@ public struct ZonesPlan: Sendable {
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let scope = try DatabaseScope.read(request.arguments(of: field), publicRefusal: DatabaseScope.notInPublic("it lists no zones"))
         var builder = SQLBuilder()
-        let zone = try Projection.zone(field.children, id: "z.id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
+        let zone = try Projection.zone(field.children, id: "z.id", owner: "z.owner_id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
         let caller = builder.caller()
         let (filter, order): (SQL, SQL) = scope == .private
             ? ("z.owner_id = \(caller)", "z.name")
@@ -31,7 +31,7 @@ public struct SaveZonePlan: Sendable {
             throw arguments.invalid("zoneName", "zoneName '\(name)' must be 1-255 of A-Z a-z 0-9 _ . - and not start with _")
         }
         var builder = SQLBuilder()
-        let zone = try Projection.zone(field.children, id: "z.id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
+        let zone = try Projection.zone(field.children, id: "z.id", owner: "z.owner_id", name: "z.name", ownerName: "u.record_name", request: request, &builder)
         let bound = builder.bind(name)
         builder.append("""
             \(Self.madeOrFound(bound, caller: builder.caller()))SELECT \(zone)::text FROM found z JOIN canopy.users u ON u.id = z.owner_id LIMIT 1

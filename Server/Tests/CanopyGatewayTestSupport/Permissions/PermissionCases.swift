@@ -309,10 +309,21 @@ let permissionCases: [PermissionCase] =
     + cases("schema_indexes: register", count("INSERT INTO canopy.schema_indexes VALUES ('records_schema_0000000000000000', 'Item', 'n', 'btree', 'x')"), [("alice", .denied)])
     // schema_migrations and schema_repeatables: only `canopy migrate` (an administrator)
     + cases("schema_migrations: select", "SELECT name FROM canopy.schema_migrations", [("alice", .denied), ("stranger", .denied)])
-    // share_tokens (migrations/0041): shares by URL token, read only through
-    // the owner's functions (share_view, accept_share), never directly.
-    + cases("share_tokens: select", "SELECT url_token FROM canopy.share_tokens", [("alice", .denied), ("reader", .denied), ("stranger", .denied)])
-    + cases("share_tokens: insert", "INSERT INTO canopy.share_tokens VALUES (repeat('a', 40), {me}, 1) RETURNING 1", [("alice", .denied), ("stranger", .denied)])
+    // share_tokens (migrations/0041): shares by URL token, found only through
+    // the owner's functions (share_view, accept_share); a user reads, writes
+    // and removes the rows of their own shares only (on Citus keep_share_token
+    // and forget_share_token run as the owner, DECISIONS 174).
+    + cases("share_tokens: select others'", "SELECT count(*)::text FROM canopy.share_tokens WHERE owner_id <> {me}", [
+        ("alice", .rows(["0"])), ("reader", .rows(["0"])), ("stranger", .rows(["0"])),
+    ])
+    + cases("share_tokens: select own", "SELECT (count(*) = (SELECT count(*) FROM canopy.shares WHERE owner_id = {me}))::text FROM canopy.share_tokens", [
+        ("alice", .rows(["true"])),
+    ])
+    + cases("share_tokens: insert for another owner", "INSERT INTO canopy.share_tokens VALUES (repeat('a', 40), {alice}, 1) RETURNING 1", [
+        ("stranger", .denied), ("admin", .denied),
+    ])
+    + cases("share_tokens: insert for oneself", "INSERT INTO canopy.share_tokens VALUES (repeat('a', 40), {me}, 999999) RETURNING 1::text", [("alice", .rows(["1"]))])
+    + cases("share_tokens: remove another's", count("DELETE FROM canopy.share_tokens WHERE owner_id <> {me}"), [("stranger", .rows(["0"])), ("admin", .rows(["0"]))])
     // push_watchers (migrations/0043): counted by the subscriptions' trigger,
     // read only by push_covered; a caller neither reads nor forges them.
     + cases("push_watchers: select", "SELECT user_id FROM canopy.push_watchers", [("alice", .denied), ("stranger", .denied)])

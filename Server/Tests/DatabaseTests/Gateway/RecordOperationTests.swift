@@ -132,7 +132,7 @@ struct RecordOperationTests {
             #expect((conflict.object["saved"] as? [[String: Any]])?.compactMap { $0["recordName"] as? String } == ["d1", "d2"])
             #expect((conflict.object["errors"] as? [[String: Any]])?.first?["code"] as? String == "SERVER_RECORD_CHANGED")
             let count = try await TestDatabase.withConnection(harness.endpoint) { connection in
-                try await connection.texts("SELECT count(*)::text FROM canopy.records r JOIN canopy.zones z ON z.id = r.zone_id WHERE z.name = 'Bulk' AND z.owner_id = \(harness.alice.id)")
+                try await connection.texts("SELECT count(*)::text FROM canopy.records r JOIN canopy.zones z ON z.owner_id = r.owner_id AND z.id = r.zone_id WHERE z.name = 'Bulk' AND z.owner_id = \(harness.alice.id)")
             }
             #expect(count == ["451"])
         }
