@@ -35,8 +35,8 @@ struct TokenTarget: FuzzTarget {
         let tokens: [ChangeToken] = [
             .zone(.init(user: 1, scope: "PRIVATE", zoneID: 7, zoneName: "Z", after: 100, floor: 90, read: 123_456)),
             .zone(.init(user: 2, scope: "SHARED", zoneID: 8, zoneName: "Ünïcode zone", after: 0, floor: 0)),
-            .database(.init(user: 1, scope: "PRIVATE", since: "745:750:746,748", sinceTime: 1_700_000_000_000, after: [746, 1, 3],
-                            next: "760:760:", nextTime: 1_700_000_001_000, read: 99)),
+            .database(.init(user: 1, scope: "PRIVATE", since: [[1, 745], [4, 12]], sinceTime: 1_700_000_000_000, after: [1, 746, 1, 3],
+                            next: [[1, 760], [4, 12]], nextTime: 1_700_000_001_000, read: 99)),
             .database(.init(user: 3, scope: "SHARED", since: nil, sinceTime: 0)),
         ]
         var seeds: [String: Data] = [:]
