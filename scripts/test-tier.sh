@@ -55,6 +55,15 @@ chmod 755 "$cluster"
 export CANOPY_TEST_DATA_DIR="$cluster/data"
 canopy=${CANOPY_BIN:-$root/.build/debug/canopy}
 cleanup() {
+    # CANOPY_TEST_KEEP_LOGS=DIR: the cluster's server logs are copied there
+    # before the cluster is removed (docs/TESTING.md).
+    if [ -n "${CANOPY_TEST_KEEP_LOGS:-}" ] && [ -d "$CANOPY_TEST_DATA_DIR" ]; then
+        mkdir -p "$CANOPY_TEST_KEEP_LOGS"
+        cp "$CANOPY_TEST_DATA_DIR"/postgresql.log "$CANOPY_TEST_KEEP_LOGS/" 2>/dev/null || true
+        for w in "$CANOPY_TEST_DATA_DIR"/workers/*/; do
+            [ -f "$w/postgresql.log" ] && cp "$w/postgresql.log" "$CANOPY_TEST_KEEP_LOGS/worker-$(basename "$w").log"
+        done
+    fi
     if [ -d "$CANOPY_TEST_DATA_DIR" ] && [ -x "$canopy" ]; then
         "$canopy" cluster stop --data-dir "$CANOPY_TEST_DATA_DIR" >/dev/null 2>&1 || true
     fi
@@ -70,5 +79,16 @@ if [ "$tier" = citus ] || [ "$tier" = citus-gateway ]; then
 fi
 "$root/scripts/swift-test.sh" "${order[@]}" --filter "$filter" "$@"
 status=$?
+if [ $status -ne 0 ]; then
+    # What the cluster's servers said of a failed run, before it is removed:
+    # a crashed or restarted server is otherwise invisible (the tests only
+    # see their connections go).
+    for log in "$CANOPY_TEST_DATA_DIR"/postgresql.log "$CANOPY_TEST_DATA_DIR"/workers/*/postgresql.log; do
+        [ -f "$log" ] || continue
+        lines=$(grep -E -A1 "PANIC|terminated by signal|was terminated" "$log" | head -20)
+        [ -n "$lines" ] || lines=$(grep -E "FATAL" "$log" | grep -v -E "the database system is (starting|shutting) down" | tail -5)
+        [ -n "$lines" ] && printf '==> %s (its last server events):\n%s\n' "${log#$CANOPY_TEST_DATA_DIR/}" "$lines"
+    done
+fi
 echo "==> tier $tier: exit $status after $(( $(date +%s) - started )) s"
 exit $status

@@ -56,15 +56,15 @@ public enum CitusDistribution {
     /// gateway's statements name each zone's owner and route to one shard,
     /// and the citus-gateway test tier runs the records and sharing
     /// permission suites through the gateway on distributed tables; but
-    /// some answers still fail there (a share's metadata with its zone,
-    /// access requests read back after a write, push delivery:
-    /// docs/CITUS.md, DECISIONS 174), and a gateway must not answer
-    /// INTERNAL_ERROR where one PostgreSQL answers.
+    /// some answers still fail there (a lookup in another owner's zone
+    /// that asks for a record's share, access requests read back after a
+    /// write, push delivery: docs/CITUS.md, DECISIONS 174-175), and a
+    /// gateway must not answer INTERNAL_ERROR where one PostgreSQL answers.
     public static let notServedYet = """
         this Citus database's tables are distributed (canopy migrate up --distribute), and this gateway does not serve \
-        them yet: some of its answers (share metadata, access requests after a write, push delivery) still fail on \
-        distributed tables (issue 67; docs/CITUS.md). Serve a database whose tables are on the coordinator (migrate \
-        without --distribute).
+        them yet: some of its answers (a record's share in another owner's zone, access requests after a write, push \
+        delivery) still fail on distributed tables (issue 67; docs/CITUS.md). Serve a database whose tables are on the \
+        coordinator (migrate without --distribute).
         """
 
     /// True when `canopy.zones` is a distributed table: the database was

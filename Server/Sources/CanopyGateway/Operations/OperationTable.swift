@@ -14,7 +14,7 @@ enum OperationTable {
         "zoneRanges": ZoneRangesOperation(),
         "databaseChanges": DatabaseChangesOperation(),
         "share": Planned { try SharePlan($0, request: $1) },
-        "shareMetadata": Planned { try ShareMetadataPlan($0, request: $1) },
+        "shareMetadata": ShareMetadataOperation(),
         "discoverUser": Planned { try DiscoverUserPlan($0, request: $1) },
         "recordTypes": Planned { try RecordTypesPlan($0, request: $1) },
         "subscriptions": Planned { try SubscriptionsPlan($0, request: $1) },

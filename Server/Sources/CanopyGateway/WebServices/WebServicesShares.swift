@@ -79,7 +79,10 @@ enum WebServicesShares {
     /// `records/resolve`: what a share URL's short GUID leads to.
     static func resolve(_ call: WebServicesCall) async throws -> WebServicesBody {
         try await results(call) { plan, _ in
-            try plan.answer(try await call.runner.read(plan.statement) { rows in try rows.first.map(ShareMetadataPlan.decode) })
+            guard let place = try await call.runner.read(plan.locate, { rows in try rows.first.map(ShareMetadataPlan.Place.decode) }) else {
+                return try plan.answer(nil)
+            }
+            return try plan.answer(try await call.runner.read(try plan.statement(at: place)) { rows in try rows.first.map(ShareMetadataPlan.decode) })
         }
     }
 

@@ -20,6 +20,10 @@ public struct CloudKitRecordStyle: Sendable {
     /// The zone ID as an expression of the plan's own (JSON text), where it
     /// is known only in SQL (a resolved share's root record).
     var zoneIDSQL: SQL?
+    /// A resolved share's root record: its owner's and its own id, read
+    /// before the statement, by which its share is found (not by a
+    /// subquery correlated with a function's rows: DECISIONS 175).
+    var knownRoot: (ownerID: SQL, recordID: SQL)?
     /// Only these fields (nil: all).
     public var desiredKeys: [String]?
     public var numbersAsStrings: Bool
@@ -93,9 +97,10 @@ extension Projection {
         // record's shortGUID is its share's).
         let s = builder.alias("cs")
         let share: SQL = """
-            CASE WHEN r.share_id IS NOT NULL THEN (SELECT ',"share":{"recordName":' || to_json('cloudkit.share.' || r.record_name)::text \
-            || ',"zoneID":' || \(zoneID) || '},"shortGUID":{"value":' || to_json(\(s).url_token)::text || '}' \
-            FROM canopy.shares \(s) WHERE \(s).root_record_id = r.id LIMIT 1) END
+            CASE WHEN r.share_id IS NOT NULL THEN ',"share":{"recordName":' || to_json('cloudkit.share.' || r.record_name)::text \
+            || ',"zoneID":' || \(zoneID) || '},"shortGUID":{"value":' || (SELECT to_json(\(s).url_token)::text \
+            FROM canopy.shares \(s) WHERE \(s).owner_id = \(style.knownRoot?.ownerID ?? "r.owner_id") \
+            AND \(s).root_record_id = \(style.knownRoot?.recordID ?? "r.id") LIMIT 1) || '}' END
             """
         return """
             ('{"recordName":' || to_json(r.record_name)::text || ',"recordType":' || to_json(r.record_type)::text \

@@ -126,7 +126,7 @@ extension Projection {
     /// through `canopy.share_root_preview` (for whoever may open the share).
     static func cloudKitShareMetadata(
         _ style: CloudKitShareMetadataStyle, shortGUID: String, rootRecord: CloudKitShareMetadataStyle.RootRecord?,
-        _ builder: inout SQLBuilder
+        root known: KnownRoot, _ builder: inout SQLBuilder
     ) -> SQL {
         let container = builder.bind(style.container), environment = builder.bind(style.environment)
         let prefix = builder.bind(style.shareURLPrefix), guid = builder.bind(shortGUID)
@@ -158,11 +158,12 @@ extension Projection {
             // Rendered with the record style, in the zone as the caller sees it.
             var recordStyle = CloudKitRecordStyle(zoneID: .null, desiredKeys: nil, numbersAsStrings: rootRecord.numbersAsStrings)
             recordStyle.zoneIDSQL = "(\(zoneID))::text"
+            recordStyle.knownRoot = (known.ownerID, known.recordID)
             let record = cloudKitRecord(recordStyle, &builder)
             let keys = builder.bind(rootRecord.desiredKeys)
             root = """
                 coalesce((SELECT jsonb_build_object('rootRecord', (\(record))::jsonb) \
-                FROM canopy.share_root_preview(m.url_token, \(keys)::text[]) r), '{}'::jsonb)
+                FROM canopy.share_root_preview(\(guid)::text, \(keys)::text[]) r), '{}'::jsonb)
                 """
         }
         return """

@@ -22,8 +22,22 @@ public enum Projection {
         }
     }
 
-    /// A `Record` from `canopy.records` aliased `r`; its zone from the `zone` CTE.
-    static func record(_ fields: [SelectedField], request: ParsedRequest, _ builder: inout SQLBuilder) throws -> SQL {
+    /// A share's root record read through a function (`share_root_preview`)
+    /// whose owner, zone and id the plan read before its statement: its
+    /// `zone` and `share` are found by those values, not by subqueries
+    /// correlated with the function's rows, which Citus does not plan
+    /// (DECISIONS 175).
+    struct KnownRoot {
+        var ownerID: SQL
+        var zoneID: SQL
+        var zoneName: SQL
+        var ownerName: SQL
+        var recordID: SQL
+    }
+
+    /// A `Record` from `canopy.records` aliased `r`; its zone from the `zone`
+    /// CTE, or from `root` when the plan knows it.
+    static func record(_ fields: [SelectedField], request: ParsedRequest, root: KnownRoot? = nil, _ builder: inout SQLBuilder) throws -> SQL {
         try object(fields, &builder) { field, builder in
             switch field.name {
             case "recordName": return "r.record_name"
@@ -32,6 +46,9 @@ public enum Projection {
             case "recordChangeTag": return "r.change_tag"
             case "__typename": return "'Record'"
             case "zone":
+                if let root {
+                    return try Projection.zone(field.children, id: root.zoneID, owner: root.ownerID, name: root.zoneName, ownerName: root.ownerName, request: request, &builder)
+                }
                 let zone = try Projection.zone(field.children, id: "zone.id", owner: "zone.owner_id", name: "zone.name", ownerName: "zone.owner_name", request: request, &builder)
                 return "(SELECT \(zone) FROM zone)"
             case "fields":
@@ -47,7 +64,11 @@ public enum Projection {
             case "modified":
                 return try stamp(field.children, time: "r.modified_at", user: "r.modified_by_name", &builder)
             case "share":
-                return try share(field.children, request: request, &builder) { s in "\(s).root_record_id = r.id" }
+                if let root {
+                    return try share(field.children, request: request, &builder) { s in "\(s).owner_id = \(root.ownerID) AND \(s).root_record_id = \(root.recordID)" }
+                }
+                // By the owner too: on Citus, the shard of the record's own.
+                return try share(field.children, request: request, &builder) { s in "\(s).owner_id = r.owner_id AND \(s).root_record_id = r.id" }
             default:
                 throw QueryError(.badRequest, "Record has no field \(field.name)")
             }

@@ -5,10 +5,50 @@ import PostgresNIO
 /// shows the caller, read through `canopy.share_view` (no row: not a share
 /// the caller may open, which looks the same as a URL that leads nowhere).
 /// `accept` is the statement `acceptShare` runs first.
+///
+/// Two reads: ``locate`` finds the share (its id, owner, zone and root),
+/// then ``statement(at:)`` renders the answer with those as bound values.
+/// The answer's subqueries (the zone's share, the root record's) are then
+/// found by values, not correlated with `share_view`'s rows: Citus plans
+/// no subquery over distributed tables correlated with a function's rows
+/// (DECISIONS 175); one PostgreSQL pays one round trip more, on a read
+/// people make when they open a link.
 public struct ShareMetadataPlan: Sendable {
     public let token: String
-    public let statement: SQLStatement
+    /// `SELECT` of the share's ``Place``, as the caller may see it (no row:
+    /// not a share the caller may open).
+    public let locate: SQLStatement
+    let render: @Sendable (Place) throws -> SQLStatement
     let locations: [QueryError.Location]
+
+    /// Where a share is, read by ``locate``.
+    public struct Place: Sendable, Equatable {
+        public var shareID: Int64
+        public var ownerID: Int64
+        public var zoneID: Int64
+        public var zoneName: String
+        public var ownerName: String?
+        /// The root record's id for a record hierarchy; nil for a zone.
+        public var rootRecordID: Int64?
+
+        /// The place rendered when a plan is made, so a bad selection is
+        /// refused before anything is read.
+        static let unread = Place(shareID: 0, ownerID: 0, zoneID: 0, zoneName: "", ownerName: nil, rootRecordID: nil)
+
+        public static func decode(_ row: PostgresRow) throws -> Place {
+            let (share, owner, zone, zoneName, ownerName, root) = try row.decode((Int64, Int64, Int64, String, String?, Int64?).self)
+            return Place(shareID: share, ownerID: owner, zoneID: zone, zoneName: zoneName, ownerName: ownerName, rootRecordID: root)
+        }
+
+        /// The place's values bound into `builder`, for the projections.
+        func bound(_ builder: inout SQLBuilder) -> (owner: SQL, zone: SQL, zoneName: SQL, ownerName: SQL, root: Projection.KnownRoot) {
+            let owner: SQL = "\(builder.bind(ownerID))::int8", zone: SQL = "\(builder.bind(zoneID))::int8"
+            let zoneName: SQL = "\(builder.bind(self.zoneName))::text", ownerName: SQL = "\(builder.bind(self.ownerName))::text"
+            let root: SQL = "\(builder.bind(rootRecordID))::int8"
+            return (owner, zone, zoneName, ownerName,
+                    Projection.KnownRoot(ownerID: owner, zoneID: zone, zoneName: zoneName, ownerName: ownerName, recordID: root))
+        }
+    }
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -17,43 +57,43 @@ public struct ShareMetadataPlan: Sendable {
             throw arguments.invalid("url", "'\(url)' is not a share URL (…/share/<token>)")
         }
         self.token = token
+        locate = Self.locate(token)
         locations = request.location(of: field.field)
-        var builder = SQLBuilder()
-        let bound = builder.bind(token)
-        let json = try Projection.object(field.children, &builder) { child, builder in
-            switch child.name {
-            case "url": return "\(builder.bind(request.shareURLPrefix))::text || m.url_token"
-            case "title": return "m.title"
-            case "ownerName": return "m.owner_name"
-            case "zone":
-                return try Projection.zone(child.children, id: "m.zone_id", owner: "m.owner_id", name: "m.zone_name", ownerName: "m.owner_name", request: request, &builder)
-            case "rootRecordName": return "m.root_record_name"
-            case "role": return "m.role"
-            case "permission": return "m.permission"
-            case "status": return "m.status"
-            case "ownerDisplayName": return "m.owner_display_name"
-            case "allowsAccessRequests": return "m.allows_access_requests"
-            case "accessRequestStatus": return "m.request_status"
-            case "type": return "m.share_type"
-            case "thumbnailImageData": return Projection.base64("m.thumbnail")
-            case "rootRecord":
-                let childArguments = request.arguments(of: child)
-                let asked = try childArguments.value("desiredKeys")
-                let keys: [String]? = asked == nil || asked!.isNull ? nil : try childArguments.strings("desiredKeys")
-                let record = try Projection.record(child.children, request: request, &builder)
-                let boundKeys = builder.bind(keys)
-                return "(SELECT \(record) FROM canopy.share_root_preview(m.url_token, \(boundKeys)::text[]) r)"
-            case "__typename": return "'ShareMetadata'"
-            default: throw QueryError(.badRequest, "ShareMetadata has no field \(child.name)")
+        render = { place in
+            var builder = SQLBuilder()
+            let bound = builder.bind(token)
+            let known = place.bound(&builder)
+            let json = try Projection.object(field.children, &builder) { child, builder in
+                switch child.name {
+                case "url": return "\(builder.bind(request.shareURLPrefix))::text || m.url_token"
+                case "title": return "m.title"
+                case "ownerName": return "m.owner_name"
+                case "zone":
+                    return try Projection.zone(child.children, id: known.zone, owner: known.owner, name: known.zoneName, ownerName: known.ownerName, request: request, &builder)
+                case "rootRecordName": return "m.root_record_name"
+                case "role": return "m.role"
+                case "permission": return "m.permission"
+                case "status": return "m.status"
+                case "ownerDisplayName": return "m.owner_display_name"
+                case "allowsAccessRequests": return "m.allows_access_requests"
+                case "accessRequestStatus": return "m.request_status"
+                case "type": return "m.share_type"
+                case "thumbnailImageData": return Projection.base64("m.thumbnail")
+                case "rootRecord":
+                    let childArguments = request.arguments(of: child)
+                    let asked = try childArguments.value("desiredKeys")
+                    let keys: [String]? = asked == nil || asked!.isNull ? nil : try childArguments.strings("desiredKeys")
+                    let record = try Projection.record(child.children, request: request, root: known.root, &builder)
+                    let boundKeys = builder.bind(keys)
+                    return "(SELECT \(record) FROM canopy.share_root_preview(\(bound), \(boundKeys)::text[]) r)"
+                case "__typename": return "'ShareMetadata'"
+                default: throw QueryError(.badRequest, "ShareMetadata has no field \(child.name)")
+                }
             }
+            builder.append("SELECT \(json)::text FROM canopy.share_view(\(bound)) m WHERE m.share_id = \(builder.bind(place.shareID))")
+            return builder.query
         }
-        // `zone`: what Projection.record's `zone` reads, for rootRecord.
-        builder.append("""
-            WITH m AS (SELECT * FROM canopy.share_view(\(bound))), \
-            zone AS (SELECT m.zone_id AS id, m.zone_name AS name, m.owner_name, m.owner_id FROM m) \
-            SELECT \(json)::text FROM m
-            """)
-        statement = builder.query
+        _ = try render(.unread)
     }
 
     /// `records/resolve` and `records/accept` of Web Services: the share
@@ -65,12 +105,32 @@ public struct ShareMetadataPlan: Sendable {
             throw QueryError(.invalidArguments, "'\(url.prefix(200))' is not a share's shortGUID or URL (…/share/<token>)")
         }
         self.token = token
+        locate = Self.locate(token)
         locations = []
+        render = { place in
+            var builder = SQLBuilder()
+            let bound = builder.bind(token)
+            let known = place.bound(&builder)
+            let json = Projection.cloudKitShareMetadata(style, shortGUID: token, rootRecord: rootRecord, root: known.root, &builder)
+            builder.append("SELECT \(json)::text FROM canopy.share_view(\(bound)) m WHERE m.share_id = \(builder.bind(place.shareID))")
+            return builder.query
+        }
+    }
+
+    /// The answer's statement for the share at `place` (what ``locate``
+    /// read): no row when the share is gone, or no longer the caller's to
+    /// open, since.
+    public func statement(at place: Place) throws -> SQLStatement {
+        try render(place)
+    }
+
+    static func locate(_ token: String) -> SQLStatement {
         var builder = SQLBuilder()
-        let bound = builder.bind(token)
-        let json = Projection.cloudKitShareMetadata(style, shortGUID: token, rootRecord: rootRecord, &builder)
-        builder.append("SELECT \(json)::text FROM canopy.share_view(\(bound)) m")
-        statement = builder.query
+        builder.append("""
+            SELECT m.share_id, m.owner_id, m.zone_id, m.zone_name, m.owner_name, m.root_record_id \
+            FROM canopy.share_view(\(builder.bind(token))) m
+            """)
+        return builder.query
     }
 
     /// `SELECT canopy.accept_share(token)`.
@@ -186,7 +246,10 @@ public struct SharePagePlan: Sendable {
     }
 }
 
-extension ShareMetadataPlan: FieldPlan {
+extension ShareMetadataPlan {
+    /// The answer's row.
+    public static func decode(_ row: PostgresRow) throws -> JSONRow { try JSONRow.decode(row) }
+
     /// No row: not a share the caller may open.
     public func answer(_ row: JSONRow?) throws -> String? {
         guard let json = row?.json else { throw QueryError.shareNotOpen(at: locations) }
