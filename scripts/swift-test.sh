@@ -12,6 +12,11 @@
 # killed, so a hung test fails in minutes with where it hung, instead of
 # holding CI until its own limit. Output is line-buffered (stdbuf), so
 # nothing printed before a kill is lost in a buffer.
+#
+# CANOPY_TEST_DIRECT=1 (after a build): the built test binary is run itself,
+# not through `swift test`, which holds the scratch folder's lock for its
+# whole run; --skip-build is dropped. make test runs the citus-gateway tier
+# so, beside the stories tier's own `swift test` (DECISIONS 176).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 package_arguments=${SERVER_PACKAGE:-"--package-path $root/Server --scratch-path $root/.build"}
@@ -23,7 +28,13 @@ buffer=()
 command -v stdbuf >/dev/null && buffer=(stdbuf -oL -eL)
 (
     # shellcheck disable=SC2086 # the package arguments are words
-    "${buffer[@]}" ${SWIFT:-swift} test $package_arguments "$@" 2>&1
+    if [ "${CANOPY_TEST_DIRECT:-0}" = 1 ]; then
+        arguments=()
+        for argument in "$@"; do [ "$argument" = --skip-build ] || arguments+=("$argument"); done
+        NO_COLOR=1 "${buffer[@]}" "$root/.build/debug/canopyPackageTests.xctest" --testing-library swift-testing "${arguments[@]}" 2>&1
+    else
+        "${buffer[@]}" ${SWIFT:-swift} test $package_arguments "$@" 2>&1
+    fi
     echo "$?" > "$status_file"
 ) | tee "$log" &
 runner=$!

@@ -43,6 +43,12 @@ BEGIN
         -- subquery under row-level security ("could not create distributed
         -- plan"), and it routes to one shard by the owner's value.
         SET LOCAL plan_cache_mode = force_custom_plan;
+        -- The gateway's asset marker (asset_marks.sql), a setting of its
+        -- connection to the coordinator only: carried so, the shards' tasks
+        -- mark assets for the URL signer too (DECISIONS 176).
+        IF coalesce(pg_catalog.current_setting('canopy.asset_marker', true), '') <> '' THEN
+            EXECUTE pg_catalog.format('SET LOCAL canopy.asset_marker = %L', pg_catalog.current_setting('canopy.asset_marker'));
+        END IF;
     END IF;
     EXECUTE pg_catalog.format('SET LOCAL canopy.user_id = %L', coalesce(p_user_id::text, ''));
     IF p_schema_mode IS NOT NULL THEN
@@ -63,12 +69,12 @@ COMMENT ON FUNCTION canopy.act_as(bigint, text, text, text) IS 'Says who the tra
 -- sharing mutations' ownerName), so that the statement gives every
 -- zone-scoped table that owner (DECISIONS 169), which on Citus routes it to
 -- the owner's one shard. IMMUTABLE, as what it answers is: a user's record
--- name never changes and an id is never used again. Declared so, it is
--- worked out when a plan is made for the value bound (canopy.act_as asks
--- for such plans on Citus), and Citus routes by the answer; the statements
--- bind the name, never a literal a plan could keep. One PostgreSQL's
--- statements do not call it: they join the owner's user row, as a generic
--- plan would call this once a row (ZoneReference.namedOwners). A name that
+-- name never changes and an id is never used again. The gateway calls it
+-- before such a statement and binds the id (SQLStatement.unboundOwners,
+-- DECISIONS 176): Citus plans some statements (a record's share beside a
+-- lookup's names) only with the id as a value, not as this call. One
+-- PostgreSQL's statements do not need it: they join the owner's user row
+-- (ZoneReference.namedOwners). A name that
 -- is no user's answers NULL, which no zone's owner equals. SECURITY
 -- DEFINER: the id is the gateway's to route by, not an answer a caller is
 -- shown.

@@ -83,6 +83,7 @@ DECLARE
     requester bigint;
     pending canopy.share_requests;
     member canopy.participants;
+    decided text;
 BEGIN
     IF owner IS NULL THEN
         SELECT s.owner_id INTO owner FROM canopy.shares s WHERE s.id = p_share_id;
@@ -104,8 +105,12 @@ BEGIN
         IF pending.id IS NULL OR pending.status <> 'PENDING' THEN
             RAISE EXCEPTION '% has no pending request for this share', p_user_record_name USING ERRCODE = 'CN006';
         END IF;
+        -- The status a value of its own: Citus sent `CASE p_decision WHEN
+        -- 'APPROVE' …` to the shard as `CASE 'APPROVE'::text WHEN
+        -- NULL::boolean …`, which fails there (DECISIONS 176).
+        decided := CASE WHEN p_decision = 'APPROVE' THEN 'APPROVED' ELSE 'DENIED' END;
         UPDATE canopy.share_requests
-           SET status = CASE p_decision WHEN 'APPROVE' THEN 'APPROVED' ELSE 'DENIED' END,
+           SET status = decided,
                decided_at = now(), decided_by = canopy.current_user_id()
          WHERE owner_id = owner AND id = pending.id;
         IF p_decision = 'APPROVE' THEN

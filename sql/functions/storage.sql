@@ -140,15 +140,25 @@ $$;
 COMMENT ON FUNCTION canopy.charge_storage(bigint, bigint, bigint, bigint) IS 'Adds records and bytes to a user''s usage (negative: frees them) and refuses a growth past their quota (CN007).';
 
 -- What the current user stores, may store and has pending: `me { usage }`.
+-- PL/pgSQL, reading the user's row by their id: as an inlined SQL function
+-- (a LEFT JOIN of the usage under a test of the caller) Citus refused it
+-- ("outer joins and pseudoconstant quals are not supported"), and uploads
+-- on distributed tables failed (DECISIONS 176).
 CREATE OR REPLACE FUNCTION canopy.my_storage()
     RETURNS TABLE (record_count bigint, field_bytes bigint, asset_bytes bigint, pending_upload_bytes bigint, quota_bytes bigint)
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    SELECT coalesce(u.record_count, 0), coalesce(u.field_bytes, 0), coalesce(u.asset_bytes, 0),
-           canopy.pending_upload_bytes(me.id), canopy.storage_quota_of(me.id)
-      FROM (SELECT canopy.current_user_id() AS id) me
-      LEFT JOIN canopy.storage_usage u ON u.user_id = me.id
-     WHERE me.id IS NOT NULL
+DECLARE
+    me bigint := canopy.current_user_id();
+    usage canopy.storage_usage;
+BEGIN
+    IF me IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT * INTO usage FROM canopy.storage_usage u WHERE u.user_id = me;
+    RETURN QUERY SELECT coalesce(usage.record_count, 0), coalesce(usage.field_bytes, 0), coalesce(usage.asset_bytes, 0),
+                        canopy.pending_upload_bytes(me), canopy.storage_quota_of(me);
+END
 $$;
 COMMENT ON FUNCTION canopy.my_storage() IS 'The current user''s storage: records and bytes charged to them, uploads pending, and their quota (NULL: none).';
 

@@ -14,9 +14,12 @@ extension PostgresConnection {
     }
 
     /// Runs a statement as the gateway role acting for `userID`, in a
-    /// transaction that is always rolled back; with `actAs`, saying so by
+    /// transaction that is rolled back (`commit`: committed when `body`
+    /// succeeds, for a test's own rows); with `actAs`, saying so by
     /// `canopy.act_as`, as the gateway does on Citus.
-    public func asUser<T: Sendable>(_ userID: Int64?, actAs: Bool = false, _ body: (PostgresConnection) async throws -> T) async throws -> T {
+    public func asUser<T: Sendable>(
+        _ userID: Int64?, actAs: Bool = false, commit: Bool = false, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
         try await query("BEGIN", logger: TestDatabase.logger)
         do {
             if actAs {
@@ -26,7 +29,7 @@ extension PostgresConnection {
                 try await query("SELECT set_config('canopy.user_id', \(userID.map(String.init) ?? ""), true)", logger: TestDatabase.logger)
             }
             let result = try await body(self)
-            try await query("ROLLBACK", logger: TestDatabase.logger)
+            try await query(commit ? "COMMIT" : "ROLLBACK", logger: TestDatabase.logger)
             return result
         } catch {
             _ = try? await query("ROLLBACK", logger: TestDatabase.logger)

@@ -1,4 +1,5 @@
 @testable import CanopyGatewayTestSupport
+import CanopyGateway
 import CanopyPlanner
 import CanopyTestSupport
 import Foundation
@@ -61,12 +62,14 @@ struct CitusRoutingTests {
     static func expectOneTask(_ document: String, answer: String, as userID: Int64, in fixture: PermissionFixture) async {
         do {
             // Planned as the gateway plans on Citus (OwnerRoutingMiddleware).
-            let statement = try ZoneReference.$namedOwners.withValue(.routed) {
-                try Self.statement(document, userID: userID).bindingCaller(userID)
+            let planned = try ZoneReference.$namedOwners.withValue(.routed) {
+                try Self.statement(document, userID: userID)
             }
             let (plan, rows) = try await explained {
                 try await TestDatabase.withConnection(fixture.gateway) { connection in
                     try await connection.asUser(userID, actAs: true) { connection in
+                        // The owners' ids and the caller's, as the gateway binds them.
+                        let statement = try await connection.binding(planned, as: userID, logger: TestDatabase.logger)
                         let plan = try await connection.texts(PostgresQuery(unsafeSQL: "EXPLAIN " + statement.sql, binds: statement.binds)).compactMap { $0 }
                         var rows: [String] = []
                         for try await row in try await connection.query(statement.postgresQuery, logger: TestDatabase.logger) {
@@ -104,6 +107,10 @@ struct CitusRoutingTests {
         let reads: [(String, String)] = [
             ("{ records(scope: SHARED, \(zone), recordType: \"Entry\", limit: 50) { records { recordName } cursor } }", "log1"),
             ("{ lookup(scope: SHARED, \(zone), recordNames: [\"log1\"]) { record { recordName } } }", "log1"),
+            // A record's share and its participants, found by the owner's id
+            // bound, not by the record's column (DECISIONS 176).
+            ("{ lookup(scope: SHARED, \(zone), recordNames: [\"log1\", \"none\"]) { record { recordName share { rootRecordName participants { role } } } } }", "log1"),
+            ("{ records(scope: SHARED, \(zone), recordType: \"Entry\", limit: 50) { records { recordName share { url } } } }", "log1"),
             ("{ zoneChanges(scope: SHARED, \(zone)) { changed { recordName } } }", "log1"),
         ]
         for (document, answer) in reads {
@@ -132,7 +139,7 @@ struct CitusRoutingTests {
                         let request = try ParsedRequest(query: document)
                         let plan = try ShareMutationPlan(try request.rootFields()[0], request: request)
                         func run(_ statement: SQLStatement) async throws -> PostgresRowSequence {
-                            let bound = statement.namesCaller ? statement.bindingCaller(userID) : statement
+                            let bound = try await connection.binding(statement, as: userID, logger: TestDatabase.logger)
                             return try await connection.query(bound.postgresQuery, logger: TestDatabase.logger)
                         }
                         var located: LocatedShare?
@@ -227,7 +234,7 @@ struct CitusRoutingTests {
                 let request = try ParsedRequest(query: document)
                 let plan = try MoveRecordsPlan(try request.rootFields()[0], request: request)
                 func run(_ statement: SQLStatement) async throws -> PostgresRowSequence {
-                    let bound = statement.namesCaller ? statement.bindingCaller(userID) : statement
+                    let bound = try await connection.binding(statement, as: userID, logger: TestDatabase.logger)
                     return try await connection.query(bound.postgresQuery, logger: TestDatabase.logger)
                 }
                 var located: (from: MoveRecordsPlan.LocatedZone?, to: MoveRecordsPlan.LocatedZone?) = (nil, nil)

@@ -54,16 +54,16 @@ public enum CitusDistribution {
 
     /// Why `canopy serve` refuses a distributed database, for now: the
     /// gateway's statements name each zone's owner and route to one shard,
-    /// and the citus-gateway test tier runs the records and sharing
-    /// permission suites through the gateway on distributed tables; but
-    /// some answers still fail there (a lookup in another owner's zone
-    /// that asks for a record's share, access requests read back after a
-    /// write, push delivery: docs/CITUS.md, DECISIONS 174-175), and a
-    /// gateway must not answer INTERNAL_ERROR where one PostgreSQL answers.
+    /// and the citus-gateway test tier runs 13 of the gateway's suites
+    /// through it on distributed tables; but some answers still fail there
+    /// (push delivery and the notifications of access requests, change
+    /// tokens older than the kept history: docs/CITUS.md, DECISIONS
+    /// 174-176), and a gateway must not answer INTERNAL_ERROR where one
+    /// PostgreSQL answers.
     public static let notServedYet = """
         this Citus database's tables are distributed (canopy migrate up --distribute), and this gateway does not serve \
-        them yet: some of its answers (a record's share in another owner's zone, access requests after a write, push \
-        delivery) still fail on distributed tables (issue 67; docs/CITUS.md). Serve a database whose tables are on the \
+        them yet: some of its answers (push delivery, access requests' notifications, change tokens older than the kept \
+        history) still fail on distributed tables (issue 67; docs/CITUS.md). Serve a database whose tables are on the \
         coordinator (migrate without --distribute).
         """
 
@@ -213,6 +213,10 @@ public enum CitusDistribution {
     /// before the distribution.
     public static func prepareFunctions(_ connection: PostgresConnection, logger: Logger, asOwner: Bool = false) async throws {
         guard try await zonesAreDistributed(connection, logger: logger) else { return }
+        // Operators and their classes, which Citus never carries, as the
+        // administrator: only a superuser makes an operator class, and
+        // run_command_on_workers connects as the current role (DECISIONS 176).
+        try await carryOperators(connection, logger: logger)
         if asOwner { try await connection.query("SET LOCAL ROLE canopy_owner", logger: logger) }
         // Citus creates a function on the workers when it is made, unless
         // it depends on a table not distributed then (a row type's

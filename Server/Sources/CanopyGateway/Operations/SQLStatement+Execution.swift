@@ -11,7 +11,15 @@ extension RequestDatabase {
         _ statement: SQLStatement, as userID: Int64?, from source: ReadSource = .primary, logger: Logger,
         _ collect: @escaping @Sendable ([PostgresRow]) throws -> Result
     ) async throws -> Result {
-        try await read(statement.postgresQuery, parameterTypes: statement.parameterTypes, as: userID, from: source, logger: logger, collect)
+        let statement = try await bindingOwners(of: statement, logger: logger)
+        return try await read(statement.postgresQuery, parameterTypes: statement.parameterTypes, as: userID, from: source, logger: logger, collect)
+    }
+
+    /// The statement with the ids of the owners it names by record name
+    /// bound (on Citus: ``SQLStatement/unboundOwners``, DECISIONS 176).
+    func bindingOwners(of statement: SQLStatement, logger: Logger) async throws -> SQLStatement {
+        guard !statement.unboundOwners.isEmpty else { return statement }
+        return statement.bindingOwners(try await ownerIDs(named: statement.unboundOwners, logger: logger))
     }
 }
 
@@ -22,7 +30,20 @@ extension PostgresConnection {
     public func execute(_ statement: SQLStatement, as userID: Int64, logger: Logger) async throws -> [PostgresRow] {
         // On Citus, the owners whose changes the transaction announces.
         ChangeAnnouncement.current?.note(ids: statement.owners.ids, names: statement.owners.names)
-        let statement = statement.bindingCaller(userID)
+        let statement = try await binding(statement, as: userID, logger: logger)
         return try await executeShaped(statement.postgresQuery, parameterTypes: statement.parameterTypes, logger: logger)
+    }
+
+    /// The statement with every parameter bound, as ``execute(_:as:logger:)``
+    /// runs it: the ids of the owners it names by record name, read on this
+    /// connection (on Citus: ``SQLStatement/unboundOwners``, DECISIONS 176),
+    /// then the caller's when it names them.
+    public func binding(_ statement: SQLStatement, as userID: Int64, logger: Logger) async throws -> SQLStatement {
+        var statement = statement
+        if !statement.unboundOwners.isEmpty {
+            let ids = try await ownerIDs(named: statement.unboundOwners.compactMap { $0 }, logger: logger)
+            statement = statement.bindingOwners(statement.unboundOwners.map { $0.flatMap { ids[$0] } })
+        }
+        return statement.bindingCaller(userID)
     }
 }

@@ -39,7 +39,8 @@ struct PlanRunner: Sendable {
         }
         let source: RequestDatabase.ReadSource = Plan.readsReplicas ? .replica(after: nil) : .primary
         if let prepared {
-            return try await database.read(prepared, binds: plan.statement.binds, as: userID, from: resolved(source), logger: logger) { rows in
+            let statement = try await database.bindingOwners(of: plan.statement, logger: logger)
+            return try await database.read(prepared, binds: statement.binds, as: userID, from: resolved(source), logger: logger) { rows in
                 try rows.first.map(Plan.decode)
             }
         }

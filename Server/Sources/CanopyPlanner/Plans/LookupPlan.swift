@@ -59,7 +59,7 @@ public struct LookupPlan: Sendable {
             case "recordName": return "n.name"
             case "__typename": return "'LookupResult'"
             case "record":
-                let record = try Projection.record(child.children, request: request, &builder)
+                let record = try Projection.record(child.children, request: request, zone: zone, &builder)
                 return "CASE WHEN r.id IS NULL THEN NULL ELSE \(record) END"
             case "error":
                 let error = try Projection.object(child.children, &builder) { part, builder in
@@ -147,7 +147,8 @@ extension LookupPlan {
     /// A checked `records/lookup`'s plan, its SQL written; `recording`,
     /// with the ``template`` the plan cache keeps.
     public init(_ lookup: CloudKitLookup, recording: Bool = false) {
-        let style = lookup.style
+        var style = lookup.style
+        style.zone = lookup.zone
         locations = []
         var builder = SQLBuilder(recording: recording)
         let cte = lookup.zone.cte(&builder)

@@ -345,11 +345,12 @@ public struct ModifyRecordsPlan: Sendable {
 
     /// A record aliased `r` as saved and as a server record, as the door asks.
     func renderings(_ builder: inout SQLBuilder) throws -> (saved: SQL, server: SQL) {
-        if let style {
+        if var style {
+            style.zone = zone
             return (Projection.cloudKitRecord(style, &builder), "NULL::text")
         }
-        let saved = try savedSelection.map { try Projection.record($0, request: request!, &builder) } ?? "NULL::json"
-        let server = try serverRecordSelection.map { try Projection.record($0, request: request!, &builder) } ?? "NULL::json"
+        let saved = try savedSelection.map { try Projection.record($0, request: request!, zone: zone, &builder) } ?? "NULL::json"
+        let server = try serverRecordSelection.map { try Projection.record($0, request: request!, zone: zone, &builder) } ?? "NULL::json"
         return (saved, server)
     }
 

@@ -24,6 +24,11 @@ public struct CloudKitRecordStyle: Sendable {
     /// before the statement, by which its share is found (not by a
     /// subquery correlated with a function's rows: DECISIONS 175).
     var knownRoot: (ownerID: SQL, recordID: SQL)?
+    /// The zone every record answered is in, set by the plan: its owner's
+    /// id, where the statement has it as a value, finds a root's share
+    /// (not `r`'s column, which Citus cannot route a correlated subquery
+    /// by: DECISIONS 176).
+    var zone: ZoneReference?
     /// Only these fields (nil: all).
     public var desiredKeys: [String]?
     public var numbersAsStrings: Bool
@@ -96,10 +101,11 @@ extension Projection {
         // root carries its share and the share's short GUID (issue 66: a
         // record's shortGUID is its share's).
         let s = builder.alias("cs")
+        let owner = style.knownRoot?.ownerID ?? style.zone?.ownerValue(&builder) ?? "r.owner_id"
         let share: SQL = """
             CASE WHEN r.share_id IS NOT NULL THEN ',"share":{"recordName":' || to_json('cloudkit.share.' || r.record_name)::text \
             || ',"zoneID":' || \(zoneID) || '},"shortGUID":{"value":' || (SELECT to_json(\(s).url_token)::text \
-            FROM canopy.shares \(s) WHERE \(s).owner_id = \(style.knownRoot?.ownerID ?? "r.owner_id") \
+            FROM canopy.shares \(s) WHERE \(s).owner_id = \(owner) \
             AND \(s).root_record_id = \(style.knownRoot?.recordID ?? "r.id") LIMIT 1) || '}' END
             """
         return """

@@ -25,7 +25,7 @@ extension Projection {
             case "allowsAccessRequests": return "\(s).allows_access_requests"
             case "type": return "\(s).share_type"
             case "thumbnailImageData": return base64("\(s).thumbnail")
-            case "accessRequests": return try accessRequests(field.children, of: "\(s).id", owner: "\(s).owner_id", &builder)
+            case "accessRequests": return try accessRequests(field.children, of: "\(s).id", owner: ownerID, &builder)
             case "activity": return try activity(field, of: "\(s).id", owner: ownerID, request: request, &builder)
             case "__typename": return "'Share'"
             default: throw QueryError(.badRequest, "Share has no field \(field.name)")

@@ -36,8 +36,14 @@ public enum Projection {
     }
 
     /// A `Record` from `canopy.records` aliased `r`; its zone from the `zone`
-    /// CTE, or from `root` when the plan knows it.
-    static func record(_ fields: [SelectedField], request: ParsedRequest, root: KnownRoot? = nil, _ builder: inout SQLBuilder) throws -> SQL {
+    /// CTE, or from `root` when the plan knows it. `zone`, the zone every
+    /// `r` is in, gives the records' owner as a value where the statement
+    /// has one (``ZoneReference/ownerValue(_:)``): a record's share is found
+    /// by it, not by `r`'s column, which Citus cannot route a correlated
+    /// subquery by (DECISIONS 176).
+    static func record(
+        _ fields: [SelectedField], request: ParsedRequest, root: KnownRoot? = nil, zone: ZoneReference? = nil, _ builder: inout SQLBuilder
+    ) throws -> SQL {
         try object(fields, &builder) { field, builder in
             switch field.name {
             case "recordName": return "r.record_name"
@@ -68,7 +74,10 @@ public enum Projection {
                     return try share(field.children, request: request, &builder) { s in "\(s).owner_id = \(root.ownerID) AND \(s).root_record_id = \(root.recordID)" }
                 }
                 // By the owner too: on Citus, the shard of the record's own.
-                return try share(field.children, request: request, &builder) { s in "\(s).owner_id = r.owner_id AND \(s).root_record_id = r.id" }
+                let owner = zone?.ownerValue(&builder)
+                return try share(field.children, request: request, owner: owner, &builder) { s in
+                    "\(s).owner_id = \(owner ?? "r.owner_id") AND \(s).root_record_id = r.id"
+                }
             default:
                 throw QueryError(.badRequest, "Record has no field \(field.name)")
             }

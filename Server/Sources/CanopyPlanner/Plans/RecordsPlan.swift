@@ -239,10 +239,11 @@ public struct RecordsPlan: Sendable {
         let records: SQL
         switch rendering {
         case .graphQL(let fields, let request)?:
-            let record = try Projection.record(fields, request: request, &builder)
+            let record = try Projection.record(fields, request: request, zone: zone, &builder)
             records = "(SELECT coalesce(json_agg(\(record) ORDER BY r.canopy_ord), '[]') FROM page r WHERE r.canopy_ord <= \(limitBind)::int8)::text"
         case .cloudKit(var style)?:
             style.schema = schema
+            style.zone = zone
             records = Projection.cloudKitRecordList(style, from: "FROM page r WHERE r.canopy_ord <= \(limitBind)::int8", order: "r.canopy_ord", &builder)
         case nil:
             records = "NULL::text"

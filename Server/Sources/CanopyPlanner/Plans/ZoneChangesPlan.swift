@@ -149,7 +149,8 @@ public struct ZoneChangesPlan: Sendable {
                 """
         let changedList: SQL
         let deletedList: SQL
-        if let style {
+        if var style {
+            style.zone = zone
             let only: SQL = recordTypes.map { " AND r.record_type = ANY(\(builder.bind($0))::text[])" } ?? ""
             changedList = Projection.cloudKitRecordList(
                 style, from: "FROM page p JOIN canopy.records r ON r.id = p.id\(owned("r.owner_id")) WHERE p.live\(only)", order: "p.position", &builder)
@@ -162,7 +163,7 @@ public struct ZoneChangesPlan: Sendable {
                 """
         } else {
             let changed = try field?.children.first { $0.name == "changed" }.map {
-                try Projection.record($0.children, request: request!, &builder)
+                try Projection.record($0.children, request: request!, zone: zone, &builder)
             } ?? "NULL::json"
             let deleted = try field?.children.first { $0.name == "deleted" }.map {
                 try Projection.object($0.children, &builder) { part, _ in

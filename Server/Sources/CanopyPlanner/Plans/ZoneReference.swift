@@ -128,11 +128,11 @@ public struct ZoneReference: Sendable, Equatable {
     /// How a zone named by its owner's record name (the shared database,
     /// the sharing mutations' `ownerName`) finds its owner: by joining the
     /// owner's user row (one PostgreSQL), or, where statements must name
-    /// the owner's id to route to one shard (Citus), by
-    /// `canopy.owner_id_named`, which a plan made for the values works out
-    /// before Citus routes (DECISIONS 169). On one PostgreSQL that call
-    /// would run once a row in a generic plan's filter, so it stays there
-    /// the join. The gateway sets it for its requests on Citus
+    /// the owner's id to route to one shard (Citus), by the owner's id as
+    /// a parameter, which the statement's runner looks up by the name
+    /// (`canopy.owner_id_named`) and binds: Citus plans some statements only
+    /// with the value (DECISIONS 169, 176). On one PostgreSQL the join
+    /// costs no round trip, so it stays there. The gateway sets it for its requests on Citus
     /// (`OwnerRoutingMiddleware`); one engine a process, so the plan cache
     /// needs no key for it.
     public enum NamedOwners: Sendable {
@@ -144,8 +144,8 @@ public struct ZoneReference: Sendable, Equatable {
 
     /// ` AND <column> = <owner>`, for each zone-scoped table a statement
     /// reads beside the `zone` CTE: the caller's id for their own zones, 0
-    /// for the public zone, and on Citus `canopy.owner_id_named(<ownerName>)`
-    /// for a zone named by its owner (DECISIONS 168-169). Citus routes a
+    /// for the public zone, and on Citus the id of the owner a zone is named
+    /// by, bound by the statement's runner (DECISIONS 168-169, 176). Citus routes a
     /// statement to the one shard of that owner only when every distributed
     /// table in it is given the owner; on one PostgreSQL it is one more
     /// equality on a row already found. Nothing for every zone of the
@@ -163,10 +163,16 @@ public struct ZoneReference: Sendable, Equatable {
         return Self.ownerNamed(ownerName, &builder)
     }
 
-    /// The id of the owner a request names (`canopy.owner_id_named`, bound
-    /// to the name: another request of the shape binds its own).
+    /// The id of the owner a request names, a parameter the statement's
+    /// runner binds after looking the name up (``SQLBuilder/owner(named:replaying:)``;
+    /// another request of the shape names its own).
     private static func ownerNamed(_ ownerName: String?, _ builder: inout SQLBuilder) -> SQL {
-        "canopy.owner_id_named(\(builder.bind(ownerName, replaying: { try Self.zone(of: $0).ownerName }))::text)"
+        builder.owner(named: ownerName, replaying: { try Self.zone(of: $0).ownerName })
+    }
+
+    /// The owner's record name, bound (another request binds its own).
+    private func bindOwnerName(_ builder: inout SQLBuilder) -> SQL {
+        builder.bind(ownerName, replaying: { try Self.zone(of: $0).ownerName })
     }
 
     /// `zone AS (...)`, for a WITH clause.
@@ -194,14 +200,16 @@ public struct ZoneReference: Sendable, Equatable {
         // Recording (the plan cache), another request binds its own zone.
         builder.noteOwner(named: ownerName)
         let name = builder.bind(zoneName, replaying: { try Self.zone(of: $0).zoneName })
-        let owner = builder.bind(ownerName, replaying: { try Self.zone(of: $0).ownerName })
-        // The public zone's owner 0 (migrations/0038) is nobody's zone outside the public scope.
-        let named: SQL = Self.namedOwners == .routed ? "z.owner_id = canopy.owner_id_named(\(owner)::text)" : "u.record_name = \(owner)"
-        let ownership: SQL = visibleToCaller
-            ? "z.owner_id <> 0 AND \(named)"
-            : scope == .private
-            ? "z.owner_id = \(builder.caller()) AND (\(owner)::text IS NULL OR u.record_name = \(owner))"
-            : "z.owner_id <> \(builder.caller()) AND z.owner_id <> 0 AND \(named)"
+        let ownership: SQL
+        if scope == .private && !visibleToCaller {
+            let owner = bindOwnerName(&builder)
+            ownership = "z.owner_id = \(builder.caller()) AND (\(owner)::text IS NULL OR u.record_name = \(owner))"
+        } else {
+            let named: SQL =
+                Self.namedOwners == .routed ? "z.owner_id = \(Self.ownerNamed(ownerName, &builder))" : "u.record_name = \(bindOwnerName(&builder))"
+            // The public zone's owner 0 (migrations/0038) is nobody's zone outside the public scope.
+            ownership = visibleToCaller ? "z.owner_id <> 0 AND \(named)" : "z.owner_id <> \(builder.caller()) AND z.owner_id <> 0 AND \(named)"
+        }
         return """
             \(cteName) AS (SELECT z.id, z.name, u.record_name AS owner_name, z.owner_id FROM canopy.zones z \
             JOIN canopy.users u ON u.id = z.owner_id WHERE z.name = \(name) AND \(ownership))

@@ -22,6 +22,12 @@ public struct SQLBuilder: Sendable {
     private(set) var namesCaller = false
     /// The zones' owners the statement names (``SQLStatement/owners``).
     private(set) var owners = NamedOwners()
+    /// The owners the text names by id but the request by record name, one
+    /// per ``owner(named:replaying:)``: their ids are parameters after the
+    /// binds, which the statement's runner binds (``SQLStatement/unboundOwners``).
+    private(set) var unboundOwners: [String?] = []
+    /// One per unbound owner when recording, else empty.
+    private(set) var ownerReplays: [StatementTemplate.OwnerReplay] = []
 
     private var aliases = 0
 
@@ -110,6 +116,19 @@ public struct SQLBuilder: Sendable {
         return SQL(unescaped: "(\(Self.callerMarker)::int8)")
     }
 
+    /// The id of the owner a request names by record name, as a parameter
+    /// the statement's runner binds (``SQLStatement/bindingOwners(_:)``),
+    /// after every value bound here and before the caller: Citus routes a
+    /// statement to one shard only by a value it is given for the
+    /// distribution column, and plans some statements (a lookup's records
+    /// with their shares) only when it can (DECISIONS 176). `read` finds
+    /// another request's owner, as ``bind(_:replaying:)`` does.
+    public mutating func owner(named name: String?, replaying read: @escaping @Sendable (PlanValues) throws -> String?) -> SQL {
+        unboundOwners.append(name)
+        if recording { ownerReplays.append(read) }
+        return SQL(unescaped: "(\(Self.ownerMarker(unboundOwners.count - 1))::int8)")
+    }
+
     /// Notes an owner whose zones the statement names, by id or by record
     /// name: on Citus a write announces their zones' changes at its end.
     public mutating func noteOwner(id: Int64) {
@@ -124,17 +143,40 @@ public struct SQLBuilder: Sendable {
     /// not SQL (`$` then a letter), so nothing bound or written can hold it.
     static let callerMarker = "$caller"
 
-    /// The text with the caller's parameter numbered: the one after the binds.
+    /// Stands for the `index`th unbound owner's parameter, as ``callerMarker`` does.
+    static func ownerMarker(_ index: Int) -> String {
+        "$owner{\(index)}"
+    }
+
+    /// The text with the unbound owners' parameters numbered after the
+    /// binds, then the caller's after them.
     private var finishedSQL: String {
-        namesCaller ? sql.replacingOccurrences(of: Self.callerMarker, with: "$\(binds.count + 1)") : sql
+        var sql = self.sql
+        for index in unboundOwners.indices {
+            sql = sql.replacingOccurrences(of: Self.ownerMarker(index), with: "$\(binds.count + index + 1)")
+        }
+        if namesCaller { sql = sql.replacingOccurrences(of: Self.callerMarker, with: "$\(binds.count + unboundOwners.count + 1)") }
+        return sql
+    }
+
+    /// The binds' types, then the unbound owners' (int8).
+    private var allParameterTypes: [PostgresDataType] {
+        parameterTypes + Array(repeating: .int8, count: unboundOwners.count)
     }
 
     public var query: SQLStatement {
-        SQLStatement(sql: finishedSQL, binds: binds, parameterTypes: parameterTypes, namesCaller: namesCaller, owners: owners)
+        SQLStatement(
+            sql: finishedSQL, binds: binds, parameterTypes: allParameterTypes, namesCaller: namesCaller, owners: owners,
+            unboundOwners: unboundOwners
+        )
     }
 
     /// The statement's text and how to bind it again; nil unless recording.
     public var template: StatementTemplate? {
-        recording ? StatementTemplate(sql: finishedSQL, parameterTypes: parameterTypes, namesCaller: namesCaller, replays: replays) : nil
+        recording
+            ? StatementTemplate(
+                sql: finishedSQL, parameterTypes: allParameterTypes, namesCaller: namesCaller, replays: replays, ownerReplays: ownerReplays
+            )
+            : nil
     }
 }

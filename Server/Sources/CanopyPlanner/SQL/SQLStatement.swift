@@ -19,21 +19,40 @@ public struct SQLStatement: Sendable, Hashable {
     /// a write transaction ends by announcing the changes of their zones
     /// (`canopy.announce_changes`, DECISIONS 172). Not part of the text.
     public var owners: NamedOwners
+    /// The record names of the owners whose ids are parameters after
+    /// ``binds``, which whoever runs the statement looks up and binds
+    /// (``bindingOwners(_:)``) before the caller's; empty but on Citus
+    /// (``SQLBuilder/owner(named:replaying:)``, DECISIONS 176).
+    /// ``parameterTypes`` has their types already.
+    public var unboundOwners: [String?]
 
     public init(
-        sql: String, binds: PostgresBindings, parameterTypes: [PostgresDataType], namesCaller: Bool = false, owners: NamedOwners = NamedOwners()
+        sql: String, binds: PostgresBindings, parameterTypes: [PostgresDataType], namesCaller: Bool = false, owners: NamedOwners = NamedOwners(),
+        unboundOwners: [String?] = []
     ) {
-        precondition(binds.count == parameterTypes.count, "one parameter type per bind")
+        precondition(binds.count + unboundOwners.count == parameterTypes.count, "one parameter type per bind and unbound owner")
         self.sql = sql
         self.binds = binds
         self.parameterTypes = parameterTypes
         self.namesCaller = namesCaller
         self.owners = owners
+        self.unboundOwners = unboundOwners
+    }
+
+    /// The statement with its unbound owners' ids bound, in order (nil for
+    /// a name that is nobody's: no zone's owner is NULL).
+    public func bindingOwners(_ ids: [Int64?]) -> SQLStatement {
+        precondition(ids.count == unboundOwners.count, "one id per unbound owner")
+        guard !ids.isEmpty else { return self }
+        var binds = self.binds
+        for id in ids { binds.append(id) }
+        return SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes, namesCaller: namesCaller, owners: owners)
     }
 
     /// The statement with the caller's id bound, for running on a
     /// connection that acts for them already (a write's transaction).
     public func bindingCaller(_ userID: Int64?) -> SQLStatement {
+        precondition(unboundOwners.isEmpty, "the owners' ids are bound before the caller's")
         guard namesCaller else { return self }
         var binds = self.binds
         binds.append(userID)
@@ -45,6 +64,7 @@ public struct SQLStatement: Sendable, Hashable {
     /// announce, and writes are planned afresh).
     public static func == (lhs: SQLStatement, rhs: SQLStatement) -> Bool {
         lhs.sql == rhs.sql && lhs.binds == rhs.binds && lhs.parameterTypes == rhs.parameterTypes && lhs.namesCaller == rhs.namesCaller
+            && lhs.unboundOwners == rhs.unboundOwners
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -52,6 +72,7 @@ public struct SQLStatement: Sendable, Hashable {
         hasher.combine(binds)
         hasher.combine(parameterTypes)
         hasher.combine(namesCaller)
+        hasher.combine(unboundOwners)
     }
 
     /// The statement as PostgresNIO's unnamed query (for `EXPLAIN`, tests

@@ -7,13 +7,18 @@ import PostgresNIO
 public struct StatementTemplate: Sendable {
     /// Appends one bind, read from a request's values (or a constant).
     public typealias Replay = @Sendable (PlanValues, inout PostgresBindings) throws -> Void
+    /// Reads one unbound owner's record name from a request's values
+    /// (``SQLBuilder/owner(named:replaying:)``).
+    public typealias OwnerReplay = @Sendable (PlanValues) throws -> String?
 
     public let sql: String
+    /// The binds' types, then the unbound owners' (int8).
     public let parameterTypes: [PostgresDataType]
     /// Whether the text reads the caller's id as the parameter after these
     /// (``SQLBuilder/caller()``).
     public let namesCaller: Bool
     let replays: [Replay]
+    let ownerReplays: [OwnerReplay]
 
     /// The statement for another request: this text, its values bound in the
     /// same order. Throws ``Mismatch`` when the values do not fit the shape
@@ -21,7 +26,8 @@ public struct StatementTemplate: Sendable {
     public func statement(for values: PlanValues) throws -> SQLStatement {
         var binds = PostgresBindings(capacity: replays.count)
         for replay in replays { try replay(values, &binds) }
-        return SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes, namesCaller: namesCaller)
+        let owners = try ownerReplays.map { try $0(values) }
+        return SQLStatement(sql: sql, binds: binds, parameterTypes: parameterTypes, namesCaller: namesCaller, unboundOwners: owners)
     }
 
     /// A request's values that do not have the shape the template was made for.

@@ -22,7 +22,7 @@ extension RequestDatabase {
     /// Records `upload` as `userID`'s (row-level security checks it is) and
     /// returns when its token expires.
     public func recordUpload(_ upload: NewUpload, as userID: Int64, logger: Logger) async throws -> Date {
-        try await withUser(userID, logger: logger) { connection in
+        try await withUser(userID, changesZones: false, logger: logger) { connection in
             let rows = try await connection.query("""
                 INSERT INTO canopy.uploads (token_hash, sha256, size, content_type)
                 VALUES (\(ByteBuffer(bytes: upload.tokenHash)), \(upload.sha256), \(upload.size), \(upload.contentType))

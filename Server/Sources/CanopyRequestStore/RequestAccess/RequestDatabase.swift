@@ -36,6 +36,10 @@ public final class RequestDatabase: Sendable {
     /// Sign-ins already written, for a minute: a person's requests need no
     /// round trip until their claims change (changed claims are another key).
     let signIns = ExpiringCache<SignIn, Int64>(timeToLive: .seconds(60))
+    /// Users' ids by record name, for statements that name a zone's owner
+    /// by id on Citus (``ownerIDs(named:logger:)``): a record name never
+    /// changes and an id is never reused, so an id found stays right.
+    let ownerIDsByName = ExpiringCache<String, Int64>(timeToLive: .seconds(600))
     let recordTypes: RecordTypeFields
     /// `production` or `development`: said to the database in every write
     /// transaction (`canopy.schema_mode`), where a trigger refuses undeclared
@@ -190,9 +194,15 @@ public final class RequestDatabase: Sendable {
     ///
     /// `device` (a `Canopy-Device` ID) goes to the push outbox of what the
     /// transaction changes (canopy.touch_zone), so that device is not told.
+    /// `changesZones: false` says the body changes no zone's records (an
+    /// upload): on Citus nothing is announced at its end, where the read of
+    /// the caller's zones would follow a definer's write to their shards
+    /// and be refused ("placements that were modified in this transaction
+    /// by a different user", DECISIONS 176).
     public func withUser<Result: Sendable>(
         _ userID: Int64,
         device: String? = nil,
+        changesZones: Bool = true,
         logger: Logger,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
@@ -201,7 +211,7 @@ public final class RequestDatabase: Sendable {
             return try await CanopySpan.run("db transaction", ofKind: .client) { span in
                 span?.describeDatabaseCall(server: try? primary.server(), deadlines: primary.deadlines)
                 return try await CommitWatch.$current.withValue(watch) {
-                    try await writeTransaction(userID, device: device, logger: logger, body)
+                    try await writeTransaction(userID, device: device, changesZones: changesZones, logger: logger, body)
                 }
             }
         } catch where watch.mayHaveCommitted && Self.leavesCommitUnknown(error) {
@@ -222,7 +232,7 @@ public final class RequestDatabase: Sendable {
     }
 
     private func writeTransaction<Result: Sendable>(
-        _ userID: Int64, device: String?, logger: Logger,
+        _ userID: Int64, device: String?, changesZones: Bool, logger: Logger,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         try await primary.withConnection { connection in
@@ -236,6 +246,7 @@ public final class RequestDatabase: Sendable {
                     )
                     // The workers' triggers do not NOTIFY: the coordinator
                     // announces, last, what they changed (DECISIONS 172).
+                    guard changesZones else { return try await body(connection) }
                     let announcement = ChangeAnnouncement(caller: userID)
                     let result = try await ChangeAnnouncement.$current.withValue(announcement) { try await body(connection) }
                     try await announcement.announce(on: connection, logger: logger)

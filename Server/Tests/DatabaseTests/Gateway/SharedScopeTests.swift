@@ -19,10 +19,14 @@ struct SharedScopeTests {
         try await harness.test { client in
             _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Family\") { zoneName } }", token: harness.aliceToken)
             _ = try await save(client, token: harness.aliceToken, zone: "Family", [fast("f1", hours: 1, end: 1), fast("f2", hours: 2, end: 2)])
+            // Each row given its owner (the distribution column on Citus).
+            let alice = harness.alice.id
             try await TestDatabase.withConnection(harness.endpoint) { connection in
+                let share = try await connection.texts(PostgresQuery(unsafeSQL: """
+                    INSERT INTO canopy.shares (zone_id, owner_id) SELECT id, owner_id FROM canopy.zones WHERE owner_id = \(alice) AND name = 'Family' RETURNING id::text
+                    """)).compactMap { $0 }.first ?? "NULL"
                 try await connection.query(PostgresQuery(unsafeSQL: """
-                    WITH s AS (INSERT INTO canopy.shares (zone_id) SELECT id FROM canopy.zones WHERE name = 'Family' RETURNING id)
-                    INSERT INTO canopy.participants (share_id, user_id, permission, status) SELECT id, \(harness.bob.id), 'READ_ONLY', 'ACCEPTED' FROM s
+                    INSERT INTO canopy.participants (share_id, owner_id, user_id, permission, status) VALUES (\(share), \(alice), \(harness.bob.id), 'READ_ONLY', 'ACCEPTED')
                     """), logger: TestDatabase.logger)
             }
             let zone = "{zoneName: \"Family\", ownerName: \"\(harness.alice.userRecordName)\"}"
@@ -53,12 +57,13 @@ struct SharedScopeTests {
     func statementTimeout() async throws {
         let harness = try await GatewayHarness.make()
         try await TestDatabase.withConnection(harness.endpoint) { connection in
-            try await connection.query(PostgresQuery(unsafeSQL: "SELECT set_config('canopy.user_id', '\(harness.alice.id)', false)"), logger: TestDatabase.logger)
-            try await connection.query(PostgresQuery(unsafeSQL: """
-                INSERT INTO canopy.records (zone_id, record_name, record_type, fields)
-                SELECT z.id, 'r' || g, 'Note', jsonb_build_object('text', repeat('lorem ipsum dolor ', 50) || g)
-                  FROM canopy.zones z, generate_series(1, 5000) g WHERE z.owner_id = \(harness.alice.id)
-                """), logger: TestDatabase.logger)
+            try await connection.asUser(harness.alice.id, actAs: true, commit: true) { connection in
+                try await connection.query(PostgresQuery(unsafeSQL: """
+                    INSERT INTO canopy.records (zone_id, owner_id, record_name, record_type, fields)
+                    SELECT z.id, z.owner_id, 'r' || g, 'Note', jsonb_build_object('text', repeat('lorem ipsum dolor ', 50) || g)
+                      FROM canopy.zones z, generate_series(1, 5000) g WHERE z.owner_id = \(harness.alice.id) AND z.name = '_defaultZone'
+                    """), logger: TestDatabase.logger)
+            }
         }
         try await harness.test(configuration: GatewayConfiguration(statementTimeout: .milliseconds(5))) { client in
             let answer = try await client.call("records", "{ records(scope: PRIVATE, zone: {zoneName: \"_defaultZone\"}, recordType: \"Note\", filter: \"self CONTAINS 'nothing matches this'\") { records { recordName } } }", token: harness.aliceToken)
