@@ -39,8 +39,21 @@ command -v stdbuf >/dev/null && buffer=(stdbuf -oL -eL)
 ) | tee "$log" &
 runner=$!
 
+# This run's own test processes: the descendants of this script only, as
+# make test runs two test binaries at once (the stories' and, beside them,
+# the citus-gateway tier's), and a stalled one must not take the other.
 test_processes() {
-    pgrep -f "PackageTests\.xctest|swiftpm-testing-helper" || true
+    local pid ancestor
+    for pid in $(pgrep -f "PackageTests\.xctest|swiftpm-testing-helper"); do
+        ancestor=$pid
+        while [ -n "$ancestor" ] && [ "$ancestor" -gt 1 ]; do
+            if [ "$ancestor" = "$$" ]; then
+                echo "$pid"
+                break
+            fi
+            ancestor=$(ps -o ppid= -p "$ancestor" 2>/dev/null | tr -d " ")
+        done
+    done
 }
 
 last_size=-1

@@ -243,21 +243,49 @@ public struct EmbeddedCluster: Sendable {
         }
     }
 
-    /// A loopback TCP port nothing listens on now (the kernel's pick), for
-    /// a cluster or a server a test starts.
+    /// A loopback TCP port nothing listens on now, for a cluster or a
+    /// server a test starts. Chosen at random below the kernel's ephemeral
+    /// range (`ip_local_port_range`), which the kernel never hands out by
+    /// itself: a port it picked could be given to another process's
+    /// listener or outgoing connection before the caller binds it, and
+    /// make test runs two test processes at once (DECISIONS 176: a story's
+    /// `canopy serve` lost its port so, and its health check was answered
+    /// by another test's gateway). The kernel's pick when that range is
+    /// too small.
     public static func freePort() throws -> Int {
+        let floor = 10_000
+        let ceiling = ephemeralPortsStart() ?? 32_768
+        if ceiling - floor >= 1_000 {
+            for _ in 0..<200 {
+                let candidate = Int.random(in: floor..<ceiling)
+                if try bound(to: candidate) != nil { return candidate }
+            }
+        }
+        guard let port = try bound(to: 0) else { throw StoreError(.clusterFailed, "cannot bind a socket to find a free port") }
+        return port
+    }
+
+    /// The first port of the kernel's ephemeral range, or nil when it cannot be read.
+    private static func ephemeralPortsStart() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) else { return nil }
+        return text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).first.flatMap { Int($0) }
+    }
+
+    /// Binds a loopback socket to `port` (0: the kernel's pick) and closes
+    /// it: the port bound, or nil when `port` is taken.
+    private static func bound(to port: Int) throws -> Int? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw StoreError(.clusterFailed, "cannot open a socket to find a free port") }
         defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
         }
-        guard bound == 0 else { throw StoreError(.clusterFailed, "cannot bind a socket to find a free port") }
+        guard bound == 0 else { return nil }
         let named = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }

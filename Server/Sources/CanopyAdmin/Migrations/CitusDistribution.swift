@@ -54,7 +54,7 @@ public enum CitusDistribution {
 
     /// Why `canopy serve` refuses a distributed database, for now: the
     /// gateway's statements name each zone's owner and route to one shard,
-    /// and the citus-gateway test tier runs 13 of the gateway's suites
+    /// and the citus-gateway test tier runs 12 of the gateway's suites
     /// through it on distributed tables; but some answers still fail there
     /// (push delivery and the notifications of access requests, change
     /// tokens older than the kept history: docs/CITUS.md, DECISIONS
