@@ -168,17 +168,22 @@ BEGIN
             LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
         AS $body$
         DECLARE
-            candidate record;
+            owners bigint[];
+            ids bigint[];
         BEGIN
-            FOR candidate IN EXECUTE
-                'SELECT c.owner_id, c.id FROM canopy.push_outbox c
-                  WHERE c.claimed_until IS NULL OR c.claimed_until < now() ORDER BY c.id LIMIT $1' USING p_limit
-            LOOP
+            -- Into arrays, not a FOR over EXECUTE: Citus cannot plan a
+            -- cursor's bound parameters across shards ("could not create
+            -- distributed plan" when the call itself has parameters).
+            EXECUTE 'SELECT array_agg(c.owner_id ORDER BY c.id), array_agg(c.id ORDER BY c.id)
+                       FROM (SELECT c.owner_id, c.id FROM canopy.push_outbox c
+                              WHERE c.claimed_until IS NULL OR c.claimed_until < now() ORDER BY c.id LIMIT $1) c'
+               INTO owners, ids USING p_limit;
+            FOR i IN 1 .. coalesce(array_length(ids, 1), 0) LOOP
                 RETURN QUERY EXECUTE
                     'UPDATE canopy.push_outbox o SET claimed_until = now() + $3
                       WHERE o.owner_id = $1 AND o.id = $2 AND (o.claimed_until IS NULL OR o.claimed_until < now())
                      RETURNING o.id, o.zone_id, o.after_seq, o.origin_user, o.origin_device, o.created_at, o.trace_parent'
-                    USING candidate.owner_id, candidate.id, p_lease;
+                    USING owners[i], ids[i], p_lease;
             END LOOP;
         END
         $body$;
@@ -240,23 +245,31 @@ CREATE OR REPLACE FUNCTION canopy.claim_push_deliveries(p_limit integer, p_lease
                    kind text, apns_token text, apns_environment text, apns_topic text,
                    endpoint text, p256dh bytea, auth bytea, webhook_url text, webhook_secret bytea,
                    user_record_name text, trace_parent text)
-    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
+BEGIN
+    -- By EXECUTE … USING: Citus cannot plan a SQL function's parameters
+    -- (the deliveries and devices are in its metadata, beside the
+    -- reference table of users). One PostgreSQL plans it each call: the
+    -- deliverer claims a batch at a time, off the request path.
+    RETURN QUERY EXECUTE $q$
     WITH claimed AS (
-        UPDATE canopy.push_deliveries q SET claimed_until = now() + p_lease
+        UPDATE canopy.push_deliveries q SET claimed_until = now() + $1
          WHERE q.device_id IN (
                SELECT c.device_id FROM canopy.push_deliveries c JOIN canopy.push_devices d ON d.id = c.device_id
                 WHERE c.next_attempt_at <= now() AND (c.claimed_until IS NULL OR c.claimed_until < now())
                   -- A web courier's page takes its own (canopy.courier_take).
                   AND d.kind <> 'COURIER'
-                  AND (d.last_sent_at IS NULL OR d.last_sent_at <= now() - p_gap)
-                ORDER BY c.next_attempt_at LIMIT p_limit FOR UPDATE OF c SKIP LOCKED)
+                  AND (d.last_sent_at IS NULL OR d.last_sent_at <= now() - $3)
+                ORDER BY c.next_attempt_at LIMIT $2 FOR UPDATE OF c SKIP LOCKED)
         RETURNING q.device_id, q.version, q.subscription_ids, q.attempts, q.first_queued_at, q.trace_parent
     )
     SELECT c.device_id, c.version, c.subscription_ids, c.attempts, c.first_queued_at,
            d.kind, d.apns_token, d.apns_environment, d.apns_topic, d.endpoint, d.p256dh, d.auth,
            d.webhook_url, d.webhook_secret, u.record_name, c.trace_parent
       FROM claimed c JOIN canopy.push_devices d ON d.id = c.device_id JOIN canopy.users u ON u.id = d.user_id
+    $q$ USING p_lease, p_limit, p_gap;
+END
 $$;
 
 -- The push service accepted the notification of p_version: the delivery is

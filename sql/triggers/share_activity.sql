@@ -1,6 +1,7 @@
 -- Each share's activity log (issue 38, docs/API.md §17): log_share_activity and
 -- the triggers that call it, shares_activity, participants_activity and
--- share_requests_activity; purge_share_activity.
+-- share_requests_activity; purge_share_activity; share_requests_made_now
+-- (a request's stamp, taken on the node that writes it).
 --
 -- Repeatable: re-applied by `canopy migrate up` whenever this file's checksum
 -- changes (sql/README.md). Every statement is idempotent.
@@ -223,6 +224,30 @@ $$;
 DROP TRIGGER IF EXISTS share_requests_activity ON canopy.share_requests;
 CREATE TRIGGER share_requests_activity AFTER INSERT OR UPDATE OR DELETE ON canopy.share_requests
     FOR EACH ROW EXECUTE FUNCTION canopy.share_requests_activity();
+
+-- A request made (or made again) is stamped where its row is written: the
+-- push fan-out fires a decider's subscription for a request made in the
+-- change by comparing requested_at with the outbox row's created_at, which
+-- touch_zone writes in this same trigger chain (PushFanOut). On Citus a
+-- column's default now(), and now() in request_share_access's UPDATE, are
+-- the coordinator's clock, read before the worker's transaction began:
+-- the request then looked older than its own change and fired nothing.
+-- On one PostgreSQL both are the transaction's start already.
+CREATE OR REPLACE FUNCTION canopy.share_requests_made_now() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF NEW.status = 'PENDING' AND (TG_OP = 'INSERT' OR OLD.status IS DISTINCT FROM 'PENDING') THEN
+        NEW.requested_at := now();
+    END IF;
+    RETURN NEW;
+END
+$$;
+REVOKE ALL ON FUNCTION canopy.share_requests_made_now() FROM PUBLIC, canopy_gateway;
+
+DROP TRIGGER IF EXISTS a_requested_now ON canopy.share_requests;
+CREATE TRIGGER a_requested_now BEFORE INSERT OR UPDATE OF status ON canopy.share_requests
+    FOR EACH ROW EXECUTE FUNCTION canopy.share_requests_made_now();
 
 -- The entries of shares deleted longer than p_retention ago; returns how
 -- many went. Called by the gateway's history purge (canopy serve

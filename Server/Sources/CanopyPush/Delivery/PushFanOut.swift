@@ -62,11 +62,13 @@ enum PushFanOut {
         let tombstones: SQL = "FROM canopy.tombstones t WHERE t.zone_id = \(zone) AND t.change_seq > \(after)"
         // An access request made in the change (issue 38) fires the zone's
         // deciders: only a share's owner and administrators read its requests.
+        // Joined on the owner too, so on Citus the join stays on each shard.
         let anyChange: SQL = """
             (EXISTS (SELECT 1 \(records)) OR EXISTS (SELECT 1 \(tombstones)) \
             OR EXISTS (SELECT 1 FROM canopy.zone_departures d WHERE d.zone_id = \(zone) AND d.change_seq > \(after) \
             AND d.user_id = canopy.current_user_id()) \
-            OR EXISTS (SELECT 1 FROM canopy.share_requests q JOIN canopy.shares s ON s.id = q.share_id \
+            OR EXISTS (SELECT 1 FROM canopy.share_requests q \
+            JOIN canopy.shares s ON s.owner_id = q.owner_id AND s.id = q.share_id \
             WHERE s.zone_id = \(zone) AND q.status = 'PENDING' AND q.requested_at >= \(start) \
             AND q.user_id <> canopy.current_user_id()))
             """
