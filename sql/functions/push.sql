@@ -412,6 +412,39 @@ BEGIN
 END
 $$;
 
+-- The zone a subscription watches, as the caller sees it: its name and
+-- its owner's record name (NULL for the public zone's owner), no row when
+-- the subscription watches no zone or the caller no longer sees it. For
+-- Web Services' subscription dictionary (Projection.cloudKitSubscription).
+-- A function, not the subquery it was: subscriptions are on the
+-- coordinator on Citus and the zones on the workers, and Citus refuses a
+-- subquery of a distributed table correlated with a coordinator's table.
+-- Runs as the caller (row-level security decides what it sees); on Citus
+-- its read is a nested distributed one, which Citus must be told to allow.
+CREATE OR REPLACE FUNCTION canopy.subscription_zone(p_zone_id bigint)
+    RETURNS TABLE (name text, owner_record_name text)
+    LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_zone_id IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY EXECUTE
+        'SELECT pz.name, pu.record_name FROM canopy.zones pz
+           LEFT JOIN canopy.users pu ON pu.id = pz.owner_id AND pz.owner_id <> 0
+          WHERE pz.id = $1 AND (pu.id IS NOT NULL OR pz.owner_id = 0)' USING p_zone_id;
+END
+$$;
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        ALTER FUNCTION canopy.subscription_zone(bigint) SET citus.allow_nested_distributed_execution = on;
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION canopy.subscription_zone(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION canopy.subscription_zone(bigint) TO canopy_gateway;
+
 REVOKE ALL ON FUNCTION canopy.register_push_device(text, text, text, text, text, bytea, bytea, text, bytea) FROM PUBLIC;
 REVOKE ALL ON FUNCTION canopy.push_covered(bigint, bigint) FROM PUBLIC, canopy_gateway;
 REVOKE ALL ON FUNCTION canopy.claim_push_outbox(integer, interval) FROM PUBLIC;

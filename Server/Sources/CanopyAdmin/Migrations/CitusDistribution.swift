@@ -54,15 +54,15 @@ public enum CitusDistribution {
 
     /// Why `canopy serve` refuses a distributed database, for now: the
     /// gateway's statements name each zone's owner and route to one shard,
-    /// and the citus-gateway test tier runs 13 of the gateway's suites
-    /// through it on distributed tables; but some answers still fail there
-    /// (Web Services' subscriptions, change tokens older than the kept
-    /// history: docs/CITUS.md, DECISIONS 174-177), and a gateway must not
-    /// answer INTERNAL_ERROR where one PostgreSQL answers.
+    /// and the citus-gateway test tier runs 15 of the gateway's suites
+    /// through it on distributed tables; but not all of them, and a change
+    /// token older than the kept history is not refused there as
+    /// CHANGE_TOKEN_EXPIRED (docs/CITUS.md, DECISIONS 174-177): a gateway
+    /// must not answer otherwise than one PostgreSQL does.
     public static let notServedYet = """
         this Citus database's tables are distributed (canopy migrate up --distribute), and this gateway does not serve \
-        them yet: some of its answers (Web Services' subscriptions, change tokens older than the kept history) \
-        still fail on distributed tables (issue 67; docs/CITUS.md). Serve a database whose tables are on the \
+        them yet: not every one of its suites runs on distributed tables yet, and a change token older than the kept \
+        history is not refused there as CHANGE_TOKEN_EXPIRED (issue 67; docs/CITUS.md). Serve a database whose tables are on the \
         coordinator (migrate without --distribute).
         """
 

@@ -13,6 +13,23 @@ extension Projection {
         """
     }
 
+    /// Where a subscription dictionary finds the subscription's zone.
+    enum SubscriptionZone {
+        /// Read by `canopy.subscription_zone(s.zone_id)`, as the caller:
+        /// Citus refuses a subquery of the zones correlated with the
+        /// subscriptions, a table on its coordinator (DECISIONS 177).
+        case lookedUp
+        /// Joined by the statement as `pz`, a row of a zone reference's
+        /// CTE (`name`, `owner_name`; NULLs when none): a saved
+        /// subscription's zone, read before the write. On Citus the read
+        /// after it was refused ("placements that were modified in this
+        /// transaction by a different user": the save's trigger writes the
+        /// watchers, a reference table, as its definer).
+        case joined
+        /// None: a subscription saved without a zone.
+        case none
+    }
+
     /// A subscription of `canopy.push_subscriptions` aliased `s` as the
     /// reference's subscription dictionary (jsonb): `subscriptionType`
     /// `zone` or `query`, `zoneID` when it watches one zone (the public
@@ -20,15 +37,25 @@ extension Projection {
     /// `query` (its record type and Canopy's predicate, `filter`, which the
     /// subscription stores), `zoneWide`, `firesOn` and `firesOnce`;
     /// `notificationInfo` as it was saved.
-    static func cloudKitSubscription(_ builder: inout SQLBuilder) -> SQL {
-        let publicOwner = builder.bind(DatabaseScope.publicOwnerName)
-        let zoneID = cloudKitZoneID(name: "pz.name", owner: "coalesce(pu.record_name, \(publicOwner)::text)")
+    static func cloudKitSubscription(_ builder: inout SQLBuilder, zone: SubscriptionZone = .lookedUp) -> SQL {
+        let zonePart: SQL
+        switch zone {
+        case .lookedUp:
+            let publicOwner = builder.bind(DatabaseScope.publicOwnerName)
+            let zoneID = cloudKitZoneID(name: "pz.name", owner: "coalesce(pz.owner_record_name, \(publicOwner)::text)")
+            zonePart = "coalesce((SELECT jsonb_build_object('zoneID', \(zoneID)) FROM canopy.subscription_zone(s.zone_id) pz), '{}'::jsonb)"
+        case .joined:
+            zonePart = """
+                CASE WHEN pz.name IS NULL THEN '{}'::jsonb \
+                ELSE jsonb_build_object('zoneID', \(cloudKitZoneID(name: "pz.name", owner: "pz.owner_name"))) END
+                """
+        case .none:
+            zonePart = "'{}'::jsonb"
+        }
         return """
             (jsonb_build_object('subscriptionID', s.subscription_id, \
             'subscriptionType', CASE s.kind WHEN 'QUERY' THEN 'query' WHEN 'ZONE' THEN 'zone' ELSE 'database' END) \
-            || coalesce((SELECT jsonb_build_object('zoneID', \(zoneID)) \
-            FROM canopy.zones pz LEFT JOIN canopy.users pu ON pu.id = pz.owner_id AND pz.owner_id <> 0 \
-            WHERE pz.id = s.zone_id AND (pu.id IS NOT NULL OR pz.owner_id = 0)), '{}'::jsonb) \
+            || \(zonePart) \
             || CASE WHEN s.kind = 'QUERY' THEN jsonb_build_object(\
             'query', jsonb_strip_nulls(jsonb_build_object('recordType', s.record_type, 'filter', s.filter)), \
             'zoneWide', s.zone_id IS NULL, \

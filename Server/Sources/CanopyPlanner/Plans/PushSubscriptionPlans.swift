@@ -154,12 +154,13 @@ public struct SaveSubscriptionPlan: Sendable {
         var builder = SQLBuilder()
         statement = Self.statement(subscriptionID: subscriptionID, kind: kind, scope: scope, zone: zone, query: kind == .query ? query : nil,
                                    firesOn: events, notificationInfo: notificationInfo,
-                                   projection: Projection.cloudKitSubscription(&builder), &builder)
+                                   projection: Projection.cloudKitSubscription(&builder, zone: zone == nil ? .none : .joined),
+                                   joinsZone: zone != nil, &builder)
     }
 
     static func statement(
         subscriptionID: String, kind: PushSubscriptionKind, scope: DatabaseScope, zone: ZoneReference?, query: PushQuery?, firesOn: [String],
-        notificationInfo: JSONValue? = nil, projection: SQL, _ builder: inout SQLBuilder
+        notificationInfo: JSONValue? = nil, projection: SQL, joinsZone: Bool = false, _ builder: inout SQLBuilder
     ) -> SQLStatement {
         let zoneCTE: SQL = zone.map { "\($0.cte(&builder)), " } ?? ""
         let id = builder.bind(subscriptionID), kindBound = builder.bind(kind.rawValue), scopeBound = builder.bind(scope.rawValue)
@@ -180,7 +181,7 @@ public struct SaveSubscriptionPlan: Sendable {
             record_type = EXCLUDED.record_type, filter = EXCLUDED.filter, args = EXCLUDED.args, fires_on = EXCLUDED.fires_on, \
             notification_info = EXCLUDED.notification_info \
             RETURNING s.*) \
-            SELECT \(projection)::text FROM saved s
+            SELECT \(projection)::text FROM saved s\(joinsZone ? " LEFT JOIN zone pz ON pz.id = s.zone_id" : "")
             """)
         return builder.query
     }
