@@ -360,6 +360,61 @@ BEGIN
 END
 $$;
 
+-- On Citus (the tombstones, departures and zones distributed by owner)
+-- the same purge in steps Citus plans: the batch's ids read first, each
+-- zone's highest purged position read from them, the rows deleted by id
+-- (the ids are unique across the cluster), then each zone's horizon raised
+-- by its owner and id, in id order. Citus refused the statements above
+-- ("could not create distributed plan": a PL/pgSQL statement's variables,
+-- and an UPDATE of the zones joined to the deleted rows by zone alone).
+-- One PostgreSQL keeps the function above.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        CREATE OR REPLACE FUNCTION canopy.purge_change_history(p_retention interval, p_batch integer DEFAULT 5000) RETURNS bigint
+            LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+        AS $body$
+        DECLARE
+            cutoff timestamptz := now() - p_retention;
+            ids bigint[];
+            owners bigint[];
+            zones bigint[];
+            throughs bigint[];
+            tombstones bigint;
+            departures bigint;
+        BEGIN
+            IF p_retention < interval '0' OR p_batch < 1 THEN
+                RAISE EXCEPTION 'the retention period and batch size cannot be negative' USING ERRCODE = 'CN004';
+            END IF;
+            EXECUTE 'SELECT array_agg(t.id) FROM (SELECT id FROM canopy.tombstones WHERE deleted_at < $1 ORDER BY deleted_at LIMIT $2) t'
+               INTO ids USING cutoff, p_batch;
+            tombstones := coalesce(cardinality(ids), 0);
+            IF tombstones > 0 THEN
+                EXECUTE 'SELECT array_agg(z.owner_id ORDER BY z.zone_id), array_agg(z.zone_id ORDER BY z.zone_id),
+                                array_agg(z.through ORDER BY z.zone_id)
+                           FROM (SELECT owner_id, zone_id, max(change_seq) AS through FROM canopy.tombstones
+                                  WHERE id = ANY($1) GROUP BY owner_id, zone_id) z'
+                   INTO owners, zones, throughs USING ids;
+                EXECUTE 'DELETE FROM canopy.tombstones WHERE id = ANY($1)' USING ids;
+                FOR i IN 1 .. coalesce(cardinality(zones), 0) LOOP
+                    EXECUTE 'UPDATE canopy.zones SET tombstones_purged_through = greatest(tombstones_purged_through, $3)
+                              WHERE owner_id = $1 AND id = $2' USING owners[i], zones[i], throughs[i];
+                END LOOP;
+            END IF;
+            EXECUTE 'SELECT array_agg(d.id) FROM (SELECT id FROM canopy.zone_departures WHERE departed_at < $1 ORDER BY departed_at LIMIT $2) d'
+               INTO ids USING cutoff, p_batch;
+            departures := coalesce(cardinality(ids), 0);
+            IF departures > 0 THEN
+                EXECUTE 'DELETE FROM canopy.zone_departures WHERE id = ANY($1)' USING ids;
+                EXECUTE 'UPDATE canopy.feed_state SET departures_purged_before = greatest(departures_purged_before, $1)' USING cutoff;
+            END IF;
+            RETURN greatest(tombstones, departures);
+        END
+        $body$;
+    END IF;
+END
+$$;
+
 -- modifyRecords takes its zone's lock before any record's: otherwise a
 -- batch that updated A and then waits for the zone (held by a batch that
 -- updated B) while that batch waits for A deadlocks. Only for callers who

@@ -51,10 +51,13 @@ struct ChangeFeedRaceTests {
                                 let hold = Double(Int.random(in: 0...20, using: &random)) / 1000
                                 let rollBack = Int.random(in: 0..<5, using: &random) == 0
                                 try await connection.query("BEGIN", logger: TestDatabase.logger)
-                                try await connection.query("SELECT set_config('canopy.user_id', \(String(alice.id)), true), pg_sleep(\(before))", logger: TestDatabase.logger)
+                                // By act_as, the row with its owner: Citus carries SET
+                                // LOCAL to its workers, not set_config, and routes a row
+                                // by its owner (the citus-gateway tier runs this too).
+                                try await connection.query("SELECT canopy.act_as(\(alice.id), NULL, NULL, NULL), pg_sleep(\(before))", logger: TestDatabase.logger)
                                 try await connection.query("""
-                                    INSERT INTO canopy.records (zone_id, record_name, record_type, fields)
-                                    VALUES (\(Int64(zoneID)!), \(name), 'Item', '{"n": 1}')
+                                    INSERT INTO canopy.records (owner_id, zone_id, record_name, record_type, fields)
+                                    VALUES (\(alice.id), \(Int64(zoneID)!), \(name), 'Item', '{"n": 1}')
                                     """, logger: TestDatabase.logger)
                                 try await connection.query("SELECT pg_sleep(\(hold))", logger: TestDatabase.logger)
                                 if rollBack {

@@ -87,7 +87,10 @@ struct ChangeFeedRangesTests {
                                     let name = "r\(Int.random(in: 0..<1300, using: &random))"
                                     let hold = Double(Int.random(in: 0...10, using: &random)) / 1000
                                     try await connection.query("BEGIN", logger: TestDatabase.logger)
-                                    try await connection.query("SELECT set_config('canopy.user_id', \(String(alice.id)), true)", logger: TestDatabase.logger)
+                                    // By act_as and with the owner's id: Citus carries SET
+                                    // LOCAL to its workers (not set_config) and routes a
+                                    // row by its owner (the citus-gateway tier).
+                                    try await connection.query("SELECT canopy.act_as(\(alice.id), NULL, NULL, NULL)", logger: TestDatabase.logger)
                                     // Raw statements in any order can deadlock (a DELETE
                                     // holds the record and waits for the zone; an upsert
                                     // the reverse): PostgreSQL rolls one back, a
@@ -95,17 +98,17 @@ struct ChangeFeedRangesTests {
                                     do {
                                     switch Int.random(in: 0..<4, using: &random) {
                                     case 0:
-                                        try await connection.query("DELETE FROM canopy.records WHERE zone_id = \(zoneID) AND record_name = \(name)", logger: TestDatabase.logger)
+                                        try await connection.query("DELETE FROM canopy.records WHERE owner_id = \(alice.id) AND zone_id = \(zoneID) AND record_name = \(name)", logger: TestDatabase.logger)
                                     case 1:
                                         let added = "w\(writer)-\(step)"
                                         try await connection.query("""
-                                            INSERT INTO canopy.records (zone_id, record_name, record_type, fields) VALUES (\(zoneID), \(added), 'Fast', '{"hours": 1}')
+                                            INSERT INTO canopy.records (owner_id, zone_id, record_name, record_type, fields) VALUES (\(alice.id), \(zoneID), \(added), 'Fast', '{"hours": 1}')
                                             """, logger: TestDatabase.logger)
                                     default:
                                         // Updated, or created again when it was deleted.
                                         try await connection.query("""
-                                            INSERT INTO canopy.records (zone_id, record_name, record_type, fields) VALUES (\(zoneID), \(name), 'Fast', '{"hours": 2}')
-                                            ON CONFLICT (zone_id, record_name, owner_id) DO UPDATE SET fields = jsonb_build_object('hours', \(step))
+                                            INSERT INTO canopy.records (owner_id, zone_id, record_name, record_type, fields) VALUES (\(alice.id), \(zoneID), \(name), 'Fast', '{"hours": 2}')
+                                            ON CONFLICT (zone_id, record_name, owner_id) DO UPDATE SET fields = \("{\"hours\": \(step)}")::jsonb
                                             """, logger: TestDatabase.logger)
                                     }
                                     try await connection.query("SELECT pg_sleep(\(hold))", logger: TestDatabase.logger)
