@@ -571,15 +571,20 @@ REVOKE ALL ON FUNCTION canopy.record_departure(bigint, text, bigint, bigint) FRO
 -- once an interval however many gateways share the database. The row lock
 -- of the one feed_state row orders concurrent claims: the second re-reads
 -- the claim the first wrote and is told no.
+--
+-- PL/pgSQL by EXECUTE … USING (DECISIONS 178): Citus cannot plan a SQL
+-- function's parameters over feed_state, a reference table there.
 CREATE OR REPLACE FUNCTION canopy.claim_history_purge(p_every interval) RETURNS boolean
-    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    WITH claimed AS (
-        UPDATE canopy.feed_state SET history_purge_claimed_at = now()
-         WHERE history_purge_claimed_at IS NULL OR history_purge_claimed_at <= now() - p_every * 0.9
-        RETURNING 1
-    )
-    SELECT EXISTS (SELECT 1 FROM claimed)
+DECLARE
+    claimed bigint;
+BEGIN
+    EXECUTE 'UPDATE canopy.feed_state SET history_purge_claimed_at = now()
+              WHERE history_purge_claimed_at IS NULL OR history_purge_claimed_at <= now() - $1 * 0.9' USING p_every;
+    GET DIAGNOSTICS claimed = ROW_COUNT;
+    RETURN claimed > 0;
+END
 $$;
 
 REVOKE ALL ON FUNCTION canopy.purge_change_history(interval, integer) FROM PUBLIC, canopy_gateway;

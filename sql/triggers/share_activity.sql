@@ -252,13 +252,18 @@ CREATE TRIGGER a_requested_now BEFORE INSERT OR UPDATE OF status ON canopy.share
 -- The entries of shares deleted longer than p_retention ago; returns how
 -- many went. Called by the gateway's history purge (canopy serve
 -- --share-activity-retention-days).
+-- PL/pgSQL by EXECUTE … USING (DECISIONS 178): Citus cannot plan a SQL
+-- function's parameters over the entries, distributed by owner there.
 CREATE OR REPLACE FUNCTION canopy.purge_share_activity(p_retention interval) RETURNS bigint
-    LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
-    WITH gone AS (
-        DELETE FROM canopy.share_activity WHERE share_gone_at < now() - p_retention RETURNING 1
-    )
-    SELECT count(*) FROM gone
+DECLARE
+    gone bigint;
+BEGIN
+    EXECUTE 'DELETE FROM canopy.share_activity WHERE share_gone_at < now() - $1' USING p_retention;
+    GET DIAGNOSTICS gone = ROW_COUNT;
+    RETURN gone;
+END
 $$;
 
 REVOKE ALL ON FUNCTION canopy.log_share_activity(bigint, bigint, bigint, text, bigint, text, jsonb) FROM PUBLIC, canopy_gateway;

@@ -55,14 +55,14 @@ public enum CitusDistribution {
     /// Why `canopy serve` refuses a distributed database, for now: the
     /// gateway's statements name each zone's owner and route to one shard,
     /// and the citus-gateway test tier runs 15 of the gateway's suites
-    /// through it on distributed tables; but not all of them, and a change
-    /// token older than the kept history is not refused there as
-    /// CHANGE_TOKEN_EXPIRED (docs/CITUS.md, DECISIONS 174-177): a gateway
-    /// must not answer otherwise than one PostgreSQL does.
+    /// through it on distributed tables; but not all of them, and a save
+    /// made while a shard moves can be refused as PERMISSION_FAILURE
+    /// (docs/CITUS.md, DECISIONS 174-179): a gateway must not answer
+    /// otherwise than one PostgreSQL does.
     public static let notServedYet = """
         this Citus database's tables are distributed (canopy migrate up --distribute), and this gateway does not serve \
-        them yet: not every one of its suites runs on distributed tables yet, and a change token older than the kept \
-        history is not refused there as CHANGE_TOKEN_EXPIRED (issue 67; docs/CITUS.md). Serve a database whose tables are on the \
+        them yet: not every one of its suites runs on distributed tables yet, and a save made while a shard moves can be \
+        refused there as PERMISSION_FAILURE (issue 67; docs/CITUS.md, DECISIONS 179). Serve a database whose tables are on the \
         coordinator (migrate without --distribute).
         """
 
