@@ -100,6 +100,56 @@ struct CitusIdentityTests {
             #expect(written == [owners.map { "\($0):2" }.joined(separator: ",")])
         } }
     }
+
+    /// A statement routed to one worker whose function reads a shard on the
+    /// other (a nested execution, as a policy's probe or modify_records'
+    /// writes run on the new node after a shard move): the worker's own
+    /// connection there must act for the caller too. It did not (the
+    /// worker recorded none of the SET LOCALs it was sent), and a save
+    /// during a shard move was refused (DECISIONS 180): this needs Canopy's
+    /// second Citus patch and the roles' `citus.propagate_set_commands`.
+    @Test("a worker's nested statement on the other worker acts for the caller, in a read and in a write's transaction")
+    func nestedOnTheOtherWorker() async throws {
+        let endpoint = try await Self.notesDatabase()
+        let owners = try await TestDatabase.withConnection(endpoint) { connection in
+            for statement in [
+                """
+                CREATE FUNCTION notes_reader_seen(p_owner bigint) RETURNS text LANGUAGE plpgsql
+                    SET citus.allow_nested_distributed_execution = on
+                AS $$
+                DECLARE seen text;
+                BEGIN
+                    EXECUTE 'SELECT max(reader)::text FROM notes WHERE owner_id = $1' INTO seen USING p_owner;
+                    RETURN coalesce(seen, 'nobody') || ' as ' || coalesce(nullif(current_setting('canopy.user_id', true), ''), 'unset');
+                END
+                $$
+                """,
+                "SELECT create_distributed_function('notes_reader_seen(bigint)')",
+                "GRANT EXECUTE ON FUNCTION notes_reader_seen(bigint) TO canopy_gateway",
+            ] {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger)
+            }
+            return try await connection.texts("""
+                SELECT min(o)::text FROM generate_series(1, 20) o
+                  JOIN citus_shards s ON s.shardid = get_shard_id_for_distribution_column('notes', o)
+                 GROUP BY s.nodename ORDER BY 1
+                """).compactMap { $0.flatMap(Int64.init) }
+        }
+        #expect(owners.count == 2, "an owner on each worker: \(owners)")
+        let (here, there) = (owners[0], owners[1])
+        let statement = "SELECT DISTINCT notes_reader_seen(\(there)) FROM notes WHERE owner_id = \(here) AND reader = 2"
+        try await Self.withGateway(endpoint) { database in
+            let read = try await database.read(
+                PostgresQuery(unsafeSQL: statement, binds: PostgresBindings()), parameterTypes: [], as: 2, logger: TestDatabase.logger
+            ) { rows in try rows.map { try $0.decode(String.self) } }
+            #expect(read == ["2 as 2"], "the other worker's rows read for reader 2: \(read)")
+            let written = try await database.withUser(2, changesZones: false, logger: TestDatabase.logger) { connection in
+                try await connection.query("INSERT INTO notes VALUES (\(here), 2, 'nested')", logger: TestDatabase.logger)
+                return try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestDatabase.logger).collect().map { try $0.decode(String.self) }
+            }
+            #expect(written == ["2 as 2"], "the other worker's rows read for reader 2, after a write: \(written)")
+        }
+    }
 }
 
 extension Array where Element: Sendable {

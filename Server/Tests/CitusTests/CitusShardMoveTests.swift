@@ -45,16 +45,12 @@ struct CitusShardMoveTests {
             DatabaseFeedRace.check(outcome)
             #expect(placement.now == placement.to, "the shard is on the other worker: \(placement)")
             #expect(saves.beforeMove > 0 && saves.afterMove >= 5, "saves went on across the move: \(saves)")
+            #expect(saves.duringMove > 0, "a save was sent while the shards were being copied: \(saves)")
+            // A save sent during the copy waits for the move and runs on the
+            // new placement (canopy.hold_placements, DECISIONS 180): before,
+            // one ran half on each and was refused as PERMISSION_FAILURE.
+            #expect(saves.refusedDuringTheMove.isEmpty, "no save was refused during the move: \(saves.refusedDuringTheMove.prefix(3))")
             #expect(saves.refusedOutsideTheMove.isEmpty, "no save was refused before or after the move: \(saves.refusedOutsideTheMove.prefix(3))")
-            // A save sent while the shards were being copied was now and
-            // then refused as PERMISSION_FAILURE ("new row violates
-            // row-level security policy" on the moved records shard): the
-            // membership probe on the new placement found no membership.
-            // Not lost (the client was told no), but a wrong answer, so
-            // `canopy serve` still refuses distributed tables (DECISIONS 179).
-            withKnownIssue("a save during a shard move can be refused as PERMISSION_FAILURE (DECISIONS 179)", isIntermittent: true) {
-                #expect(saves.refusedDuringTheMove.isEmpty, "\(saves.refusedDuringTheMove.prefix(3))")
-            }
 
             // What alice saved through the gateway is all there, for her and
             // for bob; bob still cannot write.
@@ -85,9 +81,10 @@ struct CitusShardMoveTests {
         var refusedDuringTheMove: [String] = []
         var refusedOutsideTheMove: [String] = []
         var beforeMove = 0
+        var duringMove = 0
         var afterMove = 0
         var description: String {
-            "\(saved.count) saved, \(beforeMove) before the move, \(afterMove) after it, "
+            "\(saved.count) saved, \(beforeMove) before the move, \(duringMove) during it, \(afterMove) after it, "
                 + "\(refusedDuringTheMove.count) refused during it, \(refusedOutsideTheMove.count) outside it"
         }
     }
@@ -116,6 +113,7 @@ struct CitusShardMoveTests {
                 saves.refusedOutsideTheMove.append("\(answer.body)")
             }
             if !started { saves.beforeMove += 1 }
+            if started && !endedBefore { saves.duringMove += 1 }
             if moveEnded.withLockedValue({ $0 }) { saves.afterMove += 1 }
             try await Task.sleep(for: .milliseconds(20))
         }

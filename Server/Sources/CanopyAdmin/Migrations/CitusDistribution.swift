@@ -54,16 +54,15 @@ public enum CitusDistribution {
 
     /// Why `canopy serve` refuses a distributed database, for now: the
     /// gateway's statements name each zone's owner and route to one shard,
-    /// and the citus-gateway test tier runs 15 of the gateway's suites
-    /// through it on distributed tables; but not all of them, and a save
-    /// made while a shard moves can be refused as PERMISSION_FAILURE
-    /// (docs/CITUS.md, DECISIONS 174-179): a gateway must not answer
+    /// the citus-gateway test tier runs 18 of the gateway's suites through
+    /// it on distributed tables, and a shard moves under writers without a
+    /// wrong answer (DECISIONS 180); but not every suite runs there yet
+    /// (docs/CITUS.md, DECISIONS 174-180): a gateway must not answer
     /// otherwise than one PostgreSQL does.
     public static let notServedYet = """
         this Citus database's tables are distributed (canopy migrate up --distribute), and this gateway does not serve \
-        them yet: not every one of its suites runs on distributed tables yet, and a save made while a shard moves can be \
-        refused there as PERMISSION_FAILURE (issue 67; docs/CITUS.md, DECISIONS 179). Serve a database whose tables are on the \
-        coordinator (migrate without --distribute).
+        them yet: not every one of its suites runs on distributed tables yet (issue 67; docs/CITUS.md, DECISIONS 174-180). \
+        Serve a database whose tables are on the coordinator (migrate without --distribute).
         """
 
     /// True when `canopy.zones` is a distributed table: the database was

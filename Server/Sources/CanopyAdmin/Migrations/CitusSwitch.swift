@@ -59,4 +59,30 @@ enum CitusSwitch {
             try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
         }
     }
+
+    /// On Citus, the roles' sessions record the SET LOCALs they are sent
+    /// (`citus.propagate_set_commands = 'local'` by default for
+    /// `canopy_gateway` and `canopy_owner`, on every node: Citus carries
+    /// `ALTER ROLE … SET` to the workers and to nodes added later), so that
+    /// a worker's own connection to another node, for a nested statement,
+    /// begins with them too: the caller's `canopy.user_id` among them
+    /// (DECISIONS 180). A worker receives them inside the coordinator's
+    /// `BEGIN …` string; recording them needs Canopy's second Citus patch
+    /// (scripts/citus/patches/0002-…), which records each by its own text.
+    /// Once per cluster: nothing is altered when both roles have it.
+    static func recordSetsOnWorkers(_ connection: PostgresConnection, logger: Logger) async throws {
+        let rows = try await connection.query("""
+            SELECT r.rolname FROM pg_roles r
+             WHERE r.rolname IN ('canopy_gateway', 'canopy_owner')
+               AND NOT EXISTS (SELECT 1 FROM pg_db_role_setting s
+                                WHERE s.setrole = r.oid AND s.setdatabase = 0
+                                  AND 'citus.propagate_set_commands=local' = ANY (s.setconfig))
+             ORDER BY 1
+            """, logger: logger)
+        var roles: [String] = []
+        for try await role in rows.decode(String.self) { roles.append(role) }
+        for role in roles where role == "canopy_gateway" || role == "canopy_owner" {
+            try await connection.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(role) SET citus.propagate_set_commands = 'local'"), logger: logger)
+        }
+    }
 }

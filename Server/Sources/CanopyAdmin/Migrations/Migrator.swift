@@ -83,7 +83,10 @@ public struct Migrator: Sendable {
                 logger.info("applied migration", metadata: ["canopy.migration": "\(file.name)"])
             }
         }
-        if citus { try await CitusSwitch.letOwnerLogIn(connection, logger: logger) }
+        if citus {
+            try await CitusSwitch.letOwnerLogIn(connection, logger: logger)
+            try await CitusSwitch.recordSetsOnWorkers(connection, logger: logger)
+        }
         for (path, duration) in try await apply(code, connection: connection, citus: citus) {
             applied.append("sql/\(path)")
             progress("applied sql/\(path) in \(Self.format(duration))")

@@ -240,17 +240,22 @@ public final class RequestDatabase: Sendable {
                 // A traced write names its trace to the push outbox, so
                 // webhooks for it carry the trace on (docs/TRACING.md).
                 if self.engine == .citus {
-                    // Carried to the workers (DatabaseEngine).
-                    try await connection.query(
-                        "SELECT canopy.act_as(\(userID), \(self.schemaMode), \(device), \(CanopySpan.traceParent))", logger: logger
-                    )
-                    // The workers' triggers do not NOTIFY: the coordinator
-                    // announces, last, what they changed (DECISIONS 172).
-                    guard changesZones else { return try await body(connection) }
-                    let announcement = ChangeAnnouncement(caller: userID)
-                    let result = try await ChangeAnnouncement.$current.withValue(announcement) { try await body(connection) }
-                    try await announcement.announce(on: connection, logger: logger)
-                    return result
+                    // Carried to the workers (DatabaseEngine); the caller's
+                    // shards held where they are until the end, as each
+                    // statement's other owners will be (PlacementHold).
+                    _ = try await connection.query(
+                        "SELECT canopy.act_as(\(userID), \(self.schemaMode), \(device), \(CanopySpan.traceParent)), canopy.hold_placements(\([userID]))",
+                        logger: logger
+                    ).collect()
+                    return try await PlacementHold.$current.withValue(PlacementHold(caller: userID)) {
+                        // The workers' triggers do not NOTIFY: the coordinator
+                        // announces, last, what they changed (DECISIONS 172).
+                        guard changesZones else { return try await body(connection) }
+                        let announcement = ChangeAnnouncement(caller: userID)
+                        let result = try await ChangeAnnouncement.$current.withValue(announcement) { try await body(connection) }
+                        try await announcement.announce(on: connection, logger: logger)
+                        return result
+                    }
                 }
                 if let traceParent = CanopySpan.traceParent {
                     try await connection.query("SELECT set_config('canopy.trace_parent', \(traceParent), true)", logger: logger)
