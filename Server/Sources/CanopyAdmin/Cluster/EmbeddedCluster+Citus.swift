@@ -106,6 +106,13 @@ extension EmbeddedCluster {
         # commit in two phases.
         wal_level = logical
         max_prepared_transactions = 100
+        # Citus runs a maintenance worker for every database that has the
+        # extension (it recovers two-phase commits and drops the shards a
+        # move left behind); PostgreSQL's 8 background workers run out with
+        # a handful of databases ("could not start maintenance background
+        # worker"). 128 covers a test tier's databases and a move's
+        # logical replication workers.
+        max_worker_processes = 128
         # Fewer shards than Citus's 32: every test database holds them all.
         citus.shard_count = 8
 
