@@ -181,9 +181,47 @@ BEGIN
 END
 $$;
 
+-- announce_owner: on Citus, a function of the coordinator that writes an
+-- owner's shard the gateway's statement does not name (a share accepted,
+-- or access asked, by its URL) names that owner for this transaction's
+-- canopy.announce_changes (DECISIONS 182), in a transaction-local setting of
+-- the coordinator (set_config: never carried to the workers). A session
+-- that sets it by hand only has more of its own changes announced, which
+-- says no more than "read again". Nothing on one PostgreSQL.
+CREATE OR REPLACE FUNCTION canopy.announce_owner(p_owner_id bigint) RETURNS void
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF p_owner_id IS NOT NULL AND canopy.citus_node() = 'coordinator' THEN
+        PERFORM set_config('canopy.announce_owners',
+                           concat_ws(',', nullif(current_setting('canopy.announce_owners', true), ''), p_owner_id::text), true);
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION canopy.announce_owner(bigint) FROM PUBLIC, canopy_gateway;
+
+-- zones_stamped_here: the zones of p_owner_id that this transaction
+-- changed (canopy.touch_zone's stamp on their shard), read as the definer
+-- for canopy.announce_changes (DECISIONS 182). Only this transaction's
+-- stamp: a caller learns nothing of zones it did not change.
+CREATE OR REPLACE FUNCTION canopy.zones_stamped_here(p_owner_id bigint) RETURNS SETOF bigint
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    stamp bigint := canopy.announcement_stamp();
+BEGIN
+    IF stamp IS NOT NULL THEN
+        RETURN QUERY EXECUTE 'SELECT z.id FROM canopy.zones z WHERE z.owner_id = $1 AND z.announce_txn = $2' USING p_owner_id, stamp;
+    END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION canopy.zones_stamped_here(bigint) FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.zones_stamped_here(bigint) TO canopy_gateway;
+
 -- announce_changes: on Citus, the end of every write (the gateway calls it
 -- before COMMIT, DECISIONS 163 and 172). The zones of the owners named
--- (p_owner_ids, and by record name p_owner_names) that this transaction
+-- (p_owner_ids, by record name p_owner_names, and those the coordinator's
+-- functions named by canopy.announce_owner) that this transaction
 -- changed, as canopy.touch_zone stamped them on their shards, are
 -- NOTIFYed on canopy_changes here, on the coordinator, which commits after
 -- the workers have prepared. One query an owner, each on that owner's
@@ -191,7 +229,8 @@ $$;
 -- interval until its claims per shard are built (push_covered reads the
 -- owner's memberships, which a definer cannot after the gateway wrote that
 -- shard in this transaction). Runs as
--- the caller: a zone they changed but may no longer see (they left its
+-- the caller (but for canopy.announce_owner's owners, which a definer
+-- wrote): a zone they changed but may no longer see (they left its
 -- share) is not announced, and its listeners read again at their
 -- heartbeat. Nothing on one PostgreSQL, where the triggers NOTIFY.
 CREATE OR REPLACE FUNCTION canopy.announce_changes(p_owner_ids bigint[], p_owner_names text[] DEFAULT '{}') RETURNS integer
@@ -200,6 +239,7 @@ AS $$
 DECLARE
     stamp bigint;
     owners bigint[];
+    defined bigint[];
     owner bigint;
     zone bigint;
     announced integer := 0;
@@ -211,13 +251,24 @@ BEGIN
     IF stamp IS NULL THEN
         RETURN 0;   -- nothing written on a worker
     END IF;
+    -- The owners a definer of the coordinator wrote for the caller
+    -- (canopy.announce_owner): read as the definer, since Citus refuses a
+    -- second user on a shard this transaction wrote as one.
+    defined := ARRAY(SELECT DISTINCT x::bigint FROM unnest(string_to_array(current_setting('canopy.announce_owners', true), ',')) x
+                      WHERE x ~ '^[0-9]{1,18}$');
     owners := ARRAY(SELECT DISTINCT o FROM (
         SELECT unnest(coalesce(p_owner_ids, '{}')) AS o
         UNION ALL
         SELECT canopy.owner_id_named(n) FROM unnest(coalesce(p_owner_names, '{}')) n
-    ) named WHERE o IS NOT NULL);
+    ) named WHERE o IS NOT NULL AND o <> ALL (defined));
     FOREACH owner IN ARRAY owners LOOP
         FOR zone IN EXECUTE 'SELECT z.id FROM canopy.zones z WHERE z.owner_id = $1 AND z.announce_txn = $2' USING owner, stamp LOOP
+            PERFORM pg_notify('canopy_changes', zone || ' ' || owner);
+            announced := announced + 1;
+        END LOOP;
+    END LOOP;
+    FOREACH owner IN ARRAY defined LOOP
+        FOR zone IN SELECT canopy.zones_stamped_here(owner) LOOP
             PERFORM pg_notify('canopy_changes', zone || ' ' || owner);
             announced := announced + 1;
         END LOOP;

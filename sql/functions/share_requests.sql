@@ -38,6 +38,7 @@ BEGIN
     IF caller.id IS NULL OR target.id IS NULL THEN
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
     END IF;
+    PERFORM canopy.announce_owner(target.owner_id);   -- DECISIONS 182
     mine := canopy.caller_participant_id(target.id, target.owner_id);
     SELECT p.status INTO standing FROM canopy.participants p WHERE p.owner_id = target.owner_id AND p.id = mine;
     IF standing IN ('PENDING', 'ACCEPTED') THEN

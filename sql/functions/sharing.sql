@@ -572,6 +572,9 @@ BEGIN
     IF caller.id IS NULL OR target.id IS NULL THEN
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';
     END IF;
+    -- The gateway's statement named no owner: on Citus the announcement of
+    -- the zone's change needs this one (DECISIONS 182).
+    PERFORM canopy.announce_owner(target.owner_id);
     -- Found first, then locked: on Citus the lock's statement runs on the
     -- share's shard, where the lookup could not run nested.
     invitation.id := canopy.caller_participant_id(target.id, target.owner_id);

@@ -38,7 +38,9 @@ BEGIN
     NEW.created_at := now();
     NEW.changed_xid := pg_current_xact_id();
     NEW.feed_base := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-    NEW.announce_txn := NULL;   -- canopy.touch_zone's (DECISIONS 172)
+    -- This transaction's stamp, so the coordinator's announcement tells the
+    -- owner's databaseChanged of the new zone (DECISIONS 172, 182).
+    NEW.announce_txn := canopy.announcement_stamp();
     NEW.changed_position := 0;  -- canopy.zones_clock's, at commit (DECISIONS 173)
     RETURN NEW;
 END
