@@ -630,3 +630,25 @@ GRANT EXECUTE ON FUNCTION canopy.forget_share_token(bigint, bigint, text) TO can
 GRANT EXECUTE ON FUNCTION canopy.share_view(text) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.share_root_preview(text, text[]) TO canopy_gateway;
 GRANT EXECUTE ON FUNCTION canopy.accept_share(text) TO canopy_gateway;
+
+-- The URL token of the share rooted at a record (its CloudKit shortGUID),
+-- as the caller may read it, or NULL. For the records of every zone at
+-- once (Web Services' zoneWide query, DECISIONS 183): there the records
+-- are several owners', and on Citus a correlated subquery on canopy.shares
+-- beside them cannot be planned; this function runs on the coordinator
+-- and reads the one shard of the record's owner. PL/pgSQL, so that it is
+-- not inlined back into that subquery. A zone's own query keeps the
+-- subquery (one owner, one shard).
+CREATE OR REPLACE FUNCTION canopy.root_share_token(p_owner_id bigint, p_record_id bigint) RETURNS text
+    LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    token text;
+BEGIN
+    SELECT s.url_token INTO token FROM canopy.shares s
+     WHERE s.owner_id = p_owner_id AND s.root_record_id = p_record_id LIMIT 1;
+    RETURN token;
+END
+$$;
+REVOKE ALL ON FUNCTION canopy.root_share_token(bigint, bigint) FROM PUBLIC, canopy_gateway;
+GRANT EXECUTE ON FUNCTION canopy.root_share_token(bigint, bigint) TO canopy_gateway;

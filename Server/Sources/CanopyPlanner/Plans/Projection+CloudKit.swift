@@ -102,11 +102,16 @@ extension Projection {
         // record's shortGUID is its share's).
         let s = builder.alias("cs")
         let owner = style.knownRoot?.ownerID ?? style.zone?.ownerValue(&builder) ?? "r.owner_id"
+        let root = style.knownRoot?.recordID ?? "r.id"
+        // Every zone at once (zoneWide): several owners' records, whose
+        // share Citus cannot read in a correlated subquery; a function
+        // reads each from its owner's shard (DECISIONS 183).
+        let token: SQL = style.zoneIDFromZone
+            ? "to_json(canopy.root_share_token(\(owner), \(root)))::text"
+            : "(SELECT to_json(\(s).url_token)::text FROM canopy.shares \(s) WHERE \(s).owner_id = \(owner) AND \(s).root_record_id = \(root) LIMIT 1)"
         let share: SQL = """
             CASE WHEN r.share_id IS NOT NULL THEN ',"share":{"recordName":' || to_json('cloudkit.share.' || r.record_name)::text \
-            || ',"zoneID":' || \(zoneID) || '},"shortGUID":{"value":' || (SELECT to_json(\(s).url_token)::text \
-            FROM canopy.shares \(s) WHERE \(s).owner_id = \(owner) \
-            AND \(s).root_record_id = \(style.knownRoot?.recordID ?? "r.id") LIMIT 1) || '}' END
+            || ',"zoneID":' || \(zoneID) || '},"shortGUID":{"value":' || \(token) || '}' END
             """
         return """
             ('{"recordName":' || to_json(r.record_name)::text || ',"recordType":' || to_json(r.record_type)::text \

@@ -134,7 +134,8 @@ struct WriteAnswerTests {
         // The log, as its owner reads it (the share is gone with its root).
         let gateway = harness.endpoint.asUser("canopy_gateway", password: nil)
         let events = try await TestDatabase.withConnection(gateway) { connection in
-            try await connection.asUser(harness.alice.id) { connection in
+            // By canopy.act_as (SET LOCAL), which Citus carries to its workers.
+            try await connection.asUser(harness.alice.id, actAs: true) { connection in
                 try await connection.texts("SELECT event FROM canopy.share_activity ORDER BY id")
             }
         }
