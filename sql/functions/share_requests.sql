@@ -34,6 +34,7 @@ BEGIN
     SELECT * INTO caller FROM canopy.users WHERE id = canopy.current_user_id();
     -- The token's share (share_tokens, migrations/0041), by owner and id.
     SELECT * INTO token FROM canopy.share_tokens WHERE url_token = p_token;
+    PERFORM canopy.hold_placements(ARRAY[token.owner_id]);   -- as accept_share does (DECISIONS 184)
     SELECT * INTO target FROM canopy.shares WHERE id = token.share_id AND owner_id = token.owner_id FOR NO KEY UPDATE;
     IF caller.id IS NULL OR target.id IS NULL THEN
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';

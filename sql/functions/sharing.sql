@@ -568,6 +568,10 @@ BEGIN
     -- The token's share (share_tokens, migrations/0041), by its owner and
     -- id; the share row's lock orders concurrent accepts of one share.
     SELECT * INTO token FROM canopy.share_tokens WHERE url_token = p_token;
+    -- The gateway's statement named no owner, so it held only the caller's
+    -- shards: on Citus the share's owner's are held here, before the first
+    -- read of them, so a shard move waits for this (DECISIONS 184).
+    PERFORM canopy.hold_placements(ARRAY[token.owner_id]);
     SELECT * INTO target FROM canopy.shares WHERE id = token.share_id AND owner_id = token.owner_id FOR NO KEY UPDATE;
     IF caller.id IS NULL OR target.id IS NULL THEN
         RAISE EXCEPTION 'no share at this URL that you may open' USING ERRCODE = 'CN005';

@@ -43,18 +43,66 @@ struct CitusServeTests {
         #expect(result.output.contains("the database is a Citus coordinator"), "\(result.output)")
     }
 
-    /// Some of the gateway's answers still fail on distributed tables
-    /// (DECISIONS 174): it refuses them at start, in words, rather than
-    /// failing those requests (DECISIONS 161).
-    @Test("serve refuses a database whose tables are distributed, saying why")
-    func refusesDistributed() async throws {
+    /// `canopy serve` on distributed tables (DECISIONS 184; before it, it
+    /// refused them): two people share a zone by URL over HTTP, each row on
+    /// its owner's shard on a worker.
+    @Test("serve answers a database whose tables are distributed: a zone shared by URL, accepted, read and written by the participant, each row on a worker")
+    func servesDistributed() async throws {
         let endpoint = try await TestDatabase.shared.migratedCitusDatabase()
         try await TestDatabase.withConnection(endpoint) { connection in
             try await CitusDistribution.distribute(connection, logger: TestDatabase.logger)
         }
         let port = try EmbeddedCluster.freePort()
-        let result = try CanopyBinary.serve(databaseURL: endpoint.url, port: port).wait()
-        #expect(result.status != 0)
-        #expect(result.output.contains("does not serve") && result.output.contains("--distribute"), "\(result.output)")
+        let started = try CanopyBinary.serve(databaseURL: endpoint.url, port: port)
+        let ready = try await CanopyBinary.waitUntilServing(port: port)
+        #expect(ready, "the server answered /health")
+        var people: [(name: String, token: String)] = []
+        for name in ["alice", "bob"] {
+            let add = try CanopyBinary.run(["users", "add", name, "--json", "--database-url", endpoint.url])
+            #expect(add.succeeded, "\(add.output)")
+            let object = try JSONSerialization.jsonObject(with: Data(add.output.utf8)) as? [String: Any]
+            people.append((try #require(object?["userRecordName"] as? String), try #require(object?["token"] as? String)))
+        }
+        let answers = try Subprocess.start("/usr/bin/env", ["python3", "-c", """
+            import json, sys, urllib.request
+            def ask(token, query, variables=None):
+                request = urllib.request.Request('http://127.0.0.1:\(port)/graphql',
+                    data=json.dumps({'query': query, 'variables': variables or {}}).encode(),
+                    headers={'Authorization': 'Bearer ' + token, 'Content-Type': 'application/json'})
+                answer = json.load(urllib.request.urlopen(request))
+                if answer.get('errors'):
+                    sys.exit('refused: %s' % answer['errors'])
+                return answer['data']
+            alice, bob = '\(people[0].token)', '\(people[1].token)'
+            save = 'mutation($s: [RecordInput!]) { modifyRecords(scope: %s, zone: %s, save: $s) { saved { recordName } errors { code message } } }'
+            ask(alice, 'mutation { saveZone(zoneName: "Family") { zoneName } }')
+            print(ask(alice, save % ('PRIVATE', '{zoneName: "Family"}'), {'s': [{'recordName': 'milk', 'recordType': 'Item', 'fields': {'title': 'milk'}}]})['modifyRecords'])
+            url = ask(alice, 'mutation { saveShare(zoneName: "Family", participants: [{userRecordName: "\(people[1].name)", permission: READ_WRITE}]) { url } }')['saveShare']['url']
+            print(ask(bob, 'mutation($u: String!) { acceptShare(url: $u) { status } }', {'u': url})['acceptShare']['status'])
+            shared = '{zoneName: "Family", ownerName: "\(people[0].name)"}'
+            print(ask(bob, save % ('SHARED', shared), {'s': [{'recordName': 'eggs', 'recordType': 'Item', 'fields': {'title': 'eggs'}}]})['modifyRecords'])
+            print(sorted(r['recordName'] for r in ask(bob, '{ records(scope: SHARED, zone: %s, recordType: "Item") { records { recordName } } }' % shared)['records']['records']))
+            print(sorted(r['recordName'] for r in ask(alice, '{ records(scope: PRIVATE, zone: {zoneName: "Family"}, recordType: "Item") { records { recordName } } }')['records']['records']))
+            """]).wait()
+        let lines = answers.output.split(separator: "\n").map(String.init)
+        #expect(lines == [
+            "{'saved': [{'recordName': 'milk'}], 'errors': []}", "ACCEPTED",
+            "{'saved': [{'recordName': 'eggs'}], 'errors': []}", "['eggs', 'milk']", "['eggs', 'milk']",
+        ], "\(answers.output)")
+        // The records are on the workers, by their owner's shard: none is
+        // kept on the coordinator (group 0).
+        let groups = try await TestDatabase.withConnection(endpoint) { connection in
+            try await connection.texts("""
+                SELECT DISTINCT p.groupid::text FROM canopy.records r
+                  JOIN pg_dist_placement p ON p.shardid = get_shard_id_for_distribution_column('canopy.records', r.owner_id)
+                 WHERE r.record_name IN ('milk', 'eggs')
+                """)
+        }
+        #expect(groups.count == 1 && groups.first != "0", "alice's records on one worker: groups \(groups)")
+
+        kill(started.pid, SIGTERM)
+        let result = try started.wait()
+        #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("distributed"), "serve says the tables are distributed: \(result.output)")
     }
 }

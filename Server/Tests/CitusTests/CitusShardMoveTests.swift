@@ -76,6 +76,63 @@ struct CitusShardMoveTests {
         }
     }
 
+    /// A share accepted by its URL names no owner in the gateway's
+    /// statement, so the gateway held only the caller's shards; the
+    /// function holds the share's owner's itself, before its first read of
+    /// them (DECISIONS 184). Its writes would hold them anyway (Citus's own
+    /// lock for a routed modification), but only from the first write: a
+    /// move committed between its reads and its writes would split it. So
+    /// the case here reads only: bob accepts again, which changes nothing.
+    @Test("an acceptance by URL holds the share's owner's shards from its first read: a move of them waits for its transaction")
+    func acceptanceHoldsTheOwnersShards() async throws {
+        let harness = try await GatewayHarness.makeOnCitus(distributed: true)
+        try await harness.test { client in
+            _ = try await client.call("saveZone", "mutation { saveZone(zoneName: \"Held\") { zoneName } }", token: harness.aliceToken)
+            let shared = try await client.call("saveShare", "mutation { saveShare(zoneName: \"Held\", publicPermission: READ_ONLY) { url } }", token: harness.aliceToken)
+            let url = try #require(shared.object["url"] as? String, "\(shared.body)")
+            let accepted = try await client.call("acceptShare", "mutation { acceptShare(url: \"\(url)\") { role } }", token: harness.bobToken)
+            #expect(accepted.object["role"] as? String == "PUBLIC_USER", "\(accepted.body)")
+        }
+        let (alice, bob) = (harness.alice.id, harness.bob.id)
+        let (token, shards) = try await TestDatabase.withConnection(harness.endpoint) { connection in
+            let token = try await connection.texts("SELECT url_token FROM canopy.share_tokens WHERE owner_id = \(alice)").first ?? nil
+            let shards = try await connection.texts("""
+                SELECT get_shard_id_for_distribution_column('canopy.zones', o)::text FROM unnest(ARRAY[\(alice), \(bob)]::int8[]) AS o
+                """)
+            return (token, shards)
+        }
+        let url = try #require(token, "alice's share has a token")
+        // Otherwise bob's own hold would hold alice's shards too.
+        #expect(shards[0] != shards[1], "alice and bob have shards of their own: \(shards)")
+
+        let gateway = harness.endpoint.asUser("canopy_gateway", password: nil)
+        let move = try await TestDatabase.withConnection(gateway) { connection in
+            try await connection.asUser(bob, actAs: true) { connection in
+                let accepted = try await connection.texts("SELECT canopy.accept_share(\(url))::text")
+                #expect(accepted.first ?? nil != nil, "bob accepted again")
+                // The acceptance's transaction is open: moving alice's
+                // shards must wait for it, and so runs past its lock timeout.
+                return try await TestDatabase.withConnection(harness.endpoint) { admin in
+                    _ = try await admin.query("SET lock_timeout = '2s'", logger: TestDatabase.logger)
+                    _ = try await admin.query("SET statement_timeout = '60s'", logger: TestDatabase.logger)
+                    do {
+                        _ = try await admin.query("""
+                            SELECT citus_move_shard_placement(s.shardid, s.nodename, s.nodeport, other.nodename, other.nodeport, shard_transfer_mode => 'block_writes')
+                              FROM citus_shards s
+                              JOIN pg_dist_node other ON other.groupid > 0 AND (other.nodename, other.nodeport) <> (s.nodename, s.nodeport)
+                             WHERE s.table_name = 'canopy.zones'::regclass
+                               AND s.shardid = get_shard_id_for_distribution_column('canopy.zones', \(alice))
+                            """, logger: TestDatabase.logger).collect()
+                        return "moved"
+                    } catch let error as PSQLError {
+                        return error.serverInfo?[.sqlState] ?? String(reflecting: error)
+                    }
+                }
+            }
+        }
+        #expect(move == "55P03", "the move waited for the acceptance until its lock timeout (55P03), it did not run beside it: \(move)")
+    }
+
     struct Saves: Sendable, CustomStringConvertible {
         var saved: Set<String> = []
         var refusedDuringTheMove: [String] = []

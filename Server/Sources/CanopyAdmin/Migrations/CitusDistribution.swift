@@ -52,19 +52,6 @@ public enum CitusDistribution {
         return ["zones"] + sharded.sorted()
     }()
 
-    /// Why `canopy serve` refuses a distributed database, for now: the
-    /// gateway's statements name each zone's owner and route to one shard,
-    /// the citus-gateway test tier runs 18 of the gateway's suites through
-    /// it on distributed tables, and a shard moves under writers without a
-    /// wrong answer (DECISIONS 180); but not every suite runs there yet
-    /// (docs/CITUS.md, DECISIONS 174-180): a gateway must not answer
-    /// otherwise than one PostgreSQL does.
-    public static let notServedYet = """
-        this Citus database's tables are distributed (canopy migrate up --distribute), and this gateway does not serve \
-        them yet: not every one of its suites runs on distributed tables yet (issue 67; docs/CITUS.md, DECISIONS 174-180). \
-        Serve a database whose tables are on the coordinator (migrate without --distribute).
-        """
-
     /// True when `canopy.zones` is a distributed table: the database was
     /// distributed. False on one PostgreSQL.
     public static func isDistributed(_ connection: PostgresConnection, logger: Logger) async throws -> Bool {

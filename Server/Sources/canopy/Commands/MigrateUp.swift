@@ -17,15 +17,15 @@ struct MigrateUp: AsyncParsableCommand {
             With --distribute, on a Citus coordinator, the tables then go to their places on the cluster \
             (docs/CITUS.md): a zone's rows sharded by their owner, a user's by the user, the small tables copied \
             to every node, the rest left on the coordinator. One transaction: a failure leaves every table where \
-            it was. A second run places only what is not placed yet. Not yet served: `canopy serve` refuses a \
-            distributed database until its statements name each zone's owner (issue 67).
+            it was. A second run places only what is not placed yet. `canopy serve` serves either. Shards are moved with \
+            shard_transfer_mode => 'block_writes' (docs/DEPLOYMENT.md).
             """
     )
 
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var migrations: MigrationsOptions
 
-    @Flag(help: "On a Citus coordinator, distribute Canopy's tables after migrating (docs/CITUS.md; not yet served).")
+    @Flag(help: "On a Citus coordinator, distribute Canopy's tables after migrating (docs/CITUS.md).")
     var distribute = false
 
     func run() async throws {

@@ -175,6 +175,7 @@ struct Serve: AsyncParsableCommand {
         }
         let resolved: DatabaseSetup.Resolved
         let engine: DatabaseEngine
+        var distributed = false
         do {
             let migrator = migrations.migrator(logger: logger)
             let setup = database.setup
@@ -190,8 +191,8 @@ struct Serve: AsyncParsableCommand {
             let probe = try await DatabaseSetup.connect(resolved.gateway, logger: logger)
             do {
                 engine = try await DatabaseEngine.detect(on: probe, logger: logger)
-                if engine == .citus, try await CitusDistribution.zonesAreDistributed(probe, logger: logger) {
-                    throw StoreError(.invalidConfiguration, CitusDistribution.notServedYet)
+                if engine == .citus {
+                    distributed = try await CitusDistribution.zonesAreDistributed(probe, logger: logger)
                 }
             } catch {
                 try? await probe.close()
@@ -200,6 +201,9 @@ struct Serve: AsyncParsableCommand {
             try? await probe.close()
             if engine == .citus {
                 logger.info("the database is a Citus coordinator: each request says who it acts for by SET LOCAL (docs/CITUS.md)")
+                logger.info(distributed
+                    ? "its tables are distributed: each zone's rows are on its owner's shard (DECISIONS 184)"
+                    : "its tables are on the coordinator until `canopy migrate up --distribute` (docs/CITUS.md)")
             }
         } catch {
             throw fail(error)
