@@ -68,8 +68,9 @@ test: postgres
 	scripts/beside.sh scripts/beside-stories.sh scripts/test-tier.sh stories --skip-build
 
 # The database tier's gateway suites again on distributed Citus tables
-# (scripts/citus-gateway-suites.txt; DECISIONS 174), alone: make test runs
-# them beside the stories tier (DECISIONS 176).
+# (scripts/citus-gateway-suites.txt; DECISIONS 174), every one, alone: make
+# test runs those not marked "slow: " beside the stories tier (DECISIONS
+# 176, 185).
 test-citus-gateway: postgres
 	@scripts/ensure-citus.sh
 	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
