@@ -6,6 +6,8 @@
 #               (docs/TESTING.md); beside the stories tier, build CanopyKit
 #               by URL and fuzz 10 s a target
 #   make bench  release build; the gateway against pgbench; BENCHMARKS.md
+#               (last, W1-W4 on Citus beside one PostgreSQL; alone:
+#               make bench-citus, which rewrites that section only)
 #   make soak   release build; 30 minutes of mixed traffic from 20 users;
 #               docs/soak/SOAK.md and soak.png (not part of make test)
 #   make fuzz   libFuzzer build (into .build); every target for FUZZ_SECONDS
@@ -30,7 +32,7 @@ export SERVER_PACKAGE
 PORT ?= 8080
 DATA_DIR ?= .canopy
 
-.PHONY: run test build postgres clean stop docker-config bench bench-full flamegraphs soak fuzz fuzz-build fuzz-http fault network-soak test-citus-gateway
+.PHONY: run test build postgres clean stop docker-config bench bench-full flamegraphs soak fuzz fuzz-build fuzz-http fault network-soak test-citus-gateway bench-citus
 
 postgres:
 	@scripts/ensure-postgres.sh
@@ -82,6 +84,7 @@ test-citus-gateway: postgres
 # 1,000,000 records, W6 at 100,000, 1,000,000 and 5,000,000, 5 runs of 20 s.
 bench: postgres
 	@scripts/ensure-bench-tools.sh
+	@scripts/ensure-citus.sh
 	python3 -m pip install -q -r Server/Tests/python/requirements.txt
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy-floor
@@ -90,11 +93,22 @@ bench: postgres
 
 bench-full: postgres
 	@scripts/ensure-bench-tools.sh
+	@scripts/ensure-citus.sh
 	python3 -m pip install -q -r Server/Tests/python/requirements.txt
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy-floor
 	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopykit-sync
-	python3 scripts/bench/bench.py --records 1000000 --scales 100000,1000000,5000000 --runs 5 --seconds 20
+	python3 scripts/bench/bench.py --records 1000000 --scales 100000,1000000,5000000 --runs 5 --seconds 20 --citus-records 200000
+
+# Issue 67's section alone: W1-W4 through the gateway on a Citus cluster
+# (a coordinator and two workers) beside one PostgreSQL, 40,000 records each,
+# written into BENCHMARKS.md in place of its section (about 6 minutes after
+# the release build; make bench runs it last).
+bench-citus: postgres
+	@scripts/ensure-bench-tools.sh
+	@scripts/ensure-citus.sh
+	$(SWIFT) build $(SERVER_PACKAGE) -c release --product canopy
+	python3 scripts/bench/bench.py --only citus --runs 3 --seconds 6
 
 # Flame graphs of the release gateway under W1 and W2 (issue 39), drawn
 # into docs/images/flame-now-w1.svg and -w2.svg from perf's samples, on the

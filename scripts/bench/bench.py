@@ -31,8 +31,10 @@ shares (--guest-shares), running the same statements through pgbench: the
 cost of row-level security as a user's memberships grow.
 
 usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--guest-shares N] [--output FILE]
-                [--binary PATH] [--floor-binary PATH] [--only floor|web-services|moves|speed|js-sync|refusals|writes]
-(make bench: quick; make bench-full: larger). Needs wrk and pgbench.
+                [--citus-records N] [--binary PATH] [--floor-binary PATH]
+                [--only floor|web-services|moves|speed|js-sync|refusals|writes|tracing|citus]
+(make bench: quick; make bench-full: larger; make bench-citus: the Citus section alone). Needs wrk, pgbench and
+Citus (scripts/ensure-citus.sh).
 
 --binary PATH is the canopy binary benchmarked (it also runs the cluster,
 the migrations and `schema apply`); the default is .build/release/canopy, or
@@ -50,6 +52,10 @@ one session, run it once with each build's --binary.
 (js_sync.py) beside raw pages, and prints its section.
 --only refusals runs issue 48's refused introspection documents beside a
 small request and the standard introspection answer (refusals.py), printed.
+--only citus runs issue 67's W1-W4 through the gateway on a Citus cluster (a
+coordinator and two workers) beside one PostgreSQL, each loaded alike with
+--citus-records records through the gateway (citus.py), and writes that
+section into --output, keeping the rest of the page.
 --only writes runs W3 beside its pgbench transaction and what a batch of 400
 saves pays for: cold by declared index, and on a warm connection trigger by
 trigger (batch_triggers.py); printed.
@@ -58,7 +64,8 @@ bench.py is the entry point; the rest is in common.py (paths, commands, the
 cluster), servers.py (gateway, floor), population.py and loading.py,
 drivers.py (wrk, pgbench), workloads.py, measure.py, latency.py,
 sections.py (each section's runs), speed.py (issue 39's), batch_triggers.py
-(a batch's INSERT trigger by trigger, issue 51), report.py
+(a batch's INSERT trigger by trigger, issue 51), citus.py (issue 67's
+section), report.py
 (BENCHMARKS.md); flamegraph.py and flamegraphs.sh draw flame graphs.
 """
 import argparse
@@ -67,6 +74,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import citus
 import common
 import js_sync
 import loading
@@ -102,7 +110,10 @@ def parse_options():
                         help="the canopy-floor binary (default: .build/release/canopy-floor, or CANOPY_BENCH_FLOOR)")
     parser.add_argument("--base-binary", metavar="PATH",
                         help="the tracing section also measures W1 through this build (one from before tracing existed)")
-    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed", "js-sync", "refusals", "writes", "tracing"],
+    parser.add_argument("--citus-records", type=int, default=40_000,
+                        help="records of the Citus section's zone, saved through the gateway on each engine")
+    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed", "js-sync", "refusals", "writes", "tracing",
+                                           "citus"],
                         help="floor: only W1 and W2 against the floor, with the gateway's CPU a request; "
                              "web-services: only W9 and W10 beside their GraphQL twins; "
                              "moves: only issue 38's move of 1,000 records beside saving them; "
@@ -111,7 +122,9 @@ def parse_options():
                              "refusals: only issue 48's refused documents beside a small request; "
                              "writes: only W3 and what a batch pays for; "
                              "tracing: only issue 53's W1 with tracing off, at 10 %% and at 100 %% (and --base-binary); "
-                             "each prints its table and does not write --output")
+                             "each prints its table and does not write --output; "
+                             "citus: only issue 67's W1-W4 on Citus beside one PostgreSQL, "
+                             "written into --output in place of its section there")
     return parser.parse_args()
 
 
@@ -143,6 +156,8 @@ def main():
         writes_only(options)
     elif options.only == "tracing":
         tracing_only(options)
+    elif options.only == "citus":
+        citus_only(options)
     else:
         everything(options, scales)
 
@@ -210,8 +225,20 @@ def everything(options, scales):
     text = text.rstrip("\n") + "\n\n" + "\n".join(refusals.report_lines(refused, options))
     text = text.rstrip("\n") + "\n\n" + "\n".join(tracing.report_lines(traced, options))
     Path(options.output).write_text(text)
-    say(f"wrote {options.output}")
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+    # Issue 67: the same user's W1-W4 on Citus beside one PostgreSQL, each
+    # on a cluster of its own.
+    citus.write_section(options.output, citus.report_lines(citus.measure(options), options))
+    say(f"wrote {options.output}")
+
+
+def citus_only(options):
+    """--only citus: issue 67's section, written into --output in place of
+    the one there (the rest of the page kept), and printed."""
+    lines = citus.report_lines(citus.measure(options), options)
+    citus.write_section(options.output, lines)
+    print("\n".join([""] + lines), flush=True)
+    say(f"wrote the Citus section of {options.output}")
 
 
 def js_sync_only(options):

@@ -16,19 +16,21 @@ from common import DATA, PORT, URL, say
 
 class Gateway:
     """`canopy serve` (release build) in the background, with `extra` flags
-    and `environment` added to its environment (`binary`: another build)."""
+    and `environment` added to its environment (`binary`: another build;
+    `data`: another cluster's folder than .bench)."""
 
-    def __init__(self, extra=(), environment=None, binary=None):
+    def __init__(self, extra=(), environment=None, binary=None, data=None):
         self.extra = [str(a) for a in extra]
         self.environment = environment or {}
         self.binary = binary
+        self.data = data or DATA
 
     def __enter__(self):
-        log = open(DATA / "serve.log", "a")
+        log = open(self.data / "serve.log", "a")
         # A few users drive far past a person's request rate: the limiter
         # stays on the path (its lock and arithmetic are measured) but never
         # refuses.
-        self.process = subprocess.Popen([str(self.binary or common.BINARY), "serve", "--data-dir", str(DATA), "--port", str(PORT),
+        self.process = subprocess.Popen([str(self.binary or common.BINARY), "serve", "--data-dir", str(self.data), "--port", str(PORT),
                                          "--rate-limit", "1000000000"] + self.extra,
                                         stdout=log, stderr=subprocess.STDOUT,
                                         # The push-latency section's webhook listens on loopback,

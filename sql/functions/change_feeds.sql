@@ -222,7 +222,8 @@ GRANT EXECUTE ON FUNCTION canopy.zones_stamped_here(bigint) TO canopy_gateway;
 -- before COMMIT, DECISIONS 163 and 172). The zones of the owners named
 -- (p_owner_ids, by record name p_owner_names, and those the coordinator's
 -- functions named by canopy.announce_owner) that this transaction
--- changed, as canopy.touch_zone stamped them on their shards, are
+-- changed, as canopy.touch_zone stamped them on their shards (and those
+-- it deleted, by their owner's stamped departure: migrations/0048), are
 -- NOTIFYed on canopy_changes here, on the coordinator, which commits after
 -- the workers have prepared. One query an owner, each on that owner's
 -- shard. Not 'push': the push outbox on Citus is claimed at the couriers'
@@ -262,7 +263,13 @@ BEGIN
         SELECT canopy.owner_id_named(n) FROM unnest(coalesce(p_owner_names, '{}')) n
     ) named WHERE o IS NOT NULL AND o <> ALL (defined));
     FOREACH owner IN ARRAY owners LOOP
-        FOR zone IN EXECUTE 'SELECT z.id FROM canopy.zones z WHERE z.owner_id = $1 AND z.announce_txn = $2' USING owner, stamp LOOP
+        -- The zones changed, and those deleted: their row is gone, their
+        -- owner's departure from them carries the stamp (migrations/0048;
+        -- only the owner deletes a zone, and reads their own departures).
+        FOR zone IN EXECUTE 'SELECT z.id FROM canopy.zones z WHERE z.owner_id = $1 AND z.announce_txn = $2
+                             UNION
+                             SELECT d.zone_id FROM canopy.zone_departures d
+                              WHERE d.owner_id = $1 AND d.announce_txn = $2 AND d.scope = ''PRIVATE'' AND d.user_id = $1' USING owner, stamp LOOP
             PERFORM pg_notify('canopy_changes', zone || ' ' || owner);
             announced := announced + 1;
         END LOOP;

@@ -31,7 +31,8 @@
 -- * SECURITY DEFINER: lock_shard_metadata is the tables' owner's; it says
 --   which placements, not which rows, so it reveals and permits nothing.
 -- * On one PostgreSQL, or with the tables not distributed, it does nothing
---   (the gateway calls it on Citus only).
+--   (the gateway calls it on Citus only; accept_share and
+--   request_share_access on both engines, DECISIONS 184).
 
 SET LOCAL ROLE canopy_owner;
 
@@ -41,9 +42,14 @@ AS $$
 DECLARE
     shards bigint[];
 BEGIN
-    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL
-       OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
-                       WHERE logicalrelid = pg_catalog.to_regclass('canopy.zones') AND partmethod = 'h') THEN
+    -- Two steps: PL/pgSQL plans a condition whole, and on one PostgreSQL
+    -- pg_dist_partition does not exist (accept_share calls this on both
+    -- engines since DECISIONS 184).
+    IF pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_dist_partition
+                    WHERE logicalrelid = pg_catalog.to_regclass('canopy.zones') AND partmethod = 'h') THEN
         RETURN;
     END IF;
     EXECUTE 'SELECT pg_catalog.array_agg(s ORDER BY s)

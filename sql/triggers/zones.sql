@@ -27,15 +27,17 @@ BEGIN
     -- the zone's shard's task, where an INSERT … SELECT over the trigger's
     -- variables cannot be planned.
     IF OLD.owner_id <> 0 THEN                               -- the public zone: nobody's (migrations/0038)
-        EXECUTE 'INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq)
-                 SELECT m.user_id, m.scope, $1, $2, $3, u.record_name, $4
+        -- announce_txn: on Citus, the stamp canopy.announce_changes finds
+        -- the deleted zone by (migrations/0048; NULL on one PostgreSQL).
+        EXECUTE 'INSERT INTO canopy.zone_departures (user_id, scope, zone_id, zone_name, owner_id, owner_record_name, change_seq, announce_txn)
+                 SELECT m.user_id, m.scope, $1, $2, $3, u.record_name, $4, $5
                    FROM (SELECT $3 AS user_id, ''PRIVATE'' AS scope
                          UNION
                          SELECT p.user_id, ''SHARED'' FROM canopy.participants p JOIN canopy.shares s ON s.owner_id = p.owner_id AND s.id = p.share_id
                           WHERE s.owner_id = $3 AND s.zone_id = $1 AND p.status = ''ACCEPTED'' AND p.role <> ''OWNER'' AND p.user_id IS NOT NULL) m
                    JOIN canopy.users u ON u.id = $3          -- none when the owner is being deleted
                    JOIN canopy.users gone ON gone.id = m.user_id   -- nor for a member being deleted'
-            USING OLD.id, OLD.name, OLD.owner_id, (OLD.feed_base + 1) << 20;
+            USING OLD.id, OLD.name, OLD.owner_id, (OLD.feed_base + 1) << 20, canopy.announcement_stamp();
     END IF;
     PERFORM canopy.notify_changes(OLD.id || ' ' || OLD.owner_id);
     RETURN OLD;

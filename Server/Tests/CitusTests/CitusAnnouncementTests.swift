@@ -68,4 +68,38 @@ struct CitusAnnouncementTests {
             #expect(writers, "the writer's save in the owner's Log, named by the owner's name, announced")
         }
     }
+    /// A zone deleted: its row is gone when the coordinator looks, so its
+    /// owner's departure from it carries the transaction's stamp
+    /// (migrations/0048, DECISIONS 186). Before, its listeners learnt of it
+    /// only at their heartbeat.
+    @Test("a zone its owner deletes is announced from the coordinator, though its row is gone")
+    func deletedZoneIsAnnounced() async throws {
+        let fixture = try await Self.fixture.get()
+        let alice = fixture.ids["alice"]!
+        let run: @Sendable (String, RequestDatabase) async throws -> String = { document, database in
+            let statement = try ZoneReference.$namedOwners.withValue(.routed) { try CitusRoutingTests.statement(document, userID: alice) }
+            return try await database.withUser(alice, logger: TestDatabase.logger) { connection in
+                try await connection.execute(statement, as: alice, logger: TestDatabase.logger)
+                    .map { try $0.map(CitusRoutingTests.text).joined(separator: "|") }.joined(separator: "\n")
+            }
+        }
+        try await CitusNotificationTests.withListener(fixture.endpoint) { database, seen in
+            _ = try await run(#"mutation { saveZone(zoneName: "Gone") { zoneName } }"#, database)
+            let gone = try await TestDatabase.withConnection(fixture.endpoint) { connection in
+                Int64(try await connection.texts("SELECT id::text FROM canopy.zones WHERE owner_id = \(alice) AND name = 'Gone'").first.flatMap { $0 } ?? "") ?? -1
+            }
+            // Listening: the zone's own write is heard first.
+            let listening = try await Self.writeUntilHeard(
+                .zone(id: gone, owner: alice), zone: #"scope: PRIVATE, zone: {zoneName: "Gone"}"#, as: alice, database: database, seen: seen
+            )
+            #expect(listening, "the listener hears a save in Gone")
+            seen.events.withLock { $0.removeAll() }
+            let deleted = try await run(#"mutation { deleteZone(scope: PRIVATE, zone: {zoneName: "Gone"}) }"#, database)
+            #expect(deleted == "1", "the zone deleted: \(deleted)")
+            let heard = await eventually(timeout: .seconds(30)) {
+                seen.events.withLock { $0.contains(.zone(id: gone, owner: alice)) }
+            }
+            #expect(heard, "Gone's deletion announced")
+        }
+    }
 }
