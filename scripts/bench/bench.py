@@ -135,7 +135,9 @@ def main():
         if not shutil.which(tool):
             sys.exit(f"{tool} is needed (apt-get install wrk postgresql-client)")
     common.use_binaries(options.binary, options.floor_binary)
-    missing = [str(path) for path in (common.BINARY, common.FLOOR) if not path.exists()]
+    # The Citus section runs the gateway alone, without the floor.
+    needed = (common.BINARY,) if options.only == "citus" else (common.BINARY, common.FLOOR)
+    missing = [str(path) for path in needed if not path.exists()]
     if missing and options.binary is None and options.floor_binary is None:
         sys.exit("build first: make bench builds them (swift build --package-path Server --scratch-path .build -c release --product canopy, then --product canopy-floor)")
     if missing:

@@ -157,6 +157,41 @@ public enum RecordTypeCatalog {
         }
     }
 
+    /// The schema's indexes on `canopy.records` there are, by name: whether
+    /// each is valid (false: a build was interrupted).
+    static func schemaIndexes(connection: PostgresConnection, logger: Logger) async throws -> [String: Bool] {
+        var existing: [String: Bool] = [:]
+        let rows = try await connection.query("""
+            SELECT c.relname::text, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+              JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = 'canopy' AND c.relname LIKE 'records\\_schema\\_%'
+            """, logger: logger)
+        for try await (name, valid) in rows.decode((String, Bool).self) { existing[name] = valid }
+        return existing
+    }
+
+    /// The indexes of `wanted` that cannot be built on distributed Citus
+    /// tables, one refusal each, naming its field (none on one PostgreSQL,
+    /// and none for an index there already, built before the distribution).
+    /// A queryable list's index and a searchable field's are GIN indexes
+    /// with Canopy's operator classes (`canopy.text_list_ops`,
+    /// `canopy.search_words_ops`), which Citus cannot carry to the shards of
+    /// a new index: it refuses the index once built on the coordinator ("has
+    /// dependency on unsupported object"), leaving it invalid (DECISIONS
+    /// 187).
+    public static func refusalsOnDistributedTables(
+        _ wanted: [StoredIndex], connection: PostgresConnection, logger: Logger
+    ) async throws -> [String] {
+        guard try await CitusDistribution.isDistributed(connection, logger: logger) else { return [] }
+        let existing = try await schemaIndexes(connection: connection, logger: logger)
+        return wanted.filter { $0.kind != "btree" && existing[$0.name] != true }.map { index in
+            let option = index.kind == "list" ? "QUERYABLE" : "SEARCHABLE"
+            return "\(index.recordType).\(index.fieldName) is \(option): its \(index.kind) index needs Canopy's operator class, "
+                + "which Citus cannot carry to a new index's shards on distributed tables; declare it without \(option) "
+                + "(docs/CITUS.md, DECISIONS 187)"
+        }
+    }
+
     /// What ``buildIndexes`` did.
     public struct IndexReport: Sendable, Equatable {
         public var built: [String] = []
@@ -174,13 +209,7 @@ public enum RecordTypeCatalog {
         _ wanted: [StoredIndex], connection: PostgresConnection, logger: Logger, progress: (String) -> Void
     ) async throws -> IndexReport {
         var report = IndexReport()
-        var existing: [String: Bool] = [:]
-        let rows = try await connection.query("""
-            SELECT c.relname::text, i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-              JOIN pg_namespace n ON n.oid = c.relnamespace
-             WHERE n.nspname = 'canopy' AND c.relname LIKE 'records\\_schema\\_%'
-            """, logger: logger)
-        for try await (name, valid) in rows.decode((String, Bool).self) { existing[name] = valid }
+        let existing = try await schemaIndexes(connection: connection, logger: logger)
 
         for index in wanted {
             precondition(index.name.hasPrefix("records_schema_") && index.definition.hasPrefix("CREATE INDEX \(index.name) "), "not a schema index")

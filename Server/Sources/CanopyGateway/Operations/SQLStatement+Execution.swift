@@ -28,11 +28,10 @@ extension PostgresConnection {
     /// with the caller's id bound when it names them (a write's transaction,
     /// which acts for `userID` already).
     public func execute(_ statement: SQLStatement, as userID: Int64, logger: Logger) async throws -> [PostgresRow] {
-        // On Citus, the owners whose changes the transaction announces.
-        ChangeAnnouncement.current?.note(ids: statement.owners.ids, names: statement.owners.names)
-        // On Citus, their shards held where they are before the statement
-        // is routed to them (DECISIONS 180).
-        try await PlacementHold.current?.hold(ids: statement.owners.ids, names: statement.owners.names, on: self, logger: logger)
+        // On Citus, the owners it names: their shards held where they are
+        // before it is routed to them (DECISIONS 180), their changes
+        // announced when the transaction ends (172).
+        try await CitusWriteOwners.current?.willRun(naming: statement.owners.ids, names: statement.owners.names, on: self, logger: logger)
         let statement = try await binding(statement, as: userID, logger: logger)
         return try await executeShaped(statement.postgresQuery, parameterTypes: statement.parameterTypes, logger: logger)
     }

@@ -242,20 +242,19 @@ public final class RequestDatabase: Sendable {
                 if self.engine == .citus {
                     // Carried to the workers (DatabaseEngine); the caller's
                     // shards held where they are until the end, as each
-                    // statement's other owners will be (PlacementHold).
+                    // statement's other owners will be (CitusWriteOwners).
                     _ = try await connection.query(
                         "SELECT canopy.act_as(\(userID), \(self.schemaMode), \(device), \(CanopySpan.traceParent)), canopy.hold_placements(\([userID]))",
                         logger: logger
                     ).collect()
-                    return try await PlacementHold.$current.withValue(PlacementHold(caller: userID)) {
-                        // The workers' triggers do not NOTIFY: the coordinator
-                        // announces, last, what they changed (DECISIONS 172).
-                        guard changesZones else { return try await body(connection) }
-                        let announcement = ChangeAnnouncement(caller: userID)
-                        let result = try await ChangeAnnouncement.$current.withValue(announcement) { try await body(connection) }
-                        try await announcement.announce(on: connection, logger: logger)
-                        return result
+                    let owners = CitusWriteOwners(caller: userID)
+                    let result = try await CitusWriteOwners.$current.withValue(owners) { try await body(connection) }
+                    // The workers' triggers do not NOTIFY: the coordinator
+                    // announces, last, what they changed (DECISIONS 172).
+                    if changesZones {
+                        try await owners.announce(on: connection, logger: logger)
                     }
+                    return result
                 }
                 if let traceParent = CanopySpan.traceParent {
                     try await connection.query("SELECT set_config('canopy.trace_parent', \(traceParent), true)", logger: logger)

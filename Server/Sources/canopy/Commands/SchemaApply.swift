@@ -62,6 +62,11 @@ struct SchemaApply: AsyncParsableCommand {
                         default: break
                         }
                     }
+                    // On distributed Citus tables, no new index of a list or
+                    // searchable field (DECISIONS 187).
+                    refusals += try await RecordTypeCatalog.refusalsOnDistributedTables(
+                        RecordTypeIndex.indexes(for: desired).map(StoredRecordTypes.stored), connection: connection, logger: logger
+                    )
                     for change in changes.changes { print(change) }
                     if !refusals.isEmpty || dryRun { return Outcome(changes: changes, refusals: refusals, report: nil) }
 
