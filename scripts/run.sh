@@ -9,10 +9,22 @@ export CANOPY_DATA_DIR="${CANOPY_DATA_DIR:-.canopy}"
 PORT="${CANOPY_PORT:-8080}"
 
 "$BIN" migrate up
-if ! JSON=$("$BIN" users add demo --email demo@example.com --json 2>/dev/null); then
-    JSON=$("$BIN" users token demo --json)
+# The demo user's token is kept in the data directory and used again while
+# it is live ("canopy users tokens demo" lists it, not revoked), so each run
+# does not mint another; a new one only for a new cluster or after a revoke.
+TOKEN_FILE="$CANOPY_DATA_DIR/demo.token"
+TOKEN=""
+if [ -s "$TOKEN_FILE" ]; then
+    TOKEN=$(cat "$TOKEN_FILE")
+    "$BIN" users tokens demo --json 2>/dev/null | grep -q "\"prefix\":\"${TOKEN%_*}\",\"revoked\":null" || TOKEN=""
 fi
-TOKEN=$(printf '%s' "$JSON" | sed -E 's/.*"token":"([^"]+)".*/\1/')
+if [ -z "$TOKEN" ]; then
+    if ! JSON=$("$BIN" users add demo --email demo@example.com --json 2>/dev/null); then
+        JSON=$("$BIN" users token demo --json)
+    fi
+    TOKEN=$(printf '%s' "$JSON" | sed -E 's/.*"token":"([^"]+)".*/\1/')
+    (umask 077; printf '%s\n' "$TOKEN" > "$TOKEN_FILE")
+fi
 
 cat <<MSG
 

@@ -5,7 +5,7 @@
 import type {Container} from "./container.js";
 import type {CanopyError} from "./errors.js";
 import type {LiveIterator} from "./live.js";
-import type {CanopyRecord, RecordOf, SavableRecord, SavePolicy, ShareLink, ZoneID, ZoneLike} from "./records.js";
+import type {CanopyRecord, RecordOf, SavableRecordOf, SavePolicy, ShareLink, ZoneID, ZoneLike} from "./records.js";
 import type {RequestOptions} from "./transport.js";
 import type {FieldInput} from "./values.js";
 
@@ -95,9 +95,13 @@ export interface QueryIterator<R = CanopyRecord> extends AsyncIterableIterator<R
 /** A record version for deleteIfUnchanged: a record as read, or its name and change tag. */
 export type RecordVersion = CanopyRecord | {recordName: string; recordChangeTag: string};
 
-/** What modify sends (`CKModifyRecordsOperation`). */
-export interface ModifyOptions extends RequestOptions {
-  save?: SavableRecord[];
+/**
+ * What modify sends (`CKModifyRecordsOperation`). `T` is read from the
+ * saves' recordTypes: each save of a type declared in RecordTypes has the
+ * schema's fields (SavableRecordOf).
+ */
+export interface ModifyOptions<T extends string = string> extends RequestOptions {
+  save?: ({recordType: T} & SavableRecordOf<T>)[];
   /** Record names to delete. */
   delete?: string[];
   /** Records deleted only at this change tag (else SERVER_RECORD_CHANGED). */
@@ -354,9 +358,9 @@ export declare class Database {
    */
   query<T extends string>(zone: ZoneLike, options: QueryOptions<T>): QueryIterator<RecordOf<T>>;
   /** Saves and deletes records in one request; throws LIMIT_EXCEEDED above maximumBatchSize. */
-  modify(zone: ZoneLike, options?: ModifyOptions): Promise<ModifyResult>;
-  /** Saves one record; answers it as saved (new change tag), or throws its error. */
-  saveRecord(zone: ZoneLike, record: SavableRecord, options?: SaveRecordOptions): Promise<CanopyRecord>;
+  modify<T extends string = string>(zone: ZoneLike, options?: ModifyOptions<T>): Promise<ModifyResult>;
+  /** Saves one record; answers it as saved (new change tag), or throws its error. Typed by its recordType when declared. */
+  saveRecord<T extends string>(zone: ZoneLike, record: {recordType: T} & SavableRecordOf<T>, options?: SaveRecordOptions): Promise<RecordOf<T>>;
   /** Deletes one record by name; answers its name, or throws its error. */
   deleteRecord(zone: ZoneLike, recordName: string, options?: RequestOptions): Promise<string>;
   /** Moves records with their descendants to another zone of the caller's, keeping their names; all or nothing. */

@@ -29,8 +29,8 @@ export type {
 export type {CanopyErrorOptions, ErrorCodeName} from "./errors.js";
 export type {LiveIterator, WebSocketConstructor} from "./live.js";
 export type {
-  CanopyRecordJSON, CanopyRecordOptions, RecordOf, RecordTypes, SavableRecord, SavePolicy, ShareLink, Stamp, StampJSON,
-  TypedRecord, ZoneLike,
+  CanopyRecordJSON, CanopyRecordOptions, FieldsInputOf, RecordOf, RecordTypes, SavableRecord, SavableRecordOf, SavePolicy,
+  ShareLink, Stamp, StampJSON, TypedRecord, TypedSavableRecord, ZoneLike,
 } from "./records.js";
 export type {
   ChangeTokenExpiredEvent, FailedRecordDelete, FailedRecordSave, FailedZoneChange, FetchedDatabaseChangesEvent,
@@ -42,7 +42,7 @@ export type {
   FetchFunction, GraphQLVariables, RequestOptions, TokenProvider, UploadBody,
 } from "./transport.js";
 export type {StorageWrite, StoredRefetch, StoredZone, SyncStorage, SyncedDatabaseSnapshot} from "./storage.js";
-export type {SyncedDatabaseOptions, SyncedSave, SyncedZone} from "./synced-database.js";
+export type {SyncedDatabaseOptions, SyncedSave, SyncedSaveOf, SyncedZone, TypedSyncedSave} from "./synced-database.js";
 export type {
   AssetOptions, EncodedValue, FieldInput, FieldValue, Fields, FieldsInput, LocationOptions, ReferenceAction,
 } from "./values.js";

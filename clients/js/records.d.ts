@@ -141,6 +141,31 @@ export interface SavableRecord {
   savePolicy?: SavePolicy;
 }
 
+/**
+ * A declared type's fields as a save takes them: each the type it is read
+ * as (docs/TYPESCRIPT.md), null to remove it, absent to leave it as it is.
+ */
+export type FieldsInputOf<F> = {[K in keyof F]?: F[K] | null};
+
+/** A save of the declared type `T`: a SavableRecord whose fields are the schema's, so a misspelt or mistyped field does not compile. */
+export interface TypedSavableRecord<T extends keyof RecordTypes & string> {
+  recordName: string;
+  recordType: T;
+  fields?: FieldsInputOf<RecordTypes[T]> | null;
+  recordChangeTag?: string | null;
+  parent?: string | {recordName: string} | null;
+  savePolicy?: SavePolicy;
+}
+
+/**
+ * What a save of `recordType` T takes: a TypedSavableRecord when T is
+ * declared in RecordTypes, a SavableRecord otherwise (an undeclared type,
+ * or a recordType only known as a string). Save methods take
+ * `{recordType: T} & SavableRecordOf<T>`, so T is read from the record.
+ */
+export type SavableRecordOf<T extends string> =
+  T extends keyof RecordTypes ? TypedSavableRecord<T> : SavableRecord & {recordType: T};
+
 /** The API's RecordInput (what recordInput answers). */
 export interface RecordInputJSON {
   recordName: string;

@@ -2,7 +2,7 @@
 // in step with the server and stored by an adapter.
 
 import type {Database} from "./database.js";
-import type {CanopyRecord, RecordOf, RecordTypes, ZoneID, ZoneLike} from "./records.js";
+import type {CanopyRecord, FieldsInputOf, RecordOf, RecordTypes, ZoneID, ZoneLike} from "./records.js";
 import type {SyncStorage} from "./storage.js";
 import type {SyncEngine, SyncEngineEvent, SyncEngineOptions} from "./sync-engine.js";
 import type {FieldsInput} from "./values.js";
@@ -40,6 +40,18 @@ export interface SyncedSave<T extends string = string> {
   parent?: string | null;
 }
 
+/** A save of the declared type `T`: its fields the schema's (null removes one), so a misspelt or mistyped field does not compile. */
+export interface TypedSyncedSave<T extends keyof RecordTypes & string> {
+  recordName: string;
+  recordType: T;
+  fields?: FieldsInputOf<RecordTypes[T]>;
+  /** The parent's recordName, same zone. */
+  parent?: string | null;
+}
+
+/** What save takes for `recordType` T: a TypedSyncedSave when T is declared in RecordTypes, a SyncedSave otherwise. */
+export type SyncedSaveOf<T extends string> = T extends keyof RecordTypes ? TypedSyncedSave<T> : SyncedSave<T>;
+
 /**
  * A database's records on this device, kept in step with the server by a
  * SyncEngine and stored by an adapter, so an app writes none of the
@@ -60,6 +72,8 @@ export declare class SyncedDatabase {
   zones(): SyncedZone[];
   /** A zone's records in the copy, edits included. */
   records(zone: ZoneLike): CanopyRecord[];
+  /** A zone's records of one type in the copy, edits included: typed when the type is declared in RecordTypes. */
+  records<T extends string>(zone: ZoneLike, options: {recordType: T}): RecordOf<T>[];
   /** One record of the copy, or null. */
   record(zone: ZoneLike, recordName: string): CanopyRecord | null;
   /** How many record changes wait to be sent. */
@@ -72,7 +86,7 @@ export declare class SyncedDatabase {
   onChange(listener: (synced: SyncedDatabase) => void): () => void;
 
   /** Saves here at once and queues it; settles once the record and the queue are stored. */
-  save<T extends string>(zone: ZoneLike, record: SyncedSave<T>): Promise<T extends keyof RecordTypes ? RecordOf<T> : CanopyRecord>;
+  save<T extends string = string>(zone: ZoneLike, record: {recordType?: T} & SyncedSaveOf<T>): Promise<RecordOf<T>>;
   /** Deletes here at once and queues the delete; settles once stored. */
   delete(zone: ZoneLike, recordName: string): Promise<void>;
   /** Sends what waits, then fetches what changed. */

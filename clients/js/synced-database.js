@@ -76,9 +76,10 @@ export class SyncedDatabase {
     return [...this.copy.values()].map(({zoneID, shareURL}) => ({zoneID, shareURL}));
   }
 
-  /** The records of a zone in the copy, edits included. */
-  records(zone) {
-    return [...(this.copy.get(this.engine.canonicalZoneID(zone).key)?.records.values() ?? [])];
+  /** The records of a zone in the copy, edits included; with `{recordType}`, only that type's. */
+  records(zone, {recordType} = {}) {
+    const records = [...(this.copy.get(this.engine.canonicalZoneID(zone).key)?.records.values() ?? [])];
+    return recordType === undefined ? records : records.filter((record) => record.recordType === recordType);
   }
 
   /** One record of the copy, or null. */

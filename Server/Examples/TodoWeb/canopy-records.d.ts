@@ -8,14 +8,14 @@
 import type {TypedRecord} from "@canopy/client";
 
 /** The fields of a record of type Item, as CanopyJS reads them; each is absent when the record has no value. */
-export interface ItemFields {
+export type ItemFields = {
   /** STRING */
   title?: string;
   /** BOOLEAN */
   done?: boolean;
   /** INT64 SORTABLE */
   position?: number | bigint;
-}
+};
 
 /** A record of type Item. */
 export type Item = TypedRecord<"Item">;

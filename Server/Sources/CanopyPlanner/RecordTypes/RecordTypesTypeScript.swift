@@ -1,10 +1,17 @@
 import CanopyEncoding
 
 /// Writes TypeScript declarations for a schema's record types, so that a
-/// web app's editor knows `record.fields.title` is a string: an interface
-/// of each type's fields, merged into CanopyJS's `RecordTypes`, which makes
-/// a query of that type answer typed records and `isRecordType` narrow one
-/// (`canopy schema typescript`, docs/TYPESCRIPT.md).
+/// web app's editor knows `record.fields.title` is a string: a type of each
+/// record type's fields, merged into CanopyJS's `RecordTypes`, which makes
+/// a query of that type answer typed records, a save of it check its
+/// fields, and `isRecordType` narrow one (`canopy schema typescript`,
+/// docs/TYPESCRIPT.md).
+///
+/// The fields are a type alias, not an interface: an object type written
+/// as an alias is assignable to CanopyJS's `Fields` (an index signature)
+/// and an interface is not, so only with the alias is a typed record also
+/// a `CanopyRecord` to `saveRecord`, `modify` or a type predicate
+/// (DECISIONS 188).
 ///
 /// A field is optional: a CloudKit record holds only the fields it was
 /// saved with. Its type is the JavaScript value CanopyJS reads (values.js):
@@ -36,12 +43,12 @@ public enum RecordTypesTypeScript {
         let named = recordTypes.map { (recordType: $0, name: identifier($0.name, taken: &taken)) }
         for (recordType, name) in named {
             out += "\n/** The fields of a record of type \(recordType.name), as CanopyJS reads them; each is absent when the record has no value. */\n"
-            out += "export interface \(name)Fields {\n"
+            out += "export type \(name)Fields = {\n"
             for field in recordType.fields where !field.isSystemField {
                 out += "  /** \(describe(field.schema)) */\n"
                 out += "  \(property(field.name))?: \(typeScript(field.schema.type));\n"
             }
-            out += "}\n"
+            out += "};\n"
             out += "\n/** A record of type \(recordType.name). */\n"
             out += "export type \(name) = TypedRecord<\(quoted(recordType.name))>;\n"
         }

@@ -48,7 +48,7 @@ struct SchemaTypeScriptTests {
     @Test("a record type named as an import or a TypeScript word gets another identifier, and RecordTypes keeps the real name")
     func names() throws {
         let text = RecordTypesTypeScript.declarations(try RecordTypesParser.parse(Self.schema), module: "/js/index.js", source: "test.ckdb")
-        #expect(text.contains("export interface LocationFields {"))
+        #expect(text.contains("export type LocationFields = {"))
         #expect(text.contains("export type Location = TypedRecord<\"Location\">;"))
         #expect(text.contains("export type TypedRecordRecord = TypedRecord<\"TypedRecord\">;"))
         #expect(text.contains("    \"TypedRecord\": TypedRecordRecordFields;"))

@@ -4,7 +4,7 @@
 // --strict, runs it against a live gateway, and checks at run time that each
 // value is what its type says.
 
-import {Asset, Container, Location, Reference, isRecordType} from "@canopy/client";
+import {Asset, CanopyRecord, Container, Location, Reference, SyncedDatabase, isRecordType} from "@canopy/client";
 import type {Contact, Fast} from "./canopy-records";
 
 /** Saves one record of each type, reads them back typed; answers what did not match its type. */
@@ -50,6 +50,40 @@ export async function run(container: Container, zone: string): Promise<string[]>
     problems.push(`isRecordType did not recognise ${record.recordType}`);
   }
   expect(!isRecordType(record, "Contact"), "a Fast taken for a Contact");
+
+  // Typed writes: a typed save answers a typed record, and a record read
+  // typed goes back to saveRecord and modify as it is.
+  const saved: Fast = await db.saveRecord(zone, {recordName: "fast-2", recordType: "Fast", fields: {hours: 2, note: "tea"}});
+  expect(saved.fields.hours === 2 && saved.recordType === "Fast", `saveRecord answered ${JSON.stringify(saved.fields)}`);
+  const again: Fast = await db.saveRecord(zone, {recordName: "fast-2", recordType: "Fast", recordChangeTag: saved.recordChangeTag,
+                                                   fields: {hours: 3n, note: null}}, {savePolicy: "IF_SERVER_RECORD_UNCHANGED_CHANGED_KEYS"});
+  expect(again.fields.hours === 3 && again.fields.note === undefined, `saved again ${JSON.stringify(again.fields, (_, v) => typeof v === "bigint" ? `${v}n` : v)}`);
+  const [readBack] = await db.query(zone, {recordType: "Fast", filter: "hours == $h", args: {h: 3}}).all();
+  if (readBack) {
+    readBack.fields.tags = ["moved"];
+    const {saved: modified, errors} = await db.modify(zone, {save: [readBack, {recordName: "bob", recordType: "Contact", fields: {name: "Bob", email: null}}]});
+    expect(errors.length === 0 && modified.length === 2, `modify: ${errors.map((e) => e.message)}`);
+  } else {
+    problems.push("the record saved with hours 3 was not found");
+  }
+  const plain: CanopyRecord = again;
+  const everything: CanopyRecord[] = await db.query(zone, {recordType: "Fast"}).all();
+  const onlyFasts: Fast[] = everything.filter((r): r is Fast => isRecordType(r, "Fast"));
+  expect(onlyFasts.length === 2 && plain.recordName === "fast-2", `filtered ${onlyFasts.length} Fast records`);
+
+  // The same in a SyncedDatabase: typed saves, and its records of one type.
+  const synced = await SyncedDatabase.open({database: db, automaticallySync: false});
+  try {
+    const local: Fast = await synced.save(zone, {recordName: "fast-3", recordType: "Fast", fields: {hours: 5, endDate: new Date(0)}});
+    await synced.save(zone, {recordName: "carol", recordType: "Contact", fields: {name: "Carol"}});
+    const copied: Fast[] = synced.records(zone, {recordType: "Fast"});
+    expect(local.fields.hours === 5 && copied.map((r) => r.recordName).join() === "fast-3", `the copy's Fast records: ${copied.map((r) => r.recordName)}`);
+    await synced.sync();
+    const sent = await db.fetchRecord(zone, "fast-3");
+    expect(isRecordType(sent, "Fast") && sent.fields.endDate?.getTime() === 0, `fast-3 on the server: ${JSON.stringify(sent.fields)}`);
+  } finally {
+    await synced.close();
+  }
 
   // A type the schema does not declare reads as before.
   const others = await db.query(zone, {recordType: "Undeclared"}).all();
