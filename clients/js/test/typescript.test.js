@@ -81,20 +81,48 @@ test("the example app (Server/Examples/TodoWeb) compiles under tsc --strict with
   assert.ok(compiled.ok, `tsc -p Server/Examples/TodoWeb refused the app:\n${compiled.output}`);
 });
 
+/** The ```lang blocks of a page of docs/, in order. */
+function docsBlocks(page, lang) {
+  const text = readFileSync(join(repositoryRoot, "docs", page), "utf8");
+  return [...text.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)\\n```", "g"))].map((match) => match[1]);
+}
+
 /** The first ```lang block of a page of docs/ that imports the package. */
 function docsExample(page, lang) {
-  const text = readFileSync(join(repositoryRoot, "docs", page), "utf8");
-  const blocks = [...text.matchAll(new RegExp("```" + lang + "\\n([\\s\\S]*?)\\n```", "g"))].map((match) => match[1]);
-  const block = blocks.find((candidate) => candidate.includes('from "@canopy/client"'));
+  const block = docsBlocks(page, lang).find((candidate) => candidate.includes('from "@canopy/client"'));
   assert.ok(block, `docs/${page} has a ${lang} example importing @canopy/client`);
   return block;
 }
 
-test("the docs' examples compile: TYPESCRIPT.md's typed reads (its one misspelt field refused, as it says) and IDENTITY.md's sign-in", async () => {
+/** The section of a page of docs/ under `heading`, up to the next heading of its level. */
+function docsSection(page, heading) {
+  const text = readFileSync(join(repositoryRoot, "docs", page), "utf8");
+  const start = text.indexOf(`\n${heading}\n`);
+  assert.ok(start >= 0, `docs/${page} has a section "${heading}"`);
+  const level = heading.split(" ")[0];
+  const end = text.indexOf(`\n${level} `, start + heading.length + 2);
+  return text.slice(start, end < 0 ? undefined : end);
+}
+
+/** `file(line TSnnnn` for each line of `source` marked `// error TSnnnn`, as tsc's errors are compared. */
+function markedErrors(file, source, firstLine = 1) {
+  return source.split("\n").flatMap((line, index) => {
+    const marked = /\/\/ error TS(\d+)/.exec(line);
+    return marked ? [`${file}(${index + firstLine} TS${marked[1]}`] : [];
+  });
+}
+
+test("the docs' examples compile: TYPESCRIPT.md's typed reads and typed writes (refused exactly at the lines they mark) and IDENTITY.md's sign-in", async () => {
   const typed = docsExample("TYPESCRIPT.md", "ts");
+  const writesSection = docsSection("TYPESCRIPT.md", "## Typed writes");
+  const writes = [...writesSection.matchAll(/```ts\n([\s\S]*?)\n```/g)].map((match) => match[1]);
+  assert.equal(writes.length, 1, "TYPESCRIPT.md's Typed writes section has one ts example");
+  // The writes example goes on from the reads: `db` as there, `notes` a SyncedDatabase. One line, so its lines keep their numbers + 1.
+  const writesPrelude = `import {Container, SyncedDatabase} from "@canopy/client"; import type {Item} from "./canopy-records"; const db = new Container({baseURL, tokenProvider}).privateDatabase; declare const notes: SyncedDatabase;`;
   const signIn = docsExample("IDENTITY.md", "js");
   const directory = project({
     "typescript-example.ts": typed,
+    "typed-writes-example.ts": `${writesPrelude}\n${writes[0]}`,
     "identity-example.ts": signIn,
     // What the examples leave to the app.
     "app-globals.d.ts": `
@@ -108,9 +136,10 @@ declare const signOut: HTMLButtonElement;
   });
   const {stdout} = await run(binary, ["schema", "typescript", join(repositoryRoot, "Server/Examples/TodoWeb/schema.ckdb")]);
   writeFileSync(join(directory, "canopy-records.d.ts"), stdout);
-  const compiled = await compile(directory, ["typescript-example.ts", "identity-example.ts", "app-globals.d.ts", "canopy-records.d.ts"]);
+  const compiled = await compile(directory, ["typescript-example.ts", "typed-writes-example.ts", "identity-example.ts", "app-globals.d.ts", "canopy-records.d.ts"]);
   const errors = compiled.output.split("\n").filter((line) => line.includes("error TS"));
-  const misspelt = typed.split("\n").findIndex((line) => line.includes("titel")) + 1;
-  assert.deepEqual(errors.map((line) => line.replace(/,\d+\).*TS(\d+).*/, " TS$1")), [`typescript-example.ts(${misspelt} TS2551`],
-    `only the example's misspelt field is refused:\n${compiled.output}`);
+  const expected = [...markedErrors("typescript-example.ts", typed), ...markedErrors("typed-writes-example.ts", writes[0], 2)];
+  assert.equal(expected.length, 3, "the examples mark one misread and two miswritten fields");
+  assert.deepEqual(errors.map((line) => line.replace(/,\d+\).*TS(\d+).*/, " TS$1")).sort(), expected.sort(),
+    `only the examples' marked lines are refused:\n${compiled.output}`);
 });
