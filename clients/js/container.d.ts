@@ -169,6 +169,8 @@ export declare class Container {
   readonly privateDatabase: Database;
   readonly sharedDatabase: Database;
   readonly publicDatabase: Database;
+  /** True when the container's token is its session's (`signIn`): data calls and SyncedDatabase follow sign-in and sign-out. */
+  readonly signedInBySession: boolean;
   /** The gateway's URL without a trailing slash. */
   get baseURL(): string;
 
@@ -182,7 +184,11 @@ export declare class Container {
   signIn(options?: SignInOptions): Promise<Session>;
   /** On the page a redirect sign-in came back to: the session, or null when there is nothing to finish. */
   completeSignIn(href?: string): Promise<Session | null>;
-  /** Revokes the session's token and forgets it. */
+  /**
+   * Revokes the session's token, forgets it, and tells listeners
+   * (SIGNED_OUT); resolves once the gateway refuses the token. With the
+   * server away, signed out here all the same (the token is not revoked).
+   */
   signOut(): Promise<void>;
   /** Calls `callback(event, session)` on sign-in changes, INITIAL_SESSION first; answers a function that stops it. */
   onAuthChange(callback: (event: AuthChangeEvent, session: Session | null, detail: {reason?: string}) => void): () => void;
@@ -195,7 +201,11 @@ export declare class Container {
   currentUser(options?: RequestOptions): Promise<UserIdentity>;
   /** What the signed-in user stores and may store; past quotaBytes, saves and uploads fail with QUOTA_EXCEEDED (docs/QUOTAS.md). */
   storageUsage(options?: RequestOptions): Promise<StorageUsage>;
-  /** The signed-in user's userRecordName (`CKContainer.userRecordID`). */
+  /**
+   * The signed-in user's userRecordName (`CKContainer.userRecordID`): from
+   * the session without a request when signed in with `signIn` (it answers
+   * with the server away); else asked of the server.
+   */
   userRecordName(options?: RequestOptions): Promise<string>;
   /** Another user by email or phone, or null when there is none (`discoverUserIdentity`). */
   discoverUser(query?: DiscoverUserQuery, options?: RequestOptions): Promise<UserIdentity | null>;

@@ -35,6 +35,8 @@ export class Container {
    */
   constructor({baseURL, token, tokenProvider, fetch, WebSocket, requestTimeout, auth} = {}) {
     const signedInBySession = (token === undefined || token === null) && !tokenProvider;
+    /** True when the container's token is its session's (`signIn`): data calls and SyncedDatabase follow sign-in and sign-out. */
+    this.signedInBySession = signedInBySession;
     this.authOptions = auth ?? {};
     this.authState = null;
     this.transport = new Transport({baseURL, token, fetch, requestTimeout,
@@ -103,8 +105,15 @@ export class Container {
       {}, {signal})).me.usage;
   }
 
-  /** The signed-in user's userRecordName (`CKContainer.userRecordID`). */
+  /**
+   * The signed-in user's userRecordName (`CKContainer.userRecordID`). When
+   * signed in with `signIn`, from the session, without a request: it
+   * answers with the server away (name the offline store by it). With a
+   * token of its own, asked of the server.
+   */
   async userRecordName(options) {
+    const known = this.signedInBySession ? this.auth.session?.user?.userRecordName : undefined;
+    if (known) return known;
     return (await this.currentUser(options)).userRecordName;
   }
 

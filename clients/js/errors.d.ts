@@ -24,6 +24,8 @@ export declare const ErrorCode: {
   readonly REQUEST_RATE_LIMITED: "REQUEST_RATE_LIMITED";
   /** The server could not be reached, or the connection dropped. */
   readonly NETWORK_FAILURE: "NETWORK_FAILURE";
+  /** Not the server: this client cannot do it as set up here (no WebSocket class for live changes). Not retryable. */
+  readonly CONFIGURATION_ERROR: "CONFIGURATION_ERROR";
 };
 
 /** One of ErrorCode's values, so a `switch` on `error.code` is checked. */

@@ -24,6 +24,8 @@ export const ErrorCode = Object.freeze({
   REQUEST_RATE_LIMITED: "REQUEST_RATE_LIMITED",
   /** The server could not be reached, or the connection dropped. */
   NETWORK_FAILURE: "NETWORK_FAILURE",
+  /** Not the server: this client cannot do it as set up here (no WebSocket class for live changes, say). Not retryable; the message says what to pass. */
+  CONFIGURATION_ERROR: "CONFIGURATION_ERROR",
 });
 
 const retryable = new Set([ErrorCode.SERVICE_UNAVAILABLE, ErrorCode.REQUEST_RATE_LIMITED, ErrorCode.NETWORK_FAILURE]);

@@ -33,7 +33,7 @@ export type {
   ShareLink, Stamp, StampJSON, TypedRecord, TypedSavableRecord, ZoneLike,
 } from "./records.js";
 export type {
-  ChangeTokenExpiredEvent, FailedRecordDelete, FailedRecordSave, FailedZoneChange, FetchedDatabaseChangesEvent,
+  CallerSyncOptions, ChangeTokenExpiredEvent, FailedRecordDelete, FailedRecordSave, FailedZoneChange, FetchedDatabaseChangesEvent,
   FetchedRecordZoneChangesEvent, PendingChangeKind, PendingRecordChange, PendingRecordChangeInput,
   PendingZoneChangeInput, SentDatabaseChangesEvent, SentRecordZoneChangesEvent, StateUpdateEvent, SyncEngineDelegate,
   SyncEngineEvent, SyncEngineOptions, SyncEngineState, SyncErrorEvent, SyncPhaseEvent, ZoneIDJSON,

@@ -129,7 +129,7 @@ export class LiveConnection {
     this.opening = false;
     if (this.subscriptions.size === 0) return;
     if (!this.WebSocketClass) {
-      this.failAll(new CanopyError(ErrorCode.NETWORK_FAILURE, "No WebSocket here: pass Container({WebSocket}) (Node 20: run with --experimental-websocket, or pass the ws package's class)"));
+      this.failAll(new CanopyError(ErrorCode.CONFIGURATION_ERROR, "No WebSocket here for live changes: pass Container({WebSocket}) (Node 20: run with --experimental-websocket, or pass the ws package's class)"));
       return;
     }
     const url = this.transport.baseURL.replace(/^http/, "ws") + "/graphql";

@@ -257,13 +257,31 @@ export declare class SyncEngine {
    * Fetches what changed since the stored tokens: the database feed, then
    * each changed zone's feed (or, in the public database, its one zone).
    */
-  fetchChanges(options?: RequestOptions): Promise<void>;
+  fetchChanges(options?: CallerSyncOptions): Promise<void>;
   /**
    * Sends the pending changes: zones first, then records in batches of at
    * most 400 (halved after LIMIT_EXCEEDED), not atomic, each save checked
    * against its change tag.
    */
-  sendChanges(options?: RequestOptions): Promise<void>;
+  sendChanges(options?: CallerSyncOptions): Promise<void>;
+  /**
+   * Settles once every change queued now is answered by the server (saved,
+   * or refused: the refusal reaches the delegate); a record edited again
+   * meanwhile is waited for until its latest edit is answered. Waits
+   * through outages; rejects with an AbortError when `signal` aborts or
+   * the engine stops first.
+   */
+  whenSent(options?: RequestOptions): Promise<void>;
   /** Stops listening and the delayed send; waits for the work in progress. */
   stop(): Promise<void>;
+}
+
+/**
+ * A fetch or send asked for by a caller. With `retries`, that many retries
+ * at most (0: one attempt), and automatic sync's pause between its own
+ * retries ends so the call is not held behind it. Without, up to
+ * `maximumRetries`.
+ */
+export interface CallerSyncOptions extends RequestOptions {
+  retries?: number;
 }

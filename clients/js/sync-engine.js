@@ -8,11 +8,15 @@ import {maximumBatchSize} from "./database.js";
 import {ZoneID, recordInput} from "./records.js";
 import {stringifyJSON} from "./values.js";
 
-const sleep = (ms, signal) => new Promise((resolve, reject) => {
-  if (signal?.aborted) { reject(signal.reason); return; }
-  const timer = setTimeout(() => { signal?.removeEventListener("abort", onAbort); resolve(); }, ms);
-  const onAbort = () => { clearTimeout(timer); reject(signal.reason); };
-  signal?.addEventListener("abort", onAbort, {once: true});
+/** Waits `ms`; rejects with the reason of the first of `signals` to abort. */
+const sleep = (ms, ...given) => new Promise((resolve, reject) => {
+  const signals = given.filter(Boolean);
+  const aborted = signals.find((signal) => signal.aborted);
+  if (aborted) { reject(aborted.reason); return; }
+  const stop = () => { for (const signal of signals) signal.removeEventListener("abort", onAbort); };
+  const timer = setTimeout(() => { stop(); resolve(); }, ms);
+  function onAbort() { clearTimeout(timer); stop(); reject(this.reason); }
+  for (const signal of signals) signal.addEventListener("abort", onAbort, {once: true});
 });
 
 /**
@@ -119,6 +123,14 @@ export class SyncEngine {
     /** Automatic sync's failures in a row, for the pause before it tries again. */
     this.failures = 0;
     this.resumeTimer = null;
+    /** Calls (sync(), sendChanges or fetchChanges with `retries`) waiting for their turn: background retries give way to them. */
+    this.callersWaiting = 0;
+    /** The background's pauses between retries under way (first syncs read ranges at once): a waiting caller ends them. */
+    this.pauses = new Set();
+    /** Errors a background retry gave up on for a waiting caller: not reported (the caller hears its own). */
+    this.yielded = new WeakSet();
+    /** whenSent() calls waiting: {records, zones, resolve, reject}. */
+    this.sentWaiters = new Set();
     if (automaticallySync) {
       this.listen();
       this.watchSurroundings();
@@ -249,9 +261,45 @@ export class SyncEngine {
    * newer one. A delegate's failure to store reaches it as an error event.
    */
   stateUpdate() {
-    const update = this.stateUpdates.then(() => this.emit({type: "stateUpdate", state: this.state}));
+    const update = this.stateUpdates.then(() => this.emit({type: "stateUpdate", state: this.state})).then(() => this.settleWaiters());
     this.stateUpdates = update.catch((error) => this.report(error));
     return update;
+  }
+
+  /**
+   * Settles once every change queued now has been answered by the server:
+   * saved or deleted, or refused (a refusal reaches the delegate as
+   * always). A record edited again meanwhile is waited for until its
+   * latest edit is answered. Waits through outages (automatic sync sends
+   * when the server is back); rejects when `signal` aborts or the engine
+   * stops first. Settled after the stateUpdate that says so was handled.
+   */
+  whenSent({signal} = {}) {
+    const waiter = {records: new Set(this.pendingRecords.keys()), zones: new Set(this.pendingZones.keys())};
+    if (this.allSent(waiter)) return Promise.resolve();
+    if (this.stopped) return Promise.reject(new DOMException("whenSent: the sync engine is stopped; what waits is sent by the next one opened on the stored state", "AbortError"));
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) { reject(signal.reason); return; }
+      const onAbort = () => { this.sentWaiters.delete(waiter); reject(signal.reason); };
+      waiter.resolve = () => { signal?.removeEventListener("abort", onAbort); resolve(); };
+      waiter.reject = (error) => { signal?.removeEventListener("abort", onAbort); reject(error); };
+      signal?.addEventListener("abort", onAbort, {once: true});
+      this.sentWaiters.add(waiter);
+    });
+  }
+
+  allSent({records, zones}) {
+    for (const key of records) if (this.pendingRecords.has(key)) return false;
+    for (const key of zones) if (this.pendingZones.has(key)) return false;
+    return true;
+  }
+
+  settleWaiters() {
+    for (const waiter of [...this.sentWaiters]) {
+      if (!this.allSent(waiter)) continue;
+      this.sentWaiters.delete(waiter);
+      waiter.resolve();
+    }
   }
 
   /** Tells the delegate when the server's reachability changes. */
@@ -261,14 +309,33 @@ export class SyncEngine {
     Promise.resolve(this.emit({type: "serverReachabilityChanged", reachable})).catch((error) => this.report(error));
   }
 
-  /** Runs one fetch or send at a time. */
-  exclusive(work) {
-    const run = this.running.then(work, work);
+  /**
+   * Runs one fetch or send at a time. `retries` (a caller's: sync(), or
+   * sendChanges/fetchChanges given it) caps this run's retries, and the
+   * background's retries give way to it: the run before it stops pausing
+   * and fails, so the caller hears from the server itself, at once.
+   */
+  exclusive(work, {retries} = {}) {
+    const caller = retries !== undefined;
+    if (caller) {
+      this.callersWaiting += 1;
+      for (const pause of this.pauses) pause.abort();
+    }
+    const start = () => {
+      if (caller) this.callersWaiting -= 1;
+      this.retryLimit = retries ?? this.maximumRetries;
+      return work();
+    };
+    const run = this.running.then(start, start);
     this.running = run.catch(() => {});
     return run;
   }
 
-  /** Sends a request again after retryable errors, after Retry-After or a pause growing from 0.5 to 5 s. */
+  /**
+   * Sends a request again after retryable errors, after Retry-After or a
+   * pause growing from 0.5 to 5 s, up to the run's retries. A caller
+   * waiting for its turn ends the pause (see exclusive).
+   */
   async retrying(request, signal) {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -278,10 +345,21 @@ export class SyncEngine {
       } catch (error) {
         if (error instanceof CanopyError && unreachable.has(error.code)) this.setReachable(false);
         else if (error instanceof CanopyError && error.status) this.setReachable(true);   // the server answered, with a refusal
-        if (!(error instanceof CanopyError) || !error.isRetryable || attempt >= this.maximumRetries || this.stopped) throw error;
+        if (!(error instanceof CanopyError) || !error.isRetryable || attempt >= (this.retryLimit ?? this.maximumRetries) || this.stopped) throw error;
+        if (this.callersWaiting > 0) { this.yielded.add(error); throw error; }
         this.retries += 1;
         const pause = error.retryAfter !== undefined ? error.retryAfter * 1000 : Math.min(500 * 2 ** attempt, 5000);
-        await sleep(pause, signal);
+        const interrupt = new AbortController();
+        this.pauses.add(interrupt);
+        try {
+          await sleep(pause, signal, interrupt.signal);
+        } catch (reason) {
+          if (signal?.aborted || !interrupt.signal.aborted) throw reason;
+          this.yielded.add(error);
+          throw error;
+        } finally {
+          this.pauses.delete(interrupt);
+        }
       }
     }
   }
@@ -293,8 +371,8 @@ export class SyncEngine {
    * each changed zone's feed page by page (or, in the public database, its
    * one zone). Restarted from a stored state it fetches only what changed.
    */
-  fetchChanges({signal} = {}) {
-    return this.exclusive(() => this.fetchNow(signal));
+  fetchChanges({signal, retries} = {}) {
+    return this.exclusive(() => this.fetchNow(signal), {retries});
   }
 
   async fetchNow(signal) {
@@ -490,8 +568,8 @@ export class SyncEngine {
    * the delegate in failedRecordSaves (on SERVER_RECORD_CHANGED, merge with
    * error.serverRecord and queue the save again).
    */
-  sendChanges({signal} = {}) {
-    return this.exclusive(() => this.sendNow(signal));
+  sendChanges({signal, retries} = {}) {
+    return this.exclusive(() => this.sendNow(signal), {retries});
   }
 
   async sendNow(signal) {
@@ -701,6 +779,8 @@ export class SyncEngine {
       } catch (error) {
         if (this.stopped) return;
         this.report(error);
+        // No WebSocket here: told once; fetching and sending go on over HTTP, cued as before.
+        if (error?.code === ErrorCode.CONFIGURATION_ERROR) return;
       }
       await sleep(resumeDelay(this.failures), controller.signal).catch(() => {});
     }
@@ -708,6 +788,7 @@ export class SyncEngine {
 
   report(error) {
     if (this.stopped && error?.name === "AbortError") return;
+    if (error && typeof error === "object" && this.yielded.has(error)) return;
     try {
       Promise.resolve(this.delegate.handleEvent({type: "error", error}, this)).catch(() => {});
     } catch { /* the delegate's own failure to handle a failure */ }
@@ -716,11 +797,16 @@ export class SyncEngine {
   /** Stops listening and the delayed send; waits for the work in progress. */
   async stop() {
     this.stopped = true;
+    for (const pause of this.pauses) pause.abort();   // a retry's pause ends now, not after its seconds
     if (this.sendTimer) { clearTimeout(this.sendTimer); this.sendTimer = null; }
     if (this.resumeTimer) { clearTimeout(this.resumeTimer); this.resumeTimer = null; }
     this.unwatch?.();
     this.listening?.abort();
     await this.running;
     await this.stateUpdates;
+    for (const waiter of [...this.sentWaiters]) {
+      this.sentWaiters.delete(waiter);
+      waiter.reject(new DOMException("whenSent: the sync engine stopped before everything queued was sent; it is sent by the next one opened on the stored state", "AbortError"));
+    }
   }
 }

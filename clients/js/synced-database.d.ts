@@ -82,6 +82,12 @@ export declare class SyncedDatabase {
   get hasPendingChanges(): boolean;
   /** null before the first request; then whether the server could be reached. */
   get serverReachable(): boolean | null;
+  /**
+   * True while the container's session is signed out (a container signed
+   * in with `signIn` only): nothing is sent or fetched; edits are kept and
+   * go when the same user signs in again.
+   */
+  get signedOut(): boolean;
   /** Calls `listener` after every change; answers a function that stops it. */
   onChange(listener: (synced: SyncedDatabase) => void): () => void;
 
@@ -89,8 +95,19 @@ export declare class SyncedDatabase {
   save<T extends string = string>(zone: ZoneLike, record: {recordType?: T} & SyncedSaveOf<T>): Promise<RecordOf<T>>;
   /** Deletes here at once and queues the delete; settles once stored. */
   delete(zone: ZoneLike, recordName: string): Promise<void>;
-  /** Sends what waits, then fetches what changed. */
-  sync(options?: {signal?: AbortSignal}): Promise<void>;
+  /**
+   * Sends what waits, then fetches what changed ("Sync now", or after a
+   * push): one attempt by default, so it rejects at the first refused
+   * connection (NETWORK_FAILURE); automatic sync's retries give way to it.
+   */
+  sync(options?: {signal?: AbortSignal; retries?: number}): Promise<void>;
+  /**
+   * Settles once everything queued now is answered by the server (saved,
+   * or refused and reported to onError), waiting through outages; rejects
+   * with an AbortError when `signal` aborts, on close() or on sign-out, and
+   * with NOT_AUTHENTICATED while signed out.
+   */
+  whenSent(options?: {signal?: AbortSignal}): Promise<void>;
   /** Stops syncing and waits for the last write; what is stored stays. */
   close(): Promise<void>;
   /** Closes and deletes what the storage kept (signing out on a shared device). */

@@ -7,7 +7,7 @@
 // goes on, so a page closed or a process killed at any moment loses no
 // edit it was told was queued.
 
-import {ErrorCode} from "./errors.js";
+import {CanopyError, ErrorCode} from "./errors.js";
 import {CanopyRecord, ZoneID} from "./records.js";
 import {MemoryStorage} from "./storage.js";
 import {SyncEngine} from "./sync-engine.js";
@@ -57,7 +57,19 @@ export class SyncedDatabase {
     this.removedZones = new Set();
     this.writing = Promise.resolve();
     this.closed = false;
-    this.engine = new SyncEngine({database, state: snapshot?.state ?? null, delegate: this, automaticallySync, ...engineOptions});
+    this.automaticallySync = automaticallySync;
+    this.engineOptions = engineOptions;
+    // A container signed in with `signIn` (its session's token): the copy
+    // follows the session. Signed out, it pauses (sends and fetches
+    // nothing, `signedOut` true) until the same user signs in again.
+    const container = database.container;
+    const followsSession = database.scope !== "PUBLIC" && container?.signedInBySession === true;
+    /** The user whose copy this is (when it follows a session). */
+    this.user = followsSession ? container.session?.user?.userRecordName ?? null : null;
+    this.paused = followsSession && !this.user;
+    this.pausing = Promise.resolve();
+    this.engine = new SyncEngine({database, state: snapshot?.state ?? null, delegate: this, automaticallySync: automaticallySync && !this.paused, ...engineOptions});
+    this.stopFollowing = followsSession ? container.onAuthChange((event, session) => this.authChanged(event, session)) : null;
     for (const [key, zone] of Object.entries(snapshot?.zones ?? {})) {
       const entry = this.zoneEntry(ZoneID.from(zone.zoneID));
       entry.shareURL = zone.shareURL ?? null;
@@ -95,6 +107,13 @@ export class SyncedDatabase {
 
   /** null before the first request; then whether the server could be reached (the engine's). */
   get serverReachable() { return this.engine.serverReachable; }
+
+  /**
+   * True while the container's session is signed out (a container signed
+   * in with `signIn` only): nothing is sent or fetched; edits are kept and
+   * go when the same user signs in again.
+   */
+  get signedOut() { return this.paused; }
 
   /** Calls `listener(this)` after every change to the copy, the queue or reachability; answers a function that stops it. */
   onChange(listener) {
@@ -140,16 +159,38 @@ export class SyncedDatabase {
     await this.engine.addPendingRecordChanges([{kind: "delete", zoneID, recordName}]);
   }
 
-  /** Sends what waits, then fetches what changed (back online, or told by a push). */
-  async sync(options) {
-    if (this.engine.hasPendingChanges) await this.engine.sendChanges(options);
-    await this.engine.fetchChanges(options);
+  /**
+   * Sends what waits, then fetches what changed ("Sync now", or told by a
+   * push): one attempt, as CloudKit JS's calls are, so it rejects at the
+   * first refused connection (NETWORK_FAILURE) instead of waiting out the
+   * retries. Automatic sync's own retries give way to it and go on after.
+   * `retries`: send again after a retryable error this many times (0).
+   */
+  async sync({signal, retries = 0} = {}) {
+    await this.pausing;
+    if (this.paused) throw new CanopyError(ErrorCode.NOT_AUTHENTICATED, "Signed out: this copy syncs again when its user signs in");
+    if (this.engine.hasPendingChanges) await this.engine.sendChanges({signal, retries});
+    await this.engine.fetchChanges({signal, retries});
+  }
+
+  /**
+   * Settles once everything queued now is answered by the server (saved,
+   * or refused and reported to onError): waits through outages, where
+   * sync() would reject. Rejects (AbortError) when `signal` aborts, on
+   * close() or on sign-out, and (NOT_AUTHENTICATED) while signed out.
+   */
+  async whenSent(options) {
+    await this.pausing;
+    if (this.paused) throw new CanopyError(ErrorCode.NOT_AUTHENTICATED, "Signed out: this copy sends what waits when its user signs in");
+    return this.engine.whenSent(options);
   }
 
   /** Stops syncing and waits for the last write; the stored copy stays. */
   async close() {
     if (this.closed) return;
     this.closed = true;
+    this.stopFollowing?.();
+    await this.pausing;
     await this.engine.stop();
     await this.writing;
     await this.storage.close?.();
@@ -159,6 +200,30 @@ export class SyncedDatabase {
   async forget() {
     await this.close();
     await this.storage.clear();
+  }
+
+  // MARK: Following the session
+
+  /** Pauses on sign-out (here or in another tab); resumes when the same user signs in again. */
+  authChanged(event, session) {
+    if (this.closed) return;
+    const who = session?.user?.userRecordName ?? null;
+    if (event === "SIGNED_OUT" && !this.paused) {
+      this.paused = true;
+      const engine = this.engine;
+      this.pausing = this.pausing.then(() => engine.stop()).finally(() => this.changed());
+      this.changed();
+    } else if ((event === "SIGNED_IN" || event === "TOKEN_REFRESHED") && this.paused && who && (this.user === null || who === this.user)) {
+      this.user = who;
+      this.paused = false;
+      const stopped = this.engine;
+      this.pausing = this.pausing.then(async () => {
+        await stopped.stop();
+        if (this.closed || this.paused) return;
+        this.engine = new SyncEngine({database: this.database, state: stopped.state, delegate: this, automaticallySync: this.automaticallySync, ...this.engineOptions});
+        this.changed();
+      });
+    }
   }
 
   // MARK: The engine's delegate

@@ -129,7 +129,8 @@ async function showSignIn(container) {
  * @param {Container} container
  */
 async function start(canopy, container) {
-  const me = await container.currentUser();
+  // From the kept session, without a request: the page opens its copies with the server away.
+  const me = container.session?.user ?? await container.currentUser();
   /** @param {Scope} scope */
   const copy = (scope) => canopy.SyncedDatabase.open({
     database: container.database(scope),

@@ -11,15 +11,21 @@ with refresh tokens):
 3. the server stops accepting the token (revoked behind the page's back):
    the next call renews the session through the refresh token
    (TOKEN_REFRESHED) and succeeds;
-4. sign-out revokes the token (the server refuses it afterwards);
+4. sign-out revokes the token: once `signOut()` resolves the server
+   refuses it, and an open SyncedDatabase (IndexedDB) pauses: it sends
+   nothing, keeps the edit made meanwhile, and its sync() is refused;
 5. by popup: the provider in a popup, the page signed in without leaving;
-6. an answer this tab did not ask for (a forged state) is refused.
+   the same user back, the copy sends what waited;
+6. with the server away, the page names its offline store from the
+   session (`userRecordName()` without a request) and opens its copy;
+7. an answer this tab did not ask for (a forged state) is refused.
 
 usage: canopyjs_sign_in.py PAGE_URL GATEWAY_URL PROVIDER_CONTROL_URL ARTIFACT_DIR
 Prints "CanopyJS sign-in passed" at the end.
 """
 import json
 import os
+import socket
 import sys
 import urllib.error
 import urllib.request
@@ -34,6 +40,7 @@ page, gateway, control, artifacts = sys.argv[1:5]
 os.makedirs(artifacts, exist_ok=True)
 
 driver = console_browser.browser()
+driver.set_script_timeout(90)
 step = [0]
 
 
@@ -80,6 +87,22 @@ def session():
     return json.loads(raw) if raw else None
 
 
+def script(body, *args):
+    """Runs `body` as an async function's body in the page (arguments[i]: args); answers what it returns."""
+    outcome = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "(async () => {" + body + "})().then((value) => done({value}), (error) => done({error: `${error?.code ?? error?.name} ${error?.message}`}));",
+        *args)
+    assert "error" not in outcome, f"the page's script failed: {outcome['error']}"
+    return outcome.get("value")
+
+
+def unused_loopback_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def ready():
     wait(lambda: driver.execute_script("return document.body.dataset.ready") == "true", "the page to load CanopyJS")
 
@@ -124,12 +147,33 @@ try:
     assert graphql(renewed["token"], "{ me { name } }")[0] == 200
     shot("token-refreshed")
 
-    # 4. Sign-out revokes the token.
-    driver.find_element(By.ID, "sign-out").click()
+    # 4. Sign-out revokes the token, and an open SyncedDatabase pauses.
+    me = script("""
+      const {container, IndexedDBStorage, SyncedDatabase} = window.canopy;
+      const me = await container.userRecordName();
+      await container.privateDatabase.saveZone("Notes");
+      window.copy = await SyncedDatabase.open({database: container.privateDatabase, storage: new IndexedDBStorage(`notes:${me}:private`)});
+      await window.copy.save("Notes", {recordName: "before", recordType: "Note", fields: {text: "signed in"}});
+      await window.copy.whenSent();
+      return me;
+    """)
+    assert me == renewed["user"]["userRecordName"], (me, renewed["user"])
+    script("await window.canopy.container.signOut();")
+    # Revoked when signOut() resolves, not when the gateway's token cache lets go (it kept a live token 4 s).
+    status, body = graphql(renewed["token"], "{ me { name } }")
+    assert status == 401, f"the signed-out token still works: {status} {body}"
     wait(lambda: events()[-1]["event"] == "SIGNED_OUT", "SIGNED_OUT")
     assert session() is None and text("who") == "signed out"
-    # Revoked, not just forgotten: refused once the gateway's token cache lets go (it would keep accepting a live one).
-    wait(lambda: graphql(renewed["token"], "{ me { name } }")[0] == 401, "the server to refuse the signed-out token", seconds=30)
+    paused = script("""
+      const copy = window.copy;
+      const before = window.canopy.requests();
+      await copy.save("Notes", {recordName: "after", recordType: "Note", fields: {text: "while signed out"}});
+      await new Promise((resolve) => setTimeout(resolve, 3000));   // room for an engine that did not pause to send
+      let refused = null;
+      try { await copy.sync(); } catch (error) { refused = error.code; }
+      return {signedOut: copy.signedOut, sent: window.canopy.requests() - before, pending: copy.pendingCount, refused};
+    """)
+    assert paused == {"signedOut": True, "sent": 0, "pending": 1, "refused": "NOT_AUTHENTICATED"}, paused
     shot("signed-out-again")
 
     # 5. By popup: the page never leaves.
@@ -140,11 +184,36 @@ try:
     wait(lambda: len(driver.window_handles) == 1, "the popup to close")
     assert events()[-1]["event"] == "SIGNED_IN", events()
     assert graphql(session()["token"], "{ me { name } }")[0] == 200
+    resumed = script("""
+      const copy = window.copy;
+      await copy.whenSent();
+      const saved = await window.canopy.container.privateDatabase.fetchRecord("Notes", "after");
+      return {signedOut: copy.signedOut, pending: copy.pendingCount, text: saved.fields.text};
+    """)
+    assert resumed == {"signedOut": False, "pending": 0, "text": "while signed out"}, resumed
     shot("signed-in-by-popup")
+
+    # 6. The server away: the store is named from the session, and the copy opens.
+    away = f"http://127.0.0.1:{unused_loopback_port()}"
+    offline = script("""
+      const {Container, IndexedDBStorage, SyncedDatabase, gateway} = window.canopy;
+      await window.copy.close();
+      const away = new Container({baseURL: arguments[0], auth: {key: `canopy.session:${gateway}`}});
+      const me = await away.userRecordName();   // the README's line: no request
+      const copy = await SyncedDatabase.open({database: away.privateDatabase, storage: new IndexedDBStorage(`notes:${me}:private`)});
+      const shown = copy.records("Notes").map((record) => record.recordName).sort();
+      await copy.save("Notes", {recordName: "offline", recordType: "Note", fields: {text: "written away"}});
+      for (let waited = 0; copy.serverReachable !== false && waited < 30000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+      const outcome = {me, shown, pending: copy.pendingCount, reachable: copy.serverReachable};
+      await copy.close();
+      away.close();
+      return outcome;
+    """, away)
+    assert offline == {"me": me, "shown": ["after", "before"], "pending": 1, "reachable": False}, offline
     driver.find_element(By.ID, "sign-out").click()
     wait(lambda: session() is None, "signed out")
 
-    # 6. An answer this tab did not start is refused, and signs nobody in.
+    # 7. An answer this tab did not start is refused, and signs nobody in.
     driver.get(f"{page}?code=stolen&state=forged")
     ready()
     wait(lambda: "not started from this tab" in text("problem"), "the forged answer refused")

@@ -33,7 +33,10 @@ static server; another origin than the gateway's):
    page reaches the gateway through a TCP proxy on loopback that this
    script runs; it refuses and cuts every connection, as a crashed gateway
    would, while the browser's network stays up). He ticks an item: his page
-   says "Waiting for the server", never "Online", and shows no error. The
+   says "Waiting for the server", never "Online", and shows no error. He
+   reloads the page with the gateway away: the service worker answers
+   CanopyJS (imported from the gateway) from its cache, and the app opens
+   signed in from the kept session, with his list and the tick waiting. The
    gateway back, with nobody touching the page, the tick is sent by itself,
    Alice sees it, and Bob's page says "Online" and "up to date".
 
@@ -499,6 +502,13 @@ try:
     shows(bob, ticked, "Bob's tick, shown at once", 5)
     wait(bob, lambda d: connection(d) == "waiting", "Bob's page to say it waits for the server", 60)
     assert bob.execute_script("return navigator.onLine") is True, "the browser's network stayed up"
+    # A reload with the gateway away: CanopyJS from the service worker's cache, the copy from IndexedDB.
+    bob.refresh()
+    visible(bob, "#app", "Bob's page reloaded with the gateway away, signed in from the kept session")
+    open_list(bob, "shared")
+    shows(bob, ticked, "Bob's list and tick after the reload, from the stored copy", 10)
+    wait(bob, lambda d: connection(d) == "waiting" and status(d)[1] == 1, "Bob's reloaded page to say the tick waits for the server", 60)
+    step(bob, "bob-reloads-with-the-gateway-away", away=True)
     while time.monotonic() - away_since < 70:
         said = status(bob)
         assert "Online" not in said[2], f"Bob's page says Online while the gateway is away: {said[2]!r}"

@@ -8,10 +8,12 @@
 // stored by FileStorage, killed at chosen moments.
 
 import assert from "node:assert/strict";
+import {execFile} from "node:child_process";
 import {existsSync, mkdtempSync, readFileSync, writeFileSync} from "node:fs";
 import {tmpdir} from "node:os";
 import {join} from "node:path";
 import {after, before, test} from "node:test";
+import {promisify} from "node:util";
 import {Container, MemoryStorage, SyncedDatabase} from "../index.js";
 import {FileStorage} from "../file-storage.js";
 import {LiveServer, eventually, freePort} from "./harness.js";
@@ -121,5 +123,88 @@ test("forget removes the file; a file that is not a SyncedDatabase's is refused 
     (error) => error.message.includes(file) && error.message.includes("not a SyncedDatabase file"));
   await assert.rejects(SyncedDatabase.open({database: away.privateDatabase, storage: {}}), TypeError);
   away.close();
+  alice.container.close();
+});
+
+test("with the gateway away, sync() rejects at its first refused connection, not behind automatic sync's retries; whenSent() waits through the outage and settles once the server has the edit", async () => {
+  const gateway = await LiveServer.start();
+  const alice = await server.user("syncnow");
+  let requests = 0;
+  const counted = (...args) => { requests += 1; return fetch(...args); };
+  const container = new Container({baseURL: gateway.baseURL, token: alice.token, fetch: counted});
+  const errors = [];
+  let synced;
+  try {
+    await container.privateDatabase.saveZone("Notes");
+    synced = await SyncedDatabase.open({database: container.privateDatabase, onError: (error) => errors.push(error)});
+    await eventually(() => synced.serverReachable === true, 30, "the copy online");
+    await gateway.stop();
+    await synced.save("Notes", {recordName: "n1", recordType: "Note", fields: {text: "while away"}});
+    const sent = synced.whenSent();
+    let settled = false;
+    sent.then(() => { settled = true; }, () => { settled = true; });
+    // Automatic sync is in its retries (each refused at once), as when the user presses "Sync now".
+    await eventually(() => synced.engine.retries >= 2, 60, "automatic sync retrying");
+    const [retriesBefore, requestsBefore, started] = [synced.engine.retries, requests, Date.now()];
+    await assert.rejects(synced.sync(), (error) => error.code === "NETWORK_FAILURE" || assert.fail(error));
+    const waited = Date.now() - started;
+    // Before: ~95 s here (the background's 12 retries of up to 5 s, then its own). Now: one request of its own.
+    assert.ok(waited < 15_000, `sync() rejected after ${waited} ms`);
+    assert.ok(requests - requestsBefore <= 2, `sync() sent ${requests - requestsBefore} requests (one of its own, at most one of the background's in flight)`);
+    assert.ok(synced.engine.retries - retriesBefore <= 1, "sync() did not retry");
+    assert.equal(settled, false, "whenSent() still waits: the edit is not on the server");
+    assert.equal(synced.pendingCount, 1);
+    assert.ok(!errors.some((error) => error.code !== "NETWORK_FAILURE"), `only the outage was reported: ${errors.map((error) => error.code)}`);
+    // A waiter given up on: its signal's reason.
+    const gaveUp = new AbortController();
+    const abandoned = synced.whenSent({signal: gaveUp.signal});
+    gaveUp.abort();
+    await assert.rejects(abandoned, {name: "AbortError"});
+
+    await gateway.startProcess();   // the server back, on its port
+    await eventually(() => settled, 120, "whenSent() to settle after the server came back");
+    await sent;
+    assert.equal(synced.pendingCount, 0, "settled once nothing it waited for is queued");
+    assert.equal((await alice.container.privateDatabase.fetchRecord("Notes", "n1")).fields.text, "while away", "the edit is on the server");
+    await synced.sync();   // with the server there, one attempt is enough
+
+    // Closed while something waits: whenSent() rejects, the edit stays stored for the next open.
+    await gateway.stop();
+    await synced.save("Notes", {recordName: "n2", recordType: "Note", fields: {text: "left queued"}});
+    const unsent = synced.whenSent();
+    await synced.close();
+    await assert.rejects(unsent, {name: "AbortError"});
+  } finally {
+    await synced?.close();
+    container.close();
+    alice.container.close();
+    await gateway.stop();
+  }
+});
+
+test("without a WebSocket class (Node 20 without --experimental-websocket), live changes fail once as CONFIGURATION_ERROR; the server stays reachable and edits still go over HTTP", async () => {
+  const alice = await server.user("nows");
+  await alice.container.privateDatabase.saveZone("Notes");
+  const script = `
+    import {Container, SyncedDatabase} from ${JSON.stringify(new URL("../index.js", import.meta.url).href)};
+    const container = new Container({baseURL: ${JSON.stringify(server.baseURL)}, token: ${JSON.stringify(alice.token)}});
+    const codes = [];
+    let watched;
+    try { for await (const _ of container.privateDatabase.watchZone("Notes")) break; } catch (error) { watched = error.code; }
+    const notes = await SyncedDatabase.open({database: container.privateDatabase, onError: (error) => codes.push(error.code)});
+    await notes.save("Notes", {recordName: "n", recordType: "Note", fields: {text: "no socket"}});
+    await notes.whenSent();
+    await new Promise((resolve) => setTimeout(resolve, 3000));   // room for a wrong retry loop to report again
+    console.log(JSON.stringify({hasWebSocket: typeof globalThis.WebSocket, watched, codes, reachable: notes.serverReachable}));
+    await notes.close();
+    container.close();
+  `;
+  const {stdout} = await promisify(execFile)(process.execPath, ["--input-type=module", "-e", script], {timeout: 120_000});
+  const outcome = JSON.parse(stdout.trim().split("\n").pop());
+  assert.equal(outcome.hasWebSocket, "undefined", "this Node has no WebSocket without the flag");
+  assert.equal(outcome.watched, "CONFIGURATION_ERROR", "watchZone names the setup, not the network");
+  assert.deepEqual(outcome.codes, ["CONFIGURATION_ERROR"], "the SyncedDatabase reported it once");
+  assert.equal(outcome.reachable, true, "the server is reachable");
+  assert.equal((await alice.container.privateDatabase.fetchRecord("Notes", "n")).fields.text, "no socket");
   alice.container.close();
 });

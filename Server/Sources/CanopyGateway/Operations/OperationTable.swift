@@ -39,7 +39,7 @@ enum OperationTable {
         "unblockRequester": ShareMutationOperation(),
         "moveRecords": MoveRecordsOperation(),
         "issueToken": IssueTokenOperation(),
-        "revokeToken": Planned { try RevokeTokenPlan($0, request: $1) },
+        "revokeToken": RevokeTokenOperation(),
         "saveSubscription": SaveSubscriptionOperation(),
         "deleteSubscription": Planned { try DeleteSubscriptionPlan($0, request: $1) },
         "registerDevice": RegisterDeviceOperation(),

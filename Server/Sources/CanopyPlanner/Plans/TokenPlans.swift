@@ -55,6 +55,8 @@ extension IssueTokenPlan: FieldPlan {
 /// the caller's rows only, so a stranger's prefix answers false.
 public struct RevokeTokenPlan: Sendable {
     public let statement: SQLStatement
+    /// The token's `cnp_<selector>`, as given.
+    public let prefix: String
 
     public init(_ field: SelectedField, request: ParsedRequest) throws {
         let arguments = request.arguments(of: field)
@@ -62,6 +64,7 @@ public struct RevokeTokenPlan: Sendable {
         guard prefix.range(of: "^cnp_[0-9a-f]{16}$", options: .regularExpression) != nil else {
             throw arguments.invalid("prefix", "prefix must be cnp_ and 16 hex digits, as issueToken answered it")
         }
+        self.prefix = prefix
         var builder = SQLBuilder()
         builder.append("SELECT canopy.revoke_own_token(\(builder.bind(prefix)))")
         statement = builder.query

@@ -32,6 +32,11 @@ final class ExpiringCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
     }
 
+    /// Forgets one key at once (a token revoked through this gateway).
+    func remove(_ key: Key) {
+        _ = entries.withLock { entries in entries.removeValue(forKey: key) }
+    }
+
     func store(_ value: Value, for key: Key) {
         let expires = ContinuousClock.now + timeToLive
         entries.withLock { entries in

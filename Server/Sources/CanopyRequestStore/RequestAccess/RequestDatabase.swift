@@ -163,6 +163,14 @@ public final class RequestDatabase: Sendable {
         return match
     }
 
+    /// Forgets what this gateway remembered of a token (its selector), so a
+    /// revocation made through it holds here from its answer on: sign-out
+    /// resolves once the token no longer works on this gateway. Other
+    /// gateways let go within the token cache's time (4 s).
+    public func forgetToken(selector: String) {
+        tokens.remove(selector)
+    }
+
     /// The user of a verified identity-provider token: found by (issuer,
     /// subject), or created with its `_defaultZone` on the first sign-in
     /// (once, however many first requests race; `canopy.sign_in`).

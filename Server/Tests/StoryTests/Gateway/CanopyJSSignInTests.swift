@@ -17,7 +17,9 @@ import Glibc
 /// provider (`identity_provider.py`: real signed id tokens, keys served
 /// over HTTP, the code flow with PKCE and refresh tokens), by redirect and
 /// by popup; the session survives a reload, is renewed when the server
-/// stops accepting its token, and sign-out revokes it
+/// stops accepting its token, and sign-out revokes it before `signOut()`
+/// resolves, pausing an open SyncedDatabase until the same user is back;
+/// with the server away the page names its offline store from the session
 /// (`Server/Tests/python/canopyjs_sign_in.py` tells the story).
 @Suite("CanopyJS: signing in with a provider")
 struct CanopyJSSignInTests {

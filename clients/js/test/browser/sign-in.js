@@ -1,12 +1,15 @@
 // The test page's script: CanopyJS from the gateway (?gateway=…, kept for
 // the way back from the provider), every auth event listed in #events as
-// JSON, each button one call.
+// JSON, each button one call. `window.canopy` holds what the test's
+// scripts use (a SyncedDatabase on IndexedDB, the requests sent so far).
 
 const given = new URLSearchParams(location.search).get("gateway");
 if (given) localStorage.setItem("test:gateway", given);
 const gateway = localStorage.getItem("test:gateway");
-const {Container} = await import(`${gateway}/js/index.js`);
-const container = new Container({baseURL: gateway});
+const {Container, IndexedDBStorage, SyncedDatabase} = await import(`${gateway}/js/index.js`);
+let requests = 0;
+const container = new Container({baseURL: gateway, fetch: (...args) => { requests += 1; return fetch(...args); }});
+window.canopy = {container, Container, IndexedDBStorage, SyncedDatabase, gateway, requests: () => requests};
 const events = [];
 const $ = (id) => document.getElementById(id);
 const show = () => {
