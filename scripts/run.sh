@@ -43,4 +43,13 @@ Look at the data as that user sees it:  $BIN psql --as demo --data-dir $CANOPY_D
 Stop with Ctrl-C; the cluster keeps running for the next command (make stop stops it).
 
 MSG
+if [ -t 0 ] && [ -t 1 ]; then
+    # In a terminal, serve runs in a process group of its own, given the
+    # terminal: Ctrl-C then reaches serve alone, which stops gracefully, and
+    # make (not interrupted) ends quietly instead of "*** [run] Interrupt".
+    set -m
+    "$BIN" serve --port "$PORT" &
+    fg %1 >/dev/null
+    exit $?
+fi
 exec "$BIN" serve --port "$PORT"
