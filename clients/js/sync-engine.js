@@ -30,6 +30,13 @@ export function resumeDelay(failures, random = Math.random) {
   return base / 2 + random() * base / 2;
 }
 
+/**
+ * The longest pause before the database feed is subscribed again after it
+ * failed, as the live connection's longest pause between reconnections
+ * (live.js, 10 s): what waits is sent within it once the server answers.
+ */
+const liveResumeCap = 10_000;
+
 /** The codes that mean the server cannot be reached now (not that it refused). */
 const unreachable = new Set([ErrorCode.NETWORK_FAILURE, ErrorCode.SERVICE_UNAVAILABLE]);
 
@@ -782,7 +789,9 @@ export class SyncEngine {
         // No WebSocket here: told once; fetching and sending go on over HTTP, cued as before.
         if (error?.code === ErrorCode.CONFIGURATION_ERROR) return;
       }
-      await sleep(resumeDelay(this.failures), controller.signal).catch(() => {});
+      // At most the live connection's own longest pause: a feed refused while
+      // the server starts again must not hold the send back for a minute.
+      await sleep(Math.min(resumeDelay(this.failures), liveResumeCap), controller.signal).catch(() => {});
     }
   }
 
