@@ -52,7 +52,9 @@ function sameFields(sent, stored) {
  * delegate.handleEvent(event): applies what was fetched and learns what was
  * sent; awaited, in order. Events: stateUpdate {state},
  * fetchedDatabaseChanges {changedZones, deletedZones} (a zone in both was
- * deleted and made again under its name: drop it first; it is fetched again),
+ * deleted and made again under its name: drop it first; it is fetched again;
+ * keep the records with a save waiting, without their change tag: the edit
+ * may be newer than the zone made again, and goes to it as a new record),
  * fetchedRecordZoneChanges {zoneID, changed, deleted, pending} (pending:
  * the names among them with a change of the app's own still waiting, →
  * "save" | "delete": merge the fetched version under the local edit, keep

@@ -246,7 +246,7 @@ export class SyncedDatabase {
         const entry = this.zoneEntry(zone);
         entry.shareURL = zone.share?.url ?? entry.shareURL ?? null;
       }
-      for (const zone of event.deletedZones) this.dropZone(engine.canonicalZoneID(zone).key);
+      for (const zone of event.deletedZones) this.dropZone(engine.canonicalZoneID(zone).key, engine);
       break;
     case "fetchedRecordZoneChanges": {
       const entry = this.zoneEntry(event.zoneID);
@@ -444,11 +444,39 @@ export class SyncedDatabase {
     return entry;
   }
 
-  dropZone(zoneKey) {
-    this.copy.delete(zoneKey);
-    this.removedZones.add(zoneKey);
-    for (const key of [...this.edits.keys()]) if (key.startsWith(zoneKey + separator)) this.edits.delete(key);
-    for (const key of [...this.dirty]) if (key.startsWith(zoneKey + separator)) this.dirty.delete(key);
+  /**
+   * The zone was deleted on the server: its copy goes, but for the records
+   * with a save still waiting. An edit queued before this device heard of
+   * the deletion may have been made after the zone was made again under
+   * its name (the feed cannot say which), so it is kept as a new record
+   * (no change tag) and sent: it lands in the zone made again (merged as
+   * any conflict, by the fields edited here, if another device made the
+   * record there first), or is refused as ZONE_NOT_FOUND (reported) when
+   * there is none. Dropping it lost edits (the fault run's seed 47).
+   */
+  dropZone(zoneKey, engine) {
+    const entry = this.copy.get(zoneKey);
+    const waiting = new Set(engine.pendingRecordChanges.filter((change) => change.kind === "save" && change.zoneID.key === zoneKey)
+      .map((change) => change.recordName).filter((name) => entry?.records.has(name)));
+    const inZone = (key) => key.startsWith(zoneKey + separator);
+    if (waiting.size === 0) {
+      this.copy.delete(zoneKey);
+      this.removedZones.add(zoneKey);
+      for (const key of [...this.edits.keys()]) if (inZone(key)) this.edits.delete(key);
+      for (const key of [...this.dirty]) if (inZone(key)) this.dirty.delete(key);
+      return;
+    }
+    entry.shareURL = null;
+    for (const [name, record] of [...entry.records]) {
+      const key = zoneKey + separator + name;
+      if (waiting.has(name)) {
+        entry.records.set(name, new CanopyRecord({...record, recordChangeTag: null}));
+      } else {
+        entry.records.delete(name);
+        this.edits.delete(key);
+      }
+      this.dirty.add(key);
+    }
   }
 
   forgetEdits(zoneID, recordName) {

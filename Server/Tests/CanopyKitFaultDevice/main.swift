@@ -205,7 +205,19 @@ actor Device: SyncEngineDelegate {
                 records[deletion.recordID.recordName] = nil
             }
         case .fetchedDatabaseChanges(_, let deletions):
-            if deletions.contains(zone) { records = [:] }
+            // The zone was deleted: its copy goes, but for the records with a
+            // save still waiting. The edit may have been made after the zone
+            // was made again under its name (the feed cannot say which): kept
+            // as a new record, it lands in the new zone, or is refused as
+            // .zoneNotFound when there is none. Dropping it lost edits (the
+            // fault run's seed 47, CanopyJS).
+            guard deletions.contains(zone) else { return }
+            let waiting = pending(engine)
+            records = records.filter { waiting[$0.key] == "save" }.mapValues { mine in
+                let fresh = mine.copy()
+                fresh.setRecordChangeTag(nil)
+                return fresh
+            }
         case .changeTokenExpired(let zoneID):
             // Fetched again from nothing; what waits to be sent is kept.
             guard zoneID == nil || zoneID == zone else { return }

@@ -85,6 +85,45 @@ test("two devices editing different fields of one record at once both keep their
   alice.container.close();
 });
 
+test("an edit queued after its zone was deleted and made again elsewhere, before this device heard of it, reaches the new zone (fault run seed 47)", async () => {
+  const alice = await server.user("remade");
+  const other = alice.container.privateDatabase;
+  await other.saveZone("Lists");
+  await other.saveRecord("Lists", {recordName: "milk", recordType: "Item", fields: {title: "Milk", note: "from the old zone"}});
+  const errors = [];
+  const device = await SyncedDatabase.open({database: alice.container.privateDatabase, storage: new MemoryStorage(), automaticallySync: false,
+    onError: (error) => errors.push(error)});
+  await device.sync();
+  assert.equal(device.record("Lists", "milk")?.fields.title, "Milk");
+
+  // Another device deletes the zone and makes it again; this one has not fetched since.
+  await other.deleteZone("Lists");
+  await other.saveZone("Lists");
+  await other.saveRecord("Lists", {recordName: "milk", recordType: "Item", fields: {done: true}});
+  await device.save("Lists", {recordName: "milk", fields: {title: "Oat milk"}});
+  await device.save("Lists", {recordName: "tea", recordType: "Item", fields: {title: "Tea"}});
+  // The fetch hears of the deletion (and the new zone) before the edits are sent.
+  await device.engine.fetchChanges();
+  for (let pass = 0; pass < 3 && device.hasPendingChanges; pass++) await device.sync();
+  assert.equal(device.hasPendingChanges, false);
+  const onServer = Object.fromEntries((await other.lookup("Lists", ["milk", "tea"])).map(({recordName, record}) => [recordName, record?.fields]));
+  // milk was made in the new zone meanwhile: merged as a conflict, the field edited here on top; nothing of the old zone's comes back.
+  assert.deepEqual(onServer, {milk: {done: true, title: "Oat milk"}, tea: {title: "Tea"}}, "both edits in the zone made again");
+  assert.deepEqual(device.record("Lists", "milk")?.fields, {done: true, title: "Oat milk"});
+  assert.deepEqual(errors, []);
+
+  // Deleted and not made again: the edit waiting is refused (reported), and the copy holds nothing of the zone.
+  await device.save("Lists", {recordName: "milk", fields: {title: "Milk again"}});
+  await other.deleteZone("Lists");
+  await device.engine.fetchChanges();
+  await device.sync();
+  assert.equal(device.hasPendingChanges, false);
+  assert.ok(errors.some((error) => error.code === "ZONE_NOT_FOUND"), `the refusal reported: ${errors.map((error) => error.code)}`);
+  await eventually(() => device.records("Lists").length === 0, 10, "the copy to hold nothing of the deleted zone");
+  await device.close();
+  alice.container.close();
+});
+
 test("a write the storage refuses is reported, and its records go with the next write", async () => {
   const alice = await server.user("refused");
   const storage = new MemoryStorage();
