@@ -30,13 +30,6 @@ export function resumeDelay(failures, random = Math.random) {
   return base / 2 + random() * base / 2;
 }
 
-/**
- * The longest pause before the database feed is subscribed again after it
- * failed, as the live connection's longest pause between reconnections
- * (live.js, 10 s): what waits is sent within it once the server answers.
- */
-const liveResumeCap = 10_000;
-
 /** The codes that mean the server cannot be reached now (not that it refused). */
 const unreachable = new Set([ErrorCode.NETWORK_FAILURE, ErrorCode.SERVICE_UNAVAILABLE]);
 
@@ -138,6 +131,8 @@ export class SyncEngine {
     this.pauses = new Set();
     /** Errors a background retry gave up on for a waiting caller: not reported (the caller hears its own). */
     this.yielded = new WeakSet();
+    /** The retries the run under way allows (runs are one at a time, see exclusive): a caller's, or maximumRetries. */
+    this.retryLimit = maximumRetries;
     /** whenSent() calls waiting: {records, zones, resolve, reject}. */
     this.sentWaiters = new Set();
     if (automaticallySync) {
@@ -354,7 +349,7 @@ export class SyncEngine {
       } catch (error) {
         if (error instanceof CanopyError && unreachable.has(error.code)) this.setReachable(false);
         else if (error instanceof CanopyError && error.status) this.setReachable(true);   // the server answered, with a refusal
-        if (!(error instanceof CanopyError) || !error.isRetryable || attempt >= (this.retryLimit ?? this.maximumRetries) || this.stopped) throw error;
+        if (!(error instanceof CanopyError) || !error.isRetryable || attempt >= this.retryLimit || this.stopped) throw error;
         if (this.callersWaiting > 0) { this.yielded.add(error); throw error; }
         this.retries += 1;
         const pause = error.retryAfter !== undefined ? error.retryAfter * 1000 : Math.min(500 * 2 ** attempt, 5000);
@@ -791,9 +786,11 @@ export class SyncEngine {
         // No WebSocket here: told once; fetching and sending go on over HTTP, cued as before.
         if (error?.code === ErrorCode.CONFIGURATION_ERROR) return;
       }
-      // At most the live connection's own longest pause: a feed refused while
-      // the server starts again must not hold the send back for a minute.
-      await sleep(Math.min(resumeDelay(this.failures), liveResumeCap), controller.signal).catch(() => {});
+      // At most the live connection's own longest pause between reconnections
+      // (10 s): a feed refused while the server starts again must not hold
+      // the send back for a minute; what waits is sent within it.
+      const longest = this.database.container.live.maximumDelay;
+      await sleep(Math.min(resumeDelay(this.failures), longest), controller.signal).catch(() => {});
     }
   }
 

@@ -167,8 +167,7 @@ export class SyncedDatabase {
    * `retries`: send again after a retryable error this many times (0).
    */
   async sync({signal, retries = 0} = {}) {
-    await this.pausing;
-    if (this.paused) throw new CanopyError(ErrorCode.NOT_AUTHENTICATED, "Signed out: this copy syncs again when its user signs in");
+    await this.signedInNow("syncs again");
     if (this.engine.hasPendingChanges) await this.engine.sendChanges({signal, retries});
     await this.engine.fetchChanges({signal, retries});
   }
@@ -180,8 +179,7 @@ export class SyncedDatabase {
    * close() or on sign-out, and (NOT_AUTHENTICATED) while signed out.
    */
   async whenSent(options) {
-    await this.pausing;
-    if (this.paused) throw new CanopyError(ErrorCode.NOT_AUTHENTICATED, "Signed out: this copy sends what waits when its user signs in");
+    await this.signedInNow("sends what waits");
     return this.engine.whenSent(options);
   }
 
@@ -203,6 +201,12 @@ export class SyncedDatabase {
   }
 
   // MARK: Following the session
+
+  /** Once a pause or resume under way is done: refuses (NOT_AUTHENTICATED) while signed out. */
+  async signedInNow(what) {
+    await this.pausing;
+    if (this.paused) throw new CanopyError(ErrorCode.NOT_AUTHENTICATED, `Signed out: this copy ${what} when its user signs in`);
+  }
 
   /** Pauses on sign-out (here or in another tab); resumes when the same user signs in again. */
   authChanged(event, session) {

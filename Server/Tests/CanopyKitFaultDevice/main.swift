@@ -171,7 +171,28 @@ actor Device: SyncEngineDelegate {
         }
     }
 
+    /// This device's own records (`<name>-n`) as "field value / change tag", for the run's log.
+    private func ownRecords() -> [String: String] {
+        var own: [String: String] = [:]
+        for (name, record) in records where name.hasPrefix(options.name + "-") {
+            let value: String
+            if case .int64(let number)? = record.fieldValue(forKey: options.field) { value = String(number) } else { value = "-" }
+            own[name] = "\(value)/\(record.recordChangeTag ?? "new")"
+        }
+        return own
+    }
+
+    /// Tells the run (its log, printed when a seed fails) how an event changed this device's own records.
+    private func trace(_ what: String, before: [String: String], engine: SyncEngine) {
+        let after = ownRecords()
+        guard after != before else { return }
+        let waiting = pending(engine).filter { $0.key.hasPrefix(options.name + "-") }
+        Output.send(["type": "trace", "text": "\(what): own records \(before.sorted { $0.key < $1.key }) → \(after.sorted { $0.key < $1.key }); waiting \(waiting.sorted { $0.key < $1.key })"])
+    }
+
     func handleEvent(_ event: SyncEngine.Event, syncEngine engine: SyncEngine) async {
+        let before = ownRecords()
+        defer { trace("\(event)".prefix(80).description, before: before, engine: engine) }
         switch event {
         case .stateUpdate(let state):
             persist(state)
@@ -287,6 +308,8 @@ actor Device: SyncEngineDelegate {
     }
 
     private func replace(_ id: Record.ID, with server: Record?, engine: SyncEngine) {
+        let before = ownRecords()
+        defer { trace("refetched \(id.recordName)", before: before, engine: engine) }
         toRefetch.remove(id.recordName)
         // A newer change waiting wins over what the server has.
         let waiting = engine.state.pendingRecordZoneChanges.contains { $0.recordID.recordName == id.recordName }

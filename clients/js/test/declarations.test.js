@@ -25,7 +25,7 @@ const internalMembers = {
   LiveConnection: ["end", "open", "receive", "closed", "send", "failAll", "setConnected"],
   IndexedDBStorage: ["open"],
   Auth: ["emit", "signInWithPopup", "finish", "exchange", "call", "trade", "refreshOnce", "revoke", "end", "read", "store"],
-  SyncedDatabase: ["authChanged", "recordToSave", "handleEvent", "take", "underEdits", "refused", "refetch", "persist", "takeWrite", "key",
+  SyncedDatabase: ["authChanged", "signedInNow", "recordToSave", "handleEvent", "take", "underEdits", "refused", "refetch", "persist", "takeWrite", "key",
     "zoneEntry", "dropZone", "forgetEdits", "report", "changed"],
   SyncEngine: ["queueRecord", "changed", "emit", "stateUpdate", "exclusive", "retrying", "fetchNow", "fetchZone",
     "sendNow", "sendZones", "sendBatch", "settle", "listen", "report", "canonicalKey", "recordKey", "canonicalRecord",
