@@ -16,7 +16,9 @@ TOKEN_FILE="$CANOPY_DATA_DIR/demo.token"
 TOKEN=""
 if [ -s "$TOKEN_FILE" ]; then
     TOKEN=$(cat "$TOKEN_FILE")
-    "$BIN" users tokens demo --json 2>/dev/null | grep -q "\"prefix\":\"${TOKEN%_*}\",\"revoked\":null" || TOKEN=""
+    # The prefix is cnp_ and 16 hex digits; the secret after it may hold "_" too.
+    PREFIX=$(printf '%s' "$TOKEN" | cut -d_ -f1-2)
+    "$BIN" users tokens demo --json 2>/dev/null | grep -q "\"prefix\":\"$PREFIX\",\"revoked\":null" || TOKEN=""
 fi
 if [ -z "$TOKEN" ]; then
     if ! JSON=$("$BIN" users add demo --email demo@example.com --json 2>/dev/null); then

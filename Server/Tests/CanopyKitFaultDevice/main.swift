@@ -171,22 +171,25 @@ actor Device: SyncEngineDelegate {
         }
     }
 
-    /// This device's own records (`<name>-n`) as "field value / change tag", for the run's log.
+    /// The records this device writes (its own, `<name>-n`, and any holding
+    /// its field) as "field value / change tag", for the run's log.
     private func ownRecords() -> [String: String] {
         var own: [String: String] = [:]
-        for (name, record) in records where name.hasPrefix(options.name + "-") {
+        for (name, record) in records {
             let value: String
-            if case .int64(let number)? = record.fieldValue(forKey: options.field) { value = String(number) } else { value = "-" }
+            if case .int64(let number)? = record.fieldValue(forKey: options.field) { value = String(number) }
+            else if name.hasPrefix(options.name + "-") { value = "-" }
+            else { continue }
             own[name] = "\(value)/\(record.recordChangeTag ?? "new")"
         }
         return own
     }
 
-    /// Tells the run (its log, printed when a seed fails) how an event changed this device's own records.
+    /// Tells the run (its log, printed when a seed fails) how an event changed the records this device writes.
     private func trace(_ what: String, before: [String: String], engine: SyncEngine) {
         let after = ownRecords()
         guard after != before else { return }
-        let waiting = pending(engine).filter { $0.key.hasPrefix(options.name + "-") }
+        let waiting = pending(engine).filter { after[$0.key] != nil || before[$0.key] != nil }
         Output.send(["type": "trace", "text": "\(what): own records \(before.sorted { $0.key < $1.key }) → \(after.sorted { $0.key < $1.key }); waiting \(waiting.sorted { $0.key < $1.key })"])
     }
 
@@ -333,6 +336,8 @@ actor Device: SyncEngineDelegate {
     // MARK: Commands
 
     func edit(_ name: String, value: Int64, engine: SyncEngine) async {
+        let before = ownRecords()
+        defer { trace("edit \(name) = \(value)", before: before, engine: engine) }
         let record = records[name] ?? Record(recordType: "Item", recordID: Record.ID(recordName: name, zoneID: zone))
         record[options.field] = value
         records[name] = record
@@ -341,6 +346,8 @@ actor Device: SyncEngineDelegate {
     }
 
     func delete(_ name: String, engine: SyncEngine) async {
+        let before = ownRecords()
+        defer { trace("delete \(name)", before: before, engine: engine) }
         records[name] = nil
         engine.state.add(pendingRecordZoneChanges: [.deleteRecord(Record.ID(recordName: name, zoneID: zone))])
         await engine.stateStored()
