@@ -368,13 +368,21 @@ public actor SyncEngine {
     private func send(_ batch: RecordZoneChangeBatch, changes: [PendingRecordZoneChange], excluded: inout Set<PendingRecordZoneChange>) async throws {
         // Sent before without an answer (a failed send, a restart mid-send): the server may have them.
         let sentBefore = Set(changes).intersection(state.inFlight)
+        // The records as they are now, which the app stores with the state
+        // below: every attempt sends these. An app that changes a record
+        // object in place while the batch waits to be sent again would
+        // otherwise have a retry send the newer fields before it stored
+        // them; killed then, it restarts with the older ones, merges them
+        // over its own newer write and saves a stale value (seed 131).
+        let originals = batch.recordsToSave
+        let recordsToSave = originals.map { $0.copy() }
         let generations = state.markInFlight(changes)
         await publishState()  // the batch in flight is in the stored state before it leaves
         let answer: (saveResults: [Record.ID: Result<Record, CanopyError>], deleteResults: [Record.ID: Result<Void, CanopyError>])
         let attempts: Int
         do {
             (answer, attempts) = try await retryingCounted {
-                try await self.database.modifyRecords(saving: batch.recordsToSave, deleting: batch.recordIDsToDelete,
+                try await self.database.modifyRecords(saving: recordsToSave, deleting: batch.recordIDsToDelete,
                                                       savePolicy: .ifServerRecordUnchanged, atomically: batch.atomicByZone)
             }
         } catch let error as CanopyError where error.code == .zoneNotFound || error.code == .permissionFailure {
@@ -382,7 +390,7 @@ public actor SyncEngine {
             // every change of the batch fails and leaves the queue.
             state.answered(changes, done: changes, sent: generations)
             for change in changes { excluded.insert(change) }
-            await emit(.sentRecordZoneChanges(savedRecords: [], failedRecordSaves: batch.recordsToSave.map { FailedRecordSave(record: $0, error: error) },
+            await emit(.sentRecordZoneChanges(savedRecords: [], failedRecordSaves: recordsToSave.map { FailedRecordSave(record: $0, error: error) },
                                               deletedRecordIDs: [], failedRecordDeletes: Dictionary(batch.recordIDsToDelete.map { ($0, error) }) { first, _ in first }))
             return
         }
@@ -390,9 +398,12 @@ public actor SyncEngine {
         var saved: [Record] = [], failedSaves: [FailedRecordSave] = []
         var deleted: [Record.ID] = [], failedDeletes: [Record.ID: CanopyError] = [:]
         var done: [PendingRecordZoneChange] = []
-        for record in batch.recordsToSave {
+        for (record, original) in zip(recordsToSave, originals) {
             switch saveResults[record.recordID] {
             case .success(let savedRecord)?:
+                // The app's own object takes the server's tag and dates too, as
+                // modifyRecords's records do (its fields stay as they are now).
+                original.adoptSystemFields(of: savedRecord)
                 saved.append(savedRecord)
                 done.append(.saveRecord(record.recordID))
             case .failure(let error)? where error.code == .serverRecordChanged
@@ -401,6 +412,7 @@ public actor SyncEngine {
                 // Sent again after an answer was lost: the "conflict" is with
                 // this engine's own earlier write, which the server has.
                 record.adoptSystemFields(of: error.serverRecord!)
+                original.adoptSystemFields(of: error.serverRecord!)
                 saved.append(record)
                 done.append(.saveRecord(record.recordID))
             case .failure(let error)?:

@@ -60,6 +60,44 @@ actor ReplacingStore: SyncEngineDelegate {
     }
 }
 
+/// A delegate that changes its record objects in place (as the fault run's
+/// device does, and CKRecord apps often do), and notes the value of each
+/// save the engine reports.
+actor InPlaceStore: SyncEngineDelegate {
+    private(set) var records: [Record.ID: Record] = [:]
+    private(set) var savedHours: [Int] = []
+    private var whenInFlight: (@Sendable (InPlaceStore, SyncEngine) async -> Void)?
+
+    func onceInFlight(_ action: @escaping @Sendable (InPlaceStore, SyncEngine) async -> Void) { whenInFlight = action }
+
+    /// The same record object, changed to hold `value`, queued.
+    func edit(_ id: Record.ID, _ value: Int, in engine: SyncEngine) {
+        let record = records[id] ?? Record(recordType: "Fast", recordID: id)
+        record["hours"] = value
+        records[id] = record
+        engine.state.add(pendingRecordZoneChanges: [.saveRecord(id)])
+    }
+
+    func handleEvent(_ event: SyncEngine.Event, syncEngine: SyncEngine) async {
+        switch event {
+        case .stateUpdate:
+            if !syncEngine.state.inFlight.isEmpty, let action = whenInFlight {
+                whenInFlight = nil
+                await action(self, syncEngine)
+            }
+        case .sentRecordZoneChanges(let saved, _, _, _):
+            savedHours += saved.compactMap { $0["hours"] as? Int }
+        default:
+            break
+        }
+    }
+
+    func nextRecordZoneChangeBatch(_ context: SyncEngine.SendChangesContext, syncEngine: SyncEngine) async -> SyncEngine.RecordZoneChangeBatch? {
+        let records = self.records
+        return await SyncEngine.RecordZoneChangeBatch(pendingChanges: syncEngine.state.pendingRecordZoneChanges, context: context) { records[$0] }
+    }
+}
+
 /// Issue 50's cases for CanopyKit's engine, each against a live gateway;
 /// the randomized fault run (clients/js/test/fault, `--engines swift`)
 /// puts the same engine through them at random.
@@ -99,6 +137,31 @@ struct SyncEngineNoEditLostTests {
         #expect(try await database.record(for: id)["hours"] as? Int == 2, "the edit made while 1 was out reached the server")
         #expect(engine.state.pendingRecordZoneChanges.isEmpty && engine.state.inFlight.isEmpty)
         #expect(await store.conflicts.isEmpty)
+    }
+
+    @Test("a record changed in place while its batch waits to be sent again goes as the batch was made: the newer value is the next send's (seed 131)")
+    func changedInPlaceWhileRetrying() async throws {
+        let server = try await LiveServer.start()
+        let alice = try server.user("alice")
+        let database = alice.container.privateCloudDatabase
+        let zone = try await database.save(RecordZone(zoneName: "Fasting")).zoneID
+        let id = Record.ID(recordName: "f1", zoneID: zone)
+        let store = InPlaceStore()
+        let engine = SyncEngine(.init(database: database, stateSerialization: nil, delegate: store, automaticallySync: false))
+        await store.edit(id, 1, in: engine)
+        // As the batch with 1 leaves (stored with 1), the gateway dies: the
+        // send fails and is tried again. Meanwhile the app changes the same
+        // object to 2 and queues it; the gateway comes back.
+        await store.onceInFlight { store, engine in
+            server.stop(signal: SIGKILL)
+            await store.edit(id, 2, in: engine)
+            Task { try await server.startProcess() }
+        }
+        try await engine.sendChanges()
+        #expect(await store.savedHours == [1, 2], "the retry sent 1, as stored with the batch in flight; then 2 went")
+        #expect(try await database.record(for: id)["hours"] as? Int == 2)
+        #expect(engine.state.pendingRecordZoneChanges.isEmpty && engine.state.inFlight.isEmpty)
+        #expect(await engine.retries > 0, "the batch was sent again")
     }
 
     @Test("a batch sent, committed, and sent again from the state stored mid-send counts as saved: no conflict, no second write")
