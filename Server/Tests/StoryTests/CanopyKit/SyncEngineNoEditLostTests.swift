@@ -113,11 +113,18 @@ struct SyncEngineNoEditLostTests {
         let store: ReplacingStore
         let engine: SyncEngine
 
-        static func make() async throws -> Fixture {
+        /// A live gateway, Alice, and her zone "Fasting", for a test that makes its own engine.
+        static func aliceWithZone() async throws -> (server: LiveServer, alice: (container: Container, userRecordName: String, token: String),
+                                                      database: Database, zone: RecordZone.ID) {
             let server = try await LiveServer.start()
             let alice = try server.user("alice")
             let database = alice.container.privateCloudDatabase
             let zone = try await database.save(RecordZone(zoneName: "Fasting")).zoneID
+            return (server, alice, database, zone)
+        }
+
+        static func make() async throws -> Fixture {
+            let (server, alice, database, zone) = try await aliceWithZone()
             let store = ReplacingStore()
             let engine = SyncEngine(.init(database: database, stateSerialization: nil, delegate: store, automaticallySync: false))
             return Fixture(server: server, alice: alice, database: database, zone: zone, store: store, engine: engine)
@@ -141,10 +148,7 @@ struct SyncEngineNoEditLostTests {
 
     @Test("a record changed in place while its batch waits to be sent again goes as the batch was made: the newer value is the next send's (seed 131)")
     func changedInPlaceWhileRetrying() async throws {
-        let server = try await LiveServer.start()
-        let alice = try server.user("alice")
-        let database = alice.container.privateCloudDatabase
-        let zone = try await database.save(RecordZone(zoneName: "Fasting")).zoneID
+        let (server, _, database, zone) = try await Fixture.aliceWithZone()
         let id = Record.ID(recordName: "f1", zoneID: zone)
         let store = InPlaceStore()
         let engine = SyncEngine(.init(database: database, stateSerialization: nil, delegate: store, automaticallySync: false))
@@ -212,10 +216,7 @@ struct SyncEngineNoEditLostTests {
 
     @Test("with automatic sync, a gateway away for longer than every retry: the app is told it waits, and the change goes out by itself when it returns")
     func resumesByItself() async throws {
-        let server = try await LiveServer.start()
-        let alice = try server.user("alice")
-        let database = alice.container.privateCloudDatabase
-        let zone = try await database.save(RecordZone(zoneName: "Fasting")).zoneID
+        let (server, _, database, zone) = try await Fixture.aliceWithZone()
         let id = Record.ID(recordName: "f1", zoneID: zone)
         let store = ReplacingStore()
         var configuration = SyncEngine.Configuration(database: database, stateSerialization: nil, delegate: store, automaticallySync: true)
