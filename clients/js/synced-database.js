@@ -345,9 +345,13 @@ export class SyncedDatabase {
       this.dirty.add(key);
       this.engine.addPendingRecordChanges([{kind: "save", zoneID, recordName}]);
     } else if (error?.code === ErrorCode.UNKNOWN_ITEM && mine) {
-      // Deleted elsewhere while edited here: the edit wins, and the record comes back as new.
+      // Deleted elsewhere while edited here: the edit wins, and the record
+      // comes back as new, whole. The fields edited here stay the ones that
+      // win a conflict: if another device made the record again meanwhile,
+      // its fields stay its own (taking every field as edited here wrote
+      // another device's old value over its new one: the fault run's seed 48).
       entry.records.set(recordName, new CanopyRecord({...mine, recordChangeTag: null}));
-      this.edits.set(key, new Set(Object.keys(mine.fields)));
+      if (!this.edits.get(key)?.size) this.edits.set(key, new Set(Object.keys(mine.fields)));
       this.dirty.add(key);
       this.engine.addPendingRecordChanges([{kind: "save", zoneID, recordName}]);
     } else {

@@ -124,6 +124,40 @@ test("an edit queued after its zone was deleted and made again elsewhere, before
   alice.container.close();
 });
 
+test("an edit of a record deleted elsewhere saves it again as new; made again meanwhile by another device, only the fields edited here go on top (fault run seed 48)", async () => {
+  const alice = await server.user("recreated");
+  const other = alice.container.privateDatabase;
+  await other.saveZone("Lists");
+  await other.saveRecord("Lists", {recordName: "milk", recordType: "Item", fields: {title: "Milk", byPhone: 1}});
+  let remade = false;
+  const device = await SyncedDatabase.open({database: alice.container.privateDatabase, storage: new MemoryStorage(), automaticallySync: false,
+    onEvent: async (event) => {
+      // The save is refused as UNKNOWN_ITEM; before it goes again as new, the phone makes the record again with its newer value.
+      if (event.type === "sentRecordZoneChanges" && !remade && event.failedRecordSaves.some(({error}) => error.code === "UNKNOWN_ITEM")) {
+        remade = true;
+        await other.saveRecord("Lists", {recordName: "milk", recordType: "Item", fields: {byPhone: 2}});
+      }
+    }});
+  await device.sync();
+  await other.deleteRecord("Lists", "milk");
+  await device.save("Lists", {recordName: "milk", fields: {byLaptop: 5}});
+  for (let pass = 0; pass < 3 && device.hasPendingChanges; pass++) await device.sync();
+  assert.ok(remade, "the save was refused as UNKNOWN_ITEM");
+  assert.equal(device.hasPendingChanges, false);
+  const [{record}] = await other.lookup("Lists", ["milk"]);
+  assert.deepEqual(record.fields, {byPhone: 2, byLaptop: 5}, "the laptop's field on the phone's record; the phone's newer value kept");
+  assert.deepEqual(device.record("Lists", "milk")?.fields, {byPhone: 2, byLaptop: 5});
+
+  // Deleted and not made again: it comes back whole, as new.
+  await other.deleteRecord("Lists", "milk");
+  await device.save("Lists", {recordName: "milk", fields: {byLaptop: 6}});
+  for (let pass = 0; pass < 3 && device.hasPendingChanges; pass++) await device.sync();
+  const [{record: back}] = await other.lookup("Lists", ["milk"]);
+  assert.deepEqual(back.fields, {byPhone: 2, byLaptop: 6}, "the record back whole");
+  await device.close();
+  alice.container.close();
+});
+
 test("a write the storage refuses is reported, and its records go with the next write", async () => {
   const alice = await server.user("refused");
   const storage = new MemoryStorage();
