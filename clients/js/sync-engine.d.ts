@@ -53,6 +53,12 @@ export interface SyncEngineState {
   pendingRecordChanges: {kind: PendingChangeKind; zoneID: ZoneIDJSON; recordName: string}[];
   /** Record changes sent without an answer yet: after a restart, a save the server already has is taken as saved. */
   inFlight?: {zoneID: ZoneIDJSON; recordName: string}[];
+  /**
+   * Records saved into a zone not yet followed (no token, no first sync
+   * under way), by zone key: recordName → recordType. The zone's first
+   * full fetch reports those it lacks as deleted.
+   */
+  savedUnfollowed?: {[zoneKey: string]: {[recordName: string]: string}};
 }
 
 /** The state was changed: store it (`event.state`). */

@@ -106,6 +106,14 @@ export class SyncEngine {
     /** First syncs under way: zone key → {zoneID, position, ranges: [token | null (read)]}. */
     this.zoneRanges = new Map(Object.entries(state?.zoneRanges ?? {}).map(([key, run]) =>
       [this.canonicalKey(key), {zoneID: this.canonicalZoneID(run.zoneID), position: run.position, ranges: [...run.ranges]}]));
+    /**
+     * Records saved into a zone not yet followed (no token, no first sync
+     * under way): zone key → {recordName: recordType}. Nothing tells which
+     * of the zone's lives a save reached, so the zone's first full fetch
+     * reports each one it lacks as deleted (gone with a zone deleted and
+     * made again before that fetch; the fault run's seed 14).
+     */
+    this.savedUnfollowed = new Map(Object.entries(state?.savedUnfollowed ?? {}).map(([key, names]) => [this.canonicalKey(key), {...names}]));
     this.pendingZones = new Map();
     for (const change of state?.pendingZoneChanges ?? []) {
       const zoneID = this.canonicalZoneID(change.zoneID);
@@ -163,6 +171,27 @@ export class SyncEngine {
     return slash < 0 ? key : key.slice(slash + 1);
   }
 
+  /** The zone a stored key names ("owner/name" or "name"). */
+  zoneIDFromKey(key) {
+    const slash = key.lastIndexOf("/");
+    return this.canonicalZoneID(slash < 0 ? new ZoneID(key) : new ZoneID(key.slice(slash + 1), key.slice(0, slash)));
+  }
+
+  /** A zone is gone or its copy dropped: nothing of it is followed any more. */
+  forgetZone(key) {
+    this.zoneTokens.delete(key);
+    this.zoneRanges.delete(key);
+    this.savedUnfollowed.delete(key);
+  }
+
+  /** A page handed over: the saves it holds need no report of their own. */
+  delivered(zoneID, page) {
+    const saved = this.savedUnfollowed.get(zoneID.key);
+    if (!saved) return;
+    for (const record of page.changed) delete saved[record.recordName];
+    for (const tombstone of page.deleted) delete saved[tombstone.recordName];
+  }
+
   recordKey(zoneID, recordName) {
     return `${zoneID.key}\u0000${recordName}`;
   }
@@ -201,6 +230,7 @@ export class SyncEngine {
       pendingRecordChanges: [...this.pendingRecords.values()].map(({kind, zoneID, recordName}) => ({kind, zoneID: zoneID.toJSON(), recordName})),
       inFlight: [...this.pendingRecords.entries()].filter(([key]) => this.inFlight.has(key))
         .map(([, {zoneID, recordName}]) => ({zoneID: zoneID.toJSON(), recordName})),
+      savedUnfollowed: Object.fromEntries([...this.savedUnfollowed].map(([key, names]) => [key, {...names}])),
     };
   }
 
@@ -385,6 +415,8 @@ export class SyncEngine {
       await this.fetchZone(ZoneID.default, signal);
     } else {
       let token = this.databaseToken;
+      // From nothing, the feed lists the zones that exist and no deletion.
+      let fromNothing = token === null;
       const changed = new Map();
       for (;;) {
         let page;
@@ -394,9 +426,11 @@ export class SyncEngine {
           if (error?.code !== ErrorCode.CHANGE_TOKEN_EXPIRED || token === null) throw error;
           await this.emit({type: "changeTokenExpired", zoneID: null});
           token = null;
+          fromNothing = true;
           this.databaseToken = null;
           this.zoneTokens.clear();
           this.zoneRanges.clear();
+          this.savedUnfollowed.clear();
           changed.clear();
           continue;
         }
@@ -405,7 +439,7 @@ export class SyncEngine {
         const deletedZones = page.deletedZones.map((zone) => this.canonicalZoneID(zone));
         // Deletions first: a zone deleted and made again under its name is in
         // both lists, and the new one is fetched from the start.
-        for (const zone of deletedZones) { changed.delete(zone.key); this.zoneTokens.delete(zone.key); this.zoneRanges.delete(zone.key); }
+        for (const zone of deletedZones) { changed.delete(zone.key); this.forgetZone(zone.key); }
         for (const zone of changedZones) changed.set(zone.key, zone);
         await this.emit({type: "fetchedDatabaseChanges", changedZones, deletedZones});
         token = page.token;
@@ -413,6 +447,9 @@ export class SyncEngine {
       }
       // A first sync a crash or an error interrupted carries on, listed again or not.
       for (const [key, run] of this.zoneRanges) if (!changed.has(key)) changed.set(key, run.zoneID);
+      // A zone followed but not listed from nothing is gone (deleted while
+      // the database token was still null): its fetch says so.
+      if (fromNothing) for (const key of this.zoneTokens.keys()) if (!changed.has(key)) changed.set(key, this.zoneIDFromKey(key));
       for (const zone of changed.values()) await this.fetchZone(zone, signal);
       // Stored only after every changed zone was fetched: a crash before this fetches them again.
       this.databaseToken = token;
@@ -442,12 +479,12 @@ export class SyncEngine {
         if (error?.code === ErrorCode.CHANGE_TOKEN_EXPIRED && token !== null) {
           await this.emit({type: "changeTokenExpired", zoneID});
           token = null;
-          this.zoneTokens.delete(zoneID.key);
+          this.forgetZone(zoneID.key);
           next = request(token);
           continue;
         }
         if (error?.code === ErrorCode.ZONE_NOT_FOUND) {   // deleted or no longer shared since the database feed said otherwise
-          this.zoneTokens.delete(zoneID.key);
+          this.forgetZone(zoneID.key);
           await this.emit({type: "fetchedDatabaseChanges", changedZones: [], deletedZones: [zoneID]});
           return;
         }
@@ -458,11 +495,23 @@ export class SyncEngine {
       if (page.moreComing) next = request(page.token);
       await this.emit({type: "fetchedRecordZoneChanges", zoneID, changed: page.changed.map((record) => this.canonicalRecord(record, zoneID)),
         deleted: page.deleted, pending: this.pendingAmong(zoneID, page)});
+      this.delivered(zoneID, page);
       token = page.token;
       this.zoneTokens.set(zoneID.key, token);
       await this.stateUpdate();
-      if (!page.moreComing) return;
+      if (!page.moreComing) break;
     }
+    // Saved here before the engine followed the zone, and not in it now:
+    // they went with a life of the zone this fetch never saw.
+    const saved = this.savedUnfollowed.get(zoneID.key);
+    if (!saved) return;
+    const gone = Object.entries(saved).map(([recordName, recordType]) => ({recordName, recordType}));
+    if (gone.length > 0) {
+      const page = {changed: [], deleted: gone};
+      await this.emit({type: "fetchedRecordZoneChanges", zoneID, changed: [], deleted: gone, pending: this.pendingAmong(zoneID, page)});
+    }
+    this.savedUnfollowed.delete(zoneID.key);
+    await this.stateUpdate();
   }
 
   /**
@@ -492,12 +541,12 @@ export class SyncEngine {
       } catch (error) {
         if (error?.code === ErrorCode.CHANGE_TOKEN_EXPIRED && expired < 3) {
           this.zoneRanges.delete(key);
+          this.savedUnfollowed.delete(key);
           await this.emit({type: "changeTokenExpired", zoneID});
           continue;
         }
         if (error?.code === ErrorCode.ZONE_NOT_FOUND) {
-          this.zoneRanges.delete(key);
-          this.zoneTokens.delete(key);
+          this.forgetZone(key);
           await this.emit({type: "fetchedDatabaseChanges", changedZones: [], deletedZones: [zoneID]});
           return false;
         }
@@ -530,6 +579,7 @@ export class SyncEngine {
         if (failure) return;
         await this.emit({type: "fetchedRecordZoneChanges", zoneID, changed: page.changed.map((record) => this.canonicalRecord(record, zoneID)),
           deleted: page.deleted, pending: this.pendingAmong(zoneID, page)});
+        this.delivered(zoneID, page);
         run.ranges[index] = page.moreComing ? page.token : null;
         await this.stateUpdate();
       });
@@ -672,6 +722,12 @@ export class SyncEngine {
       else failedRecordDeletes.push({recordName: change.recordName, error});
     }
     for (const change of [...saves.map((save) => save.change), ...deletes]) this.settle(change);
+    if (!this.zoneTokens.has(zoneID.key) && !this.zoneRanges.has(zoneID.key) && savedRecords.length > 0) {
+      // Saved into a zone not yet followed: watched until its first fetch (savedUnfollowed).
+      const saved = this.savedUnfollowed.get(zoneID.key) ?? {};
+      for (const record of savedRecords) saved[record.recordName] = record.recordType;
+      this.savedUnfollowed.set(zoneID.key, saved);
+    }
     // Records changed again while this batch was out: their newer change still waits.
     const pending = this.pendingAmong(zoneID, {changed: savedRecords, deleted: deletedRecordNames.map((recordName) => ({recordName}))});
     await this.emit({type: "sentRecordZoneChanges", zoneID, savedRecords: savedRecords.map((record) => this.canonicalRecord(record, zoneID)),

@@ -193,12 +193,44 @@ actor Device: SyncEngineDelegate {
         Output.send(["type": "trace", "text": "\(what): own records \(before.sorted { $0.key < $1.key }) → \(after.sorted { $0.key < $1.key }); waiting \(waiting.sorted { $0.key < $1.key })"])
     }
 
+    /// The engine's hold on the zone as last traced: the database token,
+    /// the zone's token and its first sync's ranges, each shortened.
+    private var lastHold = ""
+
+    /// Tells the run when the engine's hold on the zone changes (a token
+    /// set or forgotten, a first sync started or finished), so a failing
+    /// seed's log shows where each fetch of the zone started from.
+    private func traceHold(_ state: SyncEngine.State.Serialization) {
+        guard let data = try? JSONEncoder().encode(state),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return }
+        func short(_ token: Any?) -> String {
+            guard let token = token as? [String: Any], let value = token["value"] as? String else { return "nil" }
+            return String(value.suffix(8))
+        }
+        let key = "\(zone.ownerName)/\(zone.zoneName)"
+        let ranges = ((object["zoneRanges"] as? [String: Any])?[key] as? [String: Any]).map { fetch in
+            "position \(short(fetch["position"])), \(((fetch["ranges"] as? [Any]) ?? []).filter { !($0 is NSNull) }.count) ranges left"
+        } ?? "none"
+        let hold = "database \(short(object["databaseToken"])), zone \(short((object["zoneTokens"] as? [String: Any])?[key])), first sync \(ranges)"
+        guard hold != lastHold else { return }
+        lastHold = hold
+        Output.send(["type": "trace", "text": "hold: \(hold)"])
+    }
+
     func handleEvent(_ event: SyncEngine.Event, syncEngine engine: SyncEngine) async {
         let before = ownRecords()
         defer { trace("\(event)".prefix(80).description, before: before, engine: engine) }
         switch event {
+        case .fetchedDatabaseChanges, .changeTokenExpired:
+            // Every zone-level event, whatever it changes.
+            Output.send(["type": "trace", "text": "event \("\(event)".prefix(160))"])
+        default:
+            break
+        }
+        switch event {
         case .stateUpdate(let state):
             persist(state)
+            traceHold(state)
             Output.send(["type": "status"].merging(await status(engine)) { $1 })
             if state.firstSyncsUnderWay > 0 { dieIfMidRange() }   // stored; dies before the next page
             if dieWhenInFlight && !engine.state.inFlight.isEmpty {

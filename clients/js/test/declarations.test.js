@@ -29,7 +29,8 @@ const internalMembers = {
     "zoneEntry", "dropZone", "forgetEdits", "report", "changed"],
   SyncEngine: ["queueRecord", "changed", "emit", "stateUpdate", "exclusive", "retrying", "fetchNow", "fetchZone",
     "sendNow", "sendZones", "sendBatch", "settle", "listen", "report", "canonicalKey", "recordKey", "canonicalRecord",
-    "setReachable", "automaticSend", "scheduleResume", "syncNow", "watchSurroundings", "pendingAmong", "fetchZoneInRanges", "readRanges", "allSent", "settleWaiters"],
+    "setReachable", "automaticSend", "scheduleResume", "syncNow", "watchSurroundings", "pendingAmong", "fetchZoneInRanges", "readRanges", "allSent", "settleWaiters",
+    "zoneIDFromKey", "forgetZone", "delivered"],
 };
 
 const valueKinds = new Set(["class", "function", "const", "let", "var", "enum", "namespace"]);

@@ -155,6 +155,48 @@ describe("SyncEngine: a first sync in ranges", () => {
     assert.equal(copy.size, 500);
   });
 
+  for (const firstSyncRanges of [1, 4]) {
+    test(`a record saved before the engine first fetched its zone, the zone then deleted and made again: the first fetch reports it deleted (${firstSyncRanges} ranges; fault run seed 14)`, async () => {
+      const alice = await server.user("alice");
+      const zoneName = unique("Again");
+      const db = alice.container.privateDatabase;
+      await db.saveZone(zoneName);
+      const app = new LocalApp(db, {pageSize: 100, firstSyncRanges});
+      const zone = new ZoneID(zoneName, alice.userRecordName);
+      app.edit(zone, "mine", "R", {i: 1});
+      await app.engine.sendChanges();   // saved; the engine has not fetched the zone yet
+      assert.ok(app.zone(zone).get("mine")?.recordChangeTag, "saved");
+      // Another device deletes the zone and makes it again, with other records.
+      await db.deleteZone(zoneName);
+      await db.saveZone(zoneName);
+      await fill(db, zoneName, 250, "new");
+      await app.engine.fetchChanges();
+      assert.equal(app.zone(zone).has("mine"), false, "the record of the zone's old life is still in the copy");
+      assert.deepEqual(localCopy(app, zone), await serverCopy(db, zoneName));
+      assert.deepEqual(app.savedState.savedUnfollowed, {}, "nothing left to watch");
+    });
+  }
+
+  test("a zone followed while the database token is still null, deleted before the next fetch: that fetch reports the zone deleted", async () => {
+    const alice = await server.user("alice");
+    const zoneName = unique("Gone");
+    const db = alice.container.privateDatabase;
+    await db.saveZone(zoneName);
+    await fill(db, zoneName, 120);
+    const first = new LocalApp(db, {pageSize: 100, firstSyncRanges: 4});
+    await first.engine.fetchChanges();
+    const zone = new ZoneID(zoneName, alice.userRecordName);
+    assert.equal(first.zone(zone).size, 120);
+    // As stored by an app killed after the zone's fetch, before the database token was stored.
+    const stored = {...first.savedState, databaseToken: null};
+    assert.ok(first.engine.canonicalZoneID(zone).key in stored.zoneTokens);
+    await db.deleteZone(zoneName);
+    const second = new LocalApp(db, {state: stored, pageSize: 100, firstSyncRanges: 4});
+    second.records = first.records;   // the app's own copy, kept beside the state
+    await second.engine.fetchChanges();
+    assert.equal(second.zone(zone).size, 0, "the deleted zone's records are still in the copy");
+  });
+
   test("firstSyncRanges: 1 reads one chain of pages, as before", async () => {
     const alice = await server.user("alice");
     const zoneName = unique("Chain");

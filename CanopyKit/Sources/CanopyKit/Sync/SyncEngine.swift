@@ -146,6 +146,8 @@ public actor SyncEngine {
         defer { Task { await self.emit(.didFetchChanges) } }
         var changedZones: [RecordZone.ID] = []
         var token = state.databaseToken
+        // From nothing, the feed lists the zones that exist and no deletion.
+        var fromNothing = token == nil
         var more = true
         while more {
             let page: (modifications: [RecordZone.ID], deletions: [RecordZone.ID], changeToken: ServerChangeToken, moreComing: Bool)
@@ -159,6 +161,7 @@ public actor SyncEngine {
                 // its earlier records never fetched again).
                 state.forgetTokens()
                 token = nil
+                fromNothing = true
                 changedZones = []
                 continue
             }
@@ -173,6 +176,11 @@ public actor SyncEngine {
         }
         // A first sync an error or a restart interrupted carries on, listed again or not.
         for fetch in state.rangedFetches where !changedZones.contains(fetch.zoneID) { changedZones.append(fetch.zoneID) }
+        // A zone followed but not listed from nothing is gone (deleted while
+        // the database token was still nil): its fetch says so.
+        if fromNothing {
+            for zone in state.followedZones where !changedZones.contains(zone) { changedZones.append(zone) }
+        }
         for zone in changedZones {
             try await fetchZone(zone)
         }
@@ -204,10 +212,19 @@ public actor SyncEngine {
             }
             if !page.modifications.isEmpty || !page.deletions.isEmpty {
                 await emit(.fetchedRecordZoneChanges(zoneID: zoneID, modifications: page.modifications, deletions: page.deletions))
+                state.delivered(page.modifications.map(\.recordID.recordName) + page.deletions.map(\.recordID.recordName), in: zoneID)
             }
             state.setZoneToken(page.changeToken, for: zoneID)
             more = page.moreComing
         }
+        // Saved here before the engine followed the zone, and not in it now:
+        // they went with a life of the zone this fetch never saw (deleted
+        // and made again under its name before its first fetch).
+        let gone = state.savedUnfollowed(in: zoneID)
+        if !gone.isEmpty {
+            await emit(.fetchedRecordZoneChanges(zoneID: zoneID, modifications: [], deletions: gone))
+        }
+        state.forgetSavedUnfollowed(in: zoneID)
     }
 
     /// A first sync in ranges (docs/CHANGE_FEEDS.md, "A first sync in
@@ -294,6 +311,7 @@ public actor SyncEngine {
                 }
                 if !page.records.isEmpty {
                     await emit(.fetchedRecordZoneChanges(zoneID: zoneID, modifications: page.records, deletions: []))
+                    state.delivered(page.records.map(\.recordID.recordName), in: zoneID)
                 }
                 state.setRangeToken(page.moreComing ? page.next : nil, range: page.range, for: zoneID)
             }
@@ -443,6 +461,7 @@ public actor SyncEngine {
         }
         // Only changes still as they were sent leave the queue: a save the
         // app re-added while this batch was out stays pending.
+        state.saved(saved)
         state.answered(changes, done: done, sent: generations)
         await emit(.sentRecordZoneChanges(savedRecords: saved, failedRecordSaves: failedSaves,
                                           deletedRecordIDs: deleted, failedRecordDeletes: failedDeletes))

@@ -40,22 +40,30 @@ extension SyncEngine {
             /// First syncs in ranges under way, by zone key: each range's
             /// next token (nil once read), resumed after a restart.
             var zoneRanges: [String: RangedFetch]
+            /// Records saved into a zone the engine did not follow yet (no
+            /// token, no first sync under way), by zone key: name → type.
+            /// Nothing tells which of the zone's lives the save reached: the
+            /// zone's first full fetch reports each one it lacks as deleted
+            /// (it went with a zone deleted before that fetch).
+            var savedUnfollowed: [String: [String: String]]
 
             init(databaseToken: ServerChangeToken? = nil, zoneTokens: [String: ServerChangeToken] = [:],
                  pendingRecordZoneChanges: [PendingRecordZoneChange] = [], pendingDatabaseChanges: [PendingDatabaseChange] = [],
-                 inFlight: [PendingRecordZoneChange] = [], zoneRanges: [String: RangedFetch] = [:]) {
+                 inFlight: [PendingRecordZoneChange] = [], zoneRanges: [String: RangedFetch] = [:],
+                 savedUnfollowed: [String: [String: String]] = [:]) {
                 self.databaseToken = databaseToken
                 self.zoneTokens = zoneTokens
                 self.pendingRecordZoneChanges = pendingRecordZoneChanges
                 self.pendingDatabaseChanges = pendingDatabaseChanges
                 self.inFlight = inFlight
                 self.zoneRanges = zoneRanges
+                self.savedUnfollowed = savedUnfollowed
             }
 
             /// How many zones' first syncs in ranges are under way (resumed by the next fetch).
             public var firstSyncsUnderWay: Int { zoneRanges.count }
 
-            /// Reads states saved before `inFlight` and `zoneRanges` existed too.
+            /// Reads states saved before `inFlight`, `zoneRanges` and `savedUnfollowed` existed too.
             public init(from decoder: any Decoder) throws {
                 let container = try decoder.container(keyedBy: CodingKeys.self)
                 self.init(databaseToken: try container.decodeIfPresent(ServerChangeToken.self, forKey: .databaseToken),
@@ -63,7 +71,8 @@ extension SyncEngine {
                           pendingRecordZoneChanges: try container.decodeIfPresent([PendingRecordZoneChange].self, forKey: .pendingRecordZoneChanges) ?? [],
                           pendingDatabaseChanges: try container.decodeIfPresent([PendingDatabaseChange].self, forKey: .pendingDatabaseChanges) ?? [],
                           inFlight: try container.decodeIfPresent([PendingRecordZoneChange].self, forKey: .inFlight) ?? [],
-                          zoneRanges: try container.decodeIfPresent([String: RangedFetch].self, forKey: .zoneRanges) ?? [:])
+                          zoneRanges: try container.decodeIfPresent([String: RangedFetch].self, forKey: .zoneRanges) ?? [:],
+                          savedUnfollowed: try container.decodeIfPresent([String: [String: String]].self, forKey: .savedUnfollowed) ?? [:])
             }
         }
 
@@ -199,7 +208,58 @@ extension SyncEngine {
                 value.databaseToken = nil
                 value.zoneTokens = [:]
                 value.zoneRanges = [:]
+                value.savedUnfollowed = [:]
             }
+        }
+
+        /// The zones followed (a token or a first sync under way): a fetch
+        /// of the database from nothing lists only the zones that exist,
+        /// so those it lacks are fetched too, to learn they are gone.
+        var followedZones: [RecordZone.ID] {
+            lock.withLock {
+                Set(value.zoneTokens.keys).union(value.zoneRanges.keys).sorted().compactMap { key in
+                    value.zoneRanges[key]?.zoneID ?? Self.zoneID(key)
+                }
+            }
+        }
+
+        /// Saves the server answered: those into a zone not yet followed
+        /// are remembered until its first fetch (``savedUnfollowed``).
+        func saved(_ records: [Record]) {
+            let unfollowed = lock.withLock {
+                records.filter { value.zoneTokens[Self.key(canonical($0.recordID.zoneID))] == nil
+                    && value.zoneRanges[Self.key(canonical($0.recordID.zoneID))] == nil }
+            }
+            guard !unfollowed.isEmpty else { return }
+            update(pendingAdded: false) { value in
+                for record in unfollowed {
+                    value.savedUnfollowed[Self.key(canonical(record.recordID.zoneID)), default: [:]][record.recordID.recordName] = record.recordType
+                }
+            }
+        }
+
+        /// A page handed over: its records need no report of their own.
+        func delivered(_ names: some Sequence<String>, in zoneID: RecordZone.ID) {
+            let key = Self.key(canonical(zoneID))
+            guard lock.withLock({ value.savedUnfollowed[key] != nil }) else { return }
+            update(pendingAdded: false) { value in
+                for name in names { value.savedUnfollowed[key]?[name] = nil }
+            }
+        }
+
+        /// The records saved before the engine followed the zone that its
+        /// first full fetch did not hand over: gone from the server.
+        func savedUnfollowed(in zoneID: RecordZone.ID) -> [Database.RecordDeletion] {
+            let zone = canonical(zoneID)
+            let missing = lock.withLock { value.savedUnfollowed[Self.key(zone)] ?? [:] }
+            return missing.sorted { $0.key < $1.key }.map { Database.RecordDeletion(recordID: Record.ID(recordName: $0.key, zoneID: zone), recordType: $0.value) }
+        }
+
+        /// Reported (or none left): the zone's saves need no more watching.
+        func forgetSavedUnfollowed(in zoneID: RecordZone.ID) {
+            let key = Self.key(canonical(zoneID))
+            guard lock.withLock({ value.savedUnfollowed[key] != nil }) else { return }
+            update(pendingAdded: false) { $0.savedUnfollowed[key] = nil }
         }
 
         /// Sets a zone's token; nil forgets the zone's position, and any first sync of it under way.
@@ -207,7 +267,8 @@ extension SyncEngine {
             let key = Self.key(canonical(zoneID))
             update(pendingAdded: false) { value in
                 value.zoneTokens[key] = token
-                if token == nil { value.zoneRanges[key] = nil }
+                // Forgotten: the zone is gone, or the app was told to drop its copy.
+                if token == nil { value.zoneRanges[key] = nil; value.savedUnfollowed[key] = nil }
             }
         }
 
@@ -249,5 +310,11 @@ extension SyncEngine {
         }
 
         static func key(_ zoneID: RecordZone.ID) -> String { "\(zoneID.ownerName)/\(zoneID.zoneName)" }
+
+        /// The zone a key names (owner names hold no slash; zone names may).
+        static func zoneID(_ key: String) -> RecordZone.ID? {
+            guard let slash = key.firstIndex(of: "/") else { return nil }
+            return RecordZone.ID(zoneName: String(key[key.index(after: slash)...]), ownerName: String(key[..<slash]))
+        }
     }
 }

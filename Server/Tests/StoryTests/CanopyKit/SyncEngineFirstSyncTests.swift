@@ -152,4 +152,62 @@ struct SyncEngineFirstSyncTests {
         withExtendedLifetime(killer) {}
         server.stop()
     }
+
+    @Test("a record saved before the engine first fetched its zone, the zone then deleted and made again: the first fetch reports it deleted (fault run seed 14)")
+    func savedBeforeFollowingAZoneMadeAgain() async throws {
+        let server = try await LiveServer.start()
+        let alice = try server.user("alice")
+        let database = alice.container.privateCloudDatabase
+        let zone = try await database.save(RecordZone(zoneName: "Again")).zoneID
+        let store = LocalStore()
+        for ranges in [1, 4] {
+            let engine = SyncEngine(Self.configuration(database, store, ranges: ranges))
+            let mine = Record.ID(recordName: "mine-\(ranges)", zoneID: zone)
+            await store.edit(mine, in: engine, ["hours": 1])
+            try await engine.sendChanges()   // saved; the engine has not fetched the zone yet
+            #expect(await store.records[mine]?.recordChangeTag != nil)
+            // Another device deletes the zone and makes it again, with other records.
+            try await database.deleteRecordZone(withID: zone)
+            _ = try await database.save(RecordZone(zoneID: zone))
+            try await Self.fill(database, zone, count: 250, prefix: "new\(ranges)-")
+            try await engine.fetchChanges()
+            #expect(await store.records[mine] == nil, "\(ranges) ranges: the record of the zone's old life is still in the copy")
+            #expect(await Self.localCopy(store) == (try await Self.serverCopy(database, zone)), "\(ranges) ranges: the copy differs from the zone")
+            #expect(await eventually { await store.serialization == engine.state.serialization })
+            let text = await store.serialization.map { String(decoding: try! JSONEncoder().encode($0), as: UTF8.self) } ?? ""
+            #expect(text.contains("\"savedUnfollowed\":{}"), "nothing left to watch: \(text.prefix(400))")
+            try await database.deleteRecordZone(withID: zone)   // the next round starts from no zone followed
+            _ = try await database.save(RecordZone(zoneID: zone))
+            try await engine.fetchChanges()
+        }
+        server.stop()
+    }
+
+    @Test("a zone followed while the database token is still nil, deleted before the next fetch: that fetch reports the zone deleted")
+    func followedZoneDeletedBeforeTheDatabaseToken() async throws {
+        let server = try await LiveServer.start()
+        let alice = try server.user("alice")
+        let database = alice.container.privateCloudDatabase
+        let zone = try await database.save(RecordZone(zoneName: "Gone")).zoneID
+        try await Self.fill(database, zone, count: 120)
+        let store = LocalStore()
+        let first = SyncEngine(Self.configuration(database, store))
+        try await first.fetchChanges()
+        #expect(await store.records.count == 120)
+        #expect(await eventually { await store.serialization == first.state.serialization })
+        // As stored by an app killed after the zone's fetch, before the database token was stored.
+        let serialization = try #require(await store.serialization)
+        let json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(serialization))
+        var object = try #require(json as? [String: Any])
+        #expect(object["databaseToken"] != nil && (object["zoneTokens"] as? [String: Any])?.isEmpty == false)
+        object["databaseToken"] = nil
+        let stored = try JSONDecoder().decode(SyncEngine.State.Serialization.self, from: JSONSerialization.data(withJSONObject: object))
+        try await database.deleteRecordZone(withID: zone)
+        let restartedStore = LocalStore(await store.records)
+        let second = SyncEngine(Self.configuration(database, restartedStore, state: stored))
+        try await second.fetchChanges()
+        let left = await restartedStore.records.count
+        #expect(left == 0, "the deleted zone's records are still in the copy: \(left)")
+        server.stop()
+    }
 }

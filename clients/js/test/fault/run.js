@@ -136,7 +136,7 @@ export class Device {
     case "stuck": this.log(`${this.name} has not settled in 45 s: ${JSON.stringify(message).slice(0, 1500)}`); break;
     case "failure": this.failures.push(message); this.log(`${this.name}: ${message.what} failed: ${message.code} ${message.message}`); break;
     case "engineError": this.errors.push(message); break;
-    case "trace": this.log(`${this.name}: ${message.text}`); break;   // a CanopyKit device's own records changed
+    case "trace": this.log(`${this.name}: ${message.text}`); break;   // a CanopyKit device: its own records changed, a zone-level event, its hold on the zone
     case "needToken": {
       // Tracked, so stop() waits for it; one asked for as the world stops fails quietly.
       const task = this.world.token(this.user.name).then((token) => {
