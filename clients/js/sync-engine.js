@@ -448,8 +448,10 @@ export class SyncEngine {
       // A first sync a crash or an error interrupted carries on, listed again or not.
       for (const [key, run] of this.zoneRanges) if (!changed.has(key)) changed.set(key, run.zoneID);
       // A zone followed but not listed from nothing is gone (deleted while
-      // the database token was still null): its fetch says so.
-      if (fromNothing) for (const key of this.zoneTokens.keys()) if (!changed.has(key)) changed.set(key, this.zoneIDFromKey(key));
+      // the database token was still null), and so is a zone saved into but
+      // never followed that no feed lists: its fetch says so.
+      const unlisted = [...(fromNothing ? this.zoneTokens.keys() : []), ...this.savedUnfollowed.keys()];
+      for (const key of unlisted) if (!changed.has(key)) changed.set(key, this.zoneIDFromKey(key));
       for (const zone of changed.values()) await this.fetchZone(zone, signal);
       // Stored only after every changed zone was fetched: a crash before this fetches them again.
       this.databaseToken = token;
@@ -722,8 +724,11 @@ export class SyncEngine {
       else failedRecordDeletes.push({recordName: change.recordName, error});
     }
     for (const change of [...saves.map((save) => save.change), ...deletes]) this.settle(change);
-    if (!this.zoneTokens.has(zoneID.key) && !this.zoneRanges.has(zoneID.key) && savedRecords.length > 0) {
-      // Saved into a zone not yet followed: watched until its first fetch (savedUnfollowed).
+    if (this.database.scope !== "PUBLIC" && !this.zoneTokens.has(zoneID.key) && !this.zoneRanges.has(zoneID.key) && savedRecords.length > 0) {
+      // Saved into a zone not yet followed: watched until its first fetch
+      // (savedUnfollowed). Not in the public database: its one zone is never
+      // deleted, and its feed leaves out records a role may create but not
+      // read, which would then be reported deleted.
       const saved = this.savedUnfollowed.get(zoneID.key) ?? {};
       for (const record of savedRecords) saved[record.recordName] = record.recordType;
       this.savedUnfollowed.set(zoneID.key, saved);

@@ -177,6 +177,34 @@ describe("SyncEngine: a first sync in ranges", () => {
     });
   }
 
+  test("a record saved before the engine first fetched its zone, the zone then deleted for good: the next fetch reports the zone deleted", async () => {
+    const alice = await server.user("alice");
+    const zoneName = unique("Gone");
+    const db = alice.container.privateDatabase;
+    await db.saveZone(zoneName);
+    const app = new LocalApp(db, {pageSize: 100, firstSyncRanges: 4});
+    const zone = new ZoneID(zoneName, alice.userRecordName);
+    app.edit(zone, "mine", "R", {i: 1});
+    await app.engine.sendChanges();
+    await db.deleteZone(zoneName);   // no feed from nothing lists it now
+    await app.engine.fetchChanges();
+    assert.equal(app.zone(zone).has("mine"), false, "the record of the deleted zone is still in the copy");
+    assert.deepEqual(app.savedState.savedUnfollowed, {}, "nothing left to watch");
+  });
+
+  test("in the public database, a save before the first fetch is not watched (its feed leaves out what a role may create but not read)", async () => {
+    const alice = await server.user("alice");
+    const db = alice.container.publicDatabase;
+    const app = new LocalApp(db, {pageSize: 100});
+    const recordName = unique("public");
+    app.edit(ZoneID.default, recordName, "R", {i: 1});
+    await app.engine.sendChanges();
+    assert.ok(app.zone(ZoneID.default).get(recordName)?.recordChangeTag, "saved");
+    assert.deepEqual(app.savedState.savedUnfollowed, {});
+    await app.engine.fetchChanges();
+    assert.ok(app.zone(ZoneID.default).has(recordName));
+  });
+
   test("a zone followed while the database token is still null, deleted before the next fetch: that fetch reports the zone deleted", async () => {
     const alice = await server.user("alice");
     const zoneName = unique("Gone");

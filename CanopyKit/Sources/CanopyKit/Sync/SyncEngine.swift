@@ -177,10 +177,10 @@ public actor SyncEngine {
         // A first sync an error or a restart interrupted carries on, listed again or not.
         for fetch in state.rangedFetches where !changedZones.contains(fetch.zoneID) { changedZones.append(fetch.zoneID) }
         // A zone followed but not listed from nothing is gone (deleted while
-        // the database token was still nil): its fetch says so.
-        if fromNothing {
-            for zone in state.followedZones where !changedZones.contains(zone) { changedZones.append(zone) }
-        }
+        // the database token was still nil), and so is a zone saved into but
+        // never followed that no feed lists: its fetch says so.
+        let unlisted = (fromNothing ? state.followedZones : []) + state.zonesSavedUnfollowed
+        for zone in unlisted where !changedZones.contains(zone) { changedZones.append(zone) }
         for zone in changedZones {
             try await fetchZone(zone)
         }
@@ -205,9 +205,11 @@ public actor SyncEngine {
                 state.setZoneToken(nil, for: zoneID)
                 continue
             } catch let error as CanopyError where error.code == .zoneNotFound {
-                // Deleted or no longer shared since the database feed said it changed.
-                state.setZoneToken(nil, for: zoneID)
+                // Deleted or no longer shared since the database feed said it
+                // changed. The app hears it before the state forgets the zone:
+                // a state stored in between would name the zone nowhere.
                 await emit(.fetchedDatabaseChanges(modifications: [], deletions: [zoneID]))
+                state.setZoneToken(nil, for: zoneID)
                 return
             }
             if !page.modifications.isEmpty || !page.deletions.isEmpty {
@@ -251,11 +253,11 @@ public actor SyncEngine {
                 return true
             } catch let error as CanopyError where error.code == .changeTokenExpired && expired < 3 {
                 expired += 1
-                state.setRangedFetch(nil, for: zoneID)
                 await emit(.changeTokenExpired(zoneID: zoneID))
+                state.setZoneToken(nil, for: zoneID)   // the app dropped its copy: the ranges and watched saves go
             } catch let error as CanopyError where error.code == .zoneNotFound {
-                state.setZoneToken(nil, for: zoneID)
                 await emit(.fetchedDatabaseChanges(modifications: [], deletions: [zoneID]))
+                state.setZoneToken(nil, for: zoneID)
                 return false
             }
         }

@@ -223,9 +223,18 @@ extension SyncEngine {
             }
         }
 
+        /// The zones with saves watched until their first full fetch.
+        var zonesSavedUnfollowed: [RecordZone.ID] {
+            lock.withLock { value.savedUnfollowed.keys.sorted().compactMap(Self.zoneID) }
+        }
+
         /// Saves the server answered: those into a zone not yet followed
-        /// are remembered until its first fetch (``savedUnfollowed``).
+        /// are remembered until its first fetch (``savedUnfollowed``). Not
+        /// in the public database: its one zone is never deleted, and its
+        /// feed leaves out records a role may create but not read, which
+        /// would then be reported deleted.
         func saved(_ records: [Record]) {
+            guard scope != .public else { return }
             let unfollowed = lock.withLock {
                 records.filter { value.zoneTokens[Self.key(canonical($0.recordID.zoneID))] == nil
                     && value.zoneRanges[Self.key(canonical($0.recordID.zoneID))] == nil }

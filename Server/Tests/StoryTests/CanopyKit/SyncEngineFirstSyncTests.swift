@@ -183,6 +183,26 @@ struct SyncEngineFirstSyncTests {
         server.stop()
     }
 
+    @Test("a record saved before the engine first fetched its zone, the zone then deleted for good: the next fetch reports the zone deleted")
+    func savedBeforeFollowingAZoneDeleted() async throws {
+        let server = try await LiveServer.start()
+        let alice = try server.user("alice")
+        let database = alice.container.privateCloudDatabase
+        let zone = try await database.save(RecordZone(zoneName: "Gone")).zoneID
+        let store = LocalStore()
+        let engine = SyncEngine(Self.configuration(database, store))
+        let mine = Record.ID(recordName: "mine", zoneID: zone)
+        await store.edit(mine, in: engine, ["hours": 1])
+        try await engine.sendChanges()
+        try await database.deleteRecordZone(withID: zone)   // no feed from nothing lists it now
+        try await engine.fetchChanges()
+        #expect(await store.records[mine] == nil, "the record of the deleted zone is still in the copy")
+        #expect(await eventually { await store.serialization == engine.state.serialization })
+        let text = await store.serialization.map { String(decoding: try! JSONEncoder().encode($0), as: UTF8.self) } ?? ""
+        #expect(text.contains("\"savedUnfollowed\":{}"), "nothing left to watch: \(text.prefix(400))")
+        server.stop()
+    }
+
     @Test("a zone followed while the database token is still nil, deleted before the next fetch: that fetch reports the zone deleted")
     func followedZoneDeletedBeforeTheDatabaseToken() async throws {
         let server = try await LiveServer.start()
