@@ -109,12 +109,20 @@ export class Device {
     this.stderr = "";
     child.stderr.on("data", (chunk) => { this.stderr = (this.stderr + chunk).slice(-4000); });
     const ready = new Promise((resolve, reject) => {
+      // A device armed to die mid-range may do so before it says it is
+      // ready (its engine starts syncing at once; seed 20, mixed, on a
+      // loaded machine): that death is the planned one, and the run
+      // starts it again as any device found dead.
+      let diedMidRange = false;
       child.on("message", (message) => {
         if (message.type === "ready") resolve();
+        if (message.type === "dyingMidRange") diedMidRange = true;
         this.receive(message);
       });
-      child.once("exit", (code, signal) => {
-        reject(new Error(`device ${this.name} exited before it was ready (${code ?? signal}): ${this.stderr}`));
+      // "close": after the last line it wrote was read, so a "dyingMidRange" is seen.
+      child.once("close", (code, signal) => {
+        if (diedMidRange) resolve();
+        else reject(new Error(`device ${this.name} exited before it was ready (${code ?? signal}): ${this.stderr}`));
         for (const [, {reject: fail}] of this.waiting) fail(new Error(`device ${this.name} died`));
         this.waiting.clear();
       });
