@@ -100,12 +100,13 @@ struct GatewayHarness: Sendable {
         replicas: [DatabaseEndpoint] = [],
         replicaSettings: ReplicaSet.Settings = .init(),
         rateLimited: Bool = false,
+        connectionDeadlines: Bool = false,
         schemaCacheTime: Duration = .seconds(1),
         _ body: @Sendable (any TestClientProtocol) async throws -> T
     ) async throws -> T {
         try await test(configuration: configuration, gatewayEndpoint: gatewayEndpoint, live: live, availabilityTimeout: availabilityTimeout,
                        schemaMode: schemaMode, identity: identity, replicas: replicas, replicaSettings: replicaSettings,
-                       rateLimited: rateLimited) { client, _ in
+                       rateLimited: rateLimited, connectionDeadlines: connectionDeadlines, schemaCacheTime: schemaCacheTime) { client, _ in
             try await body(client)
         }
     }
@@ -113,6 +114,11 @@ struct GatewayHarness: Sendable {
     /// The same, also handing the body the gateway's database (its replicas).
     /// Tests drive one user far harder than a person would, so the per-user
     /// rate limit is off unless `rateLimited` (the tests of that limit).
+    /// A loaded machine can stall a test's client for seconds between
+    /// connecting and speaking, so the connection deadlines (the first
+    /// request head's, `connection_init`'s) are ten minutes unless
+    /// `connectionDeadlines` (the tests of those deadlines; docs/TESTING.md,
+    /// "Under load").
     func test<T: Sendable>(
         configuration: GatewayConfiguration = GatewayConfiguration(),
         gatewayEndpoint: DatabaseEndpoint? = nil,
@@ -123,6 +129,7 @@ struct GatewayHarness: Sendable {
         replicas: [DatabaseEndpoint] = [],
         replicaSettings: ReplicaSet.Settings = .init(),
         rateLimited: Bool = false,
+        connectionDeadlines: Bool = false,
         schemaCacheTime: Duration = .seconds(1),
         _ body: @Sendable (any TestClientProtocol, RequestDatabase) async throws -> T
     ) async throws -> T {
@@ -132,6 +139,10 @@ struct GatewayHarness: Sendable {
         if !rateLimited {
             configuration.limits.requestsPerSecond = 0
             configuration.limits.anonymousRequestsPerSecond = 0
+        }
+        if !connectionDeadlines {
+            configuration.limits.requestHeadTimeout = .seconds(600)
+            configuration.limits.webSocketInitialisationTimeout = .seconds(600)
         }
         // No test asks the system's DNS: a name resolves only where a test
         // says where.

@@ -224,6 +224,24 @@ def ws_oversized(size):
             return {"code": struct.unpack("!H", frame[1][:2])[0] if len(frame[1]) >= 2 else None, "closed": True}
 
 
+def ws_uninitialised(seconds):
+    """A socket that never sends connection_init: when and with what code the server closed it."""
+    s, buffer = ws_open()
+    start = time.monotonic()
+    while True:
+        frame = ws_read(s, buffer, start + seconds)
+        if frame is None:
+            s.close()
+            return {"closed_after": None, "code": None}
+        opcode, payload = frame
+        if opcode == 0x9:
+            ws_send(s, 0xA, payload)
+        elif opcode == 0x8:
+            code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else None
+            s.close()
+            return {"closed_after": time.monotonic() - start, "code": code}
+
+
 def main():
     results = {}
     results["small_header"] = header(2000)
@@ -231,6 +249,7 @@ def main():
     results["slowloris"] = slowloris()
     results["idle"] = idle()
     results["frame"] = ws_oversized(70000)
+    results["no_init"] = ws_uninitialised(30)
     quiet = {}
     answering = {}
     threads = [

@@ -20,6 +20,10 @@
 /// - `webSocketPingInterval` (`--websocket-ping-interval`, default 30 s):
 ///   the server pings every interval and closes a socket whose pong has not
 ///   come by the next one (1001)
+/// - `webSocketInitialisationTimeout` (`--websocket-init-timeout`, default
+///   10 s): a socket must send `connection_init` within it after the
+///   upgrade, or it is closed (4408, as graphql-ws's
+///   `connectionInitWaitTimeout`)
 /// - `maximumSubscriptionsPerUser` (`--max-subscriptions-per-user`, default
 ///   100): live subscriptions one user holds over all their sockets to this
 ///   gateway; one more is an `error` message `LIMIT_EXCEEDED`
@@ -53,6 +57,7 @@ public struct AbuseLimits: Sendable {
     public var idleTimeout: Duration
     public var maximumWebSocketFrame: Int
     public var webSocketPingInterval: Duration
+    public var webSocketInitialisationTimeout: Duration = .seconds(10)
     public var maximumSubscriptionsPerUser: Int
     public var anonymousRequestsPerSecond: Double = 10
     public var anonymousBurst: Int = 20

@@ -11,9 +11,6 @@ import Synchronization
 /// second), and runs each `subscribe` as a ``SubscriptionFeed`` in the
 /// socket's ``SubscriptionRegistry``.
 final class GraphQLWebSocketSession: Sendable {
-    /// How long a client has to send `connection_init`.
-    static let initialisationTimeout: Duration = .seconds(10)
-
     private struct State {
         var initialised = false
         var userID: Int64?
@@ -64,7 +61,7 @@ final class GraphQLWebSocketSession: Sendable {
 
     func run(_ inbound: WebSocketInboundStream) async {
         let timeout = Task { [self] in
-            try? await Task.sleep(for: Self.initialisationTimeout)
+            try? await Task.sleep(for: configuration.limits.webSocketInitialisationTimeout)
             if !Task.isCancelled && !state.withLock({ $0.initialised }) {
                 await close(4408, "Connection initialisation timeout")
             }

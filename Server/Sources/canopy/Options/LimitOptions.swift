@@ -51,6 +51,11 @@ struct LimitOptions: ParsableArguments {
         valueName: "seconds"))
     var webSocketPingInterval: Double = environment("CANOPY_WEBSOCKET_PING_INTERVAL") ?? defaults.webSocketPingInterval.inSeconds
 
+    @Option(name: .customLong("websocket-init-timeout"), help: ArgumentHelp(
+        "Seconds a new WebSocket has to send connection_init after the upgrade, or it is closed with 4408 (env CANOPY_WEBSOCKET_INIT_TIMEOUT).",
+        valueName: "seconds"))
+    var webSocketInitialisationTimeout: Double = environment("CANOPY_WEBSOCKET_INIT_TIMEOUT") ?? defaults.webSocketInitialisationTimeout.inSeconds
+
     @Option(name: .customLong("max-subscriptions-per-user"), help: ArgumentHelp(
         "Live subscriptions one user may hold over all their sockets to this server; one more is answered with an error message LIMIT_EXCEEDED (env CANOPY_MAX_SUBSCRIPTIONS_PER_USER).",
         valueName: "count"))
@@ -94,7 +99,8 @@ struct LimitOptions: ParsableArguments {
         guard rateBurst >= 1 else { throw ValidationError("--rate-burst must be at least 1, got \(rateBurst)") }
         guard maximumQueryCost >= 1 else { throw ValidationError("--max-query-cost must be at least 1, got \(maximumQueryCost)") }
         guard maximumHeaderSize >= 1024 else { throw ValidationError("--max-header-size must be at least 1024 bytes, got \(maximumHeaderSize)") }
-        for (flag, seconds) in [("--request-head-timeout", requestHeadTimeout), ("--idle-timeout", idleTimeout), ("--websocket-ping-interval", webSocketPingInterval)] {
+        for (flag, seconds) in [("--request-head-timeout", requestHeadTimeout), ("--idle-timeout", idleTimeout), ("--websocket-ping-interval", webSocketPingInterval),
+                               ("--websocket-init-timeout", webSocketInitialisationTimeout)] {
             guard seconds > 0, seconds.isFinite else { throw ValidationError("\(flag) must be a positive number of seconds, got \(seconds)") }
         }
         guard maximumWebSocketFrame >= 1024 else { throw ValidationError("--max-websocket-frame must be at least 1024 bytes, got \(maximumWebSocketFrame)") }
@@ -111,6 +117,7 @@ struct LimitOptions: ParsableArguments {
             maximumWebSocketFrame: maximumWebSocketFrame, webSocketPingInterval: .seconds(webSocketPingInterval),
             maximumSubscriptionsPerUser: maximumSubscriptionsPerUser
         )
+        limits.webSocketInitialisationTimeout = .seconds(webSocketInitialisationTimeout)
         limits.anonymousRequestsPerSecond = anonymousRateLimit
         limits.anonymousBurst = anonymousRateBurst
         limits.anonymousMaximumQueryCost = anonymousMaximumQueryCost

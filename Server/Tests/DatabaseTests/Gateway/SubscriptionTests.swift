@@ -120,6 +120,20 @@ struct SubscriptionTests {
         }
     }
 
+    @Test("a socket that sends no connection_init within --websocket-init-timeout is closed with 4408")
+    func initialisationDeadline() async throws {
+        let harness = try await GatewayHarness.make()
+        var configuration = GatewayConfiguration()
+        configuration.limits.webSocketInitialisationTimeout = .seconds(1)
+        try await harness.test(configuration: configuration, live: true, connectionDeadlines: true) { client in
+            let silent = try await client.subscriptionSocket(token: harness.aliceToken) { inbox, _ in
+                let message = try await inbox.next()
+                #expect(message == nil, "the server sent a message to a socket that never initialised: \(message ?? [:])")
+            }
+            #expect(silent == 4408)
+        }
+    }
+
     /// Runs one socket of a test, naming it and its time in a failure
     /// (the refusals test failed under heavy load with only "I/O on closed
     /// channel": docs/TESTING.md, "Known to fail under heavy load").

@@ -14,8 +14,10 @@ import Glibc
 /// closed; slowloris connections trickling header bytes are cut at the
 /// head deadline while a normal request is answered at once; an idle
 /// keep-alive connection is closed at the idle timeout; an oversized
-/// WebSocket frame closes the socket with 1009; a socket that never answers
-/// pings is closed with 1001 while one that answers stays.
+/// WebSocket frame closes the socket with 1009; a socket that never sends
+/// `connection_init` is closed with 4408 at `--websocket-init-timeout`; a
+/// socket that never answers pings is closed with 1001 while one that
+/// answers stays.
 @Suite("Connection limits", .enabled(if: CanopyBinary.exists, "build the canopy executable first (swift build)"))
 struct ConnectionLimitTests {
     @Test("headers, slow and idle connections, WebSocket frames and pings, each past its limit")
@@ -25,7 +27,7 @@ struct ConnectionLimitTests {
         let port = try EmbeddedCluster.freePort()
         let started = try CanopyBinary.serve(databaseURL: endpoint.url, port: port, [
             "--no-console", "--max-header-size", "4096", "--request-head-timeout", "1", "--idle-timeout", "2",
-            "--max-websocket-frame", "65536", "--websocket-ping-interval", "1",
+            "--max-websocket-frame", "65536", "--websocket-ping-interval", "1", "--websocket-init-timeout", "2",
         ])
         defer { kill(started.pid, SIGTERM); _ = try? started.wait() }
         #expect(try await CanopyBinary.waitUntilServing(port: port), "canopy serve did not answer /health")
@@ -56,6 +58,11 @@ struct ConnectionLimitTests {
 
         let frame = try #require(results["frame"] as? [String: Any])
         #expect(frame["code"] as? Int == 1009, "a 70 KB frame past 64 KB closes with 1009 (message too big): \(frame)")
+
+        let uninitialised = try #require(results["no_init"] as? [String: Any])
+        #expect(uninitialised["code"] as? Int == 4408, "a socket without connection_init is closed with 4408: \(uninitialised)")
+        let initialisedBy = uninitialised["closed_after"] as? Double
+        #expect(initialisedBy.map { $0 > 1 && $0 < 9 } == true, "at the 2 s --websocket-init-timeout, not before it nor at the 10 s default: \(uninitialised)")
 
         let quiet = try #require(results["no_pong"] as? [String: Any])
         #expect(quiet["code"] as? Int == 1001, "a socket that never answers pings is closed going-away: \(quiet)")
