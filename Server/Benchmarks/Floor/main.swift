@@ -23,12 +23,31 @@
 // than crossing to Swift concurrency's pool and back. The pool's
 // connections are replaced by CANOPY_FLOOR_LOOP_CONNECTIONS (default 4) per
 // loop, used in turn (PostgresNIO queues a connection's statements).
+//
+// CANOPY_FLOOR_ON_LOOP=2 (issue 69, step 1 of docs/plans/
+// ISSUE_69_SERVE_ON_LOOP.md): the gateway's design tried on the floor.
+// - The whole connection is pinned, not only the handler: a server child
+//   channel runs Hummingbird's connection task under a task executor over
+//   the socket's loop, so reading the body and writing the answer stay on
+//   that loop too.
+// - Each loop has its own `PostgresClient` (a pool: keep-alive, lease
+//   queue) made with that loop as its event loop group, of
+//   CANOPY_FLOOR_LOOP_CONNECTIONS connections (default 2: 2 loops × 2 = the
+//   pool mode's 4 on 2 cores, an equal budget).
+// - A busy loop sheds: a request stays on its socket's loop while fewer
+//   than CANOPY_FLOOR_LOOP_DEPTH × connections (default 2 × 2) requests are
+//   in flight there; otherwise it moves to the least busy other loop under
+//   that bound (its executor and its pool), else it waits on its own.
+//   CANOPY_FLOOR_LOOP_MOVE=0 keeps every request on its socket's loop.
+//   `GET /placements` answers how many stayed, moved and waited.
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import Synchronization
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 6, let port = Int(arguments[1]), let pgPort = Int(arguments[3]) else {
@@ -101,6 +120,43 @@ if ProcessInfo.processInfo.environment["CANOPY_FLOOR_ON_LOOP"] == "1" {
     }
     let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
     try await app.runService()
+} else if ProcessInfo.processInfo.environment["CANOPY_FLOOR_ON_LOOP"] == "2" {
+    let environment = ProcessInfo.processInfo.environment
+    let perLoop = Int(environment["CANOPY_FLOOR_LOOP_CONNECTIONS"] ?? "") ?? 2
+    let depth = Int(environment["CANOPY_FLOOR_LOOP_DEPTH"] ?? "") ?? 2
+    var loopConfiguration = configuration
+    loopConfiguration.options.maximumConnections = perLoop
+    let slots = MultiThreadedEventLoopGroup.singleton.makeIterator().map { loop in
+        LoopSlot(loop: loop, client: PostgresClient(configuration: loopConfiguration, eventLoopGroup: loop, backgroundLogger: logger))
+    }
+    let placement = Placement(slots: slots, limit: perLoop * depth, moves: environment["CANOPY_FLOOR_LOOP_MOVE"] != "0")
+    let router = Router(context: LoopRequestContext.self)
+    router.get("placements") { _, _ -> Response in
+        Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: placement.counts)))
+    }
+    router.post("**") { request, context -> Response in
+        guard let (slot, moved) = placement.take(arrivingOn: context.eventLoop) else { throw HTTPError(.internalServerError) }
+        defer { slot.inFlight.subtract(1, ordering: .relaxed) }
+        @Sendable func answer() async throws -> Response {
+            _ = try await request.body.collect(upTo: 1 << 20)
+            var body = prefix
+            for try await json in try await slot.client.execute(CapturedStatement(), logger: logger) {
+                body.writeString(json ?? "null")
+            }
+            body.writeImmutableBuffer(suffix)
+            return Response(status: .ok, headers: [.contentType: "application/json; charset=utf-8"], body: .init(byteBuffer: body))
+        }
+        // The connection task already runs on the socket's loop.
+        guard moved else { return try await answer() }
+        return try await withTaskExecutorPreference(slot.executor) { try await answer() }
+    }
+    let server = HTTPServerBuilder { responder in LoopPinnedChannel(base: HTTP1Channel(responder: responder), placement: placement) }
+    let app = Application(
+        router: router, server: server, configuration: .init(address: .hostname("127.0.0.1", port: port)),
+        services: slots.map(\.client), logger: logger
+    )
+    try await app.runService()
+    FileHandle.standardError.write(Data("placements: \(placement.counts)\n".utf8))
 } else {
     let router = Router()
     router.post("**") { request, _ -> Response in
@@ -155,5 +211,84 @@ final class LoopConnections: @unchecked Sendable {
         executor.loop.preconditionInEventLoop()
         turn = (turn + 1) % connections.count
         return connections[turn]
+    }
+}
+
+/// Mode 2: one event loop, its executor, its own pool, and the requests in
+/// flight on it.
+final class LoopSlot: Sendable {
+    let executor: EventLoopTaskExecutor
+    let client: PostgresClient
+    let inFlight = Atomic<Int>(0)
+
+    init(loop: any EventLoop, client: PostgresClient) {
+        self.executor = EventLoopTaskExecutor(loop)
+        self.client = client
+    }
+}
+
+/// Mode 2: where a request runs (the rules in this file's header), and how
+/// often each rule was taken.
+final class Placement: Sendable {
+    let slots: [LoopSlot]
+    let limit: Int
+    let moves: Bool
+    private let stayed = Atomic<Int>(0)
+    private let moved = Atomic<Int>(0)
+    private let waited = Atomic<Int>(0)
+
+    init(slots: [LoopSlot], limit: Int, moves: Bool) {
+        self.slots = slots
+        self.limit = limit
+        self.moves = moves
+    }
+
+    /// The slot of the loop that owns a socket.
+    func slot(of loop: any EventLoop) -> LoopSlot? {
+        slots.first { ObjectIdentifier($0.executor.loop) == ObjectIdentifier(loop) }
+    }
+
+    /// The slot a request arriving on `loop` runs on, and whether it left
+    /// its socket's loop; counted in flight there (the caller subtracts it
+    /// when done).
+    func take(arrivingOn loop: any EventLoop) -> (LoopSlot, moved: Bool)? {
+        guard let own = slot(of: loop) else { return nil }
+        var chosen = own
+        if own.inFlight.load(ordering: .relaxed) < limit || !moves {
+            stayed.add(1, ordering: .relaxed)
+        } else if let other = slots.filter({ $0 !== own }).min(by: { $0.inFlight.load(ordering: .relaxed) < $1.inFlight.load(ordering: .relaxed) }),
+                  other.inFlight.load(ordering: .relaxed) < limit {
+            moved.add(1, ordering: .relaxed)
+            chosen = other
+        } else {
+            waited.add(1, ordering: .relaxed)
+        }
+        chosen.inFlight.add(1, ordering: .relaxed)
+        return (chosen, chosen !== own)
+    }
+
+    var counts: String {
+        "{\"stayed\":\(stayed.load(ordering: .relaxed)),\"moved\":\(moved.load(ordering: .relaxed)),\"waited\":\(waited.load(ordering: .relaxed))}"
+    }
+}
+
+/// Mode 2: Hummingbird's connection task for a socket runs on the socket's
+/// loop (reading requests, running the responder, writing answers).
+struct LoopPinnedChannel<Base: ServerChildChannel>: ServerChildChannel {
+    let base: Base
+    let placement: Placement
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Base.Value> {
+        base.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Base.Value, logger: Logger) async {
+        guard let slot = placement.slot(of: value.channel.eventLoop) else {
+            await base.handle(value: value, logger: logger)
+            return
+        }
+        await withTaskExecutorPreference(slot.executor) {
+            await base.handle(value: value, logger: logger)
+        }
     }
 }
