@@ -32,13 +32,15 @@
 //   that loop too.
 // - Each loop has its own `PostgresClient` (a pool: keep-alive, lease
 //   queue) made with that loop as its event loop group, of
-//   CANOPY_FLOOR_LOOP_CONNECTIONS connections (default 2: 2 loops × 2 = the
-//   pool mode's 4 on 2 cores, an equal budget).
+//   CANOPY_FLOOR_LOOP_POOL connections (default: the pool mode's
+//   max(4, 2 × cores) shared over the loops, 2 × 2 on 2 cores: an equal
+//   budget; both totals are printed at start).
 // - A busy loop sheds: a request stays on its socket's loop while fewer
 //   than CANOPY_FLOOR_LOOP_DEPTH × connections (default 2 × 2) requests are
 //   in flight there; otherwise it moves to the least busy other loop under
 //   that bound (its executor and its pool), else it waits on its own.
-//   CANOPY_FLOOR_LOOP_MOVE=0 keeps every request on its socket's loop.
+//   CANOPY_FLOOR_LOOP_MOVE=0 keeps every request on its socket's loop. The
+//   body is read on the socket's loop; only the statement moves.
 //   `GET /placements` answers how many stayed, moved and waited.
 import Foundation
 import Hummingbird
@@ -86,7 +88,8 @@ var configuration = PostgresClient.Configuration(
 )
 // As many connections as `canopy serve`'s requests get by default
 // (--database-connections, less the one its change listener holds).
-configuration.options.maximumConnections = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
+let poolConnections = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
+configuration.options.maximumConnections = poolConnections
 let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
 
 if ProcessInfo.processInfo.environment["CANOPY_FLOOR_ON_LOOP"] == "1" {
@@ -122,23 +125,25 @@ if ProcessInfo.processInfo.environment["CANOPY_FLOOR_ON_LOOP"] == "1" {
     try await app.runService()
 } else if ProcessInfo.processInfo.environment["CANOPY_FLOOR_ON_LOOP"] == "2" {
     let environment = ProcessInfo.processInfo.environment
-    let perLoop = Int(environment["CANOPY_FLOOR_LOOP_CONNECTIONS"] ?? "") ?? 2
+    let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+    let perLoop = Int(environment["CANOPY_FLOOR_LOOP_POOL"] ?? "") ?? max(1, poolConnections / loops.count)
     let depth = Int(environment["CANOPY_FLOOR_LOOP_DEPTH"] ?? "") ?? 2
     var loopConfiguration = configuration
     loopConfiguration.options.maximumConnections = perLoop
-    let slots = MultiThreadedEventLoopGroup.singleton.makeIterator().map { loop in
+    let slots = loops.map { loop in
         LoopSlot(loop: loop, client: PostgresClient(configuration: loopConfiguration, eventLoopGroup: loop, backgroundLogger: logger))
     }
+    FileHandle.standardError.write(Data("canopy-floor on loops: \(loops.count) loops × \(perLoop) connections (the pool mode's \(poolConnections)), depth \(depth)\n".utf8))
     let placement = Placement(slots: slots, limit: perLoop * depth, moves: environment["CANOPY_FLOOR_LOOP_MOVE"] != "0")
     let router = Router(context: LoopRequestContext.self)
     router.get("placements") { _, _ -> Response in
         Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: placement.counts)))
     }
     router.post("**") { request, context -> Response in
+        _ = try await request.body.collect(upTo: 1 << 20)
         guard let (slot, moved) = placement.take(arrivingOn: context.eventLoop) else { throw HTTPError(.internalServerError) }
         defer { slot.inFlight.subtract(1, ordering: .relaxed) }
         @Sendable func answer() async throws -> Response {
-            _ = try await request.body.collect(upTo: 1 << 20)
             var body = prefix
             for try await json in try await slot.client.execute(CapturedStatement(), logger: logger) {
                 body.writeString(json ?? "null")
@@ -250,7 +255,8 @@ final class Placement: Sendable {
 
     /// The slot a request arriving on `loop` runs on, and whether it left
     /// its socket's loop; counted in flight there (the caller subtracts it
-    /// when done).
+    /// when done). The check and the count are two steps: two requests at
+    /// once may both pass the limit by one, which only blurs the bound.
     func take(arrivingOn loop: any EventLoop) -> (LoopSlot, moved: Bool)? {
         guard let own = slot(of: loop) else { return nil }
         var chosen = own

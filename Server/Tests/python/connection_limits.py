@@ -225,9 +225,11 @@ def ws_oversized(size):
 
 
 def ws_uninitialised(seconds):
-    """A socket that never sends connection_init: when and with what code the server closed it."""
-    s, buffer = ws_open()
+    """A socket that never sends connection_init: when and with what code the server closed it.
+    Timed from before the upgrade, so a stall here cannot shorten it: the
+    server's wait starts after the upgrade request arrives."""
     start = time.monotonic()
+    s, buffer = ws_open()
     while True:
         frame = ws_read(s, buffer, start + seconds)
         if frame is None:

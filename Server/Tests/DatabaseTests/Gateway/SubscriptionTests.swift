@@ -125,6 +125,8 @@ struct SubscriptionTests {
         let harness = try await GatewayHarness.make()
         var configuration = GatewayConfiguration()
         configuration.limits.webSocketInitialisationTimeout = .seconds(1)
+        // Only the wait under test: the first head's deadline stays lifted.
+        configuration.limits.requestHeadTimeout = .seconds(600)
         try await harness.test(configuration: configuration, live: true, connectionDeadlines: true) { client in
             let silent = try await client.subscriptionSocket(token: harness.aliceToken) { inbox, _ in
                 let message = try await inbox.next()

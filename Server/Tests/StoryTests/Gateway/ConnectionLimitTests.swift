@@ -62,7 +62,7 @@ struct ConnectionLimitTests {
         let uninitialised = try #require(results["no_init"] as? [String: Any])
         #expect(uninitialised["code"] as? Int == 4408, "a socket without connection_init is closed with 4408: \(uninitialised)")
         let initialisedBy = uninitialised["closed_after"] as? Double
-        #expect(initialisedBy.map { $0 > 1 && $0 < 9 } == true, "at the 2 s --websocket-init-timeout, not before it nor at the 10 s default: \(uninitialised)")
+        #expect(initialisedBy.map { $0 > 1 && $0 < 9 } == true, "at the 2 s --websocket-init-timeout (timed from before the upgrade), not before it nor at the 10 s default: \(uninitialised)")
 
         let quiet = try #require(results["no_pong"] as? [String: Any])
         #expect(quiet["code"] as? Int == 1001, "a socket that never answers pings is closed going-away: \(quiet)")
