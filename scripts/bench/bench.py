@@ -32,7 +32,7 @@ cost of row-level security as a user's memberships grow.
 
 usage: bench.py [--records N] [--scales N,N,...] [--runs R] [--seconds S] [--clients C] [--guest-shares N] [--output FILE]
                 [--citus-records N] [--binary PATH] [--floor-binary PATH]
-                [--only floor|web-services|moves|speed|js-sync|refusals|writes|tracing|citus]
+                [--only floor|floor-modes|web-services|moves|speed|js-sync|refusals|writes|tracing|citus]
 (make bench: quick; make bench-full: larger; make bench-citus: the Citus section alone). Needs wrk, pgbench and
 Citus (scripts/ensure-citus.sh).
 
@@ -47,9 +47,13 @@ gateway, pgbench and the floor with CPU µs a request, and prints that table
 instead of writing BENCHMARKS.md. To compare two builds of the gateway in
 one session, run it once with each build's --binary.
 
+--only floor-modes runs the floor alone in each of its serving modes (issue
+69, step 1: floor_modes.py), W1 and W2's first page at 8 and 64 clients,
+the modes alternating round by round, and prints that table.
 --only speed runs issue 39's sections alone (speed.py) and prints them.
 --only js-sync runs issue 40's sync of 100,000 records by CanopyJS in Node
-(js_sync.py) beside raw pages, and prints its section.
+and by CanopyKit (js_sync.py), each beside the same pages read raw by the
+same stack, with the client's CPU a record, and prints its section.
 --only refusals runs issue 48's refused introspection documents beside a
 small request and the standard introspection answer (refusals.py), printed.
 --only citus runs issue 67's W1-W4 through the gateway on a Citus cluster (a
@@ -112,9 +116,10 @@ def parse_options():
                         help="the tracing section also measures W1 through this build (one from before tracing existed)")
     parser.add_argument("--citus-records", type=int, default=40_000,
                         help="records of the Citus section's zone, saved through the gateway on each engine")
-    parser.add_argument("--only", choices=["floor", "web-services", "moves", "speed", "js-sync", "refusals", "writes", "tracing",
+    parser.add_argument("--only", choices=["floor", "floor-modes", "web-services", "moves", "speed", "js-sync", "refusals", "writes", "tracing",
                                            "citus"],
                         help="floor: only W1 and W2 against the floor, with the gateway's CPU a request; "
+                             "floor-modes: only the floor in each serving mode (issue 69, step 1), W1 and W2 at 8 and 64 clients; "
                              "web-services: only W9 and W10 beside their GraphQL twins; "
                              "moves: only issue 38's move of 1,000 records beside saving them; "
                              "speed: only issue 39's cold rows, tail sets and W11 with W1 and W2; "
@@ -144,6 +149,8 @@ def main():
         sys.exit(f"not found: {', '.join(missing)}")
     if options.only == "floor":
         floor_only(options)
+    elif options.only == "floor-modes":
+        floor_modes_only(options)
     elif options.only == "web-services":
         web_services_only(options)
     elif options.only == "moves":
@@ -315,6 +322,23 @@ def floor_only(options):
                      f"{options.seconds} s per side; {options.clients} clients; {options.records:,} records in the zone; "
                      "latencies in ms." + (" The gateway did not stop within 30 s of SIGTERM." if Gateway.hung else ""),
                      ""] + report.floor_table(floor_rows)), flush=True)
+
+
+def floor_modes_only(options):
+    """--only floor-modes: the floor in each serving mode on the same data
+    (floor_modes.py); the table printed, --output untouched."""
+    import floor_modes
+    cluster = loading.fresh_cluster()
+    setup = loading.load(cluster, options, [])
+    loading.settle(cluster)
+    token = setup.owner["token"]
+    say("capturing the statements the gateway sends")
+    statements = capture_statements(cluster, workloads.floor_requests(token))
+    work = workloads.floor_workloads(token, statements, options.records)
+    floors = workloads.floors(cluster, statements, work)
+    medians, placed = floor_modes.measure(floors, work, options)
+    run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+    print("\n".join([""] + floor_modes.report_lines(medians, placed, work, options)), flush=True)
 
 
 def web_services_only(options):
