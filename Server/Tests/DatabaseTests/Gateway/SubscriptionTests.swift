@@ -33,7 +33,7 @@ struct SubscriptionTests {
                 let refused = try #require(try await inbox.next())
                 #expect(refused["type"] as? String == "error" && refused["id"] as? String == "spy", "\(refused)")
                 let code = ((refused["payload"] as? [[String: Any]])?.first?["extensions"] as? [String: Any])?["code"] as? String
-                #expect(code == "ZONE_NOT_FOUND")
+                #expect(code == "ZONE_NOT_FOUND", "\(refused)")
                 // His own (absent) zone of that name is refused the same way.
                 try await send(try subscribeMessage(id: "own", Self.zoneChanged))
                 #expect(try await inbox.next()?["type"] as? String == "error")
