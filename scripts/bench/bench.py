@@ -82,6 +82,7 @@ import citus
 import common
 import js_sync
 import loading
+import plan_rates
 import refusals
 import report
 import sections
@@ -231,6 +232,7 @@ def everything(options, scales):
                                 {"cold": cold, "analysed": analysed, "tails": tails, "writers": writer_row})
     w4_rate = next(row for row in rows if row[0].startswith("W4"))[2]
     text = text.rstrip("\n") + "\n\n" + "\n".join(js_sync.report_lines(sync, w4_rate))
+    text = text.rstrip("\n") + "\n\n" + "\n".join(plan_rates.report_lines())
     text = text.rstrip("\n") + "\n\n" + "\n".join(refusals.report_lines(refused, options))
     text = text.rstrip("\n") + "\n\n" + "\n".join(tracing.report_lines(traced, options))
     Path(options.output).write_text(text)
@@ -352,6 +354,7 @@ def web_services_only(options):
     with Gateway(["--container", workloads.CONTAINER]) as gateway:
         rows = sections.web_services(gateway, workloads.web_services_pairs(setup.owner["token"], api_token), options)
     run([common.BINARY, "cluster", "stop", "--data-dir", DATA])
+    print("\n".join([""] + plan_rates.report_lines()), flush=True)
     for name, w, g, w50, g50, w99, g99, wcpu, gcpu in rows:
         print(f"{name}: Web Services {w:,.0f} req/s, GraphQL twin {g:,.0f} req/s, twin / WS {g / w:.2f}; "
               f"p50 {w50:.2f} / {g50:.2f} ms; p99 {w99:.2f} / {g99:.2f} ms; gateway CPU {wcpu:.0f} / {gcpu:.0f} µs a request", flush=True)

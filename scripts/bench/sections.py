@@ -11,6 +11,7 @@ import urllib.request
 
 import batch_triggers
 import common
+import plan_rates
 from common import DATA, PORT, run, say
 from drivers import run_pgbench, run_wrk
 from latency import notification_latency, push_latency
@@ -31,6 +32,7 @@ def run_workloads(cluster, gateway, floors, workloads, options):
     for name, unit, scale, lua, template, (script, defines), header in workloads:
         say(f"{name}: {options.runs} runs of {options.seconds} s each side, {options.clients} clients")
         gateway_runs, ceiling_runs, floor_runs, gateway_cpu_runs, floor_cpu_runs = [], [], [], [], []
+        plans_before = plan_rates.outcomes()
         for run_number in range(options.runs):
             # A fresh run id each run (W3's record names): reusing one made
             # every later run's names collide with the first's, so those
@@ -65,6 +67,7 @@ def run_workloads(cluster, gateway, floors, workloads, options):
                 floor_cpu_runs.append((cpu_seconds(floor.process) - cpu_before) / (floor_runs[-1][0] * options.seconds))
                 switches = (context_switches(floor.process) - switches_before) / (floor_runs[-1][0] * options.seconds)
                 say(f"  floor run {run_number + 1}: {switches:.1f} context switches a request")
+        plan_rates.RECORDER.add(name, plans_before)
         median = lambda runs, i: statistics.median(r[i] for r in runs)
         if name in floors:
             floor_median = [median(floor_runs, i) for i in range(3)]
@@ -286,7 +289,8 @@ def web_services(gateway, pairs, options):
         for _ in range(options.runs):
             for runs, script, url in ((ws_runs, lua, f"http://127.0.0.1:{PORT}{path}"), (twin_runs, twin, common.URL)):
                 before = cpu_seconds(gateway.process)
-                result = run_wrk(script, options.clients, options.seconds, {}, url=url)
+                with plan_rates.RECORDER.around(name + (" (Web Services)" if runs is ws_runs else " (GraphQL twin)")):
+                    result = run_wrk(script, options.clients, options.seconds, {}, url=url)
                 runs.append(result + ((cpu_seconds(gateway.process) - before) / (result[0] * options.seconds) * 1e6,))
         median = lambda runs, i: statistics.median(r[i] for r in runs)
         rows.append((name, median(ws_runs, 0), median(twin_runs, 0), median(ws_runs, 1), median(twin_runs, 1),

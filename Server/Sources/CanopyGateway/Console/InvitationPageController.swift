@@ -20,6 +20,7 @@ struct InvitationPageController {
             let raw = context.parameters.get("token") ?? ""
             var summary: SharePagePlan.Summary?
             if let token = ShareMetadataPlan.token(in: raw) {
+                PlanOutcome.uncached.count()
                 summary = try await database.read(SharePagePlan(token: token).statement, as: nil, logger: context.logger) { rows in
                     try rows.first.map(SharePagePlan.summary)
                 }

@@ -78,6 +78,13 @@ public struct APIError: Error, Sendable {
             }
         default:
             if let sqlState = PostgresErrors.sqlState(of: error), let mapped = Self.fromSQLState(sqlState, error) {
+                // The client gets the code (and, for a class, a fixed text);
+                // the database's own words stay in the log, at debug since
+                // they may quote a request's values.
+                logger.debug("the database refused the request", metadata: [
+                    "canopy.request.id": "\(requestID)", "canopy.sqlstate": "\(sqlState)",
+                    "canopy.database.message": "\(PostgresErrors.message(of: error))",
+                ])
                 self = mapped
             } else if PostgresErrors.isConnectionFailure(error) {
                 logger.error("database unreachable", metadata: ["canopy.error": "\(String(reflecting: error))"])

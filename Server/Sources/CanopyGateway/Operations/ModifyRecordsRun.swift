@@ -24,6 +24,7 @@ enum ModifyRecordsRun {
         logger: Logger, zoneMissing: QueryError,
         answer: @escaping @Sendable (ModifyRecordsPlan.Outcome, [Int64: ModifyRecordsPlan.ReadBack]) throws -> Answer
     ) async throws -> Answer {
+        PlanOutcome.uncached.count()
         CanopySpan.current?.updateAttributes { attributes in
             attributes["canopy.plan"] = "ModifyRecordsPlan"
             attributes["canopy.plan.writes"] = true

@@ -9,6 +9,7 @@ struct MoveRecordsOperation: RootOperation {
         let logger = executor.logger
         let arguments = executor.request.arguments(of: field)
         let userID = try executor.signedInUser()
+        PlanOutcome.uncached.count()
         return try await executor.database.withUser(userID, device: executor.device, logger: logger) { connection in
             let located = try await connection.execute(plan.locate, as: userID, logger: logger).first.map(MoveRecordsPlan.decodeLocated)
             guard let source = located?.from else { throw QueryError.zoneNotFound(at: arguments.location("from")) }

@@ -182,6 +182,8 @@ public final class PlanCache: Sendable {
         static let lookup = Operation("lookup")
         /// Web Services' `records/lookup` (W9's path).
         static let webServicesLookup = Operation("records/lookup")
+        /// Web Services' `records/query` (W10's path).
+        static let webServicesQuery = Operation("records/query")
     }
 
     static let capacityEvictions = Counter(label: "canopy_plan_cache_evictions_total", dimensions: [("reason", "capacity")])

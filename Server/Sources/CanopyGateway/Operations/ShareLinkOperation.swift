@@ -27,6 +27,7 @@ struct ShareLinkOperation: RootOperation {
     /// another user wrote in it (DECISIONS 175). The action is idempotent:
     /// a client that sees the read fail and asks again gets the answer.
     func run(_ plan: ShareMetadataPlan, database: RequestDatabase, userID: Int64, device: String?, logger: Logger) async throws -> String? {
+        PlanOutcome.uncached.count()
         try await database.withUser(userID, device: device, logger: logger) { connection in
             _ = try await connection.execute(action(plan), as: userID, logger: logger)
         }

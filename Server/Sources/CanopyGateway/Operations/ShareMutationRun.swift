@@ -14,7 +14,8 @@ enum ShareMutationRun {
         _ plans: [ShareMutationPlan], database: RequestDatabase, userID: Int64, device: String?, logger: Logger,
         locations: [QueryError.Location] = []
     ) async throws -> String? {
-        try await database.withUser(userID, device: device, logger: logger) { connection in
+        PlanOutcome.uncached.count()
+        return try await database.withUser(userID, device: device, logger: logger) { connection in
             var answer: String?
             for plan in plans {
                 answer = try await run(plan, on: connection, as: userID, logger: logger, locations: locations)

@@ -28,14 +28,17 @@ struct PlanRunner: Sendable {
     var device: String? = nil
 
     /// Runs a plan's statement (a read on the pool or a replica, a write in
-    /// a transaction acting for the caller) and decodes its row.
-    func row<Plan: FieldPlan>(_ plan: Plan, prepared: PreparedRead? = nil) async throws -> Plan.Row? {
+    /// a transaction acting for the caller) and decodes its row, counting
+    /// what planning did (`outcome`: planned here, unless the plan cache
+    /// says otherwise).
+    func row<Plan: FieldPlan>(_ plan: Plan, prepared: PreparedRead? = nil, outcome: PlanOutcome = .uncached) async throws -> Plan.Row? {
+        outcome.count()
         CanopySpan.current?.updateAttributes { attributes in
             attributes["canopy.plan"] = "\(Plan.self)"
             attributes["canopy.plan.writes"] = Plan.writes
         }
         if Plan.writes {
-            return try await write(plan.statement) { rows in try rows.first.map(Plan.decode) }
+            return try await writing(plan.statement) { rows in try rows.first.map(Plan.decode) }
         }
         let source: RequestDatabase.ReadSource = Plan.readsReplicas ? .replica(after: nil) : .primary
         if let prepared {
@@ -44,7 +47,7 @@ struct PlanRunner: Sendable {
                 try rows.first.map(Plan.decode)
             }
         }
-        return try await read(plan.statement, from: source) { rows in try rows.first.map(Plan.decode) }
+        return try await reading(plan.statement, from: source) { rows in try rows.first.map(Plan.decode) }
     }
 
     /// Runs a plan and makes its answer's JSON from its row (GraphQL's field).
@@ -58,12 +61,24 @@ struct PlanRunner: Sendable {
         _ statement: SQLStatement, from source: RequestDatabase.ReadSource = .primary,
         _ collect: @escaping @Sendable ([PostgresRow]) throws -> T
     ) async throws -> T {
-        try await database.read(statement, as: userID, from: resolved(source), logger: logger, collect)
+        PlanOutcome.uncached.count()
+        return try await reading(statement, from: source, collect)
     }
 
     /// Runs a writing statement in a transaction acting for the caller and
     /// naming its device.
     func write<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
+        PlanOutcome.uncached.count()
+        return try await writing(statement, collect)
+    }
+
+    private func reading<T: Sendable>(
+        _ statement: SQLStatement, from source: RequestDatabase.ReadSource, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T
+    ) async throws -> T {
+        try await database.read(statement, as: userID, from: resolved(source), logger: logger, collect)
+    }
+
+    private func writing<T: Sendable>(_ statement: SQLStatement, _ collect: @escaping @Sendable ([PostgresRow]) throws -> T) async throws -> T {
         let userID = try signedInUser(), logger = self.logger
         return try await database.withUser(userID, device: device, logger: logger) { connection in
             try collect(try await connection.execute(statement, as: userID, logger: logger))

@@ -1,3 +1,4 @@
+import CanopyPlanner
 import CanopyRequestStore
 import HTTPTypes
 import Hummingbird
@@ -31,7 +32,12 @@ struct SubscriptionController {
                 requestID: context.requestContext.requestID,
                 logger: context.logger
             )
-            await session.run(inbound)
+            // Planned as the HTTP router's requests are (OwnerRoutingMiddleware):
+            // a session runs outside that router, and on Citus its pages
+            // must name the zone's owner by id to route to one shard.
+            await ZoneReference.$namedOwners.withValue(database.engine == .citus ? .routed : .joined) {
+                await session.run(inbound)
+            }
         }
     }
 }

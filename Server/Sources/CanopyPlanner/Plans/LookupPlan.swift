@@ -111,9 +111,7 @@ extension LookupPlan {
         /// request's `desiredKeys` (bound once, so part of the key); nil
         /// when records have `desiredKeys` of their own (planned each time).
         public var shape: String? {
-            guard style.desiredKeysByRecord.isEmpty else { return nil }
-            let keys = style.desiredKeys.map { $0.joined(separator: "\u{1F}") } ?? "*"
-            return "ck-lookup|\(zone.shapeText)|\(style.numbersAsStrings)|\(style.missingCode)|\(keys)"
+            style.shapeText.map { "ck-lookup|\(zone.shapeText)|\($0)" }
         }
     }
 

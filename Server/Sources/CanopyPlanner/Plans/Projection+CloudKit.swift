@@ -67,6 +67,19 @@ public struct CloudKitRecordStyle: Sendable {
     }
 }
 
+extension CloudKitRecordStyle {
+    /// What of the style a statement's text depends on, for a plan cache's
+    /// key: `numbersAsStrings`, where each record's zone ID comes from, the
+    /// missing records' code and the request's `desiredKeys` (bound once,
+    /// so part of the key); nil when records have `desiredKeys` of their
+    /// own (their groups of names are written into the text).
+    var shapeText: String? {
+        guard desiredKeysByRecord.isEmpty else { return nil }
+        let keys = desiredKeys.map { $0.joined(separator: "\u{1F}") } ?? "*"
+        return "\(numbersAsStrings)|\(zoneIDFromZone)|\(missingCode)|\(keys)"
+    }
+}
+
 extension Projection {
     /// A record of `canopy.records` aliased `r` as CloudKit Web Services'
     /// record dictionary, as JSON *text* (the optional `parent` and `share`

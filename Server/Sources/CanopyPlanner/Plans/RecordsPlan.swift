@@ -86,7 +86,8 @@ public struct RecordsPlan: Sendable {
         /// sort keys and the cursor's kinds. With the document, the root
         /// field and the variables read below it, a plan cache's key.
         public var shape: String {
-            var text = "records|\(query.zone.shapeText)|\(query.recordType)|\(query.filterText.utf8.count):\(query.filterText)|"
+            let filter = query.filterShape ?? query.filterText
+            var text = "records|\(query.zone.shapeText)|\(query.recordType)|\(filter.utf8.count):\(filter)|"
             predicate.writeShape(into: &text)
             text += "|"
             for key in sortKeys { text += key.shapeText + "," }
@@ -198,7 +199,7 @@ public struct RecordsPlan: Sendable {
     /// A checked request's plan from a template made for its shape: only
     /// its values bound. Throws ``StatementTemplate/Mismatch`` when the
     /// values do not have the template's shape.
-    public init(_ checked: Checked, field: SelectedField, secret: SigningKey, template: StatementTemplate) throws {
+    public init(_ checked: Checked, field: SelectedField?, secret: SigningKey, template: StatementTemplate) throws {
         self.secret = secret
         self.locations = checked.locations.field
         self.limit = checked.query.limit

@@ -17,10 +17,15 @@ public struct RecordsQuery: Sendable {
     /// values), or else the tree's description, which costs more: a door
     /// that has a text gives it.
     public var filterText: String
+    /// The filter's text with its values as placeholders, where
+    /// ``filterText`` holds the values (Web Services' printed filter): what
+    /// of the filter a plan cache's key keeps, so that another value is
+    /// the same shape. Nil: ``filterText`` has no values in it.
+    public var filterShape: String?
 
     public init(
         zone: ZoneReference, recordType: String, predicate: PredicateSyntax, args: JSONValue? = nil, sort: [SortRequest] = [],
-        limit: Int, cursor: String? = nil, filterText: String? = nil
+        limit: Int, cursor: String? = nil, filterText: String? = nil, filterShape: String? = nil
     ) {
         self.zone = zone
         self.recordType = recordType
@@ -30,6 +35,7 @@ public struct RecordsQuery: Sendable {
         self.limit = limit
         self.cursor = cursor
         self.filterText = filterText ?? (predicate == .all ? "" : String(describing: predicate))
+        self.filterShape = filterShape
     }
 
     /// Where a GraphQL request's parts are, for errors that point at them.
