@@ -20,6 +20,10 @@
 #   make network-soak  NETWORK_CYCLES (20) cuts and heals of the gateway's link
 #               to the primary under writers, in network namespaces; nothing
 #               may leak; docs/RELIABILITY.md (make test runs 3)
+#   make test-on-loop  the whole database tier serving on the sockets' loops
+#               (--serve-on-loop; make test runs seven of its suites so)
+#   make test-citus-gateway  the database tier's gateway suites on Citus,
+#               the slow ones too (make test leaves those out)
 # Both install PostgreSQL from Debian's packages when it is missing (as root).
 
 SWIFT ?= swift
@@ -32,7 +36,7 @@ export SERVER_PACKAGE
 PORT ?= 8080
 DATA_DIR ?= .canopy
 
-.PHONY: run test build postgres clean stop docker-config bench bench-full flamegraphs soak fuzz fuzz-build fuzz-http fault network-soak test-citus-gateway bench-citus
+.PHONY: run test build postgres clean stop docker-config bench bench-full flamegraphs soak fuzz fuzz-build fuzz-http fault network-soak test-citus-gateway test-on-loop bench-citus
 
 postgres:
 	@scripts/ensure-postgres.sh
@@ -62,6 +66,7 @@ test: postgres
 	# found before (docs/FUZZING.md; DECISIONS 147).
 	scripts/test-tier.sh pure --skip-build
 	scripts/test-tier.sh database --skip-build
+	scripts/test-tier.sh on-loop --skip-build
 	scripts/test-tier.sh citus --skip-build
 	scripts/test-tier.sh latency --skip-build
 	# And, at the same time as those two, the citus-gateway tier, its test
@@ -77,6 +82,12 @@ test-citus-gateway: postgres
 	@scripts/ensure-citus.sh
 	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
 	scripts/test-tier.sh citus-gateway --skip-build
+
+# The whole database tier with every gateway serving on its sockets' loops
+# (--serve-on-loop; docs/TESTING.md, "The on-loop tier").
+test-on-loop: postgres
+	$(SWIFT) build $(SERVER_PACKAGE) --build-tests
+	CANOPY_ON_LOOP_ALL=1 scripts/test-tier.sh on-loop --skip-build
 
 # Benchmarks: the release gateway (wrk) against the same SQL (pgbench);
 # writes BENCHMARKS.md. bench: 200,000 records (W6 at 20,000 and 200,000), 3 runs

@@ -21,6 +21,10 @@
 #             on a coordinator and two workers of the tier's own; serial.
 #             With CANOPY_CITUS_GATEWAY_SKIP_SLOW=1 (make test), not the
 #             entries marked "slow: " (make test-citus-gateway runs all)
+#   on-loop   the database tier's suites listed in scripts/on-loop-suites.txt
+#             (all of them with CANOPY_ON_LOOP_ALL=1: make test-on-loop),
+#             every gateway serving on its sockets' loops (--serve-on-loop,
+#             CANOPY_TEST_SERVE_ON_LOOP=1, issue 69) and served live; parallel
 # FILTER (optional) narrows the tier to the tests whose `Suite/test` name
 # matches it, a regular expression: scripts/test-tier.sh database SubscriptionTests
 # Further arguments go to swift test (make test passes --skip-build after
@@ -40,7 +44,8 @@ case "$tier" in
     latency) target=LatencyTests; order=(--no-parallel) ;;
     citus) target=CitusTests; order=(--no-parallel) ;;
     citus-gateway) target=DatabaseTests; order=(--no-parallel); export CANOPY_TEST_GATEWAY_ON_CITUS=1 ;;
-    *) echo "test-tier.sh: no tier \"$tier\" (pure, database, stories, latency, citus or citus-gateway)" >&2; usage; exit 2 ;;
+    on-loop) target=DatabaseTests; order=(); export CANOPY_TEST_SERVE_ON_LOOP=1 ;;
+    *) echo "test-tier.sh: no tier \"$tier\" (pure, database, on-loop, stories, latency, citus or citus-gateway)" >&2; usage; exit 2 ;;
 esac
 filter="^$target\\."
 if [ "$tier" = citus-gateway ]; then
@@ -51,6 +56,10 @@ if [ "$tier" = citus-gateway ]; then
         list=$(printf '%s\n' "$list" | grep -v '^slow: ')
     fi
     suites=$(printf '%s\n' "$list" | sed 's/^slow: //' | paste -sd'|')
+    filter="^$target\\.($suites)"
+fi
+if [ "$tier" = on-loop ] && [ -z "${CANOPY_ON_LOOP_ALL:-}" ]; then
+    suites=$(grep -v '^#' "$root/scripts/on-loop-suites.txt" | grep -v '^$' | paste -sd'|')
     filter="^$target\\.($suites)"
 fi
 if [ $# -ge 1 ] && [ "${1#-}" = "$1" ]; then

@@ -12,7 +12,12 @@
 # When A and B need different schemas (a build from before a migration),
 # AB_A_DATA and AB_B_DATA name a data directory for each, both loaded alike
 # by that build's own bench scripts (default: .bench for both). Both
-# clusters stay up; only the gateways alternate.
+# clusters stay up; only the gateways alternate. AB_A_FLAGS and AB_B_FLAGS
+# add flags to each side's canopy serve (one build in two modes, as
+# issue 69's AB_A_FLAGS=--no-serve-on-loop AB_B_FLAGS=--serve-on-loop with
+# the same binary twice); AB_CLIENTS sets wrk's connections (default 8).
+# Each workload also prints the gateway's context switches a request (every
+# thread's, from /proc/PID/task/*/status).
 # Needs wrk, curl and bc; stops the gateway and the cluster(s) when done.
 set -uo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 A_BINARY B_BINARY [ROUNDS]" >&2; exit 2; }
@@ -46,20 +51,24 @@ TICK=$(getconf CLK_TCK)
 for round in $(seq 1 "$ROUNDS"); do
   for which in A B; do
     BIN=$A; DATA=$DATA_A; [ $which = B ] && { BIN=$B; DATA=$DATA_B; }
-    "$BIN" serve --port $PORT --data-dir "$DATA" --rate-limit 1000000000 > /tmp/gateway-ab-serve.log 2>&1 &
+    FLAGS=${AB_A_FLAGS:-}; [ $which = B ] && FLAGS=${AB_B_FLAGS:-}
+    # shellcheck disable=SC2086 # the flags are words
+    "$BIN" serve --port $PORT --data-dir "$DATA" --rate-limit 1000000000 $FLAGS > /tmp/gateway-ab-serve.log 2>&1 &
     SPID=$!
     for _ in $(seq 1 120); do curl -s -o /dev/null "http://127.0.0.1:$PORT/health" && break; sleep 0.5; done
     line="$which round $round:"
     for workload in ${AB_WORKLOADS:-w1 w2 w2v}; do
-      wrk -t2 -c8 -d3s -s /tmp/gateway-ab-$which-$workload.lua "http://127.0.0.1:$PORT/graphql" >/dev/null
+      wrk -t2 -c"${AB_CLIENTS:-8}" -d3s -s /tmp/gateway-ab-$which-$workload.lua "http://127.0.0.1:$PORT/graphql" >/dev/null
       before=$(awk '{print $14+$15}' /proc/$SPID/stat)
-      out=$(wrk -t2 -c8 -d8s --latency -s /tmp/gateway-ab-$which-$workload.lua "http://127.0.0.1:$PORT/graphql")
+      switches_before=$(cat /proc/$SPID/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s}')
+      out=$(wrk -t2 -c"${AB_CLIENTS:-8}" -d8s --latency -s /tmp/gateway-ab-$which-$workload.lua "http://127.0.0.1:$PORT/graphql")
       after=$(awk '{print $14+$15}' /proc/$SPID/stat)
+      switches_after=$(cat /proc/$SPID/task/*/status 2>/dev/null | awk '/ctxt_switches/ {s += $2} END {print s}')
       reqs=$(echo "$out" | awk '/requests in/ {print $1}')
       rate=$(echo "$out" | awk '/Requests\/sec/ {printf "%.0f", $2}')
       non2xx=$(echo "$out" | awk '/Non-2xx/ {print $NF}')
       p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
-      line="$line ${workload^^} $rate req/s, $(echo "scale=1; ($after-$before)*1000000/$TICK/$reqs" | bc) µs/request ($reqs requests, p99 $p99, ${non2xx:-0} non-2xx);"
+      line="$line ${workload^^} $rate req/s, $(echo "scale=1; ($after-$before)*1000000/$TICK/$reqs" | bc) µs/request, $(echo "scale=1; ($switches_after-$switches_before)/$reqs" | bc) switches/request ($reqs requests, p99 $p99, ${non2xx:-0} non-2xx);"
     done
     echo "$line"
     kill -TERM $SPID; wait $SPID 2>/dev/null

@@ -110,7 +110,7 @@ public func buildApplication(
     }
     return Application(
         router: router,
-        server: server(webSocketRouter: webSocketRouter, limits: configuration.limits),
+        server: server(webSocketRouter: webSocketRouter, limits: configuration.limits, loops: database.servingLoops),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "canopy"),
         services: services,
         logger: logger
@@ -119,7 +119,7 @@ public func buildApplication(
 
 /// HTTP/1 with WebSocket upgrades, under the connection limits: header
 /// size, the first head's deadline, the idle timeout, frame size and pings.
-private func server(webSocketRouter: Router<CanopyRequestContext>, limits: AbuseLimits) -> HTTPServerBuilder {
+private func server(webSocketRouter: Router<CanopyRequestContext>, limits: AbuseLimits, loops: ServingLoops?) -> HTTPServerBuilder {
     let webSocketResponder = webSocketRouter.buildResponder()
     let http1 = HTTP1Channel.Configuration(
         idleTimeout: TimeAmount(limits.idleTimeout),
@@ -129,7 +129,7 @@ private func server(webSocketRouter: Router<CanopyRequestContext>, limits: Abuse
     return HTTPServerBuilder { responder in
         HeadDeadlineChannel(
             base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder, configuration: .init(http1: http1, ws: ws)),
-            headTimeout: TimeAmount(limits.requestHeadTimeout)
+            headTimeout: TimeAmount(limits.requestHeadTimeout), loops: loops
         )
     }
 }

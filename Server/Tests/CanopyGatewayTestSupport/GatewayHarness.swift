@@ -65,6 +65,12 @@ struct GatewayHarness: Sendable {
     /// distributed Citus database.
     static let onDistributedCitus = ProcessInfo.processInfo.environment["CANOPY_TEST_GATEWAY_ON_CITUS"] == "1"
 
+    /// Set (`CANOPY_TEST_SERVE_ON_LOOP=1`) when the on-loop tier runs the
+    /// gateway suites serving on the sockets' loops (`--serve-on-loop`,
+    /// issue 69): every gateway is then served live (the router mode has
+    /// no socket, so no loop).
+    static let servingOnLoop = ProcessInfo.processInfo.environment["CANOPY_TEST_SERVE_ON_LOOP"] == "1"
+
     static func make() async throws -> GatewayHarness {
         if onDistributedCitus { return try await makeOnCitus(distributed: true) }
         let endpoint = try await TestDatabase.shared.migratedDatabase()
@@ -131,6 +137,7 @@ struct GatewayHarness: Sendable {
         rateLimited: Bool = false,
         connectionDeadlines: Bool = false,
         schemaCacheTime: Duration = .seconds(1),
+        servingOnLoop: Bool = servingOnLoop,
         _ body: @Sendable (any TestClientProtocol, RequestDatabase) async throws -> T
     ) async throws -> T {
         var configuration = configuration
@@ -152,10 +159,11 @@ struct GatewayHarness: Sendable {
             endpoint: gatewayEndpoint ?? endpoint.asUser("canopy_gateway", password: nil),
             maximumConnections: 4, availabilityTimeout: availabilityTimeout,
             statementTimeout: configuration.statementTimeout, schemaCacheTime: schemaCacheTime, schemaMode: schemaMode,
-            replicas: replicas, replicaSettings: replicaSettings, engine: engine, logger: logger
+            replicas: replicas, replicaSettings: replicaSettings, engine: engine,
+            servingLoops: servingOnLoop ? ServingLoops(group: EventLoopGroupProvider.singleton.eventLoopGroup) : nil, logger: logger
         )
         let app = buildApplication(configuration: configuration, database: database, identity: identity, logger: logger)
-        return try await app.test(live ? .live : .router) { client in try await body(client, database) }
+        return try await app.test(live || servingOnLoop ? .live : .router) { client in try await body(client, database) }
     }
 }
 

@@ -1,3 +1,4 @@
+import CanopyRequestStore
 import HummingbirdCore
 import Logging
 import NIOCore
@@ -69,10 +70,13 @@ final class RequestHeadDeadline: ChannelInboundHandler, RemovableChannelHandler 
 }
 
 /// A server child channel with a ``RequestHeadDeadline`` after its request
-/// decoder: wraps the HTTP/1 + WebSocket channel the gateway serves.
+/// decoder: wraps the HTTP/1 + WebSocket channel the gateway serves. With
+/// `loops` (`--serve-on-loop`), the connection's whole life (reading,
+/// answering, its WebSocket session) runs on its socket's loop.
 struct HeadDeadlineChannel<Base: ServerChildChannel>: ServerChildChannel {
     let base: Base
     let headTimeout: TimeAmount
+    var loops: ServingLoops? = nil
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Base.Value> {
         // The base configures the pipeline synchronously, decoder included.
@@ -88,6 +92,9 @@ struct HeadDeadlineChannel<Base: ServerChildChannel>: ServerChildChannel {
     }
 
     func handle(value: Base.Value, logger: Logger) async {
-        await base.handle(value: value, logger: logger)
+        guard let loops else { return await base.handle(value: value, logger: logger) }
+        await loops.pin(value.channel.eventLoop) {
+            await base.handle(value: value, logger: logger)
+        }
     }
 }

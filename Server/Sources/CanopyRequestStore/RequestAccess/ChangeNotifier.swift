@@ -112,7 +112,7 @@ public final class ChangeNotifier: Service, Sendable {
                         try await self.listenOnEveryNode(citusEndpoint)
                     } else {
                         // The primary now: after a failover, the new one.
-                        try await self.primary.client().withConnection { connection in
+                        try await self.primary.sharedClient().withConnection { connection in
                             try await self.listen(on: connection)
                         }
                     }
@@ -180,7 +180,7 @@ public final class ChangeNotifier: Service, Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 try await self.keepListening(node: "the coordinator") {
-                    try await self.primary.client().withConnection { connection in
+                    try await self.primary.sharedClient().withConnection { connection in
                         try await self.listen(on: connection)
                     }
                 }

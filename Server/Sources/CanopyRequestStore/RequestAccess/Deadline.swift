@@ -180,7 +180,9 @@ enum Deadline {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 guard race.start(continuation) else { return }
                 race.arm(stages[...])
-                race.hold(Task {
+                // On the request's loop when it is pinned there
+                // (ServingLoops): the work's rows then resume it in place.
+                race.hold(Task(executorPreference: ServingLoops.pinned) {
                     do {
                         race.finish(.success(try await work()))
                     } catch {

@@ -18,8 +18,21 @@ import Synchronization
 /// - A request that gets no connection within `availabilityTimeout`, or no
 ///   answer within `statementTimeout` and a little more, fails the same way
 ///   (PostgresNIO's pool would wait a minute for a server that is gone).
+///
+/// Serving on the sockets' loops (``ServingLoops``), each server also has a
+/// pool per loop whose connections live on that loop: a request running on
+/// a loop is given its loop's pool, anything else (background work, a
+/// request that is not pinned) the server's shared pool.
 public final class PrimaryPool: Service, Sendable {
     let pools: [PostgresClient]
+    /// Per server, a pool per serving loop, in ``ServingLoops/loops``'
+    /// order; empty when not serving on loops.
+    let loopPools: [[PostgresClient]]
+    let loops: ServingLoops?
+    /// How many times a caller on a serving loop was given its loop's pool
+    /// (for tests and the on-loop tier: that requests do reach them).
+    public var loopLeases: Int { loopLeaseCount.load(ordering: .relaxed) }
+    private let loopLeaseCount = Atomic<Int>(0)
     /// The servers, for logs and errors.
     public let servers: [String]
     let availabilityTimeout: Duration
@@ -34,12 +47,25 @@ public final class PrimaryPool: Service, Sendable {
 
     public init(
         endpoint: DatabaseEndpoint, configure: (inout PostgresClient.Configuration) -> Void,
-        availabilityTimeout: Duration, statementTimeout: Duration, probeInterval: Duration = .milliseconds(500), logger: Logger
+        availabilityTimeout: Duration, statementTimeout: Duration, probeInterval: Duration = .milliseconds(500),
+        loops: ServingLoops? = nil, loopConnections: Int = 2, logger: Logger
     ) throws {
         pools = try endpoint.hosts.indices.map { index in
             var configuration = try endpoint.host(index).clientConfiguration()
             configure(&configuration)
             return PostgresClient(configuration: configuration, backgroundLogger: logger)
+        }
+        self.loops = loops
+        loopPools = try endpoint.hosts.indices.map { index in
+            try (loops?.loops ?? []).enumerated().map { slot, loop in
+                var configuration = try endpoint.host(index).clientConfiguration()
+                configure(&configuration)
+                configuration.options.maximumConnections = max(1, loopConnections)
+                // What an operator sees in pg_stat_activity.
+                configuration.options.additionalStartupParameters.append(("application_name", "canopy loop \(slot)"))
+                // A one-loop group: every connection of this pool on `loop`.
+                return PostgresClient(configuration: configuration, eventLoopGroup: loop, backgroundLogger: logger)
+            }
         }
         servers = endpoint.hosts.indices.map { endpoint.host($0).displayURL }
         self.availabilityTimeout = availabilityTimeout
@@ -50,13 +76,29 @@ public final class PrimaryPool: Service, Sendable {
         primaryIndex = Atomic(0)
     }
 
-    /// The primary's pool; `databaseUnavailable` while there is none.
+    /// The primary's pool (the caller's loop's, on a serving loop);
+    /// `databaseUnavailable` while there is none.
     public func client() throws -> PostgresClient {
+        let index = try primaryIndexOrThrow()
+        if let loops, let slot = loops.current {
+            loopLeaseCount.add(1, ordering: .relaxed)
+            return loopPools[index][slot]
+        }
+        return pools[index]
+    }
+
+    /// The primary's shared pool, wherever the caller runs: for work that
+    /// holds a connection for long (the change listener).
+    public func sharedClient() throws -> PostgresClient {
+        pools[try primaryIndexOrThrow()]
+    }
+
+    private func primaryIndexOrThrow() throws -> Int {
         let index = primaryIndex.load(ordering: .relaxed)
         guard index >= 0 else {
             throw StoreError(.databaseUnavailable, "no primary among \(servers.joined(separator: ", ")) (a failover in progress?)")
         }
-        return pools[index]
+        return index
     }
 
     /// The primary's address (without a password), for spans and logs.
@@ -99,7 +141,7 @@ public final class PrimaryPool: Service, Sendable {
 
     public func run() async throws {
         await withDiscardingTaskGroup { group in
-            for pool in pools {
+            for pool in pools + loopPools.joined() {
                 group.addTask { await pool.run() }
             }
             if pools.count > 1 {

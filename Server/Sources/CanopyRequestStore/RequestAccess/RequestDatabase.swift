@@ -57,6 +57,9 @@ public final class RequestDatabase: Sendable {
     /// One PostgreSQL or a Citus coordinator: how a transaction says who
     /// it acts for (``DatabaseEngine``).
     public let engine: DatabaseEngine
+    /// The loops requests are served on (`--serve-on-loop`); nil: Swift's
+    /// shared pool, as before issue 69.
+    public let servingLoops: ServingLoops?
 
     /// - Parameters:
     ///   - statementTimeout: every statement's limit (`statement_timeout`, set per connection)
@@ -67,12 +70,14 @@ public final class RequestDatabase: Sendable {
     ///   - schemaMode: `development` or `production`
     ///   - replicas: streaming replicas of the same database, reached as the same role
     ///   - engine: what `endpoint` is (``DatabaseEngine/detect(on:logger:)``)
+    ///   - servingLoops: the loops requests are served on (`--serve-on-loop`), each
+    ///     given a pool of `loopConnections` to the primary; nil: one shared pool
     public init(
         endpoint: DatabaseEndpoint, maximumConnections: Int = 20, availabilityTimeout: Duration = .seconds(5),
         statementTimeout: Duration = .seconds(10), listenerHeartbeat: Duration = .seconds(5), tokenCacheTime: Duration = .seconds(4),
         schemaCacheTime: Duration = .seconds(1), schemaMode: String = "development",
         replicas: [DatabaseEndpoint] = [], replicaSettings: ReplicaSet.Settings = .init(), tracing: CanopyTracing? = nil,
-        engine: DatabaseEngine = .postgres, logger: Logger
+        engine: DatabaseEngine = .postgres, servingLoops: ServingLoops? = nil, loopConnections: Int = 2, logger: Logger
     ) throws {
         if engine == .citus && !replicas.isEmpty {
             throw StoreError(
@@ -97,8 +102,10 @@ public final class RequestDatabase: Sendable {
                 configuration.options.connectTimeout = availabilityTimeout
                 configuration.options.additionalStartupParameters = startupParameters
             },
-            availabilityTimeout: availabilityTimeout, statementTimeout: statementTimeout, logger: logger
+            availabilityTimeout: availabilityTimeout, statementTimeout: statementTimeout,
+            loops: servingLoops, loopConnections: loopConnections, logger: logger
         )
+        self.servingLoops = servingLoops
         self.secrets = ServerSecrets(primary: primary)
         self.notifier = ChangeNotifier(
             primary: primary, heartbeat: listenerHeartbeat, citusEndpoint: engine == .citus ? endpoint : nil, logger: logger

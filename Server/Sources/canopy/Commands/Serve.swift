@@ -250,7 +250,9 @@ struct Serve: AsyncParsableCommand {
             availabilityTimeout: .milliseconds(Int64(pool.availabilityTimeout * 1000)),
             statementTimeout: configuration.statementTimeout, listenerHeartbeat: .milliseconds(Int64(pool.listenerHeartbeat * 1000)),
             schemaMode: mode.mode.rawValue,
-            replicas: replicaEndpoints, replicaSettings: replicas.settings, tracing: traceExport?.tracing, engine: engine, logger: logger
+            replicas: replicaEndpoints, replicaSettings: replicas.settings, tracing: traceExport?.tracing, engine: engine,
+            servingLoops: pool.serveOnLoop ? ServingLoops(group: EventLoopGroupProvider.singleton.eventLoopGroup) : nil,
+            loopConnections: pool.loopConnections, logger: logger
         )
         if !replicaEndpoints.isEmpty {
             logger.info("read replicas", metadata: ["canopy.replicas": "\(replicaEndpoints.map(\.displayURL))"])

@@ -31,7 +31,19 @@ struct PoolOptions: ParsableArguments {
         valueName: "seconds"))
     var listenerHeartbeat: Double = Double(ProcessInfo.processInfo.environment["CANOPY_LISTENER_HEARTBEAT"] ?? "") ?? 5
 
+    @Flag(name: .customLong("serve-on-loop"), inversion: .prefixedNo, help: ArgumentHelp(
+        "Serve each connection's requests on the event loop that owns its socket, each loop with database connections of its own (issue 69; env CANOPY_SERVE_ON_LOOP=1; default off: requests run on Swift's shared pool). See docs/DEPLOYMENT.md, \"Serving on the sockets' loops\"."))
+    var serveOnLoop: Bool = ProcessInfo.processInfo.environment["CANOPY_SERVE_ON_LOOP"] == "1"
+
+    @Option(name: .customLong("loop-connections"), help: ArgumentHelp(
+        "With --serve-on-loop: connections each event loop may open to the primary, beside --database-connections' shared pool (env CANOPY_LOOP_CONNECTIONS; default 2).",
+        valueName: "count"))
+    var loopConnections: Int = Int(ProcessInfo.processInfo.environment["CANOPY_LOOP_CONNECTIONS"] ?? "") ?? 2
+
     func validate() throws {
+        guard loopConnections >= 1, loopConnections <= 1000 else {
+            throw ValidationError("--loop-connections must be from 1 to 1000, got \(loopConnections)")
+        }
         guard connections >= 2 else {
             throw ValidationError("--database-connections must be 2 or more (one is the change listener's), got \(connections)")
         }
