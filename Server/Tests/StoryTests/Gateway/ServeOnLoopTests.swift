@@ -20,7 +20,9 @@ struct ServeOnLoopTests {
 
         let admin = try await TestDatabase.shared.migratedDatabase()
         let (_, token) = try await addUser("looper", on: admin)
-        for onLoop in [true, false] {
+        // Without the flag first: a loop's connections seen afterwards are
+        // then the flagged gateway's, never a stopped one's still closing.
+        for onLoop in [false, true] {
             let port = try EmbeddedCluster.freePort()
             let gateway = try CanopyBinary.serve(databaseURL: admin.url, port: port, [onLoop ? "--serve-on-loop" : "--no-serve-on-loop", "--rate-limit", "0"])
             defer { kill(gateway.pid, SIGKILL); _ = gateway.waitBlocking(within: .seconds(5)) }
