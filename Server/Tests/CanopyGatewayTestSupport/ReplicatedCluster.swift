@@ -107,6 +107,18 @@ struct ReplicatedCluster: Sendable {
     /// Scans of `canopy.records` on the replica (its own pg_stat_user_tables:
     /// statistics are kept per server), waiting (15 s at most) until at
     /// least `atLeast`: backends report their counts about once a second.
+    /// The replica's connections a gateway serving on its loops opened for
+    /// its loops (`application_name` `canopy loop N`, issue 69).
+    func loopConnectionsOnReplica() async throws -> Int {
+        try await TestDatabase.withConnection(replicaAdmin) { connection in
+            let rows = try await connection.query(
+                "SELECT count(*)::int8 FROM pg_stat_activity WHERE application_name LIKE 'canopy loop %'", logger: TestDatabase.logger
+            )
+            for try await value in rows.decode(Int64.self) { return Int(value) }
+            return 0
+        }
+    }
+
     func recordScansOnReplica(atLeast: Int64 = 0) async throws -> Int64 {
         var count: Int64 = 0
         for _ in 0..<150 {

@@ -42,7 +42,11 @@ public final class ReplicaSet: Service, Sendable {
     public final class Replica: Sendable {
         /// Its URL without a password, for logs.
         public let name: String
+        /// Its shared pool: sampling, and reads not made on a serving loop.
         let client: PostgresClient
+        /// Serving on the sockets' loops, a pool per loop (``ServingLoops``).
+        let loopClients: [PostgresClient]
+        let loops: ServingLoops?
         let state = Mutex(State())
 
         struct State {
@@ -52,9 +56,17 @@ public final class ReplicaSet: Service, Sendable {
             var lag: Duration = .zero
         }
 
-        init(name: String, client: PostgresClient) {
+        init(name: String, client: PostgresClient, loops: ServingLoops? = nil, loopClients: [PostgresClient] = []) {
             self.name = name
             self.client = client
+            self.loops = loops
+            self.loopClients = loopClients
+        }
+
+        /// The pool a read made here uses: the caller's loop's, on a serving loop.
+        var readClient: PostgresClient {
+            if let loops, let slot = loops.current { return loopClients[slot] }
+            return client
         }
 
         public var isInRotation: Bool { state.withLock { $0.inRotation } }
@@ -87,9 +99,13 @@ public final class ReplicaSet: Service, Sendable {
     /// read is remembered as this, so its writer reads from the primary.
     public static let unknownPosition = WALPosition(.max)
 
-    /// - Parameter endpoints: the replicas, each reached as `endpoint` says.
+    /// - Parameters:
+    ///   - endpoints: the replicas, each reached as `endpoint` says.
+    ///   - loops: serving on the sockets' loops, each replica also gets a
+    ///     pool of `loopConnections` per loop, as the primary does.
     public init(primary: PrimaryPool, endpoints: [DatabaseEndpoint], maximumConnections: Int,
-                connectTimeout: Duration, startupParameters: [(String, String)], settings: Settings, logger: Logger) throws {
+                connectTimeout: Duration, startupParameters: [(String, String)], settings: Settings,
+                loops: ServingLoops? = nil, loopConnections: Int = 2, logger: Logger) throws {
         self.primary = primary
         self.settings = settings
         self.logger = logger
@@ -98,7 +114,14 @@ public final class ReplicaSet: Service, Sendable {
             configuration.options.maximumConnections = maximumConnections
             configuration.options.connectTimeout = connectTimeout
             configuration.options.additionalStartupParameters = startupParameters
-            return Replica(name: endpoint.displayURL, client: PostgresClient(configuration: configuration, backgroundLogger: logger))
+            let loopClients = (loops?.loops ?? []).enumerated().map { slot, loop in
+                var own = configuration
+                own.options.maximumConnections = max(1, loopConnections)
+                own.options.additionalStartupParameters.append(("application_name", "canopy loop \(slot)"))
+                return PostgresClient(configuration: own, eventLoopGroup: loop, backgroundLogger: logger)
+            }
+            return Replica(name: endpoint.displayURL, client: PostgresClient(configuration: configuration, backgroundLogger: logger),
+                           loops: loops, loopClients: loopClients)
         }
     }
 
@@ -206,7 +229,9 @@ public final class ReplicaSet: Service, Sendable {
     public func run() async throws {
         await withDiscardingTaskGroup { group in
             for replica in replicas {
-                group.addTask { await replica.client.run() }
+                for client in [replica.client] + replica.loopClients {
+                    group.addTask { await client.run() }
+                }
             }
             try? await cancelWhenGracefulShutdown {
                 while !Task.isCancelled {

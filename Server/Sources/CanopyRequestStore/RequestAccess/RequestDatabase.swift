@@ -117,7 +117,7 @@ public final class RequestDatabase: Sendable {
         self.availabilityTimeout = availabilityTimeout
         self.replicas = replicas.isEmpty ? nil : try ReplicaSet(
             primary: primary, endpoints: replicas, maximumConnections: maximumConnections, connectTimeout: availabilityTimeout,
-            startupParameters: startupParameters, settings: replicaSettings, logger: logger
+            startupParameters: startupParameters, settings: replicaSettings, loops: servingLoops, loopConnections: loopConnections, logger: logger
         )
     }
 
@@ -359,7 +359,7 @@ public final class RequestDatabase: Sendable {
                 let rows: [PostgresRow]?
                 do {
                     // A replica gets a second for a connection: the primary is there to answer instead.
-                    rows = try await replica.client.withConnection(within: .seconds(1), answerWithin: primary.answerTimeout) { connection in
+                    rows = try await replica.readClient.withConnection(within: .seconds(1), answerWithin: primary.answerTimeout) { connection in
                         try await connection.executeShaped(query, parameterTypes: types, number: prepared.number, logger: logger)
                     }
                 } catch where ReplicaSet.isReplicaFault(error) {

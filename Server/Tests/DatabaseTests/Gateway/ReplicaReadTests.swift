@@ -52,6 +52,10 @@ struct ReplicaReadTests {
                     // statistics count scans of canopy.records there.
                     let scans = try await replicated.recordScansOnReplica(atLeast: scansBefore + Int64(staleOnB))
                     #expect(scans - scansBefore >= Int64(staleOnB), "pg_stat_user_tables on the replica: \(scans - scansBefore) scans of canopy.records")
+                    // Serving on the sockets' loops (the on-loop tier), replica
+                    // reads go through each loop's own pool, as the primary's do.
+                    let loopConnections = try await replicated.loopConnectionsOnReplica()
+                    #expect(GatewayHarness.servingOnLoop ? loopConnections >= 1 : loopConnections == 0, "the replica's loop connections: \(loopConnections)")
                 }
             }
         }
