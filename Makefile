@@ -21,7 +21,7 @@
 #               to the primary under writers, in network namespaces; nothing
 #               may leak; docs/RELIABILITY.md (make test runs 3)
 #   make test-on-loop  the whole database tier serving on the sockets' loops
-#               (--serve-on-loop; make test runs seven of its suites so)
+#               (--serve-on-loop; make test runs eight of its suites so, beside the stories)
 #   make test-citus-gateway  the database tier's gateway suites on Citus,
 #               the slow ones too (make test leaves those out)
 # Both install PostgreSQL from Debian's packages when it is missing (as root).
@@ -66,12 +66,12 @@ test: postgres
 	# found before (docs/FUZZING.md; DECISIONS 147).
 	scripts/test-tier.sh pure --skip-build
 	scripts/test-tier.sh database --skip-build
-	scripts/test-tier.sh on-loop --skip-build
 	scripts/test-tier.sh citus --skip-build
 	scripts/test-tier.sh latency --skip-build
-	# And, at the same time as those two, the citus-gateway tier, its test
-	# binary run itself, as the stories' swift test holds .build's lock
-	# (scripts/beside-stories.sh; DECISIONS 176).
+	# And, at the same time as those two, the citus-gateway tier and then
+	# the on-loop tier, their test binary run itself, as the stories' swift
+	# test holds .build's lock (scripts/beside-stories.sh; DECISIONS 176,
+	# 196).
 	scripts/beside.sh scripts/beside-stories.sh scripts/test-tier.sh stories --skip-build
 
 # The database tier's gateway suites again on distributed Citus tables

@@ -4,9 +4,10 @@
 # once:
 #   1. CanopyKit added by URL (a build, at nice 19), then every parser of
 #      outside input under libFuzzer for 10 s (scripts/fuzz/fuzz.py);
-#   2. the citus-gateway tier but for its suites marked "slow: ", its test
-#      binary run itself (CANOPY_TEST_DIRECT=1: the stories' `swift test`
-#      holds .build's lock; make test-citus-gateway runs them all).
+#   2. the citus-gateway tier but for its suites marked "slow: ", then the
+#      on-loop tier's listed suites, each its test binary run itself
+#      (CANOPY_TEST_DIRECT=1: the stories' `swift test` holds .build's
+#      lock; make test-citus-gateway and make test-on-loop run them all).
 # Each lane's output is kept in a file of its own and printed, under a
 # heading, when both have ended. Exits non-zero, naming the lane, when
 # either failed.
@@ -21,6 +22,11 @@ trap 'rm -rf "$logs"' EXIT
 lane=$!
 CANOPY_TEST_DIRECT=1 CANOPY_CITUS_GATEWAY_SKIP_SLOW=1 scripts/test-tier.sh citus-gateway --skip-build > "$logs/citus-gateway" 2>&1
 tier=$?
+# The on-loop tier after it, in the same lane: its fresh cluster starts
+# when the citus-gateway tier's has gone (the lane ended minutes before
+# the stories in loaded runs; docs/TESTING.md, "Wall time").
+CANOPY_TEST_DIRECT=1 scripts/test-tier.sh on-loop --skip-build > "$logs/on-loop" 2>&1
+on_loop=$?
 wait "$lane"
 build_and_fuzz=$?
 
@@ -28,6 +34,8 @@ echo "==> CanopyKit by URL, then fuzzing: exit $build_and_fuzz"
 cat "$logs/build-and-fuzz"
 echo "==> the citus-gateway tier: exit $tier"
 cat "$logs/citus-gateway"
+echo "==> the on-loop tier: exit $on_loop"
+cat "$logs/on-loop"
 status=0
 if [ "$build_and_fuzz" -ne 0 ]; then
     echo "==> beside the stories: CanopyKit by URL or fuzzing failed (exit $build_and_fuzz; above)" >&2
@@ -35,6 +43,10 @@ if [ "$build_and_fuzz" -ne 0 ]; then
 fi
 if [ "$tier" -ne 0 ]; then
     echo "==> beside the stories: the citus-gateway tier failed (exit $tier; above)" >&2
+    status=1
+fi
+if [ "$on_loop" -ne 0 ]; then
+    echo "==> beside the stories: the on-loop tier failed (exit $on_loop; above)" >&2
     status=1
 fi
 exit $status
