@@ -15,7 +15,9 @@
 # clusters stay up; only the gateways alternate. AB_A_FLAGS and AB_B_FLAGS
 # add flags to each side's canopy serve (one build in two modes, as
 # issue 69's AB_A_FLAGS=--no-serve-on-loop AB_B_FLAGS=--serve-on-loop with
-# the same binary twice); AB_CLIENTS sets wrk's connections (default 8).
+# the same binary twice); AB_A_ENV and AB_B_ENV add environment variables
+# (NAME=VALUE words: AB_B_ENV=CANOPY_CONCURRENCY_ON_LOOPS=1); AB_CLIENTS sets
+# wrk's connections (default 8).
 # Each workload also prints the gateway's context switches a request (every
 # thread's, from /proc/PID/task/*/status).
 # Needs wrk, curl and bc; stops the gateway and the cluster(s) when done.
@@ -52,8 +54,9 @@ for round in $(seq 1 "$ROUNDS"); do
   for which in A B; do
     BIN=$A; DATA=$DATA_A; [ $which = B ] && { BIN=$B; DATA=$DATA_B; }
     FLAGS=${AB_A_FLAGS:-}; [ $which = B ] && FLAGS=${AB_B_FLAGS:-}
-    # shellcheck disable=SC2086 # the flags are words
-    "$BIN" serve --port $PORT --data-dir "$DATA" --rate-limit 1000000000 $FLAGS > /tmp/gateway-ab-serve.log 2>&1 &
+    SIDE_ENV=${AB_A_ENV:-}; [ $which = B ] && SIDE_ENV=${AB_B_ENV:-}
+    # shellcheck disable=SC2086 # the flags and variables are words
+    env $SIDE_ENV "$BIN" serve --port $PORT --data-dir "$DATA" --rate-limit 1000000000 $FLAGS > /tmp/gateway-ab-serve.log 2>&1 &
     SPID=$!
     for _ in $(seq 1 120); do curl -s -o /dev/null "http://127.0.0.1:$PORT/health" && break; sleep 0.5; done
     line="$which round $round:"

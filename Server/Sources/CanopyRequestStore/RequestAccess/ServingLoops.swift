@@ -15,10 +15,18 @@ public final class ServingLoops: Sendable {
     /// task does not inherit an executor preference, but does inherit this.
     @TaskLocal public static var pinned: EventLoopTaskExecutor?
 
-    public init(group: any EventLoopGroup) {
+    /// Whether ``pin(_:_:)`` sets a task executor preference. Not when
+    /// Swift concurrency's global executor is these loops themselves
+    /// (`--concurrency-on-loops`): a job then stays on the loop it was
+    /// enqueued from, so a connection's task is on its socket's loop once
+    /// it has read from it, with no preference to look up on every hop.
+    public let pinsTasks: Bool
+
+    public init(group: any EventLoopGroup, pinsTasks: Bool = true) {
         var loops: [any EventLoop] = []
         for loop in group.makeIterator() { loops.append(loop) }
         self.loops = loops
+        self.pinsTasks = pinsTasks
         executors = loops.map(EventLoopTaskExecutor.init)
     }
 
@@ -30,7 +38,7 @@ public final class ServingLoops: Sendable {
     /// Runs `body` on `loop` (one of ours; else where it is), its database
     /// work on `loop`'s pool.
     public func pin<T: Sendable>(_ loop: any EventLoop, _ body: () async throws -> T) async rethrows -> T {
-        guard let index = loops.firstIndex(where: { $0 === loop }) else { return try await body() }
+        guard pinsTasks, let index = loops.firstIndex(where: { $0 === loop }) else { return try await body() }
         let executor = executors[index]
         return try await withTaskExecutorPreference(executor) {
             try await Self.$pinned.withValue(executor) { try await body() }

@@ -122,6 +122,9 @@ struct Serve: AsyncParsableCommand {
             logger.logLevel = database.verbose ? .debug : .info
             return logger
         }()
+        // Before anything else runs a task: the global executor is the
+        // process's for its life (DECISIONS 197).
+        let concurrencyOnLoops = ConcurrencyOnLoops.install(pool.concurrencyOnLoops, logger: logger)
         // The identity providers first: a configuration that cannot work
         // stops here, before anything is migrated or served.
         let authConfiguration: AuthConfiguration?
@@ -251,7 +254,7 @@ struct Serve: AsyncParsableCommand {
             statementTimeout: configuration.statementTimeout, listenerHeartbeat: .milliseconds(Int64(pool.listenerHeartbeat * 1000)),
             schemaMode: mode.mode.rawValue,
             replicas: replicaEndpoints, replicaSettings: replicas.settings, tracing: traceExport?.tracing, engine: engine,
-            servingLoops: pool.serveOnLoop ? ServingLoops(group: EventLoopGroupProvider.singleton.eventLoopGroup) : nil,
+            servingLoops: pool.serveOnLoop ? ServingLoops(group: EventLoopGroupProvider.singleton.eventLoopGroup, pinsTasks: !concurrencyOnLoops) : nil,
             loopConnections: pool.loopConnections, logger: logger
         )
         if !replicaEndpoints.isEmpty {

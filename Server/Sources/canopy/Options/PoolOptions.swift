@@ -35,6 +35,10 @@ struct PoolOptions: ParsableArguments {
         "Serve each connection's requests on the event loop that owns its socket, each loop with database connections of its own (issue 69; env CANOPY_SERVE_ON_LOOP=1; default off: requests run on Swift's shared pool). See docs/DEPLOYMENT.md, \"Serving on the sockets' loops\"."))
     var serveOnLoop: Bool = ProcessInfo.processInfo.environment["CANOPY_SERVE_ON_LOOP"] == "1"
 
+    @Flag(name: .customLong("concurrency-on-loops"), inversion: .prefixedNo, help: ArgumentHelp(
+        "Run Swift concurrency itself on the event loops that own the sockets and database connections, so a request's work stays on one thread (issue 69; env CANOPY_CONCURRENCY_ON_LOOPS=1; default off). Process-wide. See docs/DEPLOYMENT.md, \"Serving on the sockets' loops\"."))
+    var concurrencyOnLoops: Bool = ProcessInfo.processInfo.environment["CANOPY_CONCURRENCY_ON_LOOPS"] == "1"
+
     @Option(name: .customLong("loop-connections"), help: ArgumentHelp(
         "With --serve-on-loop: connections each event loop may open to the primary, beside --database-connections' shared pool (env CANOPY_LOOP_CONNECTIONS; default 2).",
         valueName: "count"))
