@@ -42,22 +42,23 @@ public enum QueryCost {
     }
 
     /// How many items the field's list may hold, or nil when it is not a list.
+    /// Arguments are read only for the root fields that have a bound: a
+    /// nested field's bound depends on its name alone.
     static func bound(of field: SelectedField, in request: ParsedRequest, root: Bool) throws -> Int? {
-        let arguments = request.arguments(of: field)
-        if root {
-            switch field.name {
-            case "records": return max(0, try arguments.int("limit", default: 100))
-            case "zoneChanges", "databaseChanges", "zoneChanged", "databaseChanged": return max(0, try arguments.int("limit", default: 200))
-            case "lookup": return try arguments.strings("recordNames").count
-            case "modifyRecords":
-                let saves = if case .array(let items)? = try arguments.value("save") { items.count } else { 0 }
-                return saves + (try arguments.strings("delete").count)
-            case "zones": return 100
-            // Cutting a zone walks its feed index twice: counted as a page.
-            case "zoneRanges": return ZoneChangesPlan.maximumLimit
-            default: return nil
-            }
+        guard root else { return field.name == "participants" ? 100 : nil }
+        let arguments = { request.arguments(of: field) }
+        switch field.name {
+        case "records": return max(0, try arguments().int("limit", default: 100))
+        case "zoneChanges", "databaseChanges", "zoneChanged", "databaseChanged": return max(0, try arguments().int("limit", default: 200))
+        case "lookup": return try arguments().strings("recordNames").count
+        case "modifyRecords":
+            let arguments = arguments()
+            let saves = if case .array(let items)? = try arguments.value("save") { items.count } else { 0 }
+            return saves + (try arguments.strings("delete").count)
+        case "zones": return 100
+        // Cutting a zone walks its feed index twice: counted as a page.
+        case "zoneRanges": return ZoneChangesPlan.maximumLimit
+        default: return nil
         }
-        return field.name == "participants" ? 100 : nil
     }
 }

@@ -27,7 +27,7 @@ func withAdminConnection<T: Sendable>(
 enum CommandLogging {
     static func bootstrap(verbose: Bool) {
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = DeferredMetadataLogHandler.standardError(label: label)
             handler.logLevel = verbose ? .debug : .info
             return handler
         }
