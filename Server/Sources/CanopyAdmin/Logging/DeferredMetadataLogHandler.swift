@@ -8,11 +8,18 @@ import Logging
 /// stream handler's own, byte for byte.
 public struct DeferredMetadataLogHandler: LogHandler {
     private var stream: StreamLogHandler
-    public var metadata = Logger.Metadata()
+    public var metadata: Logger.Metadata
+    /// Asked when a line is written, as the stream handler would ask it.
+    public var metadataProvider: Logger.MetadataProvider?
 
+    /// Takes over `stream`'s metadata and metadata provider; `stream` then
+    /// only writes the lines it is handed.
     public init(_ stream: StreamLogHandler) {
         self.stream = stream
+        metadata = stream.metadata
+        metadataProvider = stream.metadataProvider
         self.stream.metadata = [:]
+        self.stream.metadataProvider = nil
     }
 
     /// Standard error, as `StreamLogHandler.standardError(label:)`.
@@ -25,23 +32,21 @@ public struct DeferredMetadataLogHandler: LogHandler {
         set { stream.logLevel = newValue }
     }
 
-    public var metadataProvider: Logger.MetadataProvider? {
-        get { stream.metadataProvider }
-        set { stream.metadataProvider = newValue }
-    }
-
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
     public func log(event: LogEvent) {
-        guard !metadata.isEmpty else { return stream.log(event: event) }
+        let provided = metadataProvider?.get() ?? [:]
+        guard !metadata.isEmpty || !provided.isEmpty else { return stream.log(event: event) }
+        // The stream handler's order: this logger's metadata, the
+        // provider's over it, the line's own over both (and an error's,
+        // which the stream handler adds last, over everything).
         var event = event
-        // The stream handler's order: this logger's metadata, then the
-        // line's own over it (a metadata provider's keys come under both
-        // here, over the logger's there: none of Canopy's collide).
-        event.metadata = metadata.merging(event.metadata ?? [:]) { _, line in line }
+        event.metadata = metadata
+            .merging(provided) { _, provided in provided }
+            .merging(event.metadata ?? [:]) { _, line in line }
         stream.log(event: event)
     }
 }

@@ -36,7 +36,7 @@ struct PoolOptions: ParsableArguments {
     var serveOnLoop: Bool = ProcessInfo.processInfo.environment["CANOPY_SERVE_ON_LOOP"] == "1"
 
     @Flag(name: .customLong("concurrency-on-loops"), inversion: .prefixedNo, help: ArgumentHelp(
-        "Run Swift concurrency itself on the event loops that own the sockets and database connections, so a request's work stays on one thread (issue 69; env CANOPY_CONCURRENCY_ON_LOOPS=1; default off). Process-wide. See docs/DEPLOYMENT.md, \"Serving on the sockets' loops\"."))
+        "Run Swift concurrency itself on the event loops that own the sockets and database connections, so a request's work mostly stays on one thread (issue 69; env CANOPY_CONCURRENCY_ON_LOOPS=1; default off). Process-wide; Linux only. See docs/DEPLOYMENT.md, \"Swift concurrency on the loops\"."))
     var concurrencyOnLoops: Bool = ProcessInfo.processInfo.environment["CANOPY_CONCURRENCY_ON_LOOPS"] == "1"
 
     @Option(name: .customLong("loop-connections"), help: ArgumentHelp(

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import Metrics
 import NIOCore
@@ -18,10 +19,17 @@ enum ConcurrencyOnLoops {
     /// `canopy_concurrency_on_loops` (1 installed, 0 not) either way.
     @discardableResult
     static func install(_ wanted: Bool, logger: Logger) -> Bool {
-        let installed = wanted && NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        #if canImport(Darwin)
+        // On Darwin SwiftNIO stops the process when this is not the main
+        // thread, and a command's `run()` is not: refused there instead.
+        let allowed = Thread.isMainThread
+        #else
+        let allowed = true
+        #endif
+        let installed = wanted && allowed && NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         Gauge(label: "canopy_concurrency_on_loops").record(installed ? 1 : 0)
         if wanted && !installed {
-            logger.warning("--concurrency-on-loops: the runtime refused NIO's loops as the global executor; serving on Swift's own pool")
+            logger.warning("--concurrency-on-loops: not installed (the runtime refused NIO's loops as its global executor, or this is macOS, where only the main thread may install them); serving on Swift's own pool")
         } else if installed {
             logger.info("Swift concurrency runs on the event loops (--concurrency-on-loops)")
         }

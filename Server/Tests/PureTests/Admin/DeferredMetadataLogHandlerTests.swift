@@ -38,4 +38,23 @@ struct DeferredMetadataLogHandlerTests {
         #expect(plain.lines.count == 4, "\(plain.lines)")
         #expect(plain.lines[1] == "info canopy: canopy.request.id=3f2a hb.request.id=7 [PureTests] two keys", "\(plain.lines)")
     }
+
+    struct Refused: Error {}
+
+    @Test("the same lines with a metadata provider (its keys over the logger's, under the line's) and with an error")
+    func providerAndError() {
+        let provider = Logger.MetadataProvider { ["trace_id": "abc", "canopy.request.id": "provided"] }
+        let plain = Lines(), deferred = Lines()
+        for handler in [StreamLogHandler(label: "canopy", stream: plain, metadataProvider: provider) as any LogHandler,
+                        DeferredMetadataLogHandler(StreamLogHandler(label: "canopy", stream: deferred, metadataProvider: provider))] {
+            var logger = Logger(label: "canopy") { _ in handler }
+            logger.info("only the provider's")
+            logger[metadataKey: "canopy.request.id"] = "3f2a"
+            logger.info("the provider's over the logger's")
+            logger.warning("the line's over both", metadata: ["trace_id": "line"])
+            logger.error("an error", error: Refused())
+        }
+        #expect(deferred.lines == plain.lines)
+        #expect(plain.lines.count == 4, "\(plain.lines)")
+    }
 }
